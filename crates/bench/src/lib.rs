@@ -1,1 +1,6 @@
-//! stub
+//! Benchmarks behind `shoal bench`: they drive the sans-IO engine with real
+//! clocks and count heap allocations through `CountingAllocator`, which the
+//! `shoal` binary installs as its global allocator.
+
+pub mod allocation_counter;
+pub mod storage;

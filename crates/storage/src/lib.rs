@@ -1,1 +1,12 @@
-//! stub
+//! The local storage engine of a data node: what NDB calls the LDM.
+//!
+//! One `Engine` owns the partitions of one LDM thread: their rows, their
+//! primary-key hash indexes and ordered indexes, all in one DataMemory page
+//! pool, and the row locks and operation records of the local half of every
+//! transaction touching them. It is sans-IO: requests come in as plain data
+//! with the current time, responses go out as plain data; no clock, thread,
+//! socket or file is used here.
+
+pub mod memory;
+pub mod filter;
+pub mod ordered_index;
