@@ -9,4 +9,5 @@
 
 pub mod memory;
 pub mod filter;
+pub mod hash_index;
 pub mod ordered_index;
