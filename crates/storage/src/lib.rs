@@ -11,3 +11,9 @@ pub mod memory;
 pub mod filter;
 pub mod hash_index;
 pub mod ordered_index;
+pub mod engine;
+
+pub use engine::{
+    Completion, Engine, EngineConfig, MemoryReport, NO_TRANSACTION, OperationKind, OperationRequest, Outcome,
+    ReadMode, ScanBatch, ScanBound, ScanRequest, TableId, TableMemory, TransactionId,
+};

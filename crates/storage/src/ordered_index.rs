@@ -15,8 +15,10 @@ use schema::ErrorCode;
 
 /// Gives the full sortable key an entry stands for, read from its row.
 pub trait KeySource {
-    /// Appends the full sortable key of the row at `row` for this index to `out`.
-    fn key(&self, row: ChunkRef, out: &mut Vec<u8>);
+    /// Appends the full sortable key of the row at `row` for this index to
+    /// `out`. Rows live in the same pool as the index's nodes, so the pool is
+    /// passed in (shared) whenever the index needs a key.
+    fn key(&self, pool: &PagePool, row: ChunkRef, out: &mut Vec<u8>);
 }
 
 /// Where a range scan starts or stops.

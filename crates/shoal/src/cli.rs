@@ -1,0 +1,212 @@
+//! The command line of `shoal`: one subcommand per role, with the flags an
+//! NDB user expects (`--ndb-connectstring`, `--ndb-nodeid`, `--initial`,
+//! `-e`, `--config-file`).
+//!
+//! Only parsing lives here; what each role does is in `roles`. Flags of roles
+//! that are not built yet are already parsed and validated so that scripts
+//! written against them keep working once the role exists.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// The default port of the management node, as in NDB.
+pub const MGM_PORT_DEFAULT: u16 = 1186;
+
+/// The default port of the SQL node, as in MySQL.
+pub const SQL_PORT_DEFAULT: u16 = 3306;
+
+/// Shoal: a shared-nothing, in-memory, synchronously replicated SQL database
+/// that speaks the MySQL protocol.
+///
+/// One binary plays every role of a MySQL Cluster (NDB) installation: the
+/// management node (ndb_mgmd), the data nodes (ndbmtd), the SQL nodes
+/// (mysqld) and the management client (ndb_mgm). `shoal up` starts a whole
+/// local cluster with one command.
+#[derive(Debug, Parser)]
+#[command(name = "shoal", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Sandbox: start a local cluster (1 mgmd, data nodes, 1 SQL node) in
+    /// the foreground.
+    ///
+    /// Starts one management node, `--nodes` data nodes in node groups of
+    /// `--replicas` (NoOfReplicas) and one SQL node, all as children of this
+    /// process, with their data under `--data-dir`. Ctrl-C stops the cluster
+    /// cleanly.
+    Up(UpArgs),
+
+    /// Management node (ndb_mgmd): configuration, node ids, cluster log,
+    /// arbitration.
+    ///
+    /// Reads `config.ini`, hands every node its node id and the whole
+    /// configuration, keeps the cluster log, acts as arbitrator when the
+    /// cluster splits, and serves the management protocol that `shoal mgm`
+    /// speaks.
+    Mgmd(MgmdArgs),
+
+    /// Data node (ndbmtd): stores and replicates rows, coordinates
+    /// transactions.
+    ///
+    /// Stores the rows of the partitions (fragments) it replicates, runs
+    /// transaction coordinators (TC) and local query handlers (LDM), writes
+    /// checkpoints and the redo log, and recovers after a restart. It fetches
+    /// its configuration from the management node.
+    Datad(DatadArgs),
+
+    /// SQL node (mysqld): serves the MySQL wire protocol on top of the data
+    /// nodes.
+    ///
+    /// Speaks the MySQL client/server protocol; parses, plans and executes
+    /// SQL against the data nodes through the native API. Stock MySQL
+    /// clients and drivers connect to it.
+    Sqld(SqldArgs),
+
+    /// Management client (ndb_mgm): SHOW, REPORT MEMORY, STOP/START/RESTART,
+    /// SHUTDOWN.
+    ///
+    /// Connects to the management node and runs `ndb_mgm` commands: `SHOW`,
+    /// `ALL REPORT MEMORY`, `N STOP|START|RESTART`, `CREATE NODEGROUP`,
+    /// `ALL CLUSTERLOG`, `START BACKUP`, `SHUTDOWN`. With `-e` it runs one
+    /// command and exits; without it, it reads commands interactively.
+    Mgm(MgmArgs),
+
+    /// Benchmarks (bencher, flexAsynch): reproduce the published NDB figures
+    /// on Shoal.
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Directory holding the data of every node of the sandbox.
+    #[arg(long, value_name = "DIR", default_value = "./shoal-data")]
+    pub data_dir: PathBuf,
+
+    /// Number of data nodes; a multiple of `--replicas`.
+    #[arg(long, value_name = "N", default_value_t = 2,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub nodes: u16,
+
+    /// Replicas of every partition (NoOfReplicas, 1 to 4).
+    #[arg(long, value_name = "R", default_value_t = 2,
+          value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub replicas: u8,
+
+    /// Port of the management node.
+    #[arg(long, value_name = "PORT", default_value_t = MGM_PORT_DEFAULT)]
+    pub mgm_port: u16,
+
+    /// Port of the SQL node (MySQL protocol).
+    #[arg(long, value_name = "PORT", default_value_t = SQL_PORT_DEFAULT)]
+    pub sql_port: u16,
+}
+
+#[derive(Debug, Args)]
+pub struct MgmdArgs {
+    /// The cluster configuration, in NDB's config.ini format.
+    #[arg(short = 'f', long, value_name = "FILE", default_value = "config.ini")]
+    pub config_file: PathBuf,
+
+    /// Port of the management protocol.
+    #[arg(short = 'P', long, value_name = "PORT", default_value_t = MGM_PORT_DEFAULT)]
+    pub port: u16,
+}
+
+#[derive(Debug, Args)]
+pub struct DatadArgs {
+    /// Where the management node listens.
+    #[arg(
+        short = 'c',
+        long,
+        visible_alias = "connect-string",
+        value_name = "HOST:PORT",
+        default_value = "localhost:1186"
+    )]
+    pub ndb_connectstring: String,
+
+    /// Node id of this data node, as in config.ini; assigned by the
+    /// management node when omitted.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..))]
+    pub ndb_nodeid: Option<u8>,
+
+    /// Discard the local checkpoints and redo log and copy everything from
+    /// a live replica (initial node restart).
+    #[arg(long)]
+    pub initial: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SqldArgs {
+    /// Port of the MySQL protocol.
+    #[arg(short = 'P', long, value_name = "PORT", default_value_t = SQL_PORT_DEFAULT)]
+    pub port: u16,
+
+    /// Where the management node listens.
+    #[arg(
+        short = 'c',
+        long,
+        visible_alias = "connect-string",
+        value_name = "HOST:PORT",
+        default_value = "localhost:1186"
+    )]
+    pub ndb_connectstring: String,
+}
+
+#[derive(Debug, Args)]
+pub struct MgmArgs {
+    /// Where the management node listens.
+    #[arg(
+        short = 'c',
+        long,
+        visible_alias = "connect-string",
+        value_name = "HOST:PORT",
+        default_value = "localhost:1186"
+    )]
+    pub ndb_connectstring: String,
+
+    /// Run this one command (for example "SHOW") and exit.
+    #[arg(short = 'e', long, value_name = "COMMAND")]
+    pub execute: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// One partition of the storage engine, single-threaded: primary-key
+    /// reads, inserts, updates, deletes, scans, memory per row and heap
+    /// allocations per read.
+    Storage(BenchStorageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchStorageArgs {
+    /// Rows loaded into the partition before measuring.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub rows: u64,
+
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,45 @@
+//! What each subcommand of `shoal` does, and the exit status it ends with.
+//!
+//! Exit statuses: 0 success, 1 the role ran and failed (its error is printed
+//! on stderr), 2 the command line was not understood or the role is not
+//! built yet. Clap uses 2 for command-line errors too, so scripts can tell a
+//! usage problem from a failure.
+
+use std::process::ExitCode;
+
+use crate::cli::{BenchArgs, BenchCommand, BenchStorageArgs, Command};
+
+/// Runs the role chosen on the command line.
+pub fn run(command: Command) -> ExitCode {
+    match command {
+        Command::Up(_) => not_built("up", "the sandbox (a local cluster)"),
+        Command::Mgmd(_) => not_built("mgmd", "the management node"),
+        Command::Datad(_) => not_built("datad", "the data node"),
+        Command::Sqld(_) => not_built("sqld", "the SQL node"),
+        Command::Mgm(_) => not_built("mgm", "the management client"),
+        Command::Bench(BenchArgs { command }) => match command {
+            BenchCommand::Storage(args) => bench_storage(&args),
+        },
+    }
+}
+
+/// Says in one line that a role does not exist yet, so that a user (or a
+/// script) gets a clear answer instead of a silent success.
+fn not_built(subcommand: &str, role: &str) -> ExitCode {
+    eprintln!("shoal {subcommand}: {role} is not built yet (see the project's issues)");
+    ExitCode::from(2)
+}
+
+fn bench_storage(args: &BenchStorageArgs) -> ExitCode {
+    let options = bench::storage::StorageOptions {
+        rows: args.rows,
+        json: args.json,
+    };
+    match bench::storage::run(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shoal bench storage: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

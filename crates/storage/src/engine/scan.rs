@@ -1,0 +1,501 @@
+//! Scans: full partition scans and ordered-index range scans, with a pushed
+//! filter, a column projection, batches bounded by rows and bytes, and a
+//! cursor that resumes where the last batch stopped.
+//!
+//! ## Output (format version 1)
+//! Each row of a batch is appended to the caller's buffer as a little-endian
+//! `u32` byte length followed by that many bytes of AttrInfo holding the
+//! requested columns in the requested order.
+//!
+//! ## Cursors
+//! A full scan walks the row slab page by page; its cursor is a slot
+//! address, stable while rows come and go. An index scan collects entries
+//! from the B+tree a few at a time and remembers the last entry it handed
+//! out, `(key, row)`; the next batch seeks strictly past it, so entries
+//! removed between batches are simply not seen and none is seen twice.
+//!
+//! ## Visibility and locks
+//! A scan sees what a primary-key read of its transaction would see. With a
+//! lock mode it locks each row it returns (held to the end of the
+//! transaction); when a lock must wait, the batch ends with `waiting` set,
+//! a `Completion` with the scan's token follows when the lock is granted (or
+//! times out), and the next `scan_next` resumes at that row.
+
+use super::locks::{Acquired, LockMode, NO_RECORD, Pending};
+use super::table::{self, COMMITTED, COPY, IN_USE};
+use super::{Engine, ReadMode, TableId, TransactionId};
+use crate::filter::Filter;
+use crate::memory::ChunkRef;
+use crate::ordered_index::{Bound, Collected, KeySource};
+use schema::key::encode_attrinfo_key;
+use schema::row::project;
+use schema::table::ColumnId;
+use schema::{Error, ErrorCode};
+
+/// Entries an index scan takes from the B+tree at a time.
+const INDEX_COLLECT_BATCH: usize = 64;
+
+/// One end of an index range, as AttrInfo of a prefix of the index's columns.
+#[derive(Debug, Clone, Copy)]
+pub enum ScanBound<'a> {
+    Unbounded,
+    Inclusive(&'a [u8]),
+    Exclusive(&'a [u8]),
+}
+
+/// A scan to open.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanRequest<'a> {
+    pub transaction: TransactionId,
+    /// Echoed in the `Completion` when a lock the scan waits for is decided.
+    pub token: u64,
+    pub table: TableId,
+    /// The ordered index to range-scan (its position in the table's
+    /// `ordered_indexes`), or `None` for a full scan.
+    pub index: Option<u16>,
+    pub lower: ScanBound<'a>,
+    pub upper: ScanBound<'a>,
+    pub descending: bool,
+    /// A filter program (`crate::filter`), or empty for none.
+    pub filter: &'a [u8],
+    pub columns: &'a [ColumnId],
+    pub mode: ReadMode,
+}
+
+/// What one `scan_next` produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanBatch {
+    pub rows: u32,
+    /// No rows are left: the scan can be closed.
+    pub finished: bool,
+    /// The batch stopped at a row whose lock must be waited for.
+    pub waiting: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BoundKind {
+    Unbounded,
+    Inclusive,
+    Exclusive,
+}
+
+pub(crate) struct ScanRecord {
+    transaction: TransactionId,
+    pub token: u64,
+    table: TableId,
+    index: Option<usize>,
+    descending: bool,
+    mode: ReadMode,
+    columns: Vec<ColumnId>,
+    filter: Option<Filter>,
+    lower: Vec<u8>,
+    lower_kind: BoundKind,
+    upper: Vec<u8>,
+    upper_kind: BoundKind,
+    /// Full scan: the page position and slot index to look at next.
+    page_position: usize,
+    slot_index: u32,
+    /// Index scan: the last entry handed out.
+    last_key: Vec<u8>,
+    last_row: ChunkRef,
+    refs: Vec<ChunkRef>,
+    finished: bool,
+    /// The row whose lock the scan waits for, revisited first on resume.
+    waiting_row: ChunkRef,
+    pub lock_granted: bool,
+    pub failed: Option<ErrorCode>,
+}
+
+fn bound<'k>(key: &'k [u8], kind: BoundKind) -> Bound<'k> {
+    match kind {
+        BoundKind::Unbounded => Bound::Unbounded,
+        BoundKind::Inclusive => Bound::Prefix { key, inclusive: true },
+        BoundKind::Exclusive => Bound::Prefix { key, inclusive: false },
+    }
+}
+
+enum Step {
+    Skip,
+    Emit(ChunkRef),
+    Wait,
+}
+
+impl Engine {
+    /// Opens a scan. Validates the filter, the index and the bounds once.
+    pub fn open_scan(&mut self, request: &ScanRequest<'_>) -> Result<u32, Error> {
+        let table = self.table(request.table)?;
+        let def = &table.def;
+        for &column in request.columns {
+            if usize::from(column) >= def.columns.len() {
+                return Err(Error::new(ErrorCode::NoSuchColumn, format!("column id {column}")));
+            }
+        }
+        let filter = if request.filter.is_empty() { None } else { Some(Filter::compile(def, request.filter)?) };
+        let index = match request.index {
+            Some(position) if usize::from(position) >= table.ordered.len() => {
+                return Err(Error::new(ErrorCode::WrongKey, format!("table has no ordered index #{position}")));
+            }
+            Some(position) => Some(usize::from(position)),
+            None => None,
+        };
+        let encode = |bound: ScanBound<'_>| -> Result<(Vec<u8>, BoundKind), Error> {
+            let (bytes, kind) = match bound {
+                ScanBound::Unbounded => return Ok((Vec::new(), BoundKind::Unbounded)),
+                ScanBound::Inclusive(bytes) => (bytes, BoundKind::Inclusive),
+                ScanBound::Exclusive(bytes) => (bytes, BoundKind::Exclusive),
+            };
+            let Some(position) = index else {
+                return Err(Error::new(ErrorCode::WrongKey, "bounds need an ordered index"));
+            };
+            let mut key = Vec::new();
+            encode_attrinfo_key(def, &def.ordered_indexes[position].columns, bytes, true, &mut key)?;
+            Ok((key, kind))
+        };
+        let (lower, lower_kind) = encode(request.lower)?;
+        let (upper, upper_kind) = encode(request.upper)?;
+        let slot = self.scans.iter().position(Option::is_none).ok_or(ErrorCode::TooManyScans)?;
+        if request.mode != ReadMode::Committed {
+            self.transactions.get_or_begin(request.transaction)?;
+        }
+        self.scans[slot] = Some(ScanRecord {
+            transaction: request.transaction,
+            token: request.token,
+            table: request.table,
+            index,
+            descending: request.descending,
+            mode: request.mode,
+            columns: request.columns.to_vec(),
+            filter,
+            lower,
+            lower_kind,
+            upper,
+            upper_kind,
+            page_position: 0,
+            slot_index: 0,
+            last_key: Vec::new(),
+            last_row: ChunkRef::NONE,
+            refs: Vec::with_capacity(INDEX_COLLECT_BATCH),
+            finished: false,
+            waiting_row: ChunkRef::NONE,
+            lock_granted: false,
+            failed: None,
+        });
+        self.tables[request.table as usize].as_mut().unwrap().scans_open += 1;
+        Ok(slot as u32)
+    }
+
+    /// Closes a scan. Locks it took stay with its transaction.
+    pub fn close_scan(&mut self, scan: u32) -> Result<(), Error> {
+        let record = self.scans.get_mut(scan as usize).and_then(Option::take).ok_or(ErrorCode::NoSuchScan)?;
+        // A lock wait still queued for the scan is cancelled.
+        if !record.waiting_row.is_none() && !record.lock_granted && record.failed.is_none() {
+            self.cancel_scan_wait(&record, scan);
+        }
+        if let Some(table) = self.tables[record.table as usize].as_mut() {
+            table.scans_open -= 1;
+        }
+        Ok(())
+    }
+
+    fn cancel_scan_wait(&mut self, record: &ScanRecord, scan: u32) {
+        let Some(transaction) = self.transactions.lookup(record.transaction) else { return };
+        let table = self.tables[record.table as usize].as_ref().unwrap();
+        let (head, _) = table::header(&table.rows, &self.pool, record.waiting_row);
+        if let Some(own) = self.own_record(head, transaction)
+            && self.records[own as usize].pending == (Pending::Scan { scan })
+        {
+            self.records[own as usize].pending = Pending::None;
+            if self.records[own as usize].held == LockMode::None {
+                if self.release_record(own) {
+                    self.grant_waiters(record.table, record.waiting_row);
+                }
+            } else {
+                self.records[own as usize].wanted = LockMode::None;
+            }
+        }
+    }
+
+    /// Appends up to `rows_max` rows (and about `bytes_max` bytes; always at
+    /// least one row) to `out`.
+    pub fn scan_next(
+        &mut self,
+        now_ms: u64,
+        scan: u32,
+        rows_max: u32,
+        bytes_max: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<ScanBatch, Error> {
+        if self.waits.head().is_some() {
+            self.expire_lock_waits(now_ms);
+        }
+        let mut record = self.scans.get_mut(scan as usize).and_then(Option::take).ok_or(ErrorCode::NoSuchScan)?;
+        let result = self.scan_batch(now_ms, scan, &mut record, rows_max.max(1), bytes_max as usize, out);
+        self.scans[scan as usize] = Some(record);
+        result
+    }
+
+    fn scan_batch(
+        &mut self,
+        now_ms: u64,
+        scan: u32,
+        record: &mut ScanRecord,
+        rows_max: u32,
+        bytes_max: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<ScanBatch, Error> {
+        if let Some(error) = record.failed.take() {
+            record.waiting_row = ChunkRef::NONE;
+            return Err(error.into());
+        }
+        let start_bytes = out.len();
+        let mut batch = ScanBatch { rows: 0, finished: false, waiting: false };
+        if !record.waiting_row.is_none() {
+            if !record.lock_granted {
+                batch.waiting = true;
+                return Ok(batch);
+            }
+            // The lock came: the row is looked at again from the top.
+            record.lock_granted = false;
+        }
+        match record.index {
+            None => self.scan_full(now_ms, scan, record, rows_max, bytes_max, start_bytes, out, &mut batch),
+            Some(position) => {
+                self.scan_index(now_ms, scan, record, position, rows_max, bytes_max, start_bytes, out, &mut batch)
+            }
+        }
+        batch.finished = record.finished;
+        Ok(batch)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn scan_full(
+        &mut self,
+        now_ms: u64,
+        scan: u32,
+        record: &mut ScanRecord,
+        rows_max: u32,
+        bytes_max: usize,
+        start_bytes: usize,
+        out: &mut Vec<u8>,
+        batch: &mut ScanBatch,
+    ) {
+        loop {
+            let table = self.tables[record.table as usize].as_ref().unwrap();
+            let pages = table.rows.pages();
+            if record.page_position >= pages.len() {
+                record.finished = true;
+                return;
+            }
+            if record.slot_index >= table.rows.chunks_cut(record.page_position) {
+                record.page_position += 1;
+                record.slot_index = 0;
+                continue;
+            }
+            let slot = ChunkRef::new(pages[record.page_position], record.slot_index);
+            match self.visit(now_ms, scan, record, slot, None) {
+                Step::Wait => {
+                    batch.waiting = true;
+                    return;
+                }
+                Step::Skip => {}
+                Step::Emit(version) => self.emit(record, version, out, batch),
+            }
+            record.slot_index += 1;
+            if batch.rows >= rows_max || out.len() - start_bytes >= bytes_max {
+                return;
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn scan_index(
+        &mut self,
+        now_ms: u64,
+        scan: u32,
+        record: &mut ScanRecord,
+        position: usize,
+        rows_max: u32,
+        bytes_max: usize,
+        start_bytes: usize,
+        out: &mut Vec<u8>,
+        batch: &mut ScanBatch,
+    ) {
+        loop {
+            if record.finished {
+                return;
+            }
+            // Collect the next entries past the last one handed out.
+            record.refs.clear();
+            let collected = {
+                let table = self.tables[record.table as usize].as_ref().unwrap();
+                let keys = table::RowKeys {
+                    def: &table.def,
+                    rows: &table.rows,
+                    parts: &table.parts,
+                    columns: &table.def.ordered_indexes[position].columns,
+                };
+                let (first, last) = if record.descending {
+                    (bound(&record.upper, record.upper_kind), bound(&record.lower, record.lower_kind))
+                } else {
+                    (bound(&record.lower, record.lower_kind), bound(&record.upper, record.upper_kind))
+                };
+                let start = if record.last_row.is_none() {
+                    first
+                } else {
+                    Bound::After { key: &record.last_key, row: record.last_row }
+                };
+                table.ordered[position].collect(
+                    &self.pool,
+                    start,
+                    last,
+                    record.descending,
+                    &keys,
+                    &mut record.refs,
+                    INDEX_COLLECT_BATCH,
+                )
+            };
+            let refs = std::mem::take(&mut record.refs);
+            let mut stopped = false;
+            for &entry in &refs {
+                match self.visit(now_ms, scan, record, entry, Some(position)) {
+                    Step::Wait => {
+                        batch.waiting = true;
+                        stopped = true;
+                        break;
+                    }
+                    Step::Skip => {}
+                    Step::Emit(version) => self.emit(record, version, out, batch),
+                }
+                self.remember_entry(record, position, entry);
+                if batch.rows >= rows_max || out.len() - start_bytes >= bytes_max {
+                    stopped = true;
+                    break;
+                }
+            }
+            record.refs = refs;
+            if stopped {
+                return;
+            }
+            if collected == Collected::Exhausted {
+                record.finished = true;
+                return;
+            }
+        }
+    }
+
+    fn remember_entry(&self, record: &mut ScanRecord, position: usize, entry: ChunkRef) {
+        let table = self.tables[record.table as usize].as_ref().unwrap();
+        let keys = table::RowKeys {
+            def: &table.def,
+            rows: &table.rows,
+            parts: &table.parts,
+            columns: &table.def.ordered_indexes[position].columns,
+        };
+        record.last_key.clear();
+        keys.key(&self.pool, entry, &mut record.last_key);
+        record.last_row = entry;
+    }
+
+    /// Decides what a scan does with one slot (full scan) or index entry.
+    fn visit(&mut self, now_ms: u64, scan: u32, record: &mut ScanRecord, slot: ChunkRef, index: Option<usize>) -> Step {
+        let table = self.tables[record.table as usize].as_ref().unwrap();
+        let (head, flags) = table::header(&table.rows, &self.pool, slot);
+        if flags & IN_USE == 0 {
+            return Step::Skip;
+        }
+        let version = if flags & COPY != 0 {
+            // A pending version: only its own transaction sees it, and only
+            // through its own index entries.
+            let owner = &self.records[head as usize];
+            if index.is_none()
+                || self.transactions.lookup(record.transaction) != Some(owner.transaction)
+                || owner.image != slot
+            {
+                return Step::Skip;
+            }
+            slot
+        } else if head == NO_RECORD {
+            if flags & COMMITTED == 0 {
+                return Step::Skip;
+            }
+            slot
+        } else {
+            let own = self.transactions.lookup(record.transaction).and_then(|t| self.own_record(head, t));
+            if let (Some(own), Some(position)) = (own, index) {
+                // The transaction's own version has another key for this
+                // index: it is seen through the copy's entry, not this one.
+                if self.records[own as usize].changed & (1 << position) != 0 {
+                    return Step::Skip;
+                }
+            }
+            let visible = match own {
+                Some(own) => self.records[own as usize].visible(flags),
+                None => (flags & COMMITTED != 0).then_some(slot),
+            };
+            match visible {
+                Some(version) => version,
+                None => return Step::Skip,
+            }
+        };
+        if let Some(filter) = &record.filter {
+            let view = table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
+            if !filter.matches(&table.def, view) {
+                return Step::Skip;
+            }
+        }
+        if record.mode == ReadMode::Committed || flags & COPY != 0 {
+            return Step::Emit(version);
+        }
+        self.lock_for_scan(now_ms, scan, record, slot)
+    }
+
+    fn lock_for_scan(&mut self, now_ms: u64, scan: u32, record: &mut ScanRecord, row: ChunkRef) -> Step {
+        let Some(transaction) = self.transactions.lookup(record.transaction) else {
+            record.failed = Some(ErrorCode::NoSuchTransaction);
+            return Step::Wait;
+        };
+        let mode = if record.mode == ReadMode::Shared { LockMode::Shared } else { LockMode::Exclusive };
+        let was_waiting = record.waiting_row == row;
+        match self.acquire(now_ms, transaction, record.table, row, mode) {
+            Ok(Acquired::Granted { record: own, .. }) => {
+                record.waiting_row = ChunkRef::NONE;
+                let table = self.tables[record.table as usize].as_ref().unwrap();
+                let (_, flags) = table::header(&table.rows, &self.pool, row);
+                match self.records[own as usize].visible(flags) {
+                    Some(version) => {
+                        // The row may have changed while the scan waited.
+                        if was_waiting && let Some(filter) = &record.filter {
+                            let view = table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
+                            if !filter.matches(&table.def, view) {
+                                return Step::Skip;
+                            }
+                        }
+                        Step::Emit(version)
+                    }
+                    None => Step::Skip,
+                }
+            }
+            Ok(Acquired::Waiting { record: own, .. }) => {
+                self.records[own as usize].pending = Pending::Scan { scan };
+                record.waiting_row = row;
+                Step::Wait
+            }
+            Err(error) => {
+                record.failed = Some(error);
+                Step::Wait
+            }
+        }
+    }
+
+    #[inline]
+    fn emit(&self, record: &ScanRecord, version: ChunkRef, out: &mut Vec<u8>, batch: &mut ScanBatch) {
+        let table = self.tables[record.table as usize].as_ref().unwrap();
+        let view = table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
+        let length_at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        project(&table.def.layout, view, &record.columns, out);
+        let length = (out.len() - length_at - 4) as u32;
+        out[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
+        batch.rows += 1;
+    }
+}

@@ -1,0 +1,226 @@
+//! A table's partition inside the engine: its row slots, variable parts,
+//! hash index and ordered indexes, and the row-slot format.
+//!
+//! ## Row slot (format version 1)
+//! Every row version (the committed row and a transaction's pending copy)
+//! lives in a fixed-size slot of the table's row slab:
+//! - bytes 0..4: for a row, the head of its operation-record list
+//!   (`NO_RECORD` if none); for a copy, the record that owns it;
+//! - byte 4: flags (`IN_USE` always set on a slot in use, so that a slab's
+//!   zeroed word at bytes 4..8 marks a free slot; `COMMITTED`; `COPY`);
+//! - byte 5: size class of the variable part; bytes 6..8: zero;
+//! - the fixed part of the row (`schema::row`), `layout.fixed_bytes` bytes;
+//! - if the table has variable-size columns: the variable part's chunk (`u32`).
+
+use crate::memory::{ChunkRef, PagePool, Slab, VarAllocator, VarRef};
+use crate::ordered_index::{KeySource, OrderedIndex};
+use crate::hash_index::HashIndex;
+use schema::key::encode_row_key;
+use schema::table::ColumnId;
+use schema::{ErrorCode, RowView, TableDef};
+
+pub(crate) const HEADER_BYTES: usize = 8;
+pub(crate) const IN_USE: u8 = 1;
+pub(crate) const COMMITTED: u8 = 2;
+pub(crate) const COPY: u8 = 4;
+
+pub(crate) struct Table {
+    pub def: TableDef,
+    pub rows: Slab,
+    pub parts: VarAllocator,
+    pub hash: HashIndex,
+    pub ordered: Vec<OrderedIndex>,
+    pub rows_committed: u64,
+    pub scans_open: u32,
+}
+
+/// Bytes of a row slot for this table.
+pub(crate) fn slot_bytes(def: &TableDef) -> u32 {
+    let var_ref = if def.layout.var_columns > 0 { 4 } else { 0 };
+    (HEADER_BYTES as u32 + def.layout.fixed_bytes + var_ref).next_multiple_of(4).max(crate::memory::slab::CHUNK_BYTES_MIN)
+}
+
+impl Table {
+    pub fn new(def: TableDef, pool: &mut PagePool) -> Result<Table, ErrorCode> {
+        let hash = HashIndex::new(pool)?;
+        let ordered = def.ordered_indexes.iter().map(|_| OrderedIndex::new()).collect();
+        Ok(Table {
+            rows: Slab::new(slot_bytes(&def)),
+            def,
+            parts: VarAllocator::default(),
+            hash,
+            ordered,
+            rows_committed: 0,
+            scans_open: 0,
+        })
+    }
+
+    /// Returns every page to the pool.
+    pub fn release_all(&mut self, pool: &mut PagePool) {
+        self.rows.release_all(pool);
+        self.parts.release_all(pool);
+        self.hash.release_all(pool);
+        for index in &mut self.ordered {
+            index.release_all(pool);
+        }
+        self.rows_committed = 0;
+    }
+
+    /// A mask with a bit for every ordered index.
+    pub fn all_indexes(&self) -> u64 {
+        let count = self.ordered.len();
+        if count == 64 { u64::MAX } else { (1u64 << count) - 1 }
+    }
+}
+
+#[inline]
+pub(crate) fn header(rows: &Slab, pool: &PagePool, slot: ChunkRef) -> (u32, u8) {
+    let bytes = rows.bytes(pool, slot);
+    (u32::from_le_bytes(bytes[0..4].try_into().unwrap()), bytes[4])
+}
+
+#[inline]
+pub(crate) fn set_record(rows: &Slab, pool: &mut PagePool, slot: ChunkRef, record: u32) {
+    rows.bytes_mut(pool, slot)[0..4].copy_from_slice(&record.to_le_bytes());
+}
+
+#[inline]
+pub(crate) fn set_flags(rows: &Slab, pool: &mut PagePool, slot: ChunkRef, flags: u8) {
+    rows.bytes_mut(pool, slot)[4] = flags;
+}
+
+#[inline]
+pub(crate) fn var_ref(def: &TableDef, slot_bytes: &[u8]) -> Option<VarRef> {
+    if def.layout.var_columns == 0 {
+        return None;
+    }
+    let at = HEADER_BYTES + def.layout.fixed_bytes as usize;
+    Some(VarRef {
+        chunk: ChunkRef::from_raw(u32::from_le_bytes(slot_bytes[at..at + 4].try_into().unwrap())),
+        class: slot_bytes[5],
+    })
+}
+
+/// The row stored in `slot`.
+#[inline]
+pub(crate) fn row_view<'p>(
+    def: &TableDef,
+    rows: &Slab,
+    parts: &VarAllocator,
+    pool: &'p PagePool,
+    slot: ChunkRef,
+) -> RowView<'p> {
+    let bytes = rows.bytes(pool, slot);
+    let fixed = &bytes[HEADER_BYTES..HEADER_BYTES + def.layout.fixed_bytes as usize];
+    let var = match var_ref(def, bytes) {
+        Some(var) => parts.part(pool, var),
+        None => &[],
+    };
+    RowView { fixed, var }
+}
+
+/// Writes a row version into a slot that has no variable part yet: the
+/// fixed part, a newly stored variable part, and the header. On `TableFull`
+/// nothing was stored.
+pub(crate) fn store_version(
+    def: &TableDef,
+    rows: &Slab,
+    parts: &mut VarAllocator,
+    pool: &mut PagePool,
+    slot: ChunkRef,
+    fixed: &[u8],
+    var: &[u8],
+    record: u32,
+    flags: u8,
+) -> Result<(), ErrorCode> {
+    let stored = if def.layout.var_columns > 0 { Some(parts.store(pool, var)?) } else { None };
+    let bytes = rows.bytes_mut(pool, slot);
+    bytes[0..4].copy_from_slice(&record.to_le_bytes());
+    bytes[4] = flags;
+    bytes[6..8].fill(0);
+    bytes[HEADER_BYTES..HEADER_BYTES + fixed.len()].copy_from_slice(fixed);
+    if let Some(stored) = stored {
+        bytes[5] = stored.class;
+        let at = HEADER_BYTES + fixed.len();
+        bytes[at..at + 4].copy_from_slice(&stored.chunk.raw().to_le_bytes());
+    } else {
+        bytes[5] = 0;
+    }
+    Ok(())
+}
+
+/// Frees a slot's variable part (if any); the slot itself stays.
+pub(crate) fn free_var(def: &TableDef, rows: &Slab, parts: &mut VarAllocator, pool: &mut PagePool, slot: ChunkRef) {
+    if let Some(var) = var_ref(def, rows.bytes(pool, slot)) {
+        parts.free(pool, var);
+    }
+}
+
+/// The full sortable key of an index, read from a row version.
+pub(crate) struct RowKeys<'t> {
+    pub def: &'t TableDef,
+    pub rows: &'t Slab,
+    pub parts: &'t VarAllocator,
+    pub columns: &'t [ColumnId],
+}
+
+impl KeySource for RowKeys<'_> {
+    #[inline]
+    fn key(&self, pool: &PagePool, row: ChunkRef, out: &mut Vec<u8>) {
+        let view = row_view(self.def, self.rows, self.parts, pool, row);
+        encode_row_key(self.def, self.columns, view, out);
+    }
+}
+
+/// Encodes the key of `index` (or the primary key with `None`) of the row in `slot`.
+#[inline]
+pub(crate) fn slot_key(table: &Table, pool: &PagePool, index: Option<usize>, slot: ChunkRef, out: &mut Vec<u8>) {
+    out.clear();
+    let columns = match index {
+        Some(index) => &table.def.ordered_indexes[index].columns[..],
+        None => &table.def.primary_key[..],
+    };
+    let view = row_view(&table.def, &table.rows, &table.parts, pool, slot);
+    encode_row_key(&table.def, columns, view, out);
+}
+
+/// Adds `(key(slot), slot)` to every index in `mask`. On `TableFull`, the
+/// entries added so far are removed again and the error returned.
+pub(crate) fn index_insert(
+    table: &mut Table,
+    pool: &mut PagePool,
+    slot: ChunkRef,
+    mask: u64,
+    key: &mut Vec<u8>,
+) -> Result<(), ErrorCode> {
+    let Table { def, rows, parts, ordered, .. } = table;
+    for index in 0..ordered.len() {
+        if mask & (1 << index) == 0 {
+            continue;
+        }
+        let keys = RowKeys { def, rows, parts, columns: &def.ordered_indexes[index].columns };
+        key.clear();
+        keys.key(pool, slot, key);
+        if let Err(error) = ordered[index].insert(pool, key, slot, &keys) {
+            let done = mask & ((1u64 << index) - 1);
+            index_remove(table, pool, slot, done, key);
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// Removes `(key(slot), slot)` from every index in `mask`. Never allocates.
+pub(crate) fn index_remove(table: &mut Table, pool: &mut PagePool, slot: ChunkRef, mask: u64, key: &mut Vec<u8>) {
+    let Table { def, rows, parts, ordered, .. } = table;
+    for index in 0..ordered.len() {
+        if mask & (1 << index) == 0 {
+            continue;
+        }
+        let keys = RowKeys { def, rows, parts, columns: &def.ordered_indexes[index].columns };
+        key.clear();
+        keys.key(pool, slot, key);
+        let removed = ordered[index].remove(pool, key, slot, &keys);
+        assert!(removed, "index entry missing for a row version");
+    }
+}
