@@ -286,7 +286,7 @@ impl Engine {
         self.waits.tail = index;
     }
 
-    fn dequeue_wait(&mut self, index: u32) {
+    pub(crate) fn dequeue_wait(&mut self, index: u32) {
         let OperationRecord { wait_previous, wait_next, .. } = self.records[index as usize];
         if wait_previous == NO_RECORD {
             self.waits.head = wait_next;

@@ -21,6 +21,7 @@
 //! entries stay valid) and never allocates; abort frees what the
 //! transaction added.
 
+mod check;
 mod locks;
 mod operation;
 mod scan;

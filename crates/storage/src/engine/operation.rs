@@ -78,8 +78,8 @@ impl Engine {
             }
         } else {
             // An upgrade that cannot wait keeps its shared lock.
+            self.dequeue_wait(record);
             self.records[record as usize].wanted = LockMode::None;
-            self.expire_lock_waits(0);
         }
     }
 
