@@ -187,6 +187,12 @@ impl Engine {
     /// Reserves DataMemory and every record pool from the configuration.
     pub fn new(config: EngineConfig) -> Result<Engine, Error> {
         let pool = PagePool::new(config.data_memory_bytes)?;
+        if config.operations_max >= table::RECORDS_MAX {
+            return Err(Error::new(
+                ErrorCode::BadConfiguration,
+                format!("MaxNoOfConcurrentOperations must be below {}", table::RECORDS_MAX),
+            ));
+        }
         for (value, name) in [
             (config.operations_max, "MaxNoOfConcurrentOperations"),
             (config.transactions_max, "MaxNoOfConcurrentTransactions"),

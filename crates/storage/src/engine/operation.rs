@@ -374,13 +374,10 @@ impl Engine {
             table.parts.free(pool, old);
         }
         let bytes = table.rows.bytes_mut(pool, row);
-        bytes[0..4].copy_from_slice(&head.to_le_bytes());
-        bytes[4] = IN_USE;
+        bytes[0..4].copy_from_slice(&table::header_word(head, IN_USE));
         bytes[table::HEADER_BYTES..table::HEADER_BYTES + fixed_bytes].copy_from_slice(&scratch.fixed[..fixed_bytes]);
         if let Some(var) = new_var {
-            bytes[5] = var.class;
-            let at = table::HEADER_BYTES + fixed_bytes;
-            bytes[at..at + 4].copy_from_slice(&var.chunk.raw().to_le_bytes());
+            table::write_var_ref(&table.def, bytes, var);
         }
         let all = table.all_indexes();
         table::index_insert(table, pool, row, all, &mut scratch.key)?;

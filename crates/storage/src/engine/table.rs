@@ -4,22 +4,32 @@
 //! ## Row slot (format version 1)
 //! Every row version (the committed row and a transaction's pending copy)
 //! lives in a fixed-size slot of the table's row slab:
-//! - bytes 0..4: for a row, the head of its operation-record list
-//!   (`NO_RECORD` if none); for a copy, the record that owns it;
-//! - byte 4: flags (`IN_USE` always set on a slot in use, so that a slab's
-//!   zeroed word at bytes 4..8 marks a free slot; `COMMITTED`; `COPY`);
-//! - byte 5: size class of the variable part; bytes 6..8: zero;
+//! - bytes 0..4, a little-endian word: the low 24 bits are, for a row, the
+//!   head of its operation-record list (`0xFF_FFFF` if none), for a copy,
+//!   the record that owns it; the high 8 bits are flags (`IN_USE`, always
+//!   set on a slot in use so that the slab's zeroed first word marks a free
+//!   slot; `COMMITTED`; `COPY`);
 //! - the fixed part of the row (`schema::row`), `layout.fixed_bytes` bytes;
-//! - if the table has variable-size columns: the variable part's chunk (`u32`).
+//! - if the table has variable-size columns: the variable part's chunk
+//!   (`u32`) and its size class (`u8`).
+//!
+//! Four bytes of header per row matter: for a 68-byte row they are the
+//! difference between 72 and 76 bytes a slot.
 
 use crate::memory::{ChunkRef, PagePool, Slab, VarAllocator, VarRef};
 use crate::ordered_index::{KeySource, OrderedIndex};
 use crate::hash_index::HashIndex;
+use super::locks::NO_RECORD;
 use schema::key::encode_row_key;
 use schema::table::ColumnId;
 use schema::{ErrorCode, RowView, TableDef};
 
-pub(crate) const HEADER_BYTES: usize = 8;
+pub(crate) const HEADER_BYTES: usize = 4;
+/// The record index field of the header word; all ones means none.
+const RECORD_BITS: u32 = 24;
+const RECORD_MASK: u32 = (1 << RECORD_BITS) - 1;
+/// The most operation records the header can name.
+pub(crate) const RECORDS_MAX: u32 = RECORD_MASK;
 pub(crate) const IN_USE: u8 = 1;
 pub(crate) const COMMITTED: u8 = 2;
 pub(crate) const COPY: u8 = 4;
@@ -36,7 +46,7 @@ pub(crate) struct Table {
 
 /// Bytes of a row slot for this table.
 pub(crate) fn slot_bytes(def: &TableDef) -> u32 {
-    let var_ref = if def.layout.var_columns > 0 { 4 } else { 0 };
+    let var_ref = if def.layout.var_columns > 0 { 5 } else { 0 };
     (HEADER_BYTES as u32 + def.layout.fixed_bytes + var_ref).next_multiple_of(4).max(crate::memory::slab::CHUNK_BYTES_MIN)
 }
 
@@ -73,20 +83,31 @@ impl Table {
     }
 }
 
+/// The header word for a record (`NO_RECORD` for none) and flags.
+#[inline]
+pub(crate) fn header_word(record: u32, flags: u8) -> [u8; 4] {
+    debug_assert!(record == NO_RECORD || record < RECORDS_MAX);
+    ((record & RECORD_MASK) | u32::from(flags) << RECORD_BITS).to_le_bytes()
+}
+
+/// A slot's record (`NO_RECORD` for none) and flags.
 #[inline]
 pub(crate) fn header(rows: &Slab, pool: &PagePool, slot: ChunkRef) -> (u32, u8) {
-    let bytes = rows.bytes(pool, slot);
-    (u32::from_le_bytes(bytes[0..4].try_into().unwrap()), bytes[4])
+    let word = u32::from_le_bytes(rows.bytes(pool, slot)[0..4].try_into().unwrap());
+    let record = word & RECORD_MASK;
+    (if record == RECORD_MASK { NO_RECORD } else { record }, (word >> RECORD_BITS) as u8)
 }
 
 #[inline]
 pub(crate) fn set_record(rows: &Slab, pool: &mut PagePool, slot: ChunkRef, record: u32) {
-    rows.bytes_mut(pool, slot)[0..4].copy_from_slice(&record.to_le_bytes());
+    let (_, flags) = header(rows, pool, slot);
+    rows.bytes_mut(pool, slot)[0..4].copy_from_slice(&header_word(record, flags));
 }
 
 #[inline]
 pub(crate) fn set_flags(rows: &Slab, pool: &mut PagePool, slot: ChunkRef, flags: u8) {
-    rows.bytes_mut(pool, slot)[4] = flags;
+    let (record, _) = header(rows, pool, slot);
+    rows.bytes_mut(pool, slot)[0..4].copy_from_slice(&header_word(record, flags));
 }
 
 #[inline]
@@ -97,8 +118,16 @@ pub(crate) fn var_ref(def: &TableDef, slot_bytes: &[u8]) -> Option<VarRef> {
     let at = HEADER_BYTES + def.layout.fixed_bytes as usize;
     Some(VarRef {
         chunk: ChunkRef::from_raw(u32::from_le_bytes(slot_bytes[at..at + 4].try_into().unwrap())),
-        class: slot_bytes[5],
+        class: slot_bytes[at + 4],
     })
+}
+
+/// Writes a variable part's reference into a slot's bytes.
+#[inline]
+pub(crate) fn write_var_ref(def: &TableDef, slot_bytes: &mut [u8], var: VarRef) {
+    let at = HEADER_BYTES + def.layout.fixed_bytes as usize;
+    slot_bytes[at..at + 4].copy_from_slice(&var.chunk.raw().to_le_bytes());
+    slot_bytes[at + 4] = var.class;
 }
 
 /// The row stored in `slot`.
@@ -135,16 +164,10 @@ pub(crate) fn store_version(
 ) -> Result<(), ErrorCode> {
     let stored = if def.layout.var_columns > 0 { Some(parts.store(pool, var)?) } else { None };
     let bytes = rows.bytes_mut(pool, slot);
-    bytes[0..4].copy_from_slice(&record.to_le_bytes());
-    bytes[4] = flags;
-    bytes[6..8].fill(0);
+    bytes[0..4].copy_from_slice(&header_word(record, flags));
     bytes[HEADER_BYTES..HEADER_BYTES + fixed.len()].copy_from_slice(fixed);
     if let Some(stored) = stored {
-        bytes[5] = stored.class;
-        let at = HEADER_BYTES + fixed.len();
-        bytes[at..at + 4].copy_from_slice(&stored.chunk.raw().to_le_bytes());
-    } else {
-        bytes[5] = 0;
+        write_var_ref(def, bytes, stored);
     }
     Ok(())
 }

@@ -246,14 +246,15 @@ fn move_image(
     let (row_page, image_page) = (row.page(), image.page());
     let row_offset = row.index() as usize * slot_bytes;
     let image_offset = image.index() as usize * slot_bytes;
-    // Everything after the row's record-list head and flags moves: the
-    // variable part's class, the fixed part and the variable part's chunk.
+    // Everything after the row's header word moves: the fixed part and the
+    // variable part's reference.
+    let body = table::HEADER_BYTES;
     if row_page == image_page {
-        pool.page_mut(row_page).copy_within(image_offset + 5..image_offset + slot_bytes, row_offset + 5);
+        pool.page_mut(row_page).copy_within(image_offset + body..image_offset + slot_bytes, row_offset + body);
     } else {
         let (row_bytes, image_bytes) = pool.pages_mut(row_page, image_page);
-        row_bytes[row_offset + 5..row_offset + slot_bytes]
-            .copy_from_slice(&image_bytes[image_offset + 5..image_offset + slot_bytes]);
+        row_bytes[row_offset + body..row_offset + slot_bytes]
+            .copy_from_slice(&image_bytes[image_offset + body..image_offset + slot_bytes]);
     }
     let Table { def, rows, parts, ordered, .. } = table;
     for (position, index) in ordered.iter_mut().enumerate() {

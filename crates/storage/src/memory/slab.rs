@@ -6,10 +6,10 @@
 //! Pages go back to the pool only when the whole slab is released (DROP,
 //! TRUNCATE), as in NDB.
 //!
-//! A freed chunk has its first eight bytes overwritten: bytes 0..4 link to the
-//! next free chunk and bytes 4..8 are zero. Users that scan a slab's chunks
-//! (the row store) keep a nonzero word at bytes 4..8 of every chunk in use,
-//! and so tell used chunks from free ones.
+//! A freed chunk has its first eight bytes overwritten: bytes 0..4 are zero
+//! and bytes 4..8 link to the next free chunk. Users that scan a slab's
+//! chunks (the row store) keep a nonzero word at bytes 0..4 of every chunk in
+//! use, and so tell used chunks from free ones.
 
 use super::page_pool::{PAGE_COUNT_MAX, PAGE_SIZE_BYTES, PageId, PagePool};
 use schema::ErrorCode;
@@ -100,7 +100,7 @@ impl Slab {
         if !self.free_head.is_none() {
             let chunk = self.free_head;
             let bytes = self.bytes(pool, chunk);
-            self.free_head = ChunkRef::from_raw(u32::from_le_bytes(bytes[0..4].try_into().unwrap()));
+            self.free_head = ChunkRef::from_raw(u32::from_le_bytes(bytes[4..8].try_into().unwrap()));
             self.chunks_used += 1;
             return Ok(chunk);
         }
@@ -126,8 +126,8 @@ impl Slab {
         debug_assert!(self.chunks_used > 0);
         let next = self.free_head.raw();
         let bytes = self.bytes_mut(pool, chunk);
-        bytes[0..4].copy_from_slice(&next.to_le_bytes());
-        bytes[4..8].fill(0);
+        bytes[0..4].fill(0);
+        bytes[4..8].copy_from_slice(&next.to_le_bytes());
         self.free_head = chunk;
         self.chunks_used -= 1;
     }
