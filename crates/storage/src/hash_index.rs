@@ -200,9 +200,9 @@ impl HashIndex {
                 }
             }
             at = self.next(pool, bucket);
-            if at.is_some() {
+            if let Some(next) = at {
                 before_last = Some(bucket);
-                last = at.unwrap();
+                last = next;
             }
         }
         let Some((bucket, slot)) = found else { return false };

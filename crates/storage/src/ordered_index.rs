@@ -76,9 +76,9 @@ mod tests;
 
 use crate::memory::{ChunkRef, PagePool};
 use schema::ErrorCode;
-use std::sync::{Mutex, PoisonError, TryLockError};
+use std::sync::{Mutex, PoisonError};
 use tree::Tree;
-use word::FullKeys;
+use word::{FullKeys, Scratch};
 
 /// Gives the full sortable key an entry stands for, read from its row.
 pub trait KeySource {
@@ -117,8 +117,9 @@ pub enum Collected {
 pub struct OrderedIndex {
     tree: Tree,
     /// Where full keys are read to, reused so comparisons do not allocate.
-    /// A mutex rather than a cell keeps the index `Sync`; `collect` only
-    /// tries it and falls back to a fresh buffer if another thread holds it.
+    /// A mutex rather than a cell keeps the index `Sync`: `collect` (which
+    /// has `&self`) takes it only around a full-key comparison, and uses a
+    /// buffer of its own if another thread holds it.
     scratch: Mutex<Vec<u8>>,
 }
 
@@ -145,13 +146,13 @@ impl OrderedIndex {
         keys: &impl KeySource,
     ) -> Result<(), ErrorCode> {
         let scratch = self.scratch.get_mut().unwrap_or_else(PoisonError::into_inner);
-        self.tree.insert(pool, key, row, &mut FullKeys { keys, scratch })
+        self.tree.insert(pool, key, row, &mut FullKeys { keys, scratch: Scratch::Owned(scratch) })
     }
 
     /// Removes an entry; false if it was not there. Never allocates.
     pub fn remove(&mut self, pool: &mut PagePool, key: &[u8], row: ChunkRef, keys: &impl KeySource) -> bool {
         let scratch = self.scratch.get_mut().unwrap_or_else(PoisonError::into_inner);
-        self.tree.remove(pool, key, row, &mut FullKeys { keys, scratch })
+        self.tree.remove(pool, key, row, &mut FullKeys { keys, scratch: Scratch::Owned(scratch) })
     }
 
     /// Points the entry `(key, old)` at `new` in place; false if it was not
@@ -172,7 +173,7 @@ impl OrderedIndex {
         keys: &impl KeySource,
     ) -> bool {
         let scratch = self.scratch.get_mut().unwrap_or_else(PoisonError::into_inner);
-        self.tree.replace_row(pool, key, old, new, &mut FullKeys { keys, scratch })
+        self.tree.replace_row(pool, key, old, new, &mut FullKeys { keys, scratch: Scratch::Owned(scratch) })
     }
 
     /// Appends to `out` the rows of up to `limit` entries from `start` to
@@ -193,14 +194,8 @@ impl OrderedIndex {
         out: &mut Vec<ChunkRef>,
         limit: usize,
     ) -> Collected {
-        let mut guard = match self.scratch.try_lock() {
-            Ok(guard) => Some(guard),
-            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
-            Err(TryLockError::WouldBlock) => None,
-        };
-        let mut spare = Vec::new();
-        let scratch = guard.as_deref_mut().unwrap_or(&mut spare);
-        self.tree.collect(pool, start, end, descending, &mut FullKeys { keys, scratch }, out, limit)
+        let full = &mut FullKeys { keys, scratch: Scratch::Shared(&self.scratch) };
+        self.tree.collect(pool, start, end, descending, full, out, limit)
     }
 
     /// Returns every node to the pool; the index is empty afterwards.

@@ -199,8 +199,8 @@ impl Engine {
             (config.scans_max, "MaxNoOfConcurrentScans"),
             (config.tables_max, "MaxNoOfTables"),
         ] {
-            if value == 0 || value >= locks::NO_RECORD {
-                return Err(Error::new(ErrorCode::BadConfiguration, format!("{name} must be 1..{}", locks::NO_RECORD)));
+            if value == 0 || value == locks::NO_RECORD {
+                return Err(Error::new(ErrorCode::BadConfiguration, format!("{name} must be 1..{}", locks::NO_RECORD - 1)));
             }
         }
         let records = locks::record_pool(config.operations_max);

@@ -151,6 +151,7 @@ pub(crate) fn row_view<'p>(
 /// Writes a row version into a slot that has no variable part yet: the
 /// fixed part, a newly stored variable part, and the header. On `TableFull`
 /// nothing was stored.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn store_version(
     def: &TableDef,
     rows: &Slab,
@@ -217,14 +218,14 @@ pub(crate) fn index_insert(
     key: &mut Vec<u8>,
 ) -> Result<(), ErrorCode> {
     let Table { def, rows, parts, ordered, .. } = table;
-    for index in 0..ordered.len() {
+    for (index, tree) in ordered.iter_mut().enumerate() {
         if mask & (1 << index) == 0 {
             continue;
         }
         let keys = RowKeys { def, rows, parts, columns: &def.ordered_indexes[index].columns };
         key.clear();
         keys.key(pool, slot, key);
-        if let Err(error) = ordered[index].insert(pool, key, slot, &keys) {
+        if let Err(error) = tree.insert(pool, key, slot, &keys) {
             let done = mask & ((1u64 << index) - 1);
             index_remove(table, pool, slot, done, key);
             return Err(error);
@@ -236,14 +237,14 @@ pub(crate) fn index_insert(
 /// Removes `(key(slot), slot)` from every index in `mask`. Never allocates.
 pub(crate) fn index_remove(table: &mut Table, pool: &mut PagePool, slot: ChunkRef, mask: u64, key: &mut Vec<u8>) {
     let Table { def, rows, parts, ordered, .. } = table;
-    for index in 0..ordered.len() {
+    for (index, tree) in ordered.iter_mut().enumerate() {
         if mask & (1 << index) == 0 {
             continue;
         }
         let keys = RowKeys { def, rows, parts, columns: &def.ordered_indexes[index].columns };
         key.clear();
         keys.key(pool, slot, key);
-        let removed = ordered[index].remove(pool, key, slot, &keys);
+        let removed = tree.remove(pool, key, slot, &keys);
         assert!(removed, "index entry missing for a row version");
     }
 }

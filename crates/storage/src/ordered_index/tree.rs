@@ -73,22 +73,6 @@ fn split_point(slot: usize, capacity: usize, left_edge: bool, right_edge: bool) 
     }
 }
 
-/// Reads the words a binary search over `node` probes first (at a half,
-/// quarters and eighths of its count), with no dependency between the
-/// reads, so the processor fetches their cache lines at once instead of one
-/// after another as the search would.
-#[inline]
-fn touch_search_lines(node: &Node) {
-    let count = node::count(node);
-    if count >= 16 {
-        let mut sum = 0u128;
-        for eighth in 1..8 {
-            sum = sum.wrapping_add(node::word(node, count * eighth / 8));
-        }
-        std::hint::black_box(sum);
-    }
-}
-
 /// Two distinct nodes at once, both writable.
 fn two_nodes_mut(pool: &mut PagePool, first: ChunkRef, second: ChunkRef) -> (&mut Node, &mut Node) {
     assert_ne!(first, second);
@@ -202,7 +186,6 @@ impl Tree {
         let mut chunk = self.root;
         for depth in 0..leaf_depth {
             let node = self.node(pool, chunk);
-            touch_search_lines(node);
             // Word `i ≥ 1` is child `i`'s first entry; take the last child
             // whose first entry is before the probe, or child 0.
             let index = partition_point(1, node::count(node), |slot| probe.before(node::word(node, slot), pool, full)) - 1;
@@ -212,7 +195,6 @@ impl Tree {
         }
         path.nodes[leaf_depth] = chunk;
         let leaf = self.node(pool, chunk);
-        touch_search_lines(leaf);
         partition_point(0, node::count(leaf), |slot| probe.before(node::word(leaf, slot), pool, full))
     }
 
@@ -695,43 +677,54 @@ impl Tree {
             }
         };
         let (mut leaf, mut slot) = self.scan_start(pool, start, descending, full);
+        let keeps = |stored: u128, full: &mut FullKeys<'_, K>| end_test.as_ref().is_none_or(|test| test.keeps(stored, pool, full));
         let mut remaining = limit;
         loop {
             let node = self.node(pool, leaf);
             let count = node::count(node);
-            // Kept entries of this leaf, and whether the end is in it. The
-            // far entry of the leaf answers for the whole leaf most times.
+            // Only the next `remaining` entries matter. Testing the far one of
+            // them against the end settles the window at once, unless the end
+            // is inside it; then a search finds where.
             let (first, last, end_here) = if descending {
-                match &end_test {
-                    Some(test) if slot > 0 && !test.keeps(node::word(node, 0), pool, full) => {
-                        let first = partition_point(0, slot, |at| !test.keeps(node::word(node, at), pool, full));
-                        (first, slot, true)
-                    }
-                    _ => (0, slot, false),
+                // Entries `..slot` of this leaf come next, downwards.
+                let window = slot.saturating_sub(remaining)..slot;
+                if window.is_empty() || keeps(node::word(node, window.start), full) {
+                    (window.start, window.end, false)
+                } else {
+                    let first =
+                        partition_point(window.start + 1, window.end, |at| !keeps(node::word(node, at), full));
+                    (first, window.end, true)
                 }
             } else {
-                match &end_test {
-                    Some(test) if slot < count && !test.keeps(node::word(node, count - 1), pool, full) => {
-                        let last = partition_point(slot, count, |at| test.keeps(node::word(node, at), pool, full));
-                        (slot, last, true)
-                    }
-                    _ => (slot, count, false),
+                let window = slot..count.min(slot.saturating_add(remaining));
+                if window.is_empty() || keeps(node::word(node, window.end - 1), full) {
+                    (window.start, window.end, false)
+                } else {
+                    let last = partition_point(window.start, window.end - 1, |at| keeps(node::word(node, at), full));
+                    (window.start, last, true)
                 }
             };
-            let available = last - first;
-            let taken = available.min(remaining);
             if descending {
-                out.extend((last - taken..last).rev().map(|at| node::row(node, at)));
+                out.extend((first..last).rev().map(|at| node::row(node, at)));
             } else {
-                out.extend((first..first + taken).map(|at| node::row(node, at)));
+                out.extend((first..last).map(|at| node::row(node, at)));
             }
-            remaining -= taken;
+            remaining -= last - first;
+            if end_here {
+                return Collected::Exhausted;
+            }
             let beyond = if descending { node::previous(node) } else { node::next(node) };
             if remaining == 0 {
-                let more = taken < available || (!end_here && !beyond.is_none());
+                // Whether another entry follows: the next one in this leaf
+                // says; at the leaf's end, only whether a leaf follows.
+                let following = if descending { first.checked_sub(1) } else { Some(last).filter(|&at| at < count) };
+                let more = match following {
+                    Some(at) => keeps(node::word(node, at), full),
+                    None => !beyond.is_none(),
+                };
                 return if more { Collected::Limit } else { Collected::Exhausted };
             }
-            if end_here || beyond.is_none() {
+            if beyond.is_none() {
                 return Collected::Exhausted;
             }
             leaf = beyond;

@@ -24,6 +24,7 @@
 use super::KeySource;
 use crate::memory::{ChunkRef, PagePool};
 use std::cmp::Ordering;
+use std::sync::{Mutex, TryLockError};
 
 /// Key bytes kept in a word: enough for a BIGINT or DATETIME column (one
 /// NULL byte and eight value bytes), or two INT columns (ten), without a
@@ -69,14 +70,36 @@ fn prefix_bits(key: &[u8]) -> u128 {
 /// into a buffer reused from call to call.
 pub(super) struct FullKeys<'a, K: KeySource> {
     pub keys: &'a K,
-    pub scratch: &'a mut Vec<u8>,
+    pub scratch: Scratch<'a>,
+}
+
+/// The buffer full keys are read into.
+pub(super) enum Scratch<'a> {
+    /// Held for the whole operation (the index is borrowed mutably).
+    Owned(&'a mut Vec<u8>),
+    /// The index's buffer, shared by readers: locked only while a key is
+    /// compared, so scans that never read a key never touch the lock. A
+    /// reader that finds it busy (another thread) uses a buffer of its own.
+    Shared(&'a Mutex<Vec<u8>>),
 }
 
 impl<K: KeySource> FullKeys<'_, K> {
-    fn fetch(&mut self, pool: &PagePool, row: ChunkRef) -> &[u8] {
-        self.scratch.clear();
-        self.keys.key(pool, row, self.scratch);
-        self.scratch
+    /// Reads the key of `row` and hands it to `compare`.
+    fn with_key<R>(&mut self, pool: &PagePool, row: ChunkRef, compare: impl FnOnce(&[u8]) -> R) -> R {
+        let keys = self.keys;
+        let read = move |buffer: &mut Vec<u8>| {
+            buffer.clear();
+            keys.key(pool, row, buffer);
+            compare(buffer)
+        };
+        match &mut self.scratch {
+            Scratch::Owned(buffer) => read(buffer),
+            Scratch::Shared(shared) => match shared.try_lock() {
+                Ok(mut buffer) => read(&mut buffer),
+                Err(TryLockError::Poisoned(poisoned)) => read(&mut poisoned.into_inner()),
+                Err(TryLockError::WouldBlock) => read(&mut Vec::new()),
+            },
+        }
     }
 }
 
@@ -160,20 +183,19 @@ impl<'k> Probe<'k> {
     #[inline(never)]
     fn compare_full_keys<K: KeySource>(&self, stored: u128, pool: &PagePool, full: &mut FullKeys<'_, K>) -> Ordering {
         let stored_row = row_of(stored);
-        let stored_key = full.fetch(pool, stored_row);
-        debug_assert!(
-            stored_key.len() > PREFIX_BYTES && prefix_bits(stored_key) == prefix_bits(self.key),
-            "row {stored_row:?} has a key that disagrees with its index entry"
-        );
-        if self.prefix {
-            let compared = stored_key.len().min(self.key.len());
-            stored_key[..compared].cmp(&self.key[..compared]).then(if stored_key.len() < self.key.len() {
-                Ordering::Less
+        let (probe_key, prefix, probe_row) = (self.key, self.prefix, self.word as u32);
+        full.with_key(pool, stored_row, |stored_key| {
+            debug_assert!(
+                stored_key.len() > PREFIX_BYTES && prefix_bits(stored_key) == prefix_bits(probe_key),
+                "row {stored_row:?} has a key that disagrees with its index entry"
+            );
+            if prefix {
+                let compared = stored_key.len().min(probe_key.len());
+                let shorter = if stored_key.len() < probe_key.len() { Ordering::Less } else { Ordering::Equal };
+                stored_key[..compared].cmp(&probe_key[..compared]).then(shorter)
             } else {
-                Ordering::Equal
-            })
-        } else {
-            stored_key.cmp(self.key).then(stored_row.raw().cmp(&(self.word as u32)))
-        }
+                stored_key.cmp(probe_key).then(stored_row.raw().cmp(&probe_row))
+            }
+        })
     }
 }
