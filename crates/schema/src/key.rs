@@ -2,12 +2,15 @@
 //! built on, and the key hash the hash index and partitioning use.
 //!
 //! ## Sortable encoding (format version 1)
-//! A key is the concatenation of its columns' encodings. Each column starts
-//! with one byte, `0x00` for NULL (nothing follows) or `0x01` for a value,
-//! followed by the value's sortable bytes, so NULL sorts first and two keys
-//! compare bytewise exactly as SQL compares them column by column under each
-//! column's type and collation; keys equal under the collation ('abc' and
-//! 'ABC' under a case-insensitive collation) have identical encodings.
+//! A key is the concatenation of its columns' encodings. A nullable column
+//! starts with one byte, `0x00` for NULL (nothing follows) or `0x01` for a
+//! value, followed by the value's sortable bytes, so NULL sorts first; a NOT
+//! NULL column is its sortable bytes alone (the marker would say nothing,
+//! and without it an INT NOT NULL key is 4 bytes, which lets ordered indexes
+//! keep whole keys in 8-byte entries). Two keys compare bytewise exactly as
+//! SQL compares them column by column under each column's type and
+//! collation; keys equal under the collation ('abc' and 'ABC' under a
+//! case-insensitive collation) have identical encodings.
 //!
 //! ## Key hash (hash function id 1)
 //! `xxh3_64` (seed 0) of the sortable encoding. It decides which partition a
@@ -44,14 +47,64 @@ pub const SORTABLE_NULL: u8 = 0x00;
 /// The byte that starts a non-NULL column in the sortable encoding.
 pub const SORTABLE_VALUE: u8 = 0x01;
 
-/// Appends the sortable encoding of one column value (`None` = NULL).
+/// Appends the sortable encoding of one value of a nullable column (`None` =
+/// NULL): the marker byte, then the value's sortable bytes.
 pub fn encode_sortable(column_type: &ColumnType, value: Option<&[u8]>, out: &mut Vec<u8>) {
-    use ColumnType as Type;
     let Some(bytes) = value else {
         out.push(SORTABLE_NULL);
         return;
     };
     out.push(SORTABLE_VALUE);
+    encode_sortable_value(column_type, bytes, out);
+}
+
+/// Appends one key column's encoding: with the marker byte if the column is
+/// nullable, the sortable bytes alone if it is NOT NULL.
+#[inline]
+pub fn encode_key_column(column_type: &ColumnType, nullable: bool, value: Option<&[u8]>, out: &mut Vec<u8>) {
+    if nullable {
+        encode_sortable(column_type, value, out);
+    } else {
+        let bytes = value.expect("a NOT NULL column has a value");
+        encode_sortable_value(column_type, bytes, out);
+    }
+}
+
+/// The most bytes a key of `columns` can encode to, if it is bounded by the
+/// types alone (only fixed-size columns whose sortable bytes have a fixed size).
+pub fn key_bytes_max(table: &TableDef, columns: &[ColumnId]) -> Option<usize> {
+    let mut total = 0usize;
+    for &column in columns {
+        let definition = &table.columns[usize::from(column)];
+        let value_bytes = match &definition.column_type {
+            ColumnType::TinyInt { .. }
+            | ColumnType::SmallInt { .. }
+            | ColumnType::MediumInt { .. }
+            | ColumnType::Int { .. }
+            | ColumnType::BigInt { .. }
+            | ColumnType::Float
+            | ColumnType::Double
+            | ColumnType::Decimal { .. }
+            | ColumnType::Date
+            | ColumnType::Datetime { .. }
+            | ColumnType::Timestamp { .. }
+            | ColumnType::Time { .. }
+            | ColumnType::Year
+            | ColumnType::Bit { .. }
+            | ColumnType::Enum { .. } => match definition.column_type.storage() {
+                Storage::Fixed(size) => size as usize,
+                Storage::Var(_) => return None,
+            },
+            _ => return None,
+        };
+        total += value_bytes + usize::from(definition.nullable);
+    }
+    Some(total)
+}
+
+/// Appends the sortable bytes of one non-NULL value.
+fn encode_sortable_value(column_type: &ColumnType, bytes: &[u8], out: &mut Vec<u8>) {
+    use ColumnType as Type;
     match column_type {
         Type::TinyInt { unsigned }
         | Type::SmallInt { unsigned }
@@ -114,11 +167,8 @@ pub fn encode_sortable(column_type: &ColumnType, value: Option<&[u8]>, out: &mut
 #[inline]
 pub fn encode_row_key(table: &TableDef, columns: &[ColumnId], row: RowView<'_>, out: &mut Vec<u8>) {
     for &column in columns {
-        encode_sortable(
-            table.column_type(column),
-            row.column(&table.layout, column),
-            out,
-        );
+        let definition = &table.columns[usize::from(column)];
+        encode_key_column(&definition.column_type, definition.nullable, row.column(&table.layout, column), out);
     }
 }
 
@@ -157,8 +207,12 @@ pub fn encode_attrinfo_key(
                 "the key names a key column twice",
             ));
         }
-        if let Some(bytes) = value {
-            check_stored_size(table.column_type(column), bytes)?;
+        match value {
+            Some(bytes) => check_stored_size(table.column_type(column), bytes)?,
+            None if !table.columns[usize::from(column)].nullable => {
+                return Err(Error::new(ErrorCode::NullNotAllowed, "a NOT NULL key column given NULL"));
+            }
+            None => {}
         }
         given[position] = Some(value);
     }
@@ -183,7 +237,8 @@ pub fn encode_attrinfo_key(
         ));
     }
     for (&column, value) in columns.iter().zip(&given[..count]) {
-        encode_sortable(table.column_type(column), value.flatten(), out);
+        let definition = &table.columns[usize::from(column)];
+        encode_key_column(&definition.column_type, definition.nullable, value.flatten(), out);
     }
     Ok(count)
 }

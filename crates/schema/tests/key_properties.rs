@@ -341,3 +341,40 @@ fn attrinfo_keys_match_row_keys_under_the_collation() {
     let error = encode_attrinfo_key(&table, &index, &city, false, &mut Vec::new()).unwrap_err();
     assert_eq!(error.code, ErrorCode::WrongKey);
 }
+
+#[test]
+fn golden_primary_key_hashes_never_change() {
+    // Primary-key columns are NOT NULL, so their keys carry no marker byte.
+    let table = TableDef::new(
+        "golden",
+        vec![
+            ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
+            ColumnDef::new("name", ColumnType::Varchar { length: 10, collation: Collation::Utf8mb4AiCi }, false),
+        ],
+        vec![0, 1],
+        vec![],
+    )
+    .unwrap();
+    let mut attrinfo = Vec::new();
+    let mut writer = AttrInfoWriter::new(&mut attrinfo);
+    writer.push(0, Some(&1i32.to_le_bytes()));
+    writer.push(1, Some(b"abc"));
+    let mut encoded = Vec::new();
+    encode_attrinfo_key(&table, &table.primary_key, &attrinfo, false, &mut encoded).unwrap();
+    assert_eq!(encoded, [0x80, 0x00, 0x00, 0x01, 0x50, 0x52, 0x54, 0x00]);
+    assert_eq!(key_hash(&encoded), GOLDEN_INT_NAME_HASH);
+    let mut only_int = Vec::new();
+    encode_attrinfo_key(&table, &table.primary_key[..1], &attrinfo[..8], false, &mut only_int).unwrap();
+    assert_eq!(only_int, [0x80, 0x00, 0x00, 0x01]);
+    assert_eq!(key_hash(&only_int), GOLDEN_INT_HASH);
+    // NULL for a NOT NULL key column is refused.
+    let mut null_key = Vec::new();
+    AttrInfoWriter::new(&mut null_key).push(0, None);
+    let error = encode_attrinfo_key(&table, &table.primary_key[..1], &null_key, false, &mut Vec::new()).unwrap_err();
+    assert_eq!(error.code, ErrorCode::NullNotAllowed);
+}
+
+/// `key_hash` of `80 00 00 01 50 52 54 00` (INT 1, 'abc' under utf8mb4_0900_ai_ci, both NOT NULL).
+const GOLDEN_INT_NAME_HASH: u64 = 0x37AA_7C79_4F89_C81F;
+/// `key_hash` of `80 00 00 01` (INT NOT NULL 1).
+const GOLDEN_INT_HASH: u64 = 0x25C7_5F1B_C399_BB66;

@@ -5,7 +5,7 @@
 //! every slot, entry and record (no leaks).
 
 use proptest::prelude::*;
-use schema::key::{encode_sortable, key_hash};
+use schema::key::{encode_key_column, encode_sortable, key_hash};
 use schema::types::{Collation, ColumnType};
 use schema::{AttrInfoReader, AttrInfoWriter, ColumnDef, ErrorCode, IndexDef, TableDef};
 use std::collections::{BTreeMap, HashMap};
@@ -129,7 +129,7 @@ fn index_key(index: u16, id: i32, row: &Row) -> Vec<u8> {
         encode_sortable(def.column_type(2), row.1.map(i64::to_le_bytes).as_ref().map(|b| &b[..]), &mut out);
     } else {
         encode_sortable(def.column_type(1), row.0.as_ref().map(String::as_bytes), &mut out);
-        encode_sortable(def.column_type(0), Some(&id.to_le_bytes()), &mut out);
+        encode_key_column(def.column_type(0), false, Some(&id.to_le_bytes()), &mut out);
     }
     out
 }
