@@ -8,7 +8,8 @@ use schema::{AttrInfoWriter, ColumnDef, IndexDef, TableDef};
 use std::hint::black_box;
 use storage::filter::FilterBuilder;
 use storage::{
-    Engine, EngineConfig, NO_TRANSACTION, OperationKind, OperationRequest, ReadMode, ScanBound, ScanRequest,
+    Engine, EngineConfig, NO_TRANSACTION, OperationKind, OperationRequest, ReadMode, ScanBound,
+    ScanRequest,
 };
 
 const ROWS: u32 = 100_000;
@@ -16,20 +17,40 @@ const PAYLOAD_BYTES: usize = 64;
 const TABLE: u32 = 1;
 
 fn loaded_engine() -> Engine {
-    let mut engine = Engine::new(EngineConfig { data_memory_bytes: 256 << 20, ..Default::default() }).unwrap();
+    let mut engine = Engine::new(EngineConfig {
+        data_memory_bytes: 256 << 20,
+        ..Default::default()
+    })
+    .unwrap();
     let def = TableDef::new(
         "bench",
         vec![
             ColumnDef::new("k", ColumnType::Int { unsigned: true }, false),
-            ColumnDef::new("payload", ColumnType::Binary { length: PAYLOAD_BYTES as u16 }, false),
+            ColumnDef::new(
+                "payload",
+                ColumnType::Binary {
+                    length: PAYLOAD_BYTES as u16,
+                },
+                false,
+            ),
         ],
         vec![0],
-        vec![IndexDef { name: "ordered".into(), columns: vec![0], unique: false }],
+        vec![IndexDef {
+            name: "ordered".into(),
+            columns: vec![0],
+            unique: false,
+        }],
     )
     .unwrap();
     engine.create_table(TABLE, def).unwrap();
     for row in 0..ROWS {
-        write(&mut engine, u64::from(row) + 1, OperationKind::Insert, row, row as u8);
+        write(
+            &mut engine,
+            u64::from(row) + 1,
+            OperationKind::Insert,
+            row,
+            row as u8,
+        );
     }
     engine
 }
@@ -45,7 +66,15 @@ fn write(engine: &mut Engine, transaction: u64, kind: OperationKind, row: u32, f
         }
         writer.push(1, Some(&[fill; PAYLOAD_BYTES]));
     }
-    let request = OperationRequest { transaction, token: 0, table: TABLE, kind, key: &key, values: &values, columns: &[] };
+    let request = OperationRequest {
+        transaction,
+        token: 0,
+        table: TABLE,
+        kind,
+        key: &key,
+        values: &values,
+        columns: &[],
+    };
     engine.execute(0, &request, &mut Vec::new()).unwrap();
     engine.prepare(transaction).unwrap();
     engine.commit(transaction).unwrap();
@@ -81,7 +110,13 @@ fn primary_key_operations(c: &mut Criterion) {
         b.iter(|| {
             next = next.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
             transaction += 1;
-            write(&mut engine, transaction, OperationKind::Update, next % ROWS, next as u8);
+            write(
+                &mut engine,
+                transaction,
+                OperationKind::Update,
+                next % ROWS,
+                next as u8,
+            );
         })
     });
     let mut fresh = ROWS;
@@ -89,7 +124,13 @@ fn primary_key_operations(c: &mut Criterion) {
         b.iter(|| {
             transaction += 2;
             write(&mut engine, transaction, OperationKind::Insert, fresh, 1);
-            write(&mut engine, transaction + 1, OperationKind::Delete, fresh, 0);
+            write(
+                &mut engine,
+                transaction + 1,
+                OperationKind::Delete,
+                fresh,
+                0,
+            );
             fresh += 1;
         })
     });

@@ -15,7 +15,8 @@ use schema::{AttrInfoWriter, ColumnDef, IndexDef, TableDef};
 use std::time::{Duration, Instant};
 use storage::filter::FilterBuilder;
 use storage::{
-    Engine, EngineConfig, NO_TRANSACTION, OperationKind, OperationRequest, ReadMode, ScanBound, ScanRequest,
+    Engine, EngineConfig, NO_TRANSACTION, OperationKind, OperationRequest, ReadMode, ScanBound,
+    ScanRequest,
 };
 
 /// What `shoal bench storage` was asked for.
@@ -90,10 +91,20 @@ fn table_def(payload_bytes: usize) -> TableDef {
         &format!("bench_{payload_bytes}"),
         vec![
             ColumnDef::new("k", ColumnType::Int { unsigned: true }, false),
-            ColumnDef::new("payload", ColumnType::Binary { length: payload_bytes as u16 }, false),
+            ColumnDef::new(
+                "payload",
+                ColumnType::Binary {
+                    length: payload_bytes as u16,
+                },
+                false,
+            ),
         ],
         vec![0],
-        vec![IndexDef { name: "PRIMARY_ordered".into(), columns: vec![0], unique: false }],
+        vec![IndexDef {
+            name: "PRIMARY_ordered".into(),
+            columns: vec![0],
+            unique: false,
+        }],
     )
     .expect("benchmark table is valid")
 }
@@ -103,10 +114,15 @@ pub fn measure_shape(rows: u64, payload_bytes: usize) -> Result<ShapeFigures, St
     let order = shuffled(rows);
     // Room for the rows, their indexes and a copy per row in flight.
     let data_memory_bytes = (rows * (payload_bytes as u64 + 96) * 2).max(64 << 20);
-    let config = EngineConfig { data_memory_bytes, ..EngineConfig::default() };
+    let config = EngineConfig {
+        data_memory_bytes,
+        ..EngineConfig::default()
+    };
     let mut engine = Engine::new(config).map_err(|e| e.to_string())?;
     let table = 1;
-    engine.create_table(table, table_def(payload_bytes)).map_err(|e| e.to_string())?;
+    engine
+        .create_table(table, table_def(payload_bytes))
+        .map_err(|e| e.to_string())?;
 
     let mut key = Vec::with_capacity(16);
     let mut values = Vec::with_capacity(payload_bytes + 16);
@@ -133,9 +149,18 @@ pub fn measure_shape(rows: u64, payload_bytes: usize) -> Result<ShapeFigures, St
             }
             writer.push(1, Some(payload));
         }
-        let request =
-            OperationRequest { transaction, token: 0, table, kind, key, values, columns: &[] };
-        engine.execute(0, &request, &mut Vec::new()).map_err(|e| e.to_string())?;
+        let request = OperationRequest {
+            transaction,
+            token: 0,
+            table,
+            kind,
+            key,
+            values,
+            columns: &[],
+        };
+        engine
+            .execute(0, &request, &mut Vec::new())
+            .map_err(|e| e.to_string())?;
         engine.prepare(transaction).map_err(|e| e.to_string())?;
         engine.commit(transaction).map_err(|e| e.to_string())?;
         transaction += 1;
@@ -146,7 +171,15 @@ pub fn measure_shape(rows: u64, payload_bytes: usize) -> Result<ShapeFigures, St
     let allocations_before = allocations();
     let started = Instant::now();
     for &row in &order {
-        write(&mut engine, OperationKind::Insert, row, 0, &mut key, &mut values, &mut payload)?;
+        write(
+            &mut engine,
+            OperationKind::Insert,
+            row,
+            0,
+            &mut key,
+            &mut values,
+            &mut payload,
+        )?;
     }
     let insert_time = started.elapsed();
     let allocations_per_insert = (allocations() - allocations_before) as f64 / rows as f64;
@@ -178,7 +211,9 @@ pub fn measure_shape(rows: u64, payload_bytes: usize) -> Result<ShapeFigures, St
             values: &[],
             columns: &[0, 1],
         };
-        engine.execute(0, &request, &mut out).map_err(|e| e.to_string())?;
+        engine
+            .execute(0, &request, &mut out)
+            .map_err(|e| e.to_string())?;
     }
     let read_time = started.elapsed();
     let allocations_per_read = (allocations() - allocations_before) as f64 / reads as f64;
@@ -211,7 +246,9 @@ pub fn measure_shape(rows: u64, payload_bytes: usize) -> Result<ShapeFigures, St
     let mut matched = 0u64;
     loop {
         out.clear();
-        let batch = engine.scan_next(0, scan, SCAN_BATCH_ROWS, SCAN_BATCH_BYTES, &mut out).map_err(|e| e.to_string())?;
+        let batch = engine
+            .scan_next(0, scan, SCAN_BATCH_ROWS, SCAN_BATCH_BYTES, &mut out)
+            .map_err(|e| e.to_string())?;
         matched += u64::from(batch.rows);
         if batch.finished {
             break;
@@ -224,7 +261,15 @@ pub fn measure_shape(rows: u64, payload_bytes: usize) -> Result<ShapeFigures, St
     let allocations_before = allocations();
     let started = Instant::now();
     for &row in &read_order {
-        write(&mut engine, OperationKind::Update, row, 1, &mut key, &mut values, &mut payload)?;
+        write(
+            &mut engine,
+            OperationKind::Update,
+            row,
+            1,
+            &mut key,
+            &mut values,
+            &mut payload,
+        )?;
     }
     let update_time = started.elapsed();
     let allocations_per_update = (allocations() - allocations_before) as f64 / rows as f64;
@@ -233,7 +278,15 @@ pub fn measure_shape(rows: u64, payload_bytes: usize) -> Result<ShapeFigures, St
     let allocations_before = allocations();
     let started = Instant::now();
     for &row in &order {
-        write(&mut engine, OperationKind::Delete, row, 0, &mut key, &mut values, &mut payload)?;
+        write(
+            &mut engine,
+            OperationKind::Delete,
+            row,
+            0,
+            &mut key,
+            &mut values,
+            &mut payload,
+        )?;
     }
     let delete_time = started.elapsed();
     let allocations_per_delete = (allocations() - allocations_before) as f64 / rows as f64;
@@ -289,7 +342,10 @@ pub fn run(options: &StorageOptions) -> Result<(), String> {
     let mut results = Vec::new();
     for payload_bytes in PAYLOAD_SIZES {
         if !options.json {
-            eprintln!("measuring {} rows of 4-byte key + {payload_bytes}-byte payload ...", options.rows);
+            eprintln!(
+                "measuring {} rows of 4-byte key + {payload_bytes}-byte payload ...",
+                options.rows
+            );
         }
         results.push(measure_shape(options.rows, payload_bytes)?);
     }
@@ -302,25 +358,56 @@ pub fn run(options: &StorageOptions) -> Result<(), String> {
         println!("{object}");
         return Ok(());
     }
-    println!("shoal bench storage: one partition, one thread, {} rows", options.rows);
-    println!("{:<34} {:>16} {:>16}", "figure", "4 B + 64 B", "4 B + 255 B");
+    println!(
+        "shoal bench storage: one partition, one thread, {} rows",
+        options.rows
+    );
+    println!(
+        "{:<34} {:>16} {:>16}",
+        "figure", "4 B + 64 B", "4 B + 255 B"
+    );
     let line = |name: &str, value: &dyn Fn(&ShapeFigures) -> String| {
-        println!("{:<34} {:>16} {:>16}", name, value(&results[0]), value(&results[1]));
+        println!(
+            "{:<34} {:>16} {:>16}",
+            name,
+            value(&results[0]),
+            value(&results[1])
+        );
     };
     let rate = |v: f64| format!("{:.0}", v);
-    line("primary-key reads/s (committed)", &|f| rate(f.pk_reads_per_s));
+    line("primary-key reads/s (committed)", &|f| {
+        rate(f.pk_reads_per_s)
+    });
     line("inserts/s (1 per transaction)", &|f| rate(f.inserts_per_s));
     line("updates/s (1 per transaction)", &|f| rate(f.updates_per_s));
     line("deletes/s (1 per transaction)", &|f| rate(f.deletes_per_s));
-    line("range-scan rows/s, pushed filter", &|f| rate(f.scan_rows_per_s));
-    line("  rows matching the filter", &|f| f.scan_rows_matched.to_string());
-    line("DataMemory bytes/row", &|f| format!("{:.1}", f.memory_bytes_per_row));
-    line("  without the ordered index", &|f| format!("{:.1}", f.memory_bytes_per_row_without_ordered_index));
+    line("range-scan rows/s, pushed filter", &|f| {
+        rate(f.scan_rows_per_s)
+    });
+    line("  rows matching the filter", &|f| {
+        f.scan_rows_matched.to_string()
+    });
+    line("DataMemory bytes/row", &|f| {
+        format!("{:.1}", f.memory_bytes_per_row)
+    });
+    line("  without the ordered index", &|f| {
+        format!("{:.1}", f.memory_bytes_per_row_without_ordered_index)
+    });
     line("raw bytes/row", &|f| format!("{:.0}", f.raw_bytes_per_row));
-    line("memory / raw", &|f| format!("{:.2}", f.memory_bytes_per_row / f.raw_bytes_per_row));
-    line("heap allocations per read", &|f| format!("{:.3}", f.allocations_per_read));
-    line("heap allocations per insert", &|f| format!("{:.3}", f.allocations_per_insert));
-    line("heap allocations per update", &|f| format!("{:.3}", f.allocations_per_update));
-    line("heap allocations per delete", &|f| format!("{:.3}", f.allocations_per_delete));
+    line("memory / raw", &|f| {
+        format!("{:.2}", f.memory_bytes_per_row / f.raw_bytes_per_row)
+    });
+    line("heap allocations per read", &|f| {
+        format!("{:.3}", f.allocations_per_read)
+    });
+    line("heap allocations per insert", &|f| {
+        format!("{:.3}", f.allocations_per_insert)
+    });
+    line("heap allocations per update", &|f| {
+        format!("{:.3}", f.allocations_per_update)
+    });
+    line("heap allocations per delete", &|f| {
+        format!("{:.3}", f.allocations_per_delete)
+    });
     Ok(())
 }

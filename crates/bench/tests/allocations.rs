@@ -12,7 +12,14 @@ static GLOBAL: CountingAllocator<System> = CountingAllocator(System);
 
 const ROWS: u32 = 20_000;
 
-fn write(engine: &mut Engine, transaction: u64, kind: OperationKind, row: u32, key: &mut Vec<u8>, values: &mut Vec<u8>) {
+fn write(
+    engine: &mut Engine,
+    transaction: u64,
+    kind: OperationKind,
+    row: u32,
+    key: &mut Vec<u8>,
+    values: &mut Vec<u8>,
+) {
     key.clear();
     AttrInfoWriter::new(key).push(0, Some(&row.to_le_bytes()));
     values.clear();
@@ -24,7 +31,15 @@ fn write(engine: &mut Engine, transaction: u64, kind: OperationKind, row: u32, k
         writer.push(1, Some(&[row as u8; 40]));
         writer.push(2, Some(&row.to_le_bytes()[..2]));
     }
-    let request = OperationRequest { transaction, token: 0, table: 1, kind, key, values, columns: &[] };
+    let request = OperationRequest {
+        transaction,
+        token: 0,
+        table: 1,
+        kind,
+        key,
+        values,
+        columns: &[],
+    };
     let mut out = Vec::new();
     engine.execute(0, &request, &mut out).unwrap();
     engine.prepare(transaction).unwrap();
@@ -33,7 +48,11 @@ fn write(engine: &mut Engine, transaction: u64, kind: OperationKind, row: u32, k
 
 #[test]
 fn primary_key_operations_do_not_allocate() {
-    let mut engine = Engine::new(EngineConfig { data_memory_bytes: 64 << 20, ..Default::default() }).unwrap();
+    let mut engine = Engine::new(EngineConfig {
+        data_memory_bytes: 64 << 20,
+        ..Default::default()
+    })
+    .unwrap();
     let def = TableDef::new(
         "t",
         vec![
@@ -42,7 +61,11 @@ fn primary_key_operations_do_not_allocate() {
             ColumnDef::new("tag", ColumnType::Varbinary { length: 8 }, true),
         ],
         vec![0],
-        vec![IndexDef { name: "ordered".into(), columns: vec![0], unique: false }],
+        vec![IndexDef {
+            name: "ordered".into(),
+            columns: vec![0],
+            unique: false,
+        }],
     )
     .unwrap();
     engine.create_table(1, def).unwrap();
@@ -53,7 +76,14 @@ fn primary_key_operations_do_not_allocate() {
     // Warm up: the first rows make the table's pages and the scratch buffers.
     for row in 0..ROWS {
         transaction += 1;
-        write(&mut engine, transaction, OperationKind::Insert, row, &mut key, &mut values);
+        write(
+            &mut engine,
+            transaction,
+            OperationKind::Insert,
+            row,
+            &mut key,
+            &mut values,
+        );
     }
     for (kind, name) in [
         (OperationKind::Read(ReadMode::Committed), "read"),

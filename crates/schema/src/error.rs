@@ -111,7 +111,11 @@ impl ErrorCode {
             TooManyKeys => 1069,
             TooManyColumns => 1117,
             TooManyOperations | TooManyTransactions | TooManyScans => 1297,
-            WrongKey | NoSuchTransaction | NoSuchScan | WrongTransactionState | InvalidFilter
+            WrongKey
+            | NoSuchTransaction
+            | NoSuchScan
+            | WrongTransactionState
+            | InvalidFilter
             | BadConfiguration => 1105,
         }
     }
@@ -177,20 +181,32 @@ pub struct Error {
 
 impl Error {
     pub fn new(code: ErrorCode, detail: impl Into<Cow<'static, str>>) -> Error {
-        Error { code, detail: detail.into() }
+        Error {
+            code,
+            detail: detail.into(),
+        }
     }
 }
 
 impl From<ErrorCode> for Error {
     fn from(code: ErrorCode) -> Error {
-        Error { code, detail: Cow::Borrowed("") }
+        Error {
+            code,
+            detail: Cow::Borrowed(""),
+        }
     }
 }
 
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.ndb_code() {
-            Some(ndb) => write!(f, "ERROR {} (NDB {}): {}", self.mysql_code(), ndb, self.message()),
+            Some(ndb) => write!(
+                f,
+                "ERROR {} (NDB {}): {}",
+                self.mysql_code(),
+                ndb,
+                self.message()
+            ),
             None => write!(f, "ERROR {}: {}", self.mysql_code(), self.message()),
         }
     }

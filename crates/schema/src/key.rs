@@ -61,7 +61,12 @@ pub fn encode_sortable(column_type: &ColumnType, value: Option<&[u8]>, out: &mut
 /// Appends one key column's encoding: with the marker byte if the column is
 /// nullable, the sortable bytes alone if it is NOT NULL.
 #[inline]
-pub fn encode_key_column(column_type: &ColumnType, nullable: bool, value: Option<&[u8]>, out: &mut Vec<u8>) {
+pub fn encode_key_column(
+    column_type: &ColumnType,
+    nullable: bool,
+    value: Option<&[u8]>,
+    out: &mut Vec<u8>,
+) {
     if nullable {
         encode_sortable(column_type, value, out);
     } else {
@@ -168,7 +173,12 @@ fn encode_sortable_value(column_type: &ColumnType, bytes: &[u8], out: &mut Vec<u
 pub fn encode_row_key(table: &TableDef, columns: &[ColumnId], row: RowView<'_>, out: &mut Vec<u8>) {
     for &column in columns {
         let definition = &table.columns[usize::from(column)];
-        encode_key_column(&definition.column_type, definition.nullable, row.column(&table.layout, column), out);
+        encode_key_column(
+            &definition.column_type,
+            definition.nullable,
+            row.column(&table.layout, column),
+            out,
+        );
     }
 }
 
@@ -210,7 +220,10 @@ pub fn encode_attrinfo_key(
         match value {
             Some(bytes) => check_stored_size(table.column_type(column), bytes)?,
             None if !table.columns[usize::from(column)].nullable => {
-                return Err(Error::new(ErrorCode::NullNotAllowed, "a NOT NULL key column given NULL"));
+                return Err(Error::new(
+                    ErrorCode::NullNotAllowed,
+                    "a NOT NULL key column given NULL",
+                ));
             }
             None => {}
         }
@@ -238,7 +251,12 @@ pub fn encode_attrinfo_key(
     }
     for (&column, value) in columns.iter().zip(&given[..count]) {
         let definition = &table.columns[usize::from(column)];
-        encode_key_column(&definition.column_type, definition.nullable, value.flatten(), out);
+        encode_key_column(
+            &definition.column_type,
+            definition.nullable,
+            value.flatten(),
+            out,
+        );
     }
     Ok(count)
 }

@@ -87,8 +87,12 @@ impl<'b> AttrInfoWriter<'b> {
         match value {
             None => self.buffer.extend_from_slice(&NULL_LENGTH.to_le_bytes()),
             Some(bytes) => {
-                assert!(bytes.len() < usize::from(NULL_LENGTH), "AttrInfo value too long");
-                self.buffer.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+                assert!(
+                    bytes.len() < usize::from(NULL_LENGTH),
+                    "AttrInfo value too long"
+                );
+                self.buffer
+                    .extend_from_slice(&(bytes.len() as u16).to_le_bytes());
                 self.buffer.extend_from_slice(bytes);
             }
         }
@@ -129,7 +133,10 @@ impl<'a> Iterator for AttrInfoReader<'a> {
         }
         if self.bytes.len() < 4 {
             self.bytes = &[];
-            return Some(Err(Error::new(ErrorCode::WrongValue, "truncated AttrInfo header")));
+            return Some(Err(Error::new(
+                ErrorCode::WrongValue,
+                "truncated AttrInfo header",
+            )));
         }
         let column = u16::from_le_bytes([self.bytes[0], self.bytes[1]]);
         let length = u16::from_le_bytes([self.bytes[2], self.bytes[3]]);
@@ -140,7 +147,10 @@ impl<'a> Iterator for AttrInfoReader<'a> {
         let end = 4 + usize::from(length);
         if self.bytes.len() < end {
             self.bytes = &[];
-            return Some(Err(Error::new(ErrorCode::WrongValue, "truncated AttrInfo value")));
+            return Some(Err(Error::new(
+                ErrorCode::WrongValue,
+                "truncated AttrInfo value",
+            )));
         }
         let value = &self.bytes[4..end];
         self.bytes = &self.bytes[end..];
@@ -158,7 +168,9 @@ pub struct RowBuilder {
 
 impl Default for RowBuilder {
     fn default() -> Self {
-        RowBuilder { var_sources: Vec::with_capacity(COLUMNS_PER_TABLE_MAX) }
+        RowBuilder {
+            var_sources: Vec::with_capacity(COLUMNS_PER_TABLE_MAX),
+        }
     }
 }
 
@@ -202,7 +214,10 @@ impl RowBuilder {
             let entry_offset = offset;
             offset = attrinfo.len() - reader.bytes.len();
             let Some(column_layout) = layout.columns.get(usize::from(column)) else {
-                return Err(Error::new(ErrorCode::NoSuchColumn, "AttrInfo names an unknown column id"));
+                return Err(Error::new(
+                    ErrorCode::NoSuchColumn,
+                    "AttrInfo names an unknown column id",
+                ));
             };
             given[usize::from(column / 64)] |= 1 << (column % 64);
             match column_layout.null_bit {
@@ -221,7 +236,9 @@ impl RowBuilder {
                 Place::Fixed { offset: at, size } => {
                     let target = &mut fixed[at as usize..(at + size) as usize];
                     match value {
-                        Some(bytes) if bytes.len() == size as usize => target.copy_from_slice(bytes),
+                        Some(bytes) if bytes.len() == size as usize => {
+                            target.copy_from_slice(bytes)
+                        }
                         Some(_) => {
                             return Err(Error::new(
                                 ErrorCode::WrongValue,
@@ -231,7 +248,10 @@ impl RowBuilder {
                         None => target.fill(0),
                     }
                 }
-                Place::Var { ordinal, length_max } => {
+                Place::Var {
+                    ordinal,
+                    length_max,
+                } => {
                     if let Some(bytes) = value
                         && bytes.len() > length_max as usize
                     {
@@ -254,7 +274,8 @@ impl RowBuilder {
         for ordinal in 0..usize::from(layout.var_columns) {
             let base_value = base.map(|row| {
                 let length =
-                    u16::from_le_bytes([row.var[base_position], row.var[base_position + 1]]) as usize;
+                    u16::from_le_bytes([row.var[base_position], row.var[base_position + 1]])
+                        as usize;
                 let value = &row.var[base_position + 2..base_position + 2 + length];
                 base_position += 2 + length;
                 value
@@ -301,7 +322,14 @@ mod tests {
             "t",
             vec![
                 ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
-                ColumnDef::new("name", ColumnType::Varchar { length: 10, collation: Collation::Utf8mb4AiCi }, true),
+                ColumnDef::new(
+                    "name",
+                    ColumnType::Varchar {
+                        length: 10,
+                        collation: Collation::Utf8mb4AiCi,
+                    },
+                    true,
+                ),
                 ColumnDef::new("n", ColumnType::SmallInt { unsigned: false }, true),
                 ColumnDef::new("b", ColumnType::Varbinary { length: 4 }, false),
             ],
@@ -311,7 +339,11 @@ mod tests {
         .unwrap()
     }
 
-    fn build(table: &TableDef, base: Option<RowView<'_>>, attrinfo: &[u8]) -> Result<(Vec<u8>, Vec<u8>), Error> {
+    fn build(
+        table: &TableDef,
+        base: Option<RowView<'_>>,
+        attrinfo: &[u8],
+    ) -> Result<(Vec<u8>, Vec<u8>), Error> {
         let mut fixed = vec![0; table.layout.fixed_bytes as usize];
         let mut var = Vec::new();
         RowBuilder::default().build(table, base, attrinfo, &mut fixed, &mut var)?;
@@ -327,7 +359,10 @@ mod tests {
         writer.push(1, Some(b"abc"));
         writer.push(3, Some(b"xy"));
         let (fixed, var) = build(&table, None, &attrinfo).unwrap();
-        let row = RowView { fixed: &fixed, var: &var };
+        let row = RowView {
+            fixed: &fixed,
+            var: &var,
+        };
         assert_eq!(row.column(&table.layout, 0), Some(&7i32.to_le_bytes()[..]));
         assert_eq!(row.column(&table.layout, 1), Some(&b"abc"[..]));
         assert_eq!(row.column(&table.layout, 2), None);
@@ -338,7 +373,10 @@ mod tests {
         writer.push(1, None);
         writer.push(2, Some(&5i16.to_le_bytes()));
         let (fixed2, var2) = build(&table, Some(row), &update).unwrap();
-        let row2 = RowView { fixed: &fixed2, var: &var2 };
+        let row2 = RowView {
+            fixed: &fixed2,
+            var: &var2,
+        };
         assert_eq!(row2.column(&table.layout, 1), None);
         assert_eq!(row2.column(&table.layout, 2), Some(&5i16.to_le_bytes()[..]));
         assert_eq!(row2.column(&table.layout, 3), Some(&b"xy"[..]));
@@ -354,13 +392,25 @@ mod tests {
         let table = table();
         let mut attrinfo = Vec::new();
         AttrInfoWriter::new(&mut attrinfo).push(0, Some(&7i32.to_le_bytes()));
-        assert_eq!(build(&table, None, &attrinfo).unwrap_err().code, ErrorCode::NullNotAllowed);
+        assert_eq!(
+            build(&table, None, &attrinfo).unwrap_err().code,
+            ErrorCode::NullNotAllowed
+        );
         AttrInfoWriter::new(&mut attrinfo).push(3, Some(b"12345"));
-        assert_eq!(build(&table, None, &attrinfo).unwrap_err().code, ErrorCode::DataTooLong);
+        assert_eq!(
+            build(&table, None, &attrinfo).unwrap_err().code,
+            ErrorCode::DataTooLong
+        );
         let mut bad = Vec::new();
         AttrInfoWriter::new(&mut bad).push(0, Some(&7i16.to_le_bytes()));
-        assert_eq!(build(&table, None, &bad).unwrap_err().code, ErrorCode::WrongValue);
-        assert_eq!(build(&table, None, &[1, 0, 5]).unwrap_err().code, ErrorCode::WrongValue);
+        assert_eq!(
+            build(&table, None, &bad).unwrap_err().code,
+            ErrorCode::WrongValue
+        );
+        assert_eq!(
+            build(&table, None, &[1, 0, 5]).unwrap_err().code,
+            ErrorCode::WrongValue
+        );
     }
 
     #[test]
@@ -394,6 +444,9 @@ mod tests {
         let mut writer = AttrInfoWriter::new(&mut attrinfo);
         writer.push(0, Some(&1i32.to_le_bytes()));
         writer.push(1, Some(&vec![7u8; 30_000]));
-        assert_eq!(build(&blob, None, &attrinfo).unwrap_err().code, ErrorCode::RowTooLarge);
+        assert_eq!(
+            build(&blob, None, &attrinfo).unwrap_err().code,
+            ErrorCode::RowTooLarge
+        );
     }
 }

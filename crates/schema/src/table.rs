@@ -32,7 +32,11 @@ pub struct ColumnDef {
 
 impl ColumnDef {
     pub fn new(name: &str, column_type: ColumnType, nullable: bool) -> ColumnDef {
-        ColumnDef { name: name.to_string(), column_type, nullable }
+        ColumnDef {
+            name: name.to_string(),
+            column_type,
+            nullable,
+        }
     }
 }
 
@@ -95,7 +99,10 @@ impl RowLayout {
                     place
                 }
                 Storage::Var(length_max) => {
-                    let place = Place::Var { ordinal: var_ordinal, length_max };
+                    let place = Place::Var {
+                        ordinal: var_ordinal,
+                        length_max,
+                    };
                     var_ordinal += 1;
                     var_bytes_max = var_bytes_max.saturating_add(2 + length_max);
                     place
@@ -133,16 +140,25 @@ impl TableDef {
         ordered_indexes: Vec<IndexDef>,
     ) -> Result<TableDef, Error> {
         if columns.is_empty() {
-            return Err(Error::new(ErrorCode::WrongColumnSpec, "a table needs at least one column"));
+            return Err(Error::new(
+                ErrorCode::WrongColumnSpec,
+                "a table needs at least one column",
+            ));
         }
         if columns.len() > COLUMNS_PER_TABLE_MAX {
-            return Err(Error::new(ErrorCode::TooManyColumns, "at most 512 columns per table"));
+            return Err(Error::new(
+                ErrorCode::TooManyColumns,
+                "at most 512 columns per table",
+            ));
         }
         for (i, column) in columns.iter().enumerate() {
             column.column_type.validate().map_err(|e| {
                 Error::new(e.code, format!("column '{}': {}", column.name, e.detail))
             })?;
-            if columns[..i].iter().any(|c| c.name.eq_ignore_ascii_case(&column.name)) {
+            if columns[..i]
+                .iter()
+                .any(|c| c.name.eq_ignore_ascii_case(&column.name))
+            {
                 return Err(Error::new(
                     ErrorCode::WrongColumnSpec,
                     format!("duplicate column name '{}'", column.name),
@@ -153,7 +169,10 @@ impl TableDef {
             return Err(ErrorCode::PrimaryKeyRequired.into());
         }
         if ordered_indexes.len() > ORDERED_INDEXES_PER_TABLE_MAX {
-            return Err(Error::new(ErrorCode::TooManyKeys, "at most 64 ordered indexes per table"));
+            return Err(Error::new(
+                ErrorCode::TooManyKeys,
+                "at most 64 ordered indexes per table",
+            ));
         }
         let check_key = |key: &[ColumnId], what: &str| -> Result<(), Error> {
             if key.is_empty() || key.len() > KEY_COLUMNS_MAX {
@@ -211,12 +230,21 @@ impl TableDef {
                 format!("table '{name}' has a largest row of {declared} bytes"),
             ));
         }
-        Ok(TableDef { name: name.to_string(), columns, primary_key, ordered_indexes, layout })
+        Ok(TableDef {
+            name: name.to_string(),
+            columns,
+            primary_key,
+            ordered_indexes,
+            layout,
+        })
     }
 
     /// The column with this name (case-insensitive, as MySQL compares column names).
     pub fn column_id(&self, name: &str) -> Option<ColumnId> {
-        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name)).map(|i| i as ColumnId)
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+            .map(|i| i as ColumnId)
     }
 
     pub fn column_type(&self, id: ColumnId) -> &ColumnType {

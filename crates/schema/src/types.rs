@@ -58,7 +58,8 @@ impl Collation {
             Collation::Latin1Ci,
             Collation::Binary,
         ];
-        all.into_iter().find(|c| c.name().eq_ignore_ascii_case(name))
+        all.into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(name))
     }
 
     /// The MySQL name of the character set.
@@ -91,35 +92,73 @@ impl Collation {
 /// A column's SQL type.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ColumnType {
-    TinyInt { unsigned: bool },
-    SmallInt { unsigned: bool },
-    MediumInt { unsigned: bool },
-    Int { unsigned: bool },
-    BigInt { unsigned: bool },
+    TinyInt {
+        unsigned: bool,
+    },
+    SmallInt {
+        unsigned: bool,
+    },
+    MediumInt {
+        unsigned: bool,
+    },
+    Int {
+        unsigned: bool,
+    },
+    BigInt {
+        unsigned: bool,
+    },
     /// Exact decimal with `precision` digits, `scale` of them after the point.
-    Decimal { precision: u8, scale: u8 },
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     Float,
     Double,
     /// Fixed-length string of `length` characters.
-    Char { length: u16, collation: Collation },
+    Char {
+        length: u16,
+        collation: Collation,
+    },
     /// Variable-length string of at most `length` characters.
-    Varchar { length: u16, collation: Collation },
+    Varchar {
+        length: u16,
+        collation: Collation,
+    },
     /// Fixed-length byte string of `length` bytes.
-    Binary { length: u16 },
+    Binary {
+        length: u16,
+    },
     /// Variable-length byte string of at most `length` bytes.
-    Varbinary { length: u16 },
+    Varbinary {
+        length: u16,
+    },
     Date,
-    Datetime { fsp: u8 },
-    Timestamp { fsp: u8 },
-    Time { fsp: u8 },
+    Datetime {
+        fsp: u8,
+    },
+    Timestamp {
+        fsp: u8,
+    },
+    Time {
+        fsp: u8,
+    },
     Year,
-    Bit { width: u8 },
+    Bit {
+        width: u8,
+    },
     /// One of the listed members; stored as its 1-based index.
-    Enum { variants: Vec<String> },
+    Enum {
+        variants: Vec<String>,
+    },
     /// Bytes, stored inline (for now) up to the row size limit.
-    Blob { length_max: u32 },
+    Blob {
+        length_max: u32,
+    },
     /// Characters, stored inline (for now) up to the row size limit.
-    Text { length_max: u32, collation: Collation },
+    Text {
+        length_max: u32,
+        collation: Collation,
+    },
 }
 
 /// Where and how a column's value sits in a row.

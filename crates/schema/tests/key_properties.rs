@@ -349,7 +349,14 @@ fn golden_primary_key_hashes_never_change() {
         "golden",
         vec![
             ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
-            ColumnDef::new("name", ColumnType::Varchar { length: 10, collation: Collation::Utf8mb4AiCi }, false),
+            ColumnDef::new(
+                "name",
+                ColumnType::Varchar {
+                    length: 10,
+                    collation: Collation::Utf8mb4AiCi,
+                },
+                false,
+            ),
         ],
         vec![0, 1],
         vec![],
@@ -364,13 +371,27 @@ fn golden_primary_key_hashes_never_change() {
     assert_eq!(encoded, [0x80, 0x00, 0x00, 0x01, 0x50, 0x52, 0x54, 0x00]);
     assert_eq!(key_hash(&encoded), GOLDEN_INT_NAME_HASH);
     let mut only_int = Vec::new();
-    encode_attrinfo_key(&table, &table.primary_key[..1], &attrinfo[..8], false, &mut only_int).unwrap();
+    encode_attrinfo_key(
+        &table,
+        &table.primary_key[..1],
+        &attrinfo[..8],
+        false,
+        &mut only_int,
+    )
+    .unwrap();
     assert_eq!(only_int, [0x80, 0x00, 0x00, 0x01]);
     assert_eq!(key_hash(&only_int), GOLDEN_INT_HASH);
     // NULL for a NOT NULL key column is refused.
     let mut null_key = Vec::new();
     AttrInfoWriter::new(&mut null_key).push(0, None);
-    let error = encode_attrinfo_key(&table, &table.primary_key[..1], &null_key, false, &mut Vec::new()).unwrap_err();
+    let error = encode_attrinfo_key(
+        &table,
+        &table.primary_key[..1],
+        &null_key,
+        false,
+        &mut Vec::new(),
+    )
+    .unwrap_err();
     assert_eq!(error.code, ErrorCode::NullNotAllowed);
 }
 

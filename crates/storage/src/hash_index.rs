@@ -92,7 +92,11 @@ impl HashIndex {
     #[inline]
     fn bucket_number(&self, high: u32) -> u32 {
         let bucket = high & (self.level_buckets - 1);
-        if bucket < self.split { high & (self.level_buckets * 2 - 1) } else { bucket }
+        if bucket < self.split {
+            high & (self.level_buckets * 2 - 1)
+        } else {
+            bucket
+        }
     }
 
     #[inline]
@@ -105,7 +109,10 @@ impl HashIndex {
 
     #[inline]
     fn overflow_at(&self, chunk: ChunkRef) -> BucketAt {
-        BucketAt { page: chunk.page(), offset: chunk.index() as usize * BUCKET_BYTES }
+        BucketAt {
+            page: chunk.page(),
+            offset: chunk.index() as usize * BUCKET_BYTES,
+        }
     }
 
     #[inline]
@@ -142,7 +149,12 @@ impl HashIndex {
     }
 
     /// Adds an entry. On `TableFull` the index is unchanged.
-    pub fn insert(&mut self, pool: &mut PagePool, hash: u64, row: ChunkRef) -> Result<(), ErrorCode> {
+    pub fn insert(
+        &mut self,
+        pool: &mut PagePool,
+        hash: u64,
+        row: ChunkRef,
+    ) -> Result<(), ErrorCode> {
         let high = high_hash(hash);
         let mut bucket = self.primary(self.bucket_number(high));
         loop {
@@ -205,7 +217,9 @@ impl HashIndex {
                 last = next;
             }
         }
-        let Some((bucket, slot)) = found else { return false };
+        let Some((bucket, slot)) = found else {
+            return false;
+        };
         // Move the chain's last entry into the hole, keeping every bucket but
         // the last full.
         let last_count = read_u32(pool.page(last.page), last.offset) as usize;
@@ -223,7 +237,11 @@ impl HashIndex {
             && let Some(previous) = before_last
         {
             let link = ChunkRef::from_raw(read_u32(pool.page(previous.page), previous.offset + 4));
-            write_u32(pool.page_mut(previous.page), previous.offset + 4, ChunkRef::NONE.raw());
+            write_u32(
+                pool.page_mut(previous.page),
+                previous.offset + 4,
+                ChunkRef::NONE.raw(),
+            );
             self.overflow.free(pool, link);
         }
         self.entries -= 1;
@@ -295,12 +313,24 @@ impl HashIndex {
                 };
                 if hash & mask == new {
                     if new_slot == ENTRIES_PER_BUCKET {
-                        write_u32(pool.page_mut(new_bucket.page), new_bucket.offset, new_slot as u32);
+                        write_u32(
+                            pool.page_mut(new_bucket.page),
+                            new_bucket.offset,
+                            new_slot as u32,
+                        );
                         let chunk = reserved[reserved_used];
                         reserved_used += 1;
-                        write_u32(pool.page_mut(new_bucket.page), new_bucket.offset + 4, chunk.raw());
+                        write_u32(
+                            pool.page_mut(new_bucket.page),
+                            new_bucket.offset + 4,
+                            chunk.raw(),
+                        );
                         new_bucket = self.overflow_at(chunk);
-                        write_u32(pool.page_mut(new_bucket.page), new_bucket.offset + 4, ChunkRef::NONE.raw());
+                        write_u32(
+                            pool.page_mut(new_bucket.page),
+                            new_bucket.offset + 4,
+                            ChunkRef::NONE.raw(),
+                        );
                         new_slot = 0;
                     }
                     let page = pool.page_mut(new_bucket.page);
@@ -309,8 +339,14 @@ impl HashIndex {
                     new_slot += 1;
                 } else {
                     if write_slot == ENTRIES_PER_BUCKET {
-                        write_u32(pool.page_mut(write_bucket.page), write_bucket.offset, write_slot as u32);
-                        write_bucket = self.next(pool, write_bucket).expect("compaction never passes the reader");
+                        write_u32(
+                            pool.page_mut(write_bucket.page),
+                            write_bucket.offset,
+                            write_slot as u32,
+                        );
+                        write_bucket = self
+                            .next(pool, write_bucket)
+                            .expect("compaction never passes the reader");
                         write_slot = 0;
                     }
                     let page = pool.page_mut(write_bucket.page);
@@ -321,12 +357,27 @@ impl HashIndex {
             }
             read = following;
         }
-        write_u32(pool.page_mut(new_bucket.page), new_bucket.offset, new_slot as u32);
+        write_u32(
+            pool.page_mut(new_bucket.page),
+            new_bucket.offset,
+            new_slot as u32,
+        );
         assert_eq!(reserved_used, overflow_needed);
         // Cut the old chain after the last bucket written; free the rest.
-        write_u32(pool.page_mut(write_bucket.page), write_bucket.offset, write_slot as u32);
-        let mut tail = ChunkRef::from_raw(read_u32(pool.page(write_bucket.page), write_bucket.offset + 4));
-        write_u32(pool.page_mut(write_bucket.page), write_bucket.offset + 4, ChunkRef::NONE.raw());
+        write_u32(
+            pool.page_mut(write_bucket.page),
+            write_bucket.offset,
+            write_slot as u32,
+        );
+        let mut tail = ChunkRef::from_raw(read_u32(
+            pool.page(write_bucket.page),
+            write_bucket.offset + 4,
+        ));
+        write_u32(
+            pool.page_mut(write_bucket.page),
+            write_bucket.offset + 4,
+            ChunkRef::NONE.raw(),
+        );
         while !tail.is_none() {
             let at = self.overflow_at(tail);
             let next = ChunkRef::from_raw(read_u32(pool.page(at.page), at.offset + 4));
@@ -373,12 +424,22 @@ impl HashIndex {
                 let count = read_u32(page, b.offset) as usize;
                 for slot in 0..count {
                     let entry = b.offset + 8 + slot * 8;
-                    assert_eq!(self.bucket_number(read_u32(page, entry)), bucket, "entry in the wrong bucket");
-                    visit(read_u32(page, entry), ChunkRef::from_raw(read_u32(page, entry + 4)));
+                    assert_eq!(
+                        self.bucket_number(read_u32(page, entry)),
+                        bucket,
+                        "entry in the wrong bucket"
+                    );
+                    visit(
+                        read_u32(page, entry),
+                        ChunkRef::from_raw(read_u32(page, entry + 4)),
+                    );
                 }
                 at = self.next(pool, b);
                 if at.is_some() {
-                    assert_eq!(count, ENTRIES_PER_BUCKET, "a non-last bucket of a chain is not full");
+                    assert_eq!(
+                        count, ENTRIES_PER_BUCKET,
+                        "a non-last bucket of a chain is not full"
+                    );
                 }
             }
         }
@@ -402,7 +463,9 @@ mod tests {
         let mut index = HashIndex::new(&mut pool).unwrap();
         let count = 100_000u32;
         for i in 0..count {
-            index.insert(&mut pool, mix(u64::from(i)), ChunkRef::from_raw(i)).unwrap();
+            index
+                .insert(&mut pool, mix(u64::from(i)), ChunkRef::from_raw(i))
+                .unwrap();
         }
         assert!(index.bucket_count() > count / 6);
         for i in (0..count).step_by(7) {
@@ -428,7 +491,9 @@ mod tests {
         let mut pool = PagePool::new(16 * PAGE_SIZE_BYTES as u64).unwrap();
         let mut index = HashIndex::new(&mut pool).unwrap();
         for i in 0..50 {
-            index.insert(&mut pool, 42 << 32, ChunkRef::from_raw(i)).unwrap();
+            index
+                .insert(&mut pool, 42 << 32, ChunkRef::from_raw(i))
+                .unwrap();
         }
         for i in 0..50 {
             assert!(index.find(&pool, 42 << 32, |row| row.raw() == i).is_some());
@@ -446,7 +511,11 @@ mod tests {
         let mut index = HashIndex::new(&mut pool).unwrap();
         let mut inserted = 0u32;
         loop {
-            match index.insert(&mut pool, mix(u64::from(inserted)), ChunkRef::from_raw(inserted)) {
+            match index.insert(
+                &mut pool,
+                mix(u64::from(inserted)),
+                ChunkRef::from_raw(inserted),
+            ) {
                 Ok(()) => inserted += 1,
                 Err(error) => {
                     assert_eq!(error, ErrorCode::TableFull);
@@ -456,7 +525,11 @@ mod tests {
         }
         assert_eq!(index.entries(), u64::from(inserted));
         for i in 0..inserted {
-            assert!(index.find(&pool, mix(u64::from(i)), |row| row.raw() == i).is_some());
+            assert!(
+                index
+                    .find(&pool, mix(u64::from(i)), |row| row.raw() == i)
+                    .is_some()
+            );
         }
     }
 }

@@ -6,12 +6,16 @@ use schema::types::{Collation, ColumnType};
 use schema::{AttrInfoReader, AttrInfoWriter, ColumnDef, ErrorCode, IndexDef, TableDef, Value};
 use storage::filter::FilterBuilder;
 use storage::{
-    Engine, EngineConfig, NO_TRANSACTION, OperationKind, OperationRequest, Outcome, ReadMode, ScanBound,
-    ScanRequest,
+    Engine, EngineConfig, NO_TRANSACTION, OperationKind, OperationRequest, Outcome, ReadMode,
+    ScanBound, ScanRequest,
 };
 
 fn engine() -> Engine {
-    Engine::new(EngineConfig { data_memory_bytes: 16 << 20, ..Default::default() }).unwrap()
+    Engine::new(EngineConfig {
+        data_memory_bytes: 16 << 20,
+        ..Default::default()
+    })
+    .unwrap()
 }
 
 fn commit(engine: &mut Engine, transaction: u64) {
@@ -43,7 +47,15 @@ fn execute(
     values: &[u8],
     columns: &[u16],
 ) -> Result<Vec<u8>, ErrorCode> {
-    let request = OperationRequest { transaction, token: 0, table, kind, key, values, columns };
+    let request = OperationRequest {
+        transaction,
+        token: 0,
+        table,
+        kind,
+        key,
+        values,
+        columns,
+    };
     let mut out = Vec::new();
     match engine.execute(0, &request, &mut out) {
         Ok(Outcome::Done) => Ok(out),
@@ -84,20 +96,59 @@ fn largest_row_round_trips_and_a_larger_one_is_refused_with_1118() {
     let a = vec![0xAB; 14_990];
     let b = vec![0xCD; room - 14_990];
     let key = encode(&def, &[(0, Value::Int(1))]);
-    let row = encode(&def, &[(0, Value::Int(1)), (1, Value::Bytes(a.clone())), (2, Value::Bytes(b.clone()))]);
+    let row = encode(
+        &def,
+        &[
+            (0, Value::Int(1)),
+            (1, Value::Bytes(a.clone())),
+            (2, Value::Bytes(b.clone())),
+        ],
+    );
     execute(&mut engine, 1, 1, OperationKind::Insert, &key, &row, &[]).unwrap();
     commit(&mut engine, 1);
-    let out = execute(&mut engine, NO_TRANSACTION, 1, OperationKind::Read(ReadMode::Committed), &key, &[], &[1, 2])
-        .unwrap();
-    assert_eq!(decode(&def, &out), vec![Value::Bytes(a), Value::Bytes(b.clone())]);
+    let out = execute(
+        &mut engine,
+        NO_TRANSACTION,
+        1,
+        OperationKind::Read(ReadMode::Committed),
+        &key,
+        &[],
+        &[1, 2],
+    )
+    .unwrap();
+    assert_eq!(
+        decode(&def, &out),
+        vec![Value::Bytes(a), Value::Bytes(b.clone())]
+    );
     // One byte more is too large, as an insert and as an update.
     let key2 = encode(&def, &[(0, Value::Int(2))]);
     let mut longer = b.clone();
     longer.push(0);
-    let too_large = encode(&def, &[(0, Value::Int(2)), (1, Value::Bytes(vec![1; 14_990])), (2, Value::Bytes(longer.clone()))]);
-    assert_eq!(execute(&mut engine, 2, 1, OperationKind::Insert, &key2, &too_large, &[]), Err(ErrorCode::RowTooLarge));
+    let too_large = encode(
+        &def,
+        &[
+            (0, Value::Int(2)),
+            (1, Value::Bytes(vec![1; 14_990])),
+            (2, Value::Bytes(longer.clone())),
+        ],
+    );
+    assert_eq!(
+        execute(
+            &mut engine,
+            2,
+            1,
+            OperationKind::Insert,
+            &key2,
+            &too_large,
+            &[]
+        ),
+        Err(ErrorCode::RowTooLarge)
+    );
     let grow = encode(&def, &[(2, Value::Bytes(longer))]);
-    assert_eq!(execute(&mut engine, 2, 1, OperationKind::Update, &key, &grow, &[]), Err(ErrorCode::RowTooLarge));
+    assert_eq!(
+        execute(&mut engine, 2, 1, OperationKind::Update, &key, &grow, &[]),
+        Err(ErrorCode::RowTooLarge)
+    );
     assert_eq!(ErrorCode::RowTooLarge.mysql_code(), 1118);
     engine.abort(2).unwrap();
     engine.check_invariants();
@@ -115,11 +166,20 @@ fn every_type_stores_its_minimum_maximum_and_null() {
         ColumnType::Int { unsigned: true },
         ColumnType::BigInt { unsigned: false },
         ColumnType::BigInt { unsigned: true },
-        ColumnType::Decimal { precision: 65, scale: 30 },
+        ColumnType::Decimal {
+            precision: 65,
+            scale: 30,
+        },
         ColumnType::Float,
         ColumnType::Double,
-        ColumnType::Char { length: 5, collation: Collation::Utf8mb4AiCi },
-        ColumnType::Varchar { length: 5, collation: Collation::Latin1Ci },
+        ColumnType::Char {
+            length: 5,
+            collation: Collation::Utf8mb4AiCi,
+        },
+        ColumnType::Varchar {
+            length: 5,
+            collation: Collation::Latin1Ci,
+        },
         ColumnType::Binary { length: 3 },
         ColumnType::Varbinary { length: 3 },
         ColumnType::Date,
@@ -128,9 +188,14 @@ fn every_type_stores_its_minimum_maximum_and_null() {
         ColumnType::Time { fsp: 0 },
         ColumnType::Year,
         ColumnType::Bit { width: 64 },
-        ColumnType::Enum { variants: vec!["a".into(), "b".into(), "c".into()] },
+        ColumnType::Enum {
+            variants: vec!["a".into(), "b".into(), "c".into()],
+        },
         ColumnType::Blob { length_max: 65_535 },
-        ColumnType::Text { length_max: 65_535, collation: Collation::Utf8mb4Bin },
+        ColumnType::Text {
+            length_max: 65_535,
+            collation: Collation::Utf8mb4Bin,
+        },
     ];
     let minimum = vec![
         Value::Int(-128),
@@ -149,10 +214,31 @@ fn every_type_stores_its_minimum_maximum_and_null() {
         Value::Bytes(Vec::new()),
         Value::Bytes(vec![0, 0, 0]),
         Value::Bytes(Vec::new()),
-        Value::Date { year: 1000, month: 1, day: 1 },
-        Value::Datetime { year: 1000, month: 1, day: 1, hour: 0, minute: 0, second: 0, microsecond: 0 },
-        Value::Timestamp { seconds: 1, microsecond: 0 },
-        Value::Time { negative: true, hours: 838, minutes: 59, seconds: 59, microsecond: 0 },
+        Value::Date {
+            year: 1000,
+            month: 1,
+            day: 1,
+        },
+        Value::Datetime {
+            year: 1000,
+            month: 1,
+            day: 1,
+            hour: 0,
+            minute: 0,
+            second: 0,
+            microsecond: 0,
+        },
+        Value::Timestamp {
+            seconds: 1,
+            microsecond: 0,
+        },
+        Value::Time {
+            negative: true,
+            hours: 838,
+            minutes: 59,
+            seconds: 59,
+            microsecond: 0,
+        },
         Value::Year(1901),
         Value::Bit(0),
         Value::Enum(1),
@@ -176,17 +262,42 @@ fn every_type_stores_its_minimum_maximum_and_null() {
         Value::Bytes(vec![0xFF; 5]),
         Value::Bytes(vec![0xFF; 3]),
         Value::Bytes(vec![0xFF; 3]),
-        Value::Date { year: 9999, month: 12, day: 31 },
-        Value::Datetime { year: 9999, month: 12, day: 31, hour: 23, minute: 59, second: 59, microsecond: 999_999 },
-        Value::Timestamp { seconds: i32::MAX as u32, microsecond: 999_000 },
-        Value::Time { negative: false, hours: 838, minutes: 59, seconds: 59, microsecond: 0 },
+        Value::Date {
+            year: 9999,
+            month: 12,
+            day: 31,
+        },
+        Value::Datetime {
+            year: 9999,
+            month: 12,
+            day: 31,
+            hour: 23,
+            minute: 59,
+            second: 59,
+            microsecond: 999_999,
+        },
+        Value::Timestamp {
+            seconds: i32::MAX as u32,
+            microsecond: 999_000,
+        },
+        Value::Time {
+            negative: false,
+            hours: 838,
+            minutes: 59,
+            seconds: 59,
+            microsecond: 0,
+        },
         Value::Year(2155),
         Value::Bit(u64::MAX),
         Value::Enum(3),
         Value::Bytes(vec![7; 1000]),
         Value::Bytes("ü".repeat(500).into_bytes()),
     ];
-    let mut columns = vec![ColumnDef::new("id", ColumnType::Int { unsigned: false }, false)];
+    let mut columns = vec![ColumnDef::new(
+        "id",
+        ColumnType::Int { unsigned: false },
+        false,
+    )];
     for (i, column_type) in types.iter().enumerate() {
         columns.push(ColumnDef::new(&format!("c{i}"), column_type.clone(), true));
     }
@@ -194,20 +305,58 @@ fn every_type_stores_its_minimum_maximum_and_null() {
     let mut engine = engine();
     engine.create_table(1, def.clone()).unwrap();
     let all: Vec<u16> = (1..=types.len() as u16).collect();
-    for (id, row) in [(1, minimum), (2, maximum), (3, vec![Value::Null; types.len()])] {
+    for (id, row) in [
+        (1, minimum),
+        (2, maximum),
+        (3, vec![Value::Null; types.len()]),
+    ] {
         let key = encode(&def, &[(0, Value::Int(id))]);
         let mut values = vec![(0, Value::Int(id))];
-        values.extend(row.iter().cloned().enumerate().map(|(i, v)| (i as u16 + 1, v)));
-        execute(&mut engine, 1, 1, OperationKind::Insert, &key, &encode(&def, &values), &[]).unwrap();
+        values.extend(
+            row.iter()
+                .cloned()
+                .enumerate()
+                .map(|(i, v)| (i as u16 + 1, v)),
+        );
+        execute(
+            &mut engine,
+            1,
+            1,
+            OperationKind::Insert,
+            &key,
+            &encode(&def, &values),
+            &[],
+        )
+        .unwrap();
         commit(&mut engine, 1);
-        let out = execute(&mut engine, NO_TRANSACTION, 1, OperationKind::Read(ReadMode::Committed), &key, &[], &all)
-            .unwrap();
+        let out = execute(
+            &mut engine,
+            NO_TRANSACTION,
+            1,
+            OperationKind::Read(ReadMode::Committed),
+            &key,
+            &[],
+            &all,
+        )
+        .unwrap();
         assert_eq!(decode(&def, &out), row, "row {id}");
     }
     // One past the range is refused before it reaches the engine.
     let mut stored = Vec::new();
-    assert_eq!(Value::Int(128).encode(&types[0], &mut stored).unwrap_err().code, ErrorCode::WrongValue);
-    assert_eq!(Value::Year(2156).encode(&types[20], &mut stored).unwrap_err().code, ErrorCode::WrongValue);
+    assert_eq!(
+        Value::Int(128)
+            .encode(&types[0], &mut stored)
+            .unwrap_err()
+            .code,
+        ErrorCode::WrongValue
+    );
+    assert_eq!(
+        Value::Year(2156)
+            .encode(&types[20], &mut stored)
+            .unwrap_err()
+            .code,
+        ErrorCode::WrongValue
+    );
     engine.check_invariants();
 }
 
@@ -216,20 +365,44 @@ fn names_table() -> TableDef {
         "names",
         vec![
             ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
-            ColumnDef::new("name", ColumnType::Varchar { length: 10, collation: Collation::Utf8mb4AiCi }, true),
+            ColumnDef::new(
+                "name",
+                ColumnType::Varchar {
+                    length: 10,
+                    collation: Collation::Utf8mb4AiCi,
+                },
+                true,
+            ),
         ],
         vec![0],
-        vec![IndexDef { name: "name".into(), columns: vec![1], unique: true }],
+        vec![IndexDef {
+            name: "name".into(),
+            columns: vec![1],
+            unique: true,
+        }],
     )
     .unwrap()
 }
 
-fn insert_name(engine: &mut Engine, transaction: u64, id: i32, name: Option<&str>) -> Result<Vec<u8>, ErrorCode> {
+fn insert_name(
+    engine: &mut Engine,
+    transaction: u64,
+    id: i32,
+    name: Option<&str>,
+) -> Result<Vec<u8>, ErrorCode> {
     let def = names_table();
     let key = encode(&def, &[(0, Value::Int(id.into()))]);
     let name = name.map_or(Value::Null, Value::from);
     let values = encode(&def, &[(0, Value::Int(id.into())), (1, name)]);
-    execute(engine, transaction, 1, OperationKind::Insert, &key, &values, &[])
+    execute(
+        engine,
+        transaction,
+        1,
+        OperationKind::Insert,
+        &key,
+        &values,
+        &[],
+    )
 }
 
 #[test]
@@ -238,11 +411,20 @@ fn unique_index_under_a_case_insensitive_collation() {
     engine.create_table(1, names_table()).unwrap();
     insert_name(&mut engine, 1, 1, Some("abc")).unwrap();
     commit(&mut engine, 1);
-    assert_eq!(insert_name(&mut engine, 2, 2, Some("ABC")), Err(ErrorCode::DuplicateKey));
-    assert_eq!(insert_name(&mut engine, 2, 3, Some("Àbç")), Err(ErrorCode::DuplicateKey));
+    assert_eq!(
+        insert_name(&mut engine, 2, 2, Some("ABC")),
+        Err(ErrorCode::DuplicateKey)
+    );
+    assert_eq!(
+        insert_name(&mut engine, 2, 3, Some("Àbç")),
+        Err(ErrorCode::DuplicateKey)
+    );
     // Empty string and NULL are different values; NULLs never collide.
     insert_name(&mut engine, 2, 4, Some("")).unwrap();
-    assert_eq!(insert_name(&mut engine, 2, 5, Some("")), Err(ErrorCode::DuplicateKey));
+    assert_eq!(
+        insert_name(&mut engine, 2, 5, Some("")),
+        Err(ErrorCode::DuplicateKey)
+    );
     insert_name(&mut engine, 2, 6, None).unwrap();
     insert_name(&mut engine, 2, 7, None).unwrap();
     commit(&mut engine, 2);
@@ -250,7 +432,16 @@ fn unique_index_under_a_case_insensitive_collation() {
     // Moving a name frees it for another row in the same transaction.
     let def = names_table();
     let key = encode(&def, &[(0, Value::Int(1))]);
-    execute(&mut engine, 3, 1, OperationKind::Update, &key, &encode(&def, &[(1, Value::from("xyz"))]), &[]).unwrap();
+    execute(
+        &mut engine,
+        3,
+        1,
+        OperationKind::Update,
+        &key,
+        &encode(&def, &[(1, Value::from("xyz"))]),
+        &[],
+    )
+    .unwrap();
     insert_name(&mut engine, 3, 8, Some("ABC")).unwrap_err();
     engine.abort(3).unwrap();
     engine.check_invariants();
@@ -261,7 +452,9 @@ fn scan_rows(engine: &mut Engine, request: &ScanRequest<'_>, batch_rows: u32) ->
     let mut rows = Vec::new();
     loop {
         let mut out = Vec::new();
-        let batch = engine.scan_next(0, scan, batch_rows, 1 << 20, &mut out).unwrap();
+        let batch = engine
+            .scan_next(0, scan, batch_rows, 1 << 20, &mut out)
+            .unwrap();
         assert!(batch.rows <= batch_rows);
         let mut at = 0;
         while at < out.len() {
@@ -281,7 +474,15 @@ fn scan_rows(engine: &mut Engine, request: &ScanRequest<'_>, batch_rows: u32) ->
 fn range_scans_with_bounds_order_nulls_first_and_filters() {
     let mut engine = engine();
     engine.create_table(1, names_table()).unwrap();
-    let names = [Some("delta"), None, Some("Alpha"), Some(""), Some("charlie"), Some("bravo"), Some("echo")];
+    let names = [
+        Some("delta"),
+        None,
+        Some("Alpha"),
+        Some(""),
+        Some("charlie"),
+        Some("bravo"),
+        Some("echo"),
+    ];
     for (id, name) in names.iter().enumerate() {
         insert_name(&mut engine, 1, id as i32, *name).unwrap();
     }
@@ -308,22 +509,57 @@ fn range_scans_with_bounds_order_nulls_first_and_filters() {
         mode: ReadMode::Committed,
     };
     // NULL first, then '' and the names in collation order (case-insensitive).
-    assert_eq!(ids(scan_rows(&mut engine, &base, 2)), vec![1, 3, 2, 5, 4, 0, 6]);
-    assert_eq!(ids(scan_rows(&mut engine, &ScanRequest { descending: true, ..base }, 3)), vec![6, 0, 4, 5, 2, 3, 1]);
+    assert_eq!(
+        ids(scan_rows(&mut engine, &base, 2)),
+        vec![1, 3, 2, 5, 4, 0, 6]
+    );
+    assert_eq!(
+        ids(scan_rows(
+            &mut engine,
+            &ScanRequest {
+                descending: true,
+                ..base
+            },
+            3
+        )),
+        vec![6, 0, 4, 5, 2, 3, 1]
+    );
     let b = encode(&def, &[(1, Value::from("B"))]);
     let d = encode(&def, &[(1, Value::from("DELTA"))]);
-    let between = ScanRequest { lower: ScanBound::Inclusive(&b), upper: ScanBound::Exclusive(&d), ..base };
+    let between = ScanRequest {
+        lower: ScanBound::Inclusive(&b),
+        upper: ScanBound::Exclusive(&d),
+        ..base
+    };
     assert_eq!(ids(scan_rows(&mut engine, &between, 1)), vec![5, 4]);
-    let through = ScanRequest { lower: ScanBound::Exclusive(&b), upper: ScanBound::Inclusive(&d), ..base };
+    let through = ScanRequest {
+        lower: ScanBound::Exclusive(&b),
+        upper: ScanBound::Inclusive(&d),
+        ..base
+    };
     assert_eq!(ids(scan_rows(&mut engine, &through, 10)), vec![5, 4, 0]);
     // A pushed filter: id >= 3 AND name LIKE '%a%'.
     let mut builder = FilterBuilder::new();
-    builder.begin_and().ge(0, &3i32.to_le_bytes()).like(1, b"%a%", b'\\').end();
+    builder
+        .begin_and()
+        .ge(0, &3i32.to_le_bytes())
+        .like(1, b"%a%", b'\\')
+        .end();
     let filter = builder.finish().unwrap();
-    let filtered = ScanRequest { filter: &filter, ..base };
+    let filtered = ScanRequest {
+        filter: &filter,
+        ..base
+    };
     assert_eq!(ids(scan_rows(&mut engine, &filtered, 1)), vec![5, 4]);
     // A full scan sees every row once.
-    let mut full = ids(scan_rows(&mut engine, &ScanRequest { index: None, ..base }, 2));
+    let mut full = ids(scan_rows(
+        &mut engine,
+        &ScanRequest {
+            index: None,
+            ..base
+        },
+        2,
+    ));
     full.sort();
     assert_eq!(full, (0..7).collect::<Vec<_>>());
 }
@@ -339,7 +575,16 @@ fn locking_scan_waits_for_a_row_lock_and_resumes() {
     let def = names_table();
     // Transaction 2 holds row 2 exclusively and changes it.
     let key = encode(&def, &[(0, Value::Int(2))]);
-    execute(&mut engine, 2, 1, OperationKind::Update, &key, &encode(&def, &[(1, Value::from("changed"))]), &[]).unwrap();
+    execute(
+        &mut engine,
+        2,
+        1,
+        OperationKind::Update,
+        &key,
+        &encode(&def, &[(1, Value::from("changed"))]),
+        &[],
+    )
+    .unwrap();
     let request = ScanRequest {
         transaction: 3,
         token: 77,
@@ -362,13 +607,23 @@ fn locking_scan_waits_for_a_row_lock_and_resumes() {
     assert_eq!((again.rows, again.waiting), (0, true));
     commit(&mut engine, 2);
     let completions = engine.take_completions();
-    assert_eq!((completions.len(), completions[0].token, completions[0].result), (1, 77, Ok(())));
+    assert_eq!(
+        (
+            completions.len(),
+            completions[0].token,
+            completions[0].result
+        ),
+        (1, 77, Ok(()))
+    );
     out.clear();
     let rest = engine.scan_next(0, scan, 100, 1 << 20, &mut out).unwrap();
     assert_eq!((rest.rows, rest.finished, rest.waiting), (3, true, false));
     // The scan sees the committed change of the row it waited for.
     let first_length = u32::from_le_bytes(out[0..4].try_into().unwrap()) as usize;
-    assert_eq!(decode(&def, &out[4..4 + first_length])[1], Value::from("changed"));
+    assert_eq!(
+        decode(&def, &out[4..4 + first_length])[1],
+        Value::from("changed")
+    );
     engine.close_scan(scan).unwrap();
     // The scan's locks stay with transaction 3: a writer now waits.
     let other = encode(&def, &[(0, Value::Int(4))]);
@@ -381,7 +636,10 @@ fn locking_scan_waits_for_a_row_lock_and_resumes() {
         values: &[],
         columns: &[],
     };
-    assert_eq!(engine.execute(0, &request, &mut Vec::new()).unwrap(), Outcome::Waiting);
+    assert_eq!(
+        engine.execute(0, &request, &mut Vec::new()).unwrap(),
+        Outcome::Waiting
+    );
     engine.abort(4).unwrap();
     engine.abort(3).unwrap();
     assert_eq!(engine.operations_in_use(), 0);
@@ -390,8 +648,12 @@ fn locking_scan_waits_for_a_row_lock_and_resumes() {
 
 #[test]
 fn scans_are_limited_and_bad_requests_are_refused() {
-    let mut engine =
-        Engine::new(EngineConfig { data_memory_bytes: 4 << 20, scans_max: 2, ..Default::default() }).unwrap();
+    let mut engine = Engine::new(EngineConfig {
+        data_memory_bytes: 4 << 20,
+        scans_max: 2,
+        ..Default::default()
+    })
+    .unwrap();
     engine.create_table(1, names_table()).unwrap();
     let request = ScanRequest {
         transaction: NO_TRANSACTION,
@@ -407,11 +669,47 @@ fn scans_are_limited_and_bad_requests_are_refused() {
     };
     let first = engine.open_scan(&request).unwrap();
     engine.open_scan(&request).unwrap();
-    assert_eq!(engine.open_scan(&request).unwrap_err().code, ErrorCode::TooManyScans);
+    assert_eq!(
+        engine.open_scan(&request).unwrap_err().code,
+        ErrorCode::TooManyScans
+    );
     engine.close_scan(first).unwrap();
-    assert_eq!(engine.close_scan(first).unwrap_err().code, ErrorCode::NoSuchScan);
-    assert_eq!(engine.open_scan(&ScanRequest { columns: &[9], ..request }).unwrap_err().code, ErrorCode::NoSuchColumn);
-    assert_eq!(engine.open_scan(&ScanRequest { filter: &[1, 0xEE], ..request }).unwrap_err().code, ErrorCode::InvalidFilter);
-    assert_eq!(engine.open_scan(&ScanRequest { index: Some(5), ..request }).unwrap_err().code, ErrorCode::WrongKey);
-    assert_eq!(engine.drop_table(1).unwrap_err().code, ErrorCode::WrongTransactionState);
+    assert_eq!(
+        engine.close_scan(first).unwrap_err().code,
+        ErrorCode::NoSuchScan
+    );
+    assert_eq!(
+        engine
+            .open_scan(&ScanRequest {
+                columns: &[9],
+                ..request
+            })
+            .unwrap_err()
+            .code,
+        ErrorCode::NoSuchColumn
+    );
+    assert_eq!(
+        engine
+            .open_scan(&ScanRequest {
+                filter: &[1, 0xEE],
+                ..request
+            })
+            .unwrap_err()
+            .code,
+        ErrorCode::InvalidFilter
+    );
+    assert_eq!(
+        engine
+            .open_scan(&ScanRequest {
+                index: Some(5),
+                ..request
+            })
+            .unwrap_err()
+            .code,
+        ErrorCode::WrongKey
+    );
+    assert_eq!(
+        engine.drop_table(1).unwrap_err().code,
+        ErrorCode::WrongTransactionState
+    );
 }

@@ -14,7 +14,14 @@ fn table_def(indexes: Vec<IndexDef>) -> TableDef {
         "t",
         vec![
             ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
-            ColumnDef::new("name", ColumnType::Varchar { length: 20, collation: Collation::Utf8mb4AiCi }, true),
+            ColumnDef::new(
+                "name",
+                ColumnType::Varchar {
+                    length: 20,
+                    collation: Collation::Utf8mb4AiCi,
+                },
+                true,
+            ),
             ColumnDef::new("n", ColumnType::BigInt { unsigned: false }, true),
         ],
         vec![0],
@@ -30,7 +37,13 @@ fn engine_with(config: EngineConfig, indexes: Vec<IndexDef>) -> Engine {
 }
 
 fn engine() -> Engine {
-    engine_with(EngineConfig { data_memory_bytes: 8 << 20, ..Default::default() }, vec![])
+    engine_with(
+        EngineConfig {
+            data_memory_bytes: 8 << 20,
+            ..Default::default()
+        },
+        vec![],
+    )
 }
 
 fn key(id: i32) -> Vec<u8> {
@@ -49,7 +62,13 @@ fn values(id: i32, name: Option<&str>, n: Option<i64>) -> Vec<u8> {
     bytes
 }
 
-fn run(engine: &mut Engine, transaction: u64, kind: OperationKind, id: i32, row: &[u8]) -> Result<Outcome, ErrorCode> {
+fn run(
+    engine: &mut Engine,
+    transaction: u64,
+    kind: OperationKind,
+    id: i32,
+    row: &[u8],
+) -> Result<Outcome, ErrorCode> {
     let key = key(id);
     let request = OperationRequest {
         transaction,
@@ -88,7 +107,9 @@ fn decode(bytes: &[u8]) -> (Option<String>, Option<i64>) {
     let entries: Vec<_> = AttrInfoReader::new(bytes).map(|e| e.unwrap()).collect();
     assert_eq!(entries.len(), 2);
     let name = entries[0].1.map(|b| String::from_utf8(b.to_vec()).unwrap());
-    let n = entries[1].1.map(|b| i64::from_le_bytes(b.try_into().unwrap()));
+    let n = entries[1]
+        .1
+        .map(|b| i64::from_le_bytes(b.try_into().unwrap()));
     (name, n)
 }
 
@@ -100,25 +121,47 @@ fn commit(engine: &mut Engine, transaction: u64) {
 #[test]
 fn insert_read_update_delete_commit() {
     let mut engine = engine();
-    run(&mut engine, 1, OperationKind::Insert, 7, &values(7, Some("seven"), None)).unwrap();
+    run(
+        &mut engine,
+        1,
+        OperationKind::Insert,
+        7,
+        &values(7, Some("seven"), None),
+    )
+    .unwrap();
     // Uncommitted: others do not see it, the transaction does.
     assert_eq!(read(&mut engine, NO_TRANSACTION, 7), None);
     assert_eq!(read(&mut engine, 1, 7), Some((Some("seven".into()), None)));
     commit(&mut engine, 1);
-    assert_eq!(read(&mut engine, NO_TRANSACTION, 7), Some((Some("seven".into()), None)));
+    assert_eq!(
+        read(&mut engine, NO_TRANSACTION, 7),
+        Some((Some("seven".into()), None))
+    );
     assert_eq!(engine.row_count(TABLE), Some(1));
 
     let mut update = Vec::new();
     AttrInfoWriter::new(&mut update).push(2, Some(&42i64.to_le_bytes()));
     run(&mut engine, 2, OperationKind::Update, 7, &update).unwrap();
-    assert_eq!(read(&mut engine, NO_TRANSACTION, 7), Some((Some("seven".into()), None)));
-    assert_eq!(read(&mut engine, 2, 7), Some((Some("seven".into()), Some(42))));
+    assert_eq!(
+        read(&mut engine, NO_TRANSACTION, 7),
+        Some((Some("seven".into()), None))
+    );
+    assert_eq!(
+        read(&mut engine, 2, 7),
+        Some((Some("seven".into()), Some(42)))
+    );
     commit(&mut engine, 2);
-    assert_eq!(read(&mut engine, NO_TRANSACTION, 7), Some((Some("seven".into()), Some(42))));
+    assert_eq!(
+        read(&mut engine, NO_TRANSACTION, 7),
+        Some((Some("seven".into()), Some(42)))
+    );
 
     run(&mut engine, 3, OperationKind::Delete, 7, &[]).unwrap();
     assert_eq!(read(&mut engine, 3, 7), None);
-    assert_eq!(read(&mut engine, NO_TRANSACTION, 7), Some((Some("seven".into()), Some(42))));
+    assert_eq!(
+        read(&mut engine, NO_TRANSACTION, 7),
+        Some((Some("seven".into()), Some(42)))
+    );
     commit(&mut engine, 3);
     assert_eq!(read(&mut engine, NO_TRANSACTION, 7), None);
     assert_eq!(engine.row_count(TABLE), Some(0));
@@ -129,18 +172,55 @@ fn insert_read_update_delete_commit() {
 #[test]
 fn errors_carry_ndb_and_mysql_codes() {
     let mut engine = engine();
-    run(&mut engine, 1, OperationKind::Insert, 1, &values(1, None, None)).unwrap();
-    assert_eq!(run(&mut engine, 1, OperationKind::Insert, 1, &values(1, None, None)), Err(ErrorCode::DuplicateKey));
-    assert_eq!(run(&mut engine, 1, OperationKind::Update, 2, &values(2, None, None)), Err(ErrorCode::NoSuchRow));
+    run(
+        &mut engine,
+        1,
+        OperationKind::Insert,
+        1,
+        &values(1, None, None),
+    )
+    .unwrap();
+    assert_eq!(
+        run(
+            &mut engine,
+            1,
+            OperationKind::Insert,
+            1,
+            &values(1, None, None)
+        ),
+        Err(ErrorCode::DuplicateKey)
+    );
+    assert_eq!(
+        run(
+            &mut engine,
+            1,
+            OperationKind::Update,
+            2,
+            &values(2, None, None)
+        ),
+        Err(ErrorCode::NoSuchRow)
+    );
     assert_eq!(ErrorCode::DuplicateKey.ndb_code(), Some(630));
     assert_eq!(ErrorCode::DuplicateKey.mysql_code(), 1062);
     // A NOT NULL column left out.
     let mut missing = Vec::new();
     AttrInfoWriter::new(&mut missing).push(1, Some(b"x"));
-    assert_eq!(run(&mut engine, 1, OperationKind::Insert, 3, &missing), Err(ErrorCode::NullNotAllowed));
+    assert_eq!(
+        run(&mut engine, 1, OperationKind::Insert, 3, &missing),
+        Err(ErrorCode::NullNotAllowed)
+    );
     // Too long for VARCHAR(20) in bytes of utf8mb4 (80 bytes max).
     let long = "x".repeat(81);
-    assert_eq!(run(&mut engine, 1, OperationKind::Insert, 4, &values(4, Some(&long), None)), Err(ErrorCode::DataTooLong));
+    assert_eq!(
+        run(
+            &mut engine,
+            1,
+            OperationKind::Insert,
+            4,
+            &values(4, Some(&long), None)
+        ),
+        Err(ErrorCode::DataTooLong)
+    );
     // The key must name exactly the key columns.
     let request = OperationRequest {
         transaction: 1,
@@ -151,9 +231,24 @@ fn errors_carry_ndb_and_mysql_codes() {
         values: &[],
         columns: &[0],
     };
-    assert_eq!(engine.execute(0, &request, &mut Vec::new()).unwrap_err().code, ErrorCode::WrongKey);
+    assert_eq!(
+        engine
+            .execute(0, &request, &mut Vec::new())
+            .unwrap_err()
+            .code,
+        ErrorCode::WrongKey
+    );
     // The primary key cannot be updated.
-    assert_eq!(run(&mut engine, 1, OperationKind::Update, 1, &values(9, None, None)), Err(ErrorCode::WrongKey));
+    assert_eq!(
+        run(
+            &mut engine,
+            1,
+            OperationKind::Update,
+            1,
+            &values(9, None, None)
+        ),
+        Err(ErrorCode::WrongKey)
+    );
     commit(&mut engine, 1);
     assert_eq!(read(&mut engine, NO_TRANSACTION, 1), Some((None, None)));
     assert_eq!(read(&mut engine, NO_TRANSACTION, 3), None);
@@ -163,24 +258,55 @@ fn errors_carry_ndb_and_mysql_codes() {
 fn abort_restores_rows_and_memory_exactly() {
     let mut engine = engine();
     for id in 0..100 {
-        run(&mut engine, 1, OperationKind::Insert, id, &values(id, Some("before"), Some(id.into()))).unwrap();
+        run(
+            &mut engine,
+            1,
+            OperationKind::Insert,
+            id,
+            &values(id, Some("before"), Some(id.into())),
+        )
+        .unwrap();
     }
     commit(&mut engine, 1);
     let memory_before = engine.memory_report();
     let long = "y".repeat(60);
     for id in 0..100 {
         match id % 3 {
-            0 => run(&mut engine, 2, OperationKind::Update, id, &values(id, Some(&long), None)).unwrap(),
+            0 => run(
+                &mut engine,
+                2,
+                OperationKind::Update,
+                id,
+                &values(id, Some(&long), None),
+            )
+            .unwrap(),
             1 => run(&mut engine, 2, OperationKind::Delete, id, &[]).unwrap(),
-            _ => run(&mut engine, 2, OperationKind::Write, id, &values(id, None, Some(-1))).unwrap(),
+            _ => run(
+                &mut engine,
+                2,
+                OperationKind::Write,
+                id,
+                &values(id, None, Some(-1)),
+            )
+            .unwrap(),
         };
     }
     for id in 100..200 {
-        run(&mut engine, 2, OperationKind::Insert, id, &values(id, Some("new"), None)).unwrap();
+        run(
+            &mut engine,
+            2,
+            OperationKind::Insert,
+            id,
+            &values(id, Some("new"), None),
+        )
+        .unwrap();
     }
     engine.abort(2).unwrap();
     for id in 0..100 {
-        assert_eq!(read(&mut engine, NO_TRANSACTION, id), Some((Some("before".into()), Some(id.into()))));
+        assert_eq!(
+            read(&mut engine, NO_TRANSACTION, id),
+            Some((Some("before".into()), Some(id.into())))
+        );
     }
     for id in 100..200 {
         assert_eq!(read(&mut engine, NO_TRANSACTION, id), None);
@@ -196,41 +322,106 @@ fn abort_restores_rows_and_memory_exactly() {
 #[test]
 fn a_transaction_sees_its_own_changes_in_order() {
     let mut engine = engine();
-    run(&mut engine, 1, OperationKind::Insert, 1, &values(1, Some("a"), None)).unwrap();
-    run(&mut engine, 1, OperationKind::Update, 1, &values(1, Some("b"), Some(2))).unwrap();
+    run(
+        &mut engine,
+        1,
+        OperationKind::Insert,
+        1,
+        &values(1, Some("a"), None),
+    )
+    .unwrap();
+    run(
+        &mut engine,
+        1,
+        OperationKind::Update,
+        1,
+        &values(1, Some("b"), Some(2)),
+    )
+    .unwrap();
     assert_eq!(read(&mut engine, 1, 1), Some((Some("b".into()), Some(2))));
     run(&mut engine, 1, OperationKind::Delete, 1, &[]).unwrap();
     assert_eq!(read(&mut engine, 1, 1), None);
-    run(&mut engine, 1, OperationKind::Insert, 1, &values(1, Some("c"), None)).unwrap();
+    run(
+        &mut engine,
+        1,
+        OperationKind::Insert,
+        1,
+        &values(1, Some("c"), None),
+    )
+    .unwrap();
     assert_eq!(read(&mut engine, 1, 1), Some((Some("c".into()), None)));
     commit(&mut engine, 1);
-    assert_eq!(read(&mut engine, NO_TRANSACTION, 1), Some((Some("c".into()), None)));
+    assert_eq!(
+        read(&mut engine, NO_TRANSACTION, 1),
+        Some((Some("c".into()), None))
+    );
     assert_eq!(engine.row_count(TABLE), Some(1));
 }
 
 #[test]
 fn locks_queue_and_are_granted_on_commit() {
     let mut engine = engine();
-    run(&mut engine, 1, OperationKind::Insert, 1, &values(1, Some("a"), Some(1))).unwrap();
+    run(
+        &mut engine,
+        1,
+        OperationKind::Insert,
+        1,
+        &values(1, Some("a"), Some(1)),
+    )
+    .unwrap();
     commit(&mut engine, 1);
     // Transaction 2 updates; 3 and 4 want the row too.
-    run(&mut engine, 2, OperationKind::Update, 1, &values(1, Some("two"), None)).unwrap();
-    assert_eq!(run(&mut engine, 3, OperationKind::Read(ReadMode::Shared), 1, &[]), Ok(Outcome::Waiting));
-    assert_eq!(run(&mut engine, 4, OperationKind::Delete, 1, &[]), Ok(Outcome::Waiting));
+    run(
+        &mut engine,
+        2,
+        OperationKind::Update,
+        1,
+        &values(1, Some("two"), None),
+    )
+    .unwrap();
+    assert_eq!(
+        run(
+            &mut engine,
+            3,
+            OperationKind::Read(ReadMode::Shared),
+            1,
+            &[]
+        ),
+        Ok(Outcome::Waiting)
+    );
+    assert_eq!(
+        run(&mut engine, 4, OperationKind::Delete, 1, &[]),
+        Ok(Outcome::Waiting)
+    );
     // Committed reads never wait and see the committed version.
-    assert_eq!(read(&mut engine, NO_TRANSACTION, 1), Some((Some("a".into()), Some(1))));
-    assert!(engine.prepare(3).is_err(), "a transaction with a waiting operation cannot prepare");
+    assert_eq!(
+        read(&mut engine, NO_TRANSACTION, 1),
+        Some((Some("a".into()), Some(1)))
+    );
+    assert!(
+        engine.prepare(3).is_err(),
+        "a transaction with a waiting operation cannot prepare"
+    );
     commit(&mut engine, 2);
     let completions = engine.take_completions();
-    assert_eq!(completions.len(), 1, "the shared read is granted, the delete still waits");
+    assert_eq!(
+        completions.len(),
+        1,
+        "the shared read is granted, the delete still waits"
+    );
     assert_eq!(completions[0].transaction, 3);
     assert_eq!(completions[0].result, Ok(()));
-    let entries: Vec<_> = AttrInfoReader::new(&completions[0].data).map(|e| e.unwrap()).collect();
+    let entries: Vec<_> = AttrInfoReader::new(&completions[0].data)
+        .map(|e| e.unwrap())
+        .collect();
     assert_eq!(entries[1].1, Some(&b"two"[..]));
     commit(&mut engine, 3);
     let completions = engine.take_completions();
     assert_eq!(completions.len(), 1);
-    assert_eq!((completions[0].transaction, completions[0].result), (4, Ok(())));
+    assert_eq!(
+        (completions[0].transaction, completions[0].result),
+        (4, Ok(()))
+    );
     commit(&mut engine, 4);
     assert_eq!(read(&mut engine, NO_TRANSACTION, 1), None);
     assert_eq!(engine.operations_in_use(), 0);
@@ -238,11 +429,29 @@ fn locks_queue_and_are_granted_on_commit() {
 
 #[test]
 fn lock_waits_time_out_with_error_266() {
-    let config = EngineConfig { data_memory_bytes: 8 << 20, lock_wait_timeout_ms: 1_200, ..Default::default() };
+    let config = EngineConfig {
+        data_memory_bytes: 8 << 20,
+        lock_wait_timeout_ms: 1_200,
+        ..Default::default()
+    };
     let mut engine = engine_with(config, vec![]);
-    run(&mut engine, 1, OperationKind::Insert, 1, &values(1, None, None)).unwrap();
+    run(
+        &mut engine,
+        1,
+        OperationKind::Insert,
+        1,
+        &values(1, None, None),
+    )
+    .unwrap();
     commit(&mut engine, 1);
-    run(&mut engine, 2, OperationKind::Read(ReadMode::Exclusive), 1, &[]).unwrap();
+    run(
+        &mut engine,
+        2,
+        OperationKind::Read(ReadMode::Exclusive),
+        1,
+        &[],
+    )
+    .unwrap();
     let key = key(1);
     let request = OperationRequest {
         transaction: 3,
@@ -253,7 +462,10 @@ fn lock_waits_time_out_with_error_266() {
         values: &values(1, Some("late"), None),
         columns: &[],
     };
-    assert_eq!(engine.execute(1_000, &request, &mut Vec::new()).unwrap(), Outcome::Waiting);
+    assert_eq!(
+        engine.execute(1_000, &request, &mut Vec::new()).unwrap(),
+        Outcome::Waiting
+    );
     assert_eq!(engine.next_deadline_ms(), Some(2_200));
     engine.expire_lock_waits(2_199);
     assert!(engine.take_completions().is_empty());
@@ -274,39 +486,114 @@ fn lock_waits_time_out_with_error_266() {
 #[test]
 fn lock_upgrade_waits_for_other_readers() {
     let mut engine = engine();
-    run(&mut engine, 1, OperationKind::Insert, 1, &values(1, None, None)).unwrap();
+    run(
+        &mut engine,
+        1,
+        OperationKind::Insert,
+        1,
+        &values(1, None, None),
+    )
+    .unwrap();
     commit(&mut engine, 1);
-    run(&mut engine, 2, OperationKind::Read(ReadMode::Shared), 1, &[]).unwrap();
-    run(&mut engine, 3, OperationKind::Read(ReadMode::Shared), 1, &[]).unwrap();
+    run(
+        &mut engine,
+        2,
+        OperationKind::Read(ReadMode::Shared),
+        1,
+        &[],
+    )
+    .unwrap();
+    run(
+        &mut engine,
+        3,
+        OperationKind::Read(ReadMode::Shared),
+        1,
+        &[],
+    )
+    .unwrap();
     // 2 upgrades: waits for 3.
-    assert_eq!(run(&mut engine, 2, OperationKind::Update, 1, &values(1, Some("up"), None)), Ok(Outcome::Waiting));
+    assert_eq!(
+        run(
+            &mut engine,
+            2,
+            OperationKind::Update,
+            1,
+            &values(1, Some("up"), None)
+        ),
+        Ok(Outcome::Waiting)
+    );
     commit(&mut engine, 3);
     let completions = engine.take_completions();
-    assert_eq!((completions.len(), completions[0].transaction, completions[0].result), (1, 2, Ok(())));
+    assert_eq!(
+        (
+            completions.len(),
+            completions[0].transaction,
+            completions[0].result
+        ),
+        (1, 2, Ok(()))
+    );
     commit(&mut engine, 2);
-    assert_eq!(read(&mut engine, NO_TRANSACTION, 1), Some((Some("up".into()), None)));
+    assert_eq!(
+        read(&mut engine, NO_TRANSACTION, 1),
+        Some((Some("up".into()), None))
+    );
 }
 
 #[test]
 fn insert_waits_for_a_pending_insert_and_wins_after_abort() {
     let mut engine = engine();
-    run(&mut engine, 1, OperationKind::Insert, 5, &values(5, Some("first"), None)).unwrap();
-    assert_eq!(run(&mut engine, 2, OperationKind::Insert, 5, &values(5, Some("second"), None)), Ok(Outcome::Waiting));
+    run(
+        &mut engine,
+        1,
+        OperationKind::Insert,
+        5,
+        &values(5, Some("first"), None),
+    )
+    .unwrap();
+    assert_eq!(
+        run(
+            &mut engine,
+            2,
+            OperationKind::Insert,
+            5,
+            &values(5, Some("second"), None)
+        ),
+        Ok(Outcome::Waiting)
+    );
     engine.abort(1).unwrap();
     let completions = engine.take_completions();
     assert_eq!((completions.len(), completions[0].result), (1, Ok(())));
     commit(&mut engine, 2);
-    assert_eq!(read(&mut engine, NO_TRANSACTION, 5), Some((Some("second".into()), None)));
+    assert_eq!(
+        read(&mut engine, NO_TRANSACTION, 5),
+        Some((Some("second".into()), None))
+    );
     assert_eq!(engine.row_count(TABLE), Some(1));
 }
 
 #[test]
 fn waiting_delete_after_committed_delete_finds_no_row() {
     let mut engine = engine();
-    run(&mut engine, 1, OperationKind::Insert, 5, &values(5, None, None)).unwrap();
+    run(
+        &mut engine,
+        1,
+        OperationKind::Insert,
+        5,
+        &values(5, None, None),
+    )
+    .unwrap();
     commit(&mut engine, 1);
     run(&mut engine, 2, OperationKind::Delete, 5, &[]).unwrap();
-    assert_eq!(run(&mut engine, 3, OperationKind::Update, 5, &values(5, Some("x"), None)), Ok(Outcome::Waiting));
+    assert_eq!(
+        run(
+            &mut engine,
+            3,
+            OperationKind::Update,
+            5,
+            &values(5, Some("x"), None)
+        ),
+        Ok(Outcome::Waiting)
+    );
     commit(&mut engine, 2);
     let completions = engine.take_completions();
     assert_eq!(completions[0].result, Err(ErrorCode::NoSuchRow));
@@ -317,7 +604,10 @@ fn waiting_delete_after_committed_delete_finds_no_row() {
 
 #[test]
 fn full_memory_fails_insert_with_827_keeps_rows_and_abort_frees_everything() {
-    let config = EngineConfig { data_memory_bytes: 16 * 32 * 1024, ..Default::default() };
+    let config = EngineConfig {
+        data_memory_bytes: 16 * 32 * 1024,
+        ..Default::default()
+    };
     let mut engine = engine_with(config, vec![]);
     let name = "z".repeat(80);
     let mut committed = 0;
@@ -326,7 +616,13 @@ fn full_memory_fails_insert_with_827_keeps_rows_and_abort_frees_everything() {
     let failed_at = 'fill: loop {
         for i in 0..50 {
             let id = committed + i;
-            match run(&mut engine, transaction, OperationKind::Insert, id, &values(id, Some(&name), Some(id.into()))) {
+            match run(
+                &mut engine,
+                transaction,
+                OperationKind::Insert,
+                id,
+                &values(id, Some(&name), Some(id.into())),
+            ) {
                 Ok(_) => {}
                 Err(error) => {
                     assert_eq!(error, ErrorCode::TableFull);
@@ -344,45 +640,96 @@ fn full_memory_fails_insert_with_827_keeps_rows_and_abort_frees_everything() {
     let used_full = engine.memory_report().pages_used;
     engine.abort(transaction).unwrap();
     for id in 0..committed {
-        assert_eq!(read(&mut engine, NO_TRANSACTION, id), Some((Some(name.clone()), Some(id.into()))));
+        assert_eq!(
+            read(&mut engine, NO_TRANSACTION, id),
+            Some((Some(name.clone()), Some(id.into())))
+        );
     }
     assert_eq!(read(&mut engine, NO_TRANSACTION, failed_at - 1), None);
     assert_eq!(engine.row_count(TABLE), Some(committed as u64));
     // The aborted rows' slots are free again: the same inserts fit once more.
     for id in committed..failed_at {
-        run(&mut engine, 99, OperationKind::Insert, id, &values(id, Some(&name), None)).unwrap();
+        run(
+            &mut engine,
+            99,
+            OperationKind::Insert,
+            id,
+            &values(id, Some(&name), None),
+        )
+        .unwrap();
     }
     engine.abort(99).unwrap();
     assert_eq!(engine.memory_report().pages_used, used_full);
     // TRUNCATE and DROP return the pages.
     engine.truncate_table(TABLE).unwrap();
     assert_eq!(engine.row_count(TABLE), Some(0));
-    assert!(engine.memory_report().pages_used <= 1, "truncate keeps only the empty hash index");
+    assert!(
+        engine.memory_report().pages_used <= 1,
+        "truncate keeps only the empty hash index"
+    );
     engine.drop_table(TABLE).unwrap();
     assert_eq!(engine.memory_report().pages_used, 0);
 }
 
 #[test]
 fn operation_records_are_limited() {
-    let config = EngineConfig { data_memory_bytes: 8 << 20, operations_max: 10, ..Default::default() };
+    let config = EngineConfig {
+        data_memory_bytes: 8 << 20,
+        operations_max: 10,
+        ..Default::default()
+    };
     let mut engine = engine_with(config, vec![]);
     for id in 0..10 {
-        run(&mut engine, 1, OperationKind::Insert, id, &values(id, None, None)).unwrap();
+        run(
+            &mut engine,
+            1,
+            OperationKind::Insert,
+            id,
+            &values(id, None, None),
+        )
+        .unwrap();
     }
-    assert_eq!(run(&mut engine, 1, OperationKind::Insert, 10, &values(10, None, None)), Err(ErrorCode::TooManyOperations));
+    assert_eq!(
+        run(
+            &mut engine,
+            1,
+            OperationKind::Insert,
+            10,
+            &values(10, None, None)
+        ),
+        Err(ErrorCode::TooManyOperations)
+    );
     commit(&mut engine, 1);
-    run(&mut engine, 2, OperationKind::Insert, 10, &values(10, None, None)).unwrap();
+    run(
+        &mut engine,
+        2,
+        OperationKind::Insert,
+        10,
+        &values(10, None, None),
+    )
+    .unwrap();
     commit(&mut engine, 2);
     assert_eq!(engine.row_count(TABLE), Some(11));
 }
 
 #[test]
 fn case_insensitive_primary_key_is_one_key() {
-    let mut engine = Engine::new(EngineConfig { data_memory_bytes: 8 << 20, ..Default::default() }).unwrap();
+    let mut engine = Engine::new(EngineConfig {
+        data_memory_bytes: 8 << 20,
+        ..Default::default()
+    })
+    .unwrap();
     let def = TableDef::new(
         "names",
         vec![
-            ColumnDef::new("name", ColumnType::Varchar { length: 10, collation: Collation::Utf8mb4AiCi }, false),
+            ColumnDef::new(
+                "name",
+                ColumnType::Varchar {
+                    length: 10,
+                    collation: Collation::Utf8mb4AiCi,
+                },
+                false,
+            ),
             ColumnDef::new("v", ColumnType::Int { unsigned: false }, true),
         ],
         vec![0],
@@ -414,7 +761,9 @@ fn case_insensitive_primary_key_is_one_key() {
             values: &values,
             columns: &[],
         };
-        engine.execute(0, &request, &mut Vec::new()).map_err(|e| e.code)
+        engine
+            .execute(0, &request, &mut Vec::new())
+            .map_err(|e| e.code)
     };
     insert(&mut engine, "abc").unwrap();
     assert_eq!(insert(&mut engine, "ABC"), Err(ErrorCode::DuplicateKey));

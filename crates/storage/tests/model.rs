@@ -10,8 +10,8 @@ use schema::types::{Collation, ColumnType};
 use schema::{AttrInfoReader, AttrInfoWriter, ColumnDef, ErrorCode, IndexDef, TableDef};
 use std::collections::{BTreeMap, HashMap};
 use storage::{
-    Engine, EngineConfig, NO_TRANSACTION, OperationKind, OperationRequest, Outcome, ReadMode, ScanBound,
-    ScanRequest,
+    Engine, EngineConfig, NO_TRANSACTION, OperationKind, OperationRequest, Outcome, ReadMode,
+    ScanBound, ScanRequest,
 };
 
 const TABLE: u32 = 3;
@@ -25,13 +25,28 @@ fn table_def() -> TableDef {
         "model",
         vec![
             ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
-            ColumnDef::new("name", ColumnType::Varchar { length: 40, collation: Collation::Utf8mb4AiCi }, true),
+            ColumnDef::new(
+                "name",
+                ColumnType::Varchar {
+                    length: 40,
+                    collation: Collation::Utf8mb4AiCi,
+                },
+                true,
+            ),
             ColumnDef::new("n", ColumnType::BigInt { unsigned: false }, true),
         ],
         vec![0],
         vec![
-            IndexDef { name: "by_n".into(), columns: vec![2], unique: false },
-            IndexDef { name: "by_name_id".into(), columns: vec![1, 0], unique: false },
+            IndexDef {
+                name: "by_n".into(),
+                columns: vec![2],
+                unique: false,
+            },
+            IndexDef {
+                name: "by_name_id".into(),
+                columns: vec![1, 0],
+                unique: false,
+            },
         ],
     )
     .unwrap()
@@ -39,14 +54,29 @@ fn table_def() -> TableDef {
 
 #[derive(Debug, Clone)]
 enum Step {
-    Operation { transaction: u64, kind: u8, id: i32, name: Option<String>, n: Option<i64>, set_name: bool },
+    Operation {
+        transaction: u64,
+        kind: u8,
+        id: i32,
+        name: Option<String>,
+        n: Option<i64>,
+        set_name: bool,
+    },
     Commit(u64),
     Abort(u64),
-    Scan { transaction: u64, index: Option<u16>, descending: bool },
+    Scan {
+        transaction: u64,
+        index: Option<u16>,
+        descending: bool,
+    },
 }
 
 fn step() -> impl Strategy<Value = Step> {
-    let name = prop_oneof![Just(None), "[a-cA-C]{0,3}".prop_map(Some), "[x]{30,40}".prop_map(Some)];
+    let name = prop_oneof![
+        Just(None),
+        "[a-cA-C]{0,3}".prop_map(Some),
+        "[x]{30,40}".prop_map(Some)
+    ];
     prop_oneof![
         8 => (1..=TRANSACTIONS, 0u8..7, 0..KEYS, name, prop::option::of(-3i64..3), any::<bool>())
             .prop_map(|(transaction, kind, id, name, n, set_name)| Step::Operation { transaction, kind, id, name, n, set_name }),
@@ -78,16 +108,26 @@ impl Model {
 
     fn conflicts(&self, transaction: u64, id: i32, exclusive: bool) -> bool {
         self.locks.iter().any(|(&other, keys)| {
-            other != transaction && keys.get(&id).is_some_and(|&held_exclusive| held_exclusive || exclusive)
+            other != transaction
+                && keys
+                    .get(&id)
+                    .is_some_and(|&held_exclusive| held_exclusive || exclusive)
         })
     }
 
     fn held(&self, transaction: u64, id: i32) -> Option<bool> {
-        self.locks.get(&transaction).and_then(|keys| keys.get(&id).copied())
+        self.locks
+            .get(&transaction)
+            .and_then(|keys| keys.get(&id).copied())
     }
 
     fn lock(&mut self, transaction: u64, id: i32, exclusive: bool) {
-        let held = self.locks.entry(transaction).or_default().entry(id).or_insert(exclusive);
+        let held = self
+            .locks
+            .entry(transaction)
+            .or_default()
+            .entry(id)
+            .or_insert(exclusive);
         *held |= exclusive;
     }
 
@@ -117,7 +157,9 @@ fn decode_row(bytes: &[u8]) -> (i32, Row) {
     let entries: Vec<_> = AttrInfoReader::new(bytes).map(|e| e.unwrap()).collect();
     let id = i32::from_le_bytes(entries[0].1.unwrap().try_into().unwrap());
     let name = entries[1].1.map(|b| String::from_utf8(b.to_vec()).unwrap());
-    let n = entries[2].1.map(|b| i64::from_le_bytes(b.try_into().unwrap()));
+    let n = entries[2]
+        .1
+        .map(|b| i64::from_le_bytes(b.try_into().unwrap()));
     (id, (name, n))
 }
 
@@ -126,15 +168,28 @@ fn index_key(index: u16, id: i32, row: &Row) -> Vec<u8> {
     let def = table_def();
     let mut out = Vec::new();
     if index == 0 {
-        encode_sortable(def.column_type(2), row.1.map(i64::to_le_bytes).as_ref().map(|b| &b[..]), &mut out);
+        encode_sortable(
+            def.column_type(2),
+            row.1.map(i64::to_le_bytes).as_ref().map(|b| &b[..]),
+            &mut out,
+        );
     } else {
-        encode_sortable(def.column_type(1), row.0.as_ref().map(String::as_bytes), &mut out);
+        encode_sortable(
+            def.column_type(1),
+            row.0.as_ref().map(String::as_bytes),
+            &mut out,
+        );
         encode_key_column(def.column_type(0), false, Some(&id.to_le_bytes()), &mut out);
     }
     out
 }
 
-fn scan(engine: &mut Engine, transaction: u64, index: Option<u16>, descending: bool) -> Vec<(i32, Row)> {
+fn scan(
+    engine: &mut Engine,
+    transaction: u64,
+    index: Option<u16>,
+    descending: bool,
+) -> Vec<(i32, Row)> {
     let scan = engine
         .open_scan(&ScanRequest {
             transaction,
@@ -160,7 +215,10 @@ fn scan(engine: &mut Engine, transaction: u64, index: Option<u16>, descending: b
             rows.push(decode_row(&out[at + 4..at + 4 + length]));
             at += 4 + length;
         }
-        assert!(batch.rows == 3 || batch.finished, "a batch stops early only at the end");
+        assert!(
+            batch.rows == 3 || batch.finished,
+            "a batch stops early only at the end"
+        );
         if batch.finished {
             break;
         }
@@ -170,12 +228,23 @@ fn scan(engine: &mut Engine, transaction: u64, index: Option<u16>, descending: b
 }
 
 fn run_steps(steps: Vec<Step>, data_memory_bytes: u64) {
-    let mut engine = Engine::new(EngineConfig { data_memory_bytes, ..Default::default() }).unwrap();
+    let mut engine = Engine::new(EngineConfig {
+        data_memory_bytes,
+        ..Default::default()
+    })
+    .unwrap();
     engine.create_table(TABLE, table_def()).unwrap();
     let mut model = Model::default();
     for step in steps {
         match step {
-            Step::Operation { transaction, kind, id, name, n, set_name } => {
+            Step::Operation {
+                transaction,
+                kind,
+                id,
+                name,
+                n,
+                set_name,
+            } => {
                 let kind = match kind {
                     0 => OperationKind::Read(ReadMode::Committed),
                     1 => OperationKind::Read(ReadMode::Shared),
@@ -213,7 +282,8 @@ fn run_steps(steps: Vec<Step>, data_memory_bytes: u64) {
                 // A row exists in the engine while anyone sees or changes it.
                 let row_exists = model.committed.contains_key(&id)
                     || model.pending.values().any(|p| p.contains_key(&id));
-                let must_wait = needs_lock && row_exists && model.conflicts(transaction, id, exclusive);
+                let must_wait =
+                    needs_lock && row_exists && model.conflicts(transaction, id, exclusive);
                 if must_wait && result == Err(ErrorCode::TableFull) {
                     // Parking a waiting request takes DataMemory too; when
                     // none is left the operation fails and nothing changed.
@@ -229,7 +299,11 @@ fn run_steps(steps: Vec<Step>, data_memory_bytes: u64) {
                     engine.check_invariants();
                     continue;
                 }
-                assert_ne!(result, Ok(Outcome::Waiting), "{kind:?} on {id} should not wait");
+                assert_ne!(
+                    result,
+                    Ok(Outcome::Waiting),
+                    "{kind:?} on {id} should not wait"
+                );
                 if needs_lock {
                     model.active.insert(transaction, ());
                 }
@@ -243,16 +317,19 @@ fn run_steps(steps: Vec<Step>, data_memory_bytes: u64) {
                 };
                 let expected: Result<Option<Row>, ErrorCode> = match (kind, &view) {
                     (OperationKind::Read(_), Some(row)) => Ok(Some(row.clone())),
-                    (OperationKind::Read(_) | OperationKind::Update | OperationKind::Delete, None) => {
-                        Err(ErrorCode::NoSuchRow)
-                    }
+                    (
+                        OperationKind::Read(_) | OperationKind::Update | OperationKind::Delete,
+                        None,
+                    ) => Err(ErrorCode::NoSuchRow),
                     (OperationKind::Insert, Some(_)) => Err(ErrorCode::DuplicateKey),
                     (OperationKind::Insert | OperationKind::Write, None) => Ok(None),
                     (OperationKind::Update | OperationKind::Write, Some(_)) => Ok(None),
                     (OperationKind::Delete, Some(_)) => Ok(None),
                 };
                 match (&expected, &result) {
-                    (Err(expected), Err(actual)) => assert_eq!(expected, actual, "{kind:?} on {id}"),
+                    (Err(expected), Err(actual)) => {
+                        assert_eq!(expected, actual, "{kind:?} on {id}")
+                    }
                     (Ok(_), Err(ErrorCode::TableFull)) => {
                         // Memory ran out: the operation failed without a trace.
                         engine.check_invariants();
@@ -269,15 +346,25 @@ fn run_steps(steps: Vec<Step>, data_memory_bytes: u64) {
                     match kind {
                         OperationKind::Read(ReadMode::Committed) => {}
                         OperationKind::Read(ReadMode::Shared) => model.lock(transaction, id, false),
-                        OperationKind::Read(ReadMode::Exclusive) => model.lock(transaction, id, true),
+                        OperationKind::Read(ReadMode::Exclusive) => {
+                            model.lock(transaction, id, true)
+                        }
                         OperationKind::Delete => {
                             model.lock(transaction, id, true);
-                            model.pending.entry(transaction).or_default().insert(id, None);
+                            model
+                                .pending
+                                .entry(transaction)
+                                .or_default()
+                                .insert(id, None);
                         }
                         _ => {
                             model.lock(transaction, id, true);
                             let row = new_row(view.as_ref());
-                            model.pending.entry(transaction).or_default().insert(id, Some(row));
+                            model
+                                .pending
+                                .entry(transaction)
+                                .or_default()
+                                .insert(id, Some(row));
                         }
                     }
                 } else if needs_lock && model.held(transaction, id).is_none() {
@@ -299,7 +386,11 @@ fn run_steps(steps: Vec<Step>, data_memory_bytes: u64) {
                 }
                 model.end(transaction, commit);
             }
-            Step::Scan { transaction, index, descending } => {
+            Step::Scan {
+                transaction,
+                index,
+                descending,
+            } => {
                 let rows = scan(&mut engine, transaction, index, descending);
                 let mut expected: BTreeMap<i32, Row> = model.committed.clone();
                 if let Some(changes) = model.pending.get(&transaction) {
@@ -312,9 +403,15 @@ fn run_steps(steps: Vec<Step>, data_memory_bytes: u64) {
                 }
                 let seen: BTreeMap<i32, Row> = rows.iter().cloned().collect();
                 assert_eq!(seen.len(), rows.len(), "a row was returned twice");
-                assert_eq!(seen, expected, "scan {index:?} of transaction {transaction}");
+                assert_eq!(
+                    seen, expected,
+                    "scan {index:?} of transaction {transaction}"
+                );
                 if let Some(index) = index {
-                    let keys: Vec<Vec<u8>> = rows.iter().map(|(id, row)| index_key(index, *id, row)).collect();
+                    let keys: Vec<Vec<u8>> = rows
+                        .iter()
+                        .map(|(id, row)| index_key(index, *id, row))
+                        .collect();
                     for pair in keys.windows(2) {
                         if descending {
                             assert!(pair[0] >= pair[1], "descending scan out of order");
@@ -339,7 +436,11 @@ fn run_steps(steps: Vec<Step>, data_memory_bytes: u64) {
             };
             let mut out = Vec::new();
             match engine.execute(0, &request, &mut out) {
-                Ok(_) => assert_eq!(Some(decode_row(&out).1), model.committed.get(&id).cloned(), "committed {id}"),
+                Ok(_) => assert_eq!(
+                    Some(decode_row(&out).1),
+                    model.committed.get(&id).cloned(),
+                    "committed {id}"
+                ),
                 Err(error) => {
                     assert_eq!(error.code, ErrorCode::NoSuchRow);
                     assert_eq!(model.committed.get(&id), None, "committed {id} missing");

@@ -50,7 +50,10 @@ impl Engine {
                     if flags & COMMITTED != 0 {
                         committed += 1;
                     } else {
-                        assert!(head != NO_RECORD, "uncommitted row that no record refers to");
+                        assert!(
+                            head != NO_RECORD,
+                            "uncommitted row that no record refers to"
+                        );
                     }
                     if flags & COMMITTED != 0 || inserted {
                         for count in index_entries.iter_mut() {
@@ -59,11 +62,23 @@ impl Engine {
                     }
                 }
             }
-            assert_eq!(slots, table.rows.chunks_used(), "row slab count disagrees with its slots");
-            assert_eq!(rows, table.hash.entries(), "hash index entries disagree with rows");
+            assert_eq!(
+                slots,
+                table.rows.chunks_used(),
+                "row slab count disagrees with its slots"
+            );
+            assert_eq!(
+                rows,
+                table.hash.entries(),
+                "hash index entries disagree with rows"
+            );
             assert_eq!(committed, table.rows_committed, "committed row count");
             for (i, index) in table.ordered.iter().enumerate() {
-                assert_eq!(index.entries(), index_entries[i], "ordered index {i} entry count");
+                assert_eq!(
+                    index.entries(),
+                    index_entries[i],
+                    "ordered index {i} entry count"
+                );
                 let keys = table::RowKeys {
                     def: &table.def,
                     rows: &table.rows,
@@ -75,10 +90,22 @@ impl Engine {
             let parked = self
                 .records
                 .iter()
-                .filter(|r| r.in_use() && r.table as usize == table_id && matches!(r.pending, Pending::Operation { .. }))
+                .filter(|r| {
+                    r.in_use()
+                        && r.table as usize == table_id
+                        && matches!(r.pending, Pending::Operation { .. })
+                })
                 .count() as u64;
-            let var_expected = if table.def.layout.var_columns > 0 { slots } else { 0 } + parked;
-            assert_eq!(table.parts.chunks_used(), var_expected, "variable parts leaked or lost");
+            let var_expected = if table.def.layout.var_columns > 0 {
+                slots
+            } else {
+                0
+            } + parked;
+            assert_eq!(
+                table.parts.chunks_used(),
+                var_expected,
+                "variable parts leaked or lost"
+            );
         }
         assert_eq!(records_seen, self.records_used, "records not on any row");
         let mut free = 0u32;
@@ -88,6 +115,10 @@ impl Engine {
             free += 1;
             at = self.records[at as usize].next_in_transaction;
         }
-        assert_eq!(free + self.records_used, self.records.len() as u32, "record pool leaked");
+        assert_eq!(
+            free + self.records_used,
+            self.records.len() as u32,
+            "record pool leaked"
+        );
     }
 }

@@ -33,9 +33,14 @@ pub(crate) enum LockMode {
 pub(crate) enum Pending {
     None,
     /// A primary-key operation whose request is stored in DataMemory.
-    Operation { request: VarRef, created: bool },
+    Operation {
+        request: VarRef,
+        created: bool,
+    },
     /// A locking scan, resumed by its next `scan_next`.
-    Scan { scan: u32 },
+    Scan {
+        scan: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -112,7 +117,11 @@ impl OperationRecord {
 pub(crate) fn record_pool(count: u32) -> Vec<OperationRecord> {
     (0..count)
         .map(|index| OperationRecord {
-            next_in_transaction: if index + 1 == count { NO_RECORD } else { index + 1 },
+            next_in_transaction: if index + 1 == count {
+                NO_RECORD
+            } else {
+                index + 1
+            },
             ..OperationRecord::FREE
         })
         .collect()
@@ -127,7 +136,10 @@ pub(crate) struct WaitQueue {
 
 impl Default for WaitQueue {
     fn default() -> Self {
-        WaitQueue { head: NO_RECORD, tail: NO_RECORD }
+        WaitQueue {
+            head: NO_RECORD,
+            tail: NO_RECORD,
+        }
     }
 }
 
@@ -244,15 +256,24 @@ impl Engine {
                 return Err(ErrorCode::WrongTransactionState);
             }
             if record.held >= mode {
-                return Ok(Acquired::Granted { record: own, created: false });
+                return Ok(Acquired::Granted {
+                    record: own,
+                    created: false,
+                });
             }
             if others_held == LockMode::None {
                 record.held = mode;
-                return Ok(Acquired::Granted { record: own, created: false });
+                return Ok(Acquired::Granted {
+                    record: own,
+                    created: false,
+                });
             }
             record.wanted = mode;
             self.enqueue_wait(now_ms, own);
-            return Ok(Acquired::Waiting { record: own, created: false });
+            return Ok(Acquired::Waiting {
+                record: own,
+                created: false,
+            });
         }
         let compatible = !anyone_waiting
             && match mode {
@@ -262,11 +283,17 @@ impl Engine {
         let record = self.new_record(transaction, table_id, row, LockMode::None)?;
         if compatible {
             self.records[record as usize].held = mode;
-            Ok(Acquired::Granted { record, created: true })
+            Ok(Acquired::Granted {
+                record,
+                created: true,
+            })
         } else {
             self.records[record as usize].wanted = mode;
             self.enqueue_wait(now_ms, record);
-            Ok(Acquired::Waiting { record, created: true })
+            Ok(Acquired::Waiting {
+                record,
+                created: true,
+            })
         }
     }
 
@@ -280,14 +307,21 @@ impl Engine {
         if tail == NO_RECORD {
             self.waits.head = index;
         } else {
-            assert!(self.records[tail as usize].deadline_ms <= deadline, "wait queue out of order");
+            assert!(
+                self.records[tail as usize].deadline_ms <= deadline,
+                "wait queue out of order"
+            );
             self.records[tail as usize].wait_next = index;
         }
         self.waits.tail = index;
     }
 
     pub(crate) fn dequeue_wait(&mut self, index: u32) {
-        let OperationRecord { wait_previous, wait_next, .. } = self.records[index as usize];
+        let OperationRecord {
+            wait_previous,
+            wait_next,
+            ..
+        } = self.records[index as usize];
         if wait_previous == NO_RECORD {
             self.waits.head = wait_next;
         } else {
@@ -326,12 +360,15 @@ impl Engine {
         debug_assert!(record.image.is_none(), "release with a pending image");
         // Out of the transaction's list.
         if record.previous_in_transaction == NO_RECORD {
-            self.transactions.set_first(record.transaction, record.next_in_transaction);
+            self.transactions
+                .set_first(record.transaction, record.next_in_transaction);
         } else {
-            self.records[record.previous_in_transaction as usize].next_in_transaction = record.next_in_transaction;
+            self.records[record.previous_in_transaction as usize].next_in_transaction =
+                record.next_in_transaction;
         }
         if record.next_in_transaction != NO_RECORD {
-            self.records[record.next_in_transaction as usize].previous_in_transaction = record.previous_in_transaction;
+            self.records[record.next_in_transaction as usize].previous_in_transaction =
+                record.previous_in_transaction;
         }
         // Out of the row's list.
         let table = self.tables[record.table as usize].as_mut().unwrap();
@@ -348,7 +385,10 @@ impl Engine {
         }
         let row_left = head == index && record.next_in_row == NO_RECORD;
         // Back on the free list.
-        self.records[index as usize] = OperationRecord { next_in_transaction: self.records_free, ..OperationRecord::FREE };
+        self.records[index as usize] = OperationRecord {
+            next_in_transaction: self.records_free,
+            ..OperationRecord::FREE
+        };
         self.records_free = index;
         self.records_used -= 1;
         if row_left && flags & COMMITTED == 0 {
@@ -363,7 +403,9 @@ impl Engine {
     /// resuming what each waited for.
     pub(crate) fn grant_waiters(&mut self, table_id: TableId, row: ChunkRef) {
         loop {
-            let Some(table) = self.tables[table_id as usize].as_ref() else { return };
+            let Some(table) = self.tables[table_id as usize].as_ref() else {
+                return;
+            };
             let (head, flags) = table::header(&table.rows, &self.pool, row);
             if flags & IN_USE == 0 || head == NO_RECORD {
                 return;
@@ -415,7 +457,12 @@ impl Engine {
                 if let Some(Some(scan)) = self.scans.get_mut(scan as usize) {
                     scan.lock_granted = true;
                     let token = scan.token;
-                    self.completions.push(Completion { token, transaction, result: Ok(()), data: Vec::new() });
+                    self.completions.push(Completion {
+                        token,
+                        transaction,
+                        result: Ok(()),
+                        data: Vec::new(),
+                    });
                 }
             }
             Pending::Operation { request, created } => {
@@ -423,7 +470,9 @@ impl Engine {
                 // running it may allocate and free chunks of the same table.
                 let table = self.tables[record.table as usize].as_mut().unwrap();
                 self.scratch.request.clear();
-                self.scratch.request.extend_from_slice(table.parts.part(&self.pool, request));
+                self.scratch
+                    .request
+                    .extend_from_slice(table.parts.part(&self.pool, request));
                 table.parts.free(&mut self.pool, request);
                 let stored = std::mem::take(&mut self.scratch.request);
                 let (kind, columns, values) = decode_stored(&stored);
@@ -497,7 +546,11 @@ impl Engine {
                 result: Err(ErrorCode::LockWaitTimeout),
                 data: Vec::new(),
             });
-            let row_exists = if record.held == LockMode::None { self.release_record(index) } else { true };
+            let row_exists = if record.held == LockMode::None {
+                self.release_record(index)
+            } else {
+                true
+            };
             if row_exists {
                 self.grant_waiters(record.table, record.row);
             }
@@ -507,7 +560,12 @@ impl Engine {
 
 /// Frees a row that no transaction refers to any more: its hash entry,
 /// variable part and slot. It has no ordered-index entries by then.
-pub(crate) fn free_row(table: &mut Table, pool: &mut crate::memory::PagePool, row: ChunkRef, key: &mut Vec<u8>) {
+pub(crate) fn free_row(
+    table: &mut Table,
+    pool: &mut crate::memory::PagePool,
+    row: ChunkRef,
+    key: &mut Vec<u8>,
+) {
     table::slot_key(table, pool, None, row, key);
     let hash = schema::key::key_hash(key);
     let removed = table.hash.remove(pool, hash, row);
@@ -539,6 +597,8 @@ fn decode_stored(stored: &[u8]) -> (OperationKind, Vec<u16>, &[u8]) {
         _ => OperationKind::Delete,
     };
     let count = u16::from_le_bytes([stored[1], stored[2]]) as usize;
-    let columns = (0..count).map(|i| u16::from_le_bytes([stored[3 + 2 * i], stored[4 + 2 * i]])).collect();
+    let columns = (0..count)
+        .map(|i| u16::from_le_bytes([stored[3 + 2 * i], stored[4 + 2 * i]]))
+        .collect();
     (kind, columns, &stored[3 + 2 * count..])
 }

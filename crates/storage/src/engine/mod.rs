@@ -190,7 +190,10 @@ impl Engine {
         if config.operations_max >= table::RECORDS_MAX {
             return Err(Error::new(
                 ErrorCode::BadConfiguration,
-                format!("MaxNoOfConcurrentOperations must be below {}", table::RECORDS_MAX),
+                format!(
+                    "MaxNoOfConcurrentOperations must be below {}",
+                    table::RECORDS_MAX
+                ),
             ));
         }
         for (value, name) in [
@@ -200,7 +203,10 @@ impl Engine {
             (config.tables_max, "MaxNoOfTables"),
         ] {
             if value == 0 || value == locks::NO_RECORD {
-                return Err(Error::new(ErrorCode::BadConfiguration, format!("{name} must be 1..{}", locks::NO_RECORD - 1)));
+                return Err(Error::new(
+                    ErrorCode::BadConfiguration,
+                    format!("{name} must be 1..{}", locks::NO_RECORD - 1),
+                ));
             }
         }
         let records = locks::record_pool(config.operations_max);
@@ -233,7 +239,10 @@ impl Engine {
     /// Creates a table (one partition of it) under `id`.
     pub fn create_table(&mut self, id: TableId, def: TableDef) -> Result<(), Error> {
         let slot = self.tables.get(id as usize).ok_or_else(|| {
-            Error::new(ErrorCode::BadConfiguration, format!("table id {id} is beyond MaxNoOfTables"))
+            Error::new(
+                ErrorCode::BadConfiguration,
+                format!("table id {id} is beyond MaxNoOfTables"),
+            )
         })?;
         if slot.is_some() {
             return Err(Error::new(ErrorCode::TableExists, format!("table id {id}")));
@@ -270,7 +279,10 @@ impl Engine {
             return Err(ErrorCode::NoSuchTable.into());
         };
         if table.scans_open > 0 || self.records.iter().any(|r| r.in_use() && r.table == id) {
-            return Err(Error::new(ErrorCode::WrongTransactionState, "the table is in use by a transaction or scan"));
+            return Err(Error::new(
+                ErrorCode::WrongTransactionState,
+                "the table is in use by a transaction or scan",
+            ));
         }
         Ok(())
     }
@@ -327,10 +339,15 @@ impl Engine {
 
     /// When the oldest lock wait times out, for the runtime's timer.
     pub fn next_deadline_ms(&self) -> Option<u64> {
-        self.waits.head().map(|record| self.records[record as usize].deadline_ms)
+        self.waits
+            .head()
+            .map(|record| self.records[record as usize].deadline_ms)
     }
 
     fn table(&self, id: TableId) -> Result<&Table, ErrorCode> {
-        self.tables.get(id as usize).and_then(Option::as_ref).ok_or(ErrorCode::NoSuchTable)
+        self.tables
+            .get(id as usize)
+            .and_then(Option::as_ref)
+            .ok_or(ErrorCode::NoSuchTable)
     }
 }

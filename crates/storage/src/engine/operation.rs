@@ -19,7 +19,13 @@ use schema::{Error, ErrorCode, RowView};
 
 /// Finds the row whose primary key encodes to `key`.
 #[inline]
-fn find_row(table: &Table, pool: &PagePool, hash: u64, key: &[u8], candidate: &mut Vec<u8>) -> Option<ChunkRef> {
+fn find_row(
+    table: &Table,
+    pool: &PagePool,
+    hash: u64,
+    key: &[u8],
+    candidate: &mut Vec<u8>,
+) -> Option<ChunkRef> {
     table.hash.find(pool, hash, |slot| {
         table::slot_key(table, pool, None, slot, candidate);
         candidate.as_slice() == key
@@ -29,20 +35,45 @@ fn find_row(table: &Table, pool: &PagePool, hash: u64, key: &[u8], candidate: &m
 impl Engine {
     /// Runs one primary-key operation. Reads append the requested columns to
     /// `out` as AttrInfo.
-    pub fn execute(&mut self, now_ms: u64, request: &OperationRequest<'_>, out: &mut Vec<u8>) -> Result<Outcome, Error> {
+    pub fn execute(
+        &mut self,
+        now_ms: u64,
+        request: &OperationRequest<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<Outcome, Error> {
         if self.waits.head().is_some() {
             self.expire_lock_waits(now_ms);
         }
-        let Engine { tables, pool, scratch, .. } = self;
-        let table = tables.get(request.table as usize).and_then(Option::as_ref).ok_or(ErrorCode::NoSuchTable)?;
+        let Engine {
+            tables,
+            pool,
+            scratch,
+            ..
+        } = self;
+        let table = tables
+            .get(request.table as usize)
+            .and_then(Option::as_ref)
+            .ok_or(ErrorCode::NoSuchTable)?;
         scratch.key.clear();
-        encode_attrinfo_key(&table.def, &table.def.primary_key, request.key, false, &mut scratch.key)?;
+        encode_attrinfo_key(
+            &table.def,
+            &table.def.primary_key,
+            request.key,
+            false,
+            &mut scratch.key,
+        )?;
         let hash = key_hash(&scratch.key);
         let row = find_row(table, pool, hash, &scratch.key, &mut scratch.key_other);
 
         if request.kind == OperationKind::Read(ReadMode::Committed) {
             let row = row.ok_or(ErrorCode::NoSuchRow)?;
-            return self.read_committed(request.transaction, request.table, row, request.columns, out);
+            return self.read_committed(
+                request.transaction,
+                request.table,
+                row,
+                request.columns,
+                out,
+            );
         }
         let transaction = self.transactions.get_or_begin(request.transaction)?;
         let Some(row) = row else {
@@ -53,14 +84,30 @@ impl Engine {
                 _ => Err(ErrorCode::NoSuchRow.into()),
             };
         };
-        match self.acquire(now_ms, transaction, request.table, row, lock_mode(request.kind))? {
-            Acquired::Granted { record, created } => {
-                self.apply(request.kind, record, created, request.values, request.columns, out)
-            }
+        match self.acquire(
+            now_ms,
+            transaction,
+            request.table,
+            row,
+            lock_mode(request.kind),
+        )? {
+            Acquired::Granted { record, created } => self.apply(
+                request.kind,
+                record,
+                created,
+                request.values,
+                request.columns,
+                out,
+            ),
             Acquired::Waiting { record, created } => {
-                if let Err(error) =
-                    self.park_operation(record, created, request.token, request.kind, request.columns, request.values)
-                {
+                if let Err(error) = self.park_operation(
+                    record,
+                    created,
+                    request.token,
+                    request.kind,
+                    request.columns,
+                    request.values,
+                ) {
                     self.cancel_wait(record, created);
                     return Err(error.into());
                 }
@@ -71,7 +118,10 @@ impl Engine {
 
     /// Backs out of a wait that could not be parked.
     fn cancel_wait(&mut self, record: u32, created: bool) {
-        let (table, row) = (self.records[record as usize].table, self.records[record as usize].row);
+        let (table, row) = (
+            self.records[record as usize].table,
+            self.records[record as usize].row,
+        );
         if created {
             if self.release_record(record) {
                 self.grant_waiters(table, row);
@@ -109,7 +159,13 @@ impl Engine {
     /// The version of `row` that `transaction` sees: its own change if it has
     /// one, else the committed version.
     #[inline]
-    pub(crate) fn version_for(&self, transaction: TransactionId, head: u32, row: ChunkRef, flags: u8) -> Option<ChunkRef> {
+    pub(crate) fn version_for(
+        &self,
+        transaction: TransactionId,
+        head: u32,
+        row: ChunkRef,
+        flags: u8,
+    ) -> Option<ChunkRef> {
         if let Some(index) = self.transactions.lookup(transaction)
             && let Some(own) = self.own_record(head, index)
         {
@@ -154,7 +210,8 @@ impl Engine {
         let visible = record.visible(flags);
         match (kind, visible) {
             (OperationKind::Read(_), Some(version)) => {
-                let view = table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
+                let view =
+                    table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
                 project(&table.def.layout, view, columns, out);
                 Ok(Outcome::Done)
             }
@@ -174,7 +231,13 @@ impl Engine {
                 Ok(Outcome::Done)
             }
             (OperationKind::Delete, Some(_)) => {
-                let Engine { tables, pool, scratch, records, .. } = self;
+                let Engine {
+                    tables,
+                    pool,
+                    scratch,
+                    records,
+                    ..
+                } = self;
                 let record = &mut records[index as usize];
                 if !record.image.is_none() {
                     let table = tables[record.table as usize].as_mut().unwrap();
@@ -195,22 +258,55 @@ impl Engine {
     /// the scratch buffers, and checks it: the primary key may not change and
     /// unique indexes may not get a duplicate. Returns the indexes whose key
     /// differs from the row's slot.
-    fn build_version(&mut self, record: u32, base: Option<ChunkRef>, values: &[u8]) -> Result<u64, Error> {
+    fn build_version(
+        &mut self,
+        record: u32,
+        base: Option<ChunkRef>,
+        values: &[u8],
+    ) -> Result<u64, Error> {
         let OperationRecordRef { table_id, row } = self.record_ref(record);
         let row_inserted = self.records[record as usize].inserted;
-        let Engine { tables, pool, scratch, .. } = self;
+        let Engine {
+            tables,
+            pool,
+            scratch,
+            ..
+        } = self;
         let table = tables[table_id as usize].as_ref().unwrap();
         let fixed_bytes = table.def.layout.fixed_bytes as usize;
-        let base_view = base.map(|slot| table::row_view(&table.def, &table.rows, &table.parts, pool, slot));
-        scratch.builder.build(&table.def, base_view, values, &mut scratch.fixed[..fixed_bytes], &mut scratch.var)?;
-        let new_view = RowView { fixed: &scratch.fixed[..fixed_bytes], var: &scratch.var };
+        let base_view =
+            base.map(|slot| table::row_view(&table.def, &table.rows, &table.parts, pool, slot));
+        scratch.builder.build(
+            &table.def,
+            base_view,
+            values,
+            &mut scratch.fixed[..fixed_bytes],
+            &mut scratch.var,
+        )?;
+        let new_view = RowView {
+            fixed: &scratch.fixed[..fixed_bytes],
+            var: &scratch.var,
+        };
         let row_view = table::row_view(&table.def, &table.rows, &table.parts, pool, row);
         scratch.key.clear();
-        encode_row_key(&table.def, &table.def.primary_key, new_view, &mut scratch.key);
+        encode_row_key(
+            &table.def,
+            &table.def.primary_key,
+            new_view,
+            &mut scratch.key,
+        );
         scratch.key_other.clear();
-        encode_row_key(&table.def, &table.def.primary_key, row_view, &mut scratch.key_other);
+        encode_row_key(
+            &table.def,
+            &table.def.primary_key,
+            row_view,
+            &mut scratch.key_other,
+        );
         if scratch.key != scratch.key_other {
-            return Err(Error::new(ErrorCode::WrongKey, "primary key columns cannot be changed"));
+            return Err(Error::new(
+                ErrorCode::WrongKey,
+                "primary key columns cannot be changed",
+            ));
         }
         let (_, flags) = table::header(&table.rows, pool, row);
         let row_has_entries = flags & COMMITTED != 0 || row_inserted;
@@ -233,7 +329,10 @@ impl Engine {
             if unique_to_check & (1 << position) != 0 {
                 self.encode_scratch_key(table_id, position);
                 if self.unique_conflict(table_id, position, record) {
-                    return Err(Error::new(ErrorCode::DuplicateKey, "duplicate entry for a unique index"));
+                    return Err(Error::new(
+                        ErrorCode::DuplicateKey,
+                        "duplicate entry for a unique index",
+                    ));
                 }
             }
         }
@@ -246,14 +345,25 @@ impl Engine {
         let table = self.tables[table_id as usize].as_ref().unwrap();
         let scratch = &mut self.scratch;
         let fixed_bytes = table.def.layout.fixed_bytes as usize;
-        let view = RowView { fixed: &scratch.fixed[..fixed_bytes], var: &scratch.var };
+        let view = RowView {
+            fixed: &scratch.fixed[..fixed_bytes],
+            var: &scratch.var,
+        };
         scratch.key.clear();
-        encode_row_key(&table.def, &table.def.ordered_indexes[position].columns, view, &mut scratch.key);
+        encode_row_key(
+            &table.def,
+            &table.def.ordered_indexes[position].columns,
+            view,
+            &mut scratch.key,
+        );
     }
 
     fn record_ref(&self, record: u32) -> OperationRecordRef {
         let state = &self.records[record as usize];
-        OperationRecordRef { table_id: state.table, row: state.row }
+        OperationRecordRef {
+            table_id: state.table,
+            row: state.row,
+        }
     }
 
     /// Whether the key in `scratch.key` (of a unique index) is taken by
@@ -269,15 +379,22 @@ impl Engine {
             columns: &table.def.ordered_indexes[position].columns,
         };
         let mut found = Vec::with_capacity(4);
-        let bound = Bound::Prefix { key: &self.scratch.key, inclusive: true };
+        let bound = Bound::Prefix {
+            key: &self.scratch.key,
+            inclusive: true,
+        };
         let mut resume: Option<ChunkRef> = None;
         loop {
             found.clear();
             let start = match resume {
-                Some(row) => Bound::After { key: &self.scratch.key, row },
+                Some(row) => Bound::After {
+                    key: &self.scratch.key,
+                    row,
+                },
                 None => bound,
             };
-            let collected = table.ordered[position].collect(&self.pool, start, bound, false, &keys, &mut found, 4);
+            let collected = table.ordered[position]
+                .collect(&self.pool, start, bound, false, &keys, &mut found, 4);
             for &entry in &found {
                 if entry == own.row || entry == own.image {
                     continue;
@@ -317,10 +434,21 @@ impl Engine {
     }
 
     /// Gives the record's transaction a new pending version of its row.
-    fn set_image(&mut self, record: u32, base: Option<ChunkRef>, values: &[u8]) -> Result<(), Error> {
+    fn set_image(
+        &mut self,
+        record: u32,
+        base: Option<ChunkRef>,
+        values: &[u8],
+    ) -> Result<(), Error> {
         let changed = self.build_version(record, base, values)?;
         let OperationRecordRef { table_id, .. } = self.record_ref(record);
-        let Engine { tables, pool, scratch, records, .. } = self;
+        let Engine {
+            tables,
+            pool,
+            scratch,
+            records,
+            ..
+        } = self;
         let table = tables[table_id as usize].as_mut().unwrap();
         let fixed_bytes = table.def.layout.fixed_bytes as usize;
         let copy = table.rows.allocate(pool)?;
@@ -358,7 +486,13 @@ impl Engine {
     fn claim_row(&mut self, record: u32, values: &[u8]) -> Result<(), Error> {
         self.build_version(record, None, values)?;
         let OperationRecordRef { table_id, row } = self.record_ref(record);
-        let Engine { tables, pool, scratch, records, .. } = self;
+        let Engine {
+            tables,
+            pool,
+            scratch,
+            records,
+            ..
+        } = self;
         let table = tables[table_id as usize].as_mut().unwrap();
         let fixed_bytes = table.def.layout.fixed_bytes as usize;
         let (head, flags) = table::header(&table.rows, pool, row);
@@ -375,7 +509,8 @@ impl Engine {
         }
         let bytes = table.rows.bytes_mut(pool, row);
         bytes[0..4].copy_from_slice(&table::header_word(head, IN_USE));
-        bytes[table::HEADER_BYTES..table::HEADER_BYTES + fixed_bytes].copy_from_slice(&scratch.fixed[..fixed_bytes]);
+        bytes[table::HEADER_BYTES..table::HEADER_BYTES + fixed_bytes]
+            .copy_from_slice(&scratch.fixed[..fixed_bytes]);
         if let Some(var) = new_var {
             table::write_var_ref(&table.def, bytes, var);
         }
@@ -386,14 +521,31 @@ impl Engine {
     }
 
     /// Inserts a row whose key is not in the hash index.
-    fn insert_new(&mut self, transaction: u32, table_id: u32, hash: u64, values: &[u8]) -> Result<Outcome, Error> {
+    fn insert_new(
+        &mut self,
+        transaction: u32,
+        table_id: u32,
+        hash: u64,
+        values: &[u8],
+    ) -> Result<Outcome, Error> {
         let mut unique_to_check = 0u64;
         {
-            let Engine { tables, scratch, .. } = &mut *self;
+            let Engine {
+                tables, scratch, ..
+            } = &mut *self;
             let table = tables[table_id as usize].as_ref().unwrap();
             let fixed_bytes = table.def.layout.fixed_bytes as usize;
-            scratch.builder.build(&table.def, None, values, &mut scratch.fixed[..fixed_bytes], &mut scratch.var)?;
-            let new_view = RowView { fixed: &scratch.fixed[..fixed_bytes], var: &scratch.var };
+            scratch.builder.build(
+                &table.def,
+                None,
+                values,
+                &mut scratch.fixed[..fixed_bytes],
+                &mut scratch.var,
+            )?;
+            let new_view = RowView {
+                fixed: &scratch.fixed[..fixed_bytes],
+                var: &scratch.var,
+            };
             for (position, index) in table.def.ordered_indexes.iter().enumerate() {
                 if index.unique && !has_null(&table.def, &index.columns, new_view) {
                     unique_to_check |= 1 << position;
@@ -404,14 +556,22 @@ impl Engine {
             if unique_to_check & (1 << position) != 0 {
                 self.encode_scratch_key(table_id, position);
                 if self.unique_taken(table_id, position) {
-                    return Err(Error::new(ErrorCode::DuplicateKey, "duplicate entry for a unique index"));
+                    return Err(Error::new(
+                        ErrorCode::DuplicateKey,
+                        "duplicate entry for a unique index",
+                    ));
                 }
             }
         }
         if self.records_free == NO_RECORD {
             return Err(ErrorCode::TooManyOperations.into());
         }
-        let Engine { tables, pool, scratch, .. } = self;
+        let Engine {
+            tables,
+            pool,
+            scratch,
+            ..
+        } = self;
         let table = tables[table_id as usize].as_mut().unwrap();
         let fixed_bytes = table.def.layout.fixed_bytes as usize;
         let slot = table.rows.allocate(pool)?;
@@ -441,7 +601,9 @@ impl Engine {
             table.rows.free(pool, slot);
             return Err(error.into());
         }
-        let record = self.new_record(transaction, table_id, slot, LockMode::Exclusive).expect("a record was free");
+        let record = self
+            .new_record(transaction, table_id, slot, LockMode::Exclusive)
+            .expect("a record was free");
         self.records[record as usize].inserted = true;
         Ok(Outcome::Done)
     }
@@ -455,7 +617,10 @@ impl Engine {
             parts: &table.parts,
             columns: &table.def.ordered_indexes[position].columns,
         };
-        let bound = Bound::Prefix { key: &self.scratch.key, inclusive: true };
+        let bound = Bound::Prefix {
+            key: &self.scratch.key,
+            inclusive: true,
+        };
         let mut found = Vec::with_capacity(1);
         table.ordered[position].collect(&self.pool, bound, bound, false, &keys, &mut found, 1);
         !found.is_empty()
@@ -468,5 +633,7 @@ struct OperationRecordRef {
 }
 
 fn has_null(def: &schema::TableDef, columns: &[ColumnId], row: RowView<'_>) -> bool {
-    columns.iter().any(|&column| row.is_null(&def.layout, column))
+    columns
+        .iter()
+        .any(|&column| row.is_null(&def.layout, column))
 }

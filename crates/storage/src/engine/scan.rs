@@ -112,8 +112,14 @@ pub(crate) struct ScanRecord {
 fn bound<'k>(key: &'k [u8], kind: BoundKind) -> Bound<'k> {
     match kind {
         BoundKind::Unbounded => Bound::Unbounded,
-        BoundKind::Inclusive => Bound::Prefix { key, inclusive: true },
-        BoundKind::Exclusive => Bound::Prefix { key, inclusive: false },
+        BoundKind::Inclusive => Bound::Prefix {
+            key,
+            inclusive: true,
+        },
+        BoundKind::Exclusive => Bound::Prefix {
+            key,
+            inclusive: false,
+        },
     }
 }
 
@@ -130,13 +136,23 @@ impl Engine {
         let def = &table.def;
         for &column in request.columns {
             if usize::from(column) >= def.columns.len() {
-                return Err(Error::new(ErrorCode::NoSuchColumn, format!("column id {column}")));
+                return Err(Error::new(
+                    ErrorCode::NoSuchColumn,
+                    format!("column id {column}"),
+                ));
             }
         }
-        let filter = if request.filter.is_empty() { None } else { Some(Filter::compile(def, request.filter)?) };
+        let filter = if request.filter.is_empty() {
+            None
+        } else {
+            Some(Filter::compile(def, request.filter)?)
+        };
         let index = match request.index {
             Some(position) if usize::from(position) >= table.ordered.len() => {
-                return Err(Error::new(ErrorCode::WrongKey, format!("table has no ordered index #{position}")));
+                return Err(Error::new(
+                    ErrorCode::WrongKey,
+                    format!("table has no ordered index #{position}"),
+                ));
             }
             Some(position) => Some(usize::from(position)),
             None => None,
@@ -148,15 +164,28 @@ impl Engine {
                 ScanBound::Exclusive(bytes) => (bytes, BoundKind::Exclusive),
             };
             let Some(position) = index else {
-                return Err(Error::new(ErrorCode::WrongKey, "bounds need an ordered index"));
+                return Err(Error::new(
+                    ErrorCode::WrongKey,
+                    "bounds need an ordered index",
+                ));
             };
             let mut key = Vec::new();
-            encode_attrinfo_key(def, &def.ordered_indexes[position].columns, bytes, true, &mut key)?;
+            encode_attrinfo_key(
+                def,
+                &def.ordered_indexes[position].columns,
+                bytes,
+                true,
+                &mut key,
+            )?;
             Ok((key, kind))
         };
         let (lower, lower_kind) = encode(request.lower)?;
         let (upper, upper_kind) = encode(request.upper)?;
-        let slot = self.scans.iter().position(Option::is_none).ok_or(ErrorCode::TooManyScans)?;
+        let slot = self
+            .scans
+            .iter()
+            .position(Option::is_none)
+            .ok_or(ErrorCode::TooManyScans)?;
         if request.mode != ReadMode::Committed {
             self.transactions.get_or_begin(request.transaction)?;
         }
@@ -183,13 +212,20 @@ impl Engine {
             lock_granted: false,
             failed: None,
         });
-        self.tables[request.table as usize].as_mut().unwrap().scans_open += 1;
+        self.tables[request.table as usize]
+            .as_mut()
+            .unwrap()
+            .scans_open += 1;
         Ok(slot as u32)
     }
 
     /// Closes a scan. Locks it took stay with its transaction.
     pub fn close_scan(&mut self, scan: u32) -> Result<(), Error> {
-        let record = self.scans.get_mut(scan as usize).and_then(Option::take).ok_or(ErrorCode::NoSuchScan)?;
+        let record = self
+            .scans
+            .get_mut(scan as usize)
+            .and_then(Option::take)
+            .ok_or(ErrorCode::NoSuchScan)?;
         // A lock wait still queued for the scan is cancelled.
         if !record.waiting_row.is_none() && !record.lock_granted && record.failed.is_none() {
             self.cancel_scan_wait(&record, scan);
@@ -201,7 +237,9 @@ impl Engine {
     }
 
     fn cancel_scan_wait(&mut self, record: &ScanRecord, scan: u32) {
-        let Some(transaction) = self.transactions.lookup(record.transaction) else { return };
+        let Some(transaction) = self.transactions.lookup(record.transaction) else {
+            return;
+        };
         let table = self.tables[record.table as usize].as_ref().unwrap();
         let (head, _) = table::header(&table.rows, &self.pool, record.waiting_row);
         if let Some(own) = self.own_record(head, transaction)
@@ -231,8 +269,19 @@ impl Engine {
         if self.waits.head().is_some() {
             self.expire_lock_waits(now_ms);
         }
-        let mut record = self.scans.get_mut(scan as usize).and_then(Option::take).ok_or(ErrorCode::NoSuchScan)?;
-        let result = self.scan_batch(now_ms, scan, &mut record, rows_max.max(1), bytes_max as usize, out);
+        let mut record = self
+            .scans
+            .get_mut(scan as usize)
+            .and_then(Option::take)
+            .ok_or(ErrorCode::NoSuchScan)?;
+        let result = self.scan_batch(
+            now_ms,
+            scan,
+            &mut record,
+            rows_max.max(1),
+            bytes_max as usize,
+            out,
+        );
         self.scans[scan as usize] = Some(record);
         result
     }
@@ -251,7 +300,11 @@ impl Engine {
             return Err(error.into());
         }
         let start_bytes = out.len();
-        let mut batch = ScanBatch { rows: 0, finished: false, waiting: false };
+        let mut batch = ScanBatch {
+            rows: 0,
+            finished: false,
+            waiting: false,
+        };
         if !record.waiting_row.is_none() {
             if !record.lock_granted {
                 batch.waiting = true;
@@ -261,10 +314,27 @@ impl Engine {
             record.lock_granted = false;
         }
         match record.index {
-            None => self.scan_full(now_ms, scan, record, rows_max, bytes_max, start_bytes, out, &mut batch),
-            Some(position) => {
-                self.scan_index(now_ms, scan, record, position, rows_max, bytes_max, start_bytes, out, &mut batch)
-            }
+            None => self.scan_full(
+                now_ms,
+                scan,
+                record,
+                rows_max,
+                bytes_max,
+                start_bytes,
+                out,
+                &mut batch,
+            ),
+            Some(position) => self.scan_index(
+                now_ms,
+                scan,
+                record,
+                position,
+                rows_max,
+                bytes_max,
+                start_bytes,
+                out,
+                &mut batch,
+            ),
         }
         batch.finished = record.finished;
         Ok(batch)
@@ -338,14 +408,23 @@ impl Engine {
                     columns: &table.def.ordered_indexes[position].columns,
                 };
                 let (first, last) = if record.descending {
-                    (bound(&record.upper, record.upper_kind), bound(&record.lower, record.lower_kind))
+                    (
+                        bound(&record.upper, record.upper_kind),
+                        bound(&record.lower, record.lower_kind),
+                    )
                 } else {
-                    (bound(&record.lower, record.lower_kind), bound(&record.upper, record.upper_kind))
+                    (
+                        bound(&record.lower, record.lower_kind),
+                        bound(&record.upper, record.upper_kind),
+                    )
                 };
                 let start = if record.last_row.is_none() {
                     first
                 } else {
-                    Bound::After { key: &record.last_key, row: record.last_row }
+                    Bound::After {
+                        key: &record.last_key,
+                        row: record.last_row,
+                    }
                 };
                 table.ordered[position].collect(
                     &self.pool,
@@ -423,7 +502,14 @@ impl Engine {
     }
 
     /// Decides what a scan does with one slot (full scan) or index entry.
-    fn visit(&mut self, now_ms: u64, scan: u32, record: &mut ScanRecord, slot: ChunkRef, index: Option<usize>) -> Step {
+    fn visit(
+        &mut self,
+        now_ms: u64,
+        scan: u32,
+        record: &mut ScanRecord,
+        slot: ChunkRef,
+        index: Option<usize>,
+    ) -> Step {
         let table = self.tables[record.table as usize].as_ref().unwrap();
         let (head, flags) = table::header(&table.rows, &self.pool, slot);
         if flags & IN_USE == 0 {
@@ -446,7 +532,10 @@ impl Engine {
             }
             slot
         } else {
-            let own = self.transactions.lookup(record.transaction).and_then(|t| self.own_record(head, t));
+            let own = self
+                .transactions
+                .lookup(record.transaction)
+                .and_then(|t| self.own_record(head, t));
             if let (Some(own), Some(position)) = (own, index) {
                 // The transaction's own version has another key for this
                 // index: it is seen through the copy's entry, not this one.
@@ -475,12 +564,22 @@ impl Engine {
         self.lock_for_scan(now_ms, scan, record, slot)
     }
 
-    fn lock_for_scan(&mut self, now_ms: u64, scan: u32, record: &mut ScanRecord, row: ChunkRef) -> Step {
+    fn lock_for_scan(
+        &mut self,
+        now_ms: u64,
+        scan: u32,
+        record: &mut ScanRecord,
+        row: ChunkRef,
+    ) -> Step {
         let Some(transaction) = self.transactions.lookup(record.transaction) else {
             record.failed = Some(ErrorCode::NoSuchTransaction);
             return Step::Wait;
         };
-        let mode = if record.mode == ReadMode::Shared { LockMode::Shared } else { LockMode::Exclusive };
+        let mode = if record.mode == ReadMode::Shared {
+            LockMode::Shared
+        } else {
+            LockMode::Exclusive
+        };
         let was_waiting = record.waiting_row == row;
         match self.acquire(now_ms, transaction, record.table, row, mode) {
             Ok(Acquired::Granted { record: own, .. }) => {
@@ -491,7 +590,13 @@ impl Engine {
                     Some(version) => {
                         // The row may have changed while the scan waited.
                         if was_waiting && let Some(filter) = &record.filter {
-                            let view = table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
+                            let view = table::row_view(
+                                &table.def,
+                                &table.rows,
+                                &table.parts,
+                                &self.pool,
+                                version,
+                            );
                             if !filter.matches(&table.def, view) {
                                 return Step::Skip;
                             }
@@ -514,7 +619,13 @@ impl Engine {
     }
 
     #[inline]
-    fn emit(&self, record: &ScanRecord, version: ChunkRef, out: &mut Vec<u8>, batch: &mut ScanBatch) {
+    fn emit(
+        &self,
+        record: &ScanRecord,
+        version: ChunkRef,
+        out: &mut Vec<u8>,
+        batch: &mut ScanBatch,
+    ) {
         let table = self.tables[record.table as usize].as_ref().unwrap();
         let view = table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
         let length_at = out.len();

@@ -16,10 +16,10 @@
 //! Four bytes of header per row matter: for a 68-byte row they are the
 //! difference between 72 and 76 bytes a slot.
 
+use super::locks::NO_RECORD;
+use crate::hash_index::HashIndex;
 use crate::memory::{ChunkRef, PagePool, Slab, VarAllocator, VarRef};
 use crate::ordered_index::{KeySource, OrderedIndex};
-use crate::hash_index::HashIndex;
-use super::locks::NO_RECORD;
 use schema::key::encode_row_key;
 use schema::table::ColumnId;
 use schema::{ErrorCode, RowView, TableDef};
@@ -47,13 +47,19 @@ pub(crate) struct Table {
 /// Bytes of a row slot for this table.
 pub(crate) fn slot_bytes(def: &TableDef) -> u32 {
     let var_ref = if def.layout.var_columns > 0 { 5 } else { 0 };
-    (HEADER_BYTES as u32 + def.layout.fixed_bytes + var_ref).next_multiple_of(4).max(crate::memory::slab::CHUNK_BYTES_MIN)
+    (HEADER_BYTES as u32 + def.layout.fixed_bytes + var_ref)
+        .next_multiple_of(4)
+        .max(crate::memory::slab::CHUNK_BYTES_MIN)
 }
 
 impl Table {
     pub fn new(def: TableDef, pool: &mut PagePool) -> Result<Table, ErrorCode> {
         let hash = HashIndex::new(pool)?;
-        let ordered = def.ordered_indexes.iter().map(|_| OrderedIndex::new()).collect();
+        let ordered = def
+            .ordered_indexes
+            .iter()
+            .map(|_| OrderedIndex::new())
+            .collect();
         Ok(Table {
             rows: Slab::new(slot_bytes(&def)),
             def,
@@ -79,7 +85,11 @@ impl Table {
     /// A mask with a bit for every ordered index.
     pub fn all_indexes(&self) -> u64 {
         let count = self.ordered.len();
-        if count == 64 { u64::MAX } else { (1u64 << count) - 1 }
+        if count == 64 {
+            u64::MAX
+        } else {
+            (1u64 << count) - 1
+        }
     }
 }
 
@@ -95,7 +105,14 @@ pub(crate) fn header_word(record: u32, flags: u8) -> [u8; 4] {
 pub(crate) fn header(rows: &Slab, pool: &PagePool, slot: ChunkRef) -> (u32, u8) {
     let word = u32::from_le_bytes(rows.bytes(pool, slot)[0..4].try_into().unwrap());
     let record = word & RECORD_MASK;
-    (if record == RECORD_MASK { NO_RECORD } else { record }, (word >> RECORD_BITS) as u8)
+    (
+        if record == RECORD_MASK {
+            NO_RECORD
+        } else {
+            record
+        },
+        (word >> RECORD_BITS) as u8,
+    )
 }
 
 #[inline]
@@ -117,7 +134,9 @@ pub(crate) fn var_ref(def: &TableDef, slot_bytes: &[u8]) -> Option<VarRef> {
     }
     let at = HEADER_BYTES + def.layout.fixed_bytes as usize;
     Some(VarRef {
-        chunk: ChunkRef::from_raw(u32::from_le_bytes(slot_bytes[at..at + 4].try_into().unwrap())),
+        chunk: ChunkRef::from_raw(u32::from_le_bytes(
+            slot_bytes[at..at + 4].try_into().unwrap(),
+        )),
         class: slot_bytes[at + 4],
     })
 }
@@ -163,7 +182,11 @@ pub(crate) fn store_version(
     record: u32,
     flags: u8,
 ) -> Result<(), ErrorCode> {
-    let stored = if def.layout.var_columns > 0 { Some(parts.store(pool, var)?) } else { None };
+    let stored = if def.layout.var_columns > 0 {
+        Some(parts.store(pool, var)?)
+    } else {
+        None
+    };
     let bytes = rows.bytes_mut(pool, slot);
     bytes[0..4].copy_from_slice(&header_word(record, flags));
     bytes[HEADER_BYTES..HEADER_BYTES + fixed.len()].copy_from_slice(fixed);
@@ -174,7 +197,13 @@ pub(crate) fn store_version(
 }
 
 /// Frees a slot's variable part (if any); the slot itself stays.
-pub(crate) fn free_var(def: &TableDef, rows: &Slab, parts: &mut VarAllocator, pool: &mut PagePool, slot: ChunkRef) {
+pub(crate) fn free_var(
+    def: &TableDef,
+    rows: &Slab,
+    parts: &mut VarAllocator,
+    pool: &mut PagePool,
+    slot: ChunkRef,
+) {
     if let Some(var) = var_ref(def, rows.bytes(pool, slot)) {
         parts.free(pool, var);
     }
@@ -198,7 +227,13 @@ impl KeySource for RowKeys<'_> {
 
 /// Encodes the key of `index` (or the primary key with `None`) of the row in `slot`.
 #[inline]
-pub(crate) fn slot_key(table: &Table, pool: &PagePool, index: Option<usize>, slot: ChunkRef, out: &mut Vec<u8>) {
+pub(crate) fn slot_key(
+    table: &Table,
+    pool: &PagePool,
+    index: Option<usize>,
+    slot: ChunkRef,
+    out: &mut Vec<u8>,
+) {
     out.clear();
     let columns = match index {
         Some(index) => &table.def.ordered_indexes[index].columns[..],
@@ -217,12 +252,23 @@ pub(crate) fn index_insert(
     mask: u64,
     key: &mut Vec<u8>,
 ) -> Result<(), ErrorCode> {
-    let Table { def, rows, parts, ordered, .. } = table;
+    let Table {
+        def,
+        rows,
+        parts,
+        ordered,
+        ..
+    } = table;
     for (index, tree) in ordered.iter_mut().enumerate() {
         if mask & (1 << index) == 0 {
             continue;
         }
-        let keys = RowKeys { def, rows, parts, columns: &def.ordered_indexes[index].columns };
+        let keys = RowKeys {
+            def,
+            rows,
+            parts,
+            columns: &def.ordered_indexes[index].columns,
+        };
         key.clear();
         keys.key(pool, slot, key);
         if let Err(error) = tree.insert(pool, key, slot, &keys) {
@@ -235,13 +281,30 @@ pub(crate) fn index_insert(
 }
 
 /// Removes `(key(slot), slot)` from every index in `mask`. Never allocates.
-pub(crate) fn index_remove(table: &mut Table, pool: &mut PagePool, slot: ChunkRef, mask: u64, key: &mut Vec<u8>) {
-    let Table { def, rows, parts, ordered, .. } = table;
+pub(crate) fn index_remove(
+    table: &mut Table,
+    pool: &mut PagePool,
+    slot: ChunkRef,
+    mask: u64,
+    key: &mut Vec<u8>,
+) {
+    let Table {
+        def,
+        rows,
+        parts,
+        ordered,
+        ..
+    } = table;
     for (index, tree) in ordered.iter_mut().enumerate() {
         if mask & (1 << index) == 0 {
             continue;
         }
-        let keys = RowKeys { def, rows, parts, columns: &def.ordered_indexes[index].columns };
+        let keys = RowKeys {
+            def,
+            rows,
+            parts,
+            columns: &def.ordered_indexes[index].columns,
+        };
         key.clear();
         keys.key(pool, slot, key);
         let removed = tree.remove(pool, key, slot, &keys);

@@ -58,7 +58,14 @@ pub(crate) struct Transactions {
 impl Transactions {
     pub fn new(count: u32) -> Transactions {
         Transactions {
-            records: vec![TransactionRecord { id: 0, first: NO_RECORD, state: State::Active }; count as usize],
+            records: vec![
+                TransactionRecord {
+                    id: 0,
+                    first: NO_RECORD,
+                    state: State::Active
+                };
+                count as usize
+            ],
             free: (0..count).rev().collect(),
             by_id: HashMap::with_capacity_and_hasher(count as usize, Default::default()),
         }
@@ -76,16 +83,26 @@ impl Transactions {
     #[inline]
     pub fn get_or_begin(&mut self, id: TransactionId) -> Result<u32, Error> {
         if id == super::NO_TRANSACTION {
-            return Err(Error::new(ErrorCode::WrongTransactionState, "locking reads and writes need a transaction id"));
+            return Err(Error::new(
+                ErrorCode::WrongTransactionState,
+                "locking reads and writes need a transaction id",
+            ));
         }
         if let Some(&index) = self.by_id.get(&id) {
             if self.records[index as usize].state != State::Active {
-                return Err(Error::new(ErrorCode::WrongTransactionState, "the transaction is prepared"));
+                return Err(Error::new(
+                    ErrorCode::WrongTransactionState,
+                    "the transaction is prepared",
+                ));
             }
             return Ok(index);
         }
         let index = self.free.pop().ok_or(ErrorCode::TooManyTransactions)?;
-        self.records[index as usize] = TransactionRecord { id, first: NO_RECORD, state: State::Active };
+        self.records[index as usize] = TransactionRecord {
+            id,
+            first: NO_RECORD,
+            state: State::Active,
+        };
         self.by_id.insert(id, index);
         Ok(index)
     }
@@ -126,11 +143,17 @@ impl Engine {
     /// The prepare step: the transaction takes no more operations and none of
     /// its operations may still be waiting for a lock.
     pub fn prepare(&mut self, transaction: TransactionId) -> Result<(), Error> {
-        let index = self.transactions.lookup(transaction).ok_or(ErrorCode::NoSuchTransaction)?;
+        let index = self
+            .transactions
+            .lookup(transaction)
+            .ok_or(ErrorCode::NoSuchTransaction)?;
         let mut at = self.transactions.first(index);
         while at != NO_RECORD {
             if self.records[at as usize].waiting() {
-                return Err(Error::new(ErrorCode::WrongTransactionState, "an operation still waits for a lock"));
+                return Err(Error::new(
+                    ErrorCode::WrongTransactionState,
+                    "an operation still waits for a lock",
+                ));
             }
             at = self.records[at as usize].next_in_transaction;
         }
@@ -142,14 +165,23 @@ impl Engine {
     /// committed version and releases its locks. Never allocates or fails
     /// once the transaction is prepared.
     pub fn commit(&mut self, transaction: TransactionId) -> Result<(), Error> {
-        let index = self.transactions.lookup(transaction).ok_or(ErrorCode::NoSuchTransaction)?;
+        let index = self
+            .transactions
+            .lookup(transaction)
+            .ok_or(ErrorCode::NoSuchTransaction)?;
         if self.transactions.state(index) != State::Prepared {
-            return Err(Error::new(ErrorCode::WrongTransactionState, "commit needs a prepared transaction"));
+            return Err(Error::new(
+                ErrorCode::WrongTransactionState,
+                "commit needs a prepared transaction",
+            ));
         }
         while self.transactions.first(index) != NO_RECORD {
             let record = self.transactions.first(index);
             self.commit_record(record);
-            let (table, row) = (self.records[record as usize].table, self.records[record as usize].row);
+            let (table, row) = (
+                self.records[record as usize].table,
+                self.records[record as usize].row,
+            );
             if self.release_record(record) {
                 self.grant_waiters(table, row);
             }
@@ -161,11 +193,17 @@ impl Engine {
     /// The abort step: undoes every change of the transaction, in any state,
     /// cancels its lock waits and releases its locks.
     pub fn abort(&mut self, transaction: TransactionId) -> Result<(), Error> {
-        let index = self.transactions.lookup(transaction).ok_or(ErrorCode::NoSuchTransaction)?;
+        let index = self
+            .transactions
+            .lookup(transaction)
+            .ok_or(ErrorCode::NoSuchTransaction)?;
         while self.transactions.first(index) != NO_RECORD {
             let record = self.transactions.first(index);
             self.abort_record(record);
-            let (table, row) = (self.records[record as usize].table, self.records[record as usize].row);
+            let (table, row) = (
+                self.records[record as usize].table,
+                self.records[record as usize].row,
+            );
             if self.release_record(record) {
                 self.grant_waiters(table, row);
             }
@@ -176,7 +214,12 @@ impl Engine {
 
     fn commit_record(&mut self, index: u32) {
         let record = self.records[index as usize];
-        let Engine { tables, pool, scratch, .. } = self;
+        let Engine {
+            tables,
+            pool,
+            scratch,
+            ..
+        } = self;
         let table = tables[record.table as usize].as_mut().unwrap();
         let row = record.row;
         let (_, flags) = table::header(&table.rows, pool, row);
@@ -192,7 +235,14 @@ impl Engine {
             table::set_flags(&table.rows, pool, row, IN_USE);
         } else {
             if !record.image.is_none() {
-                move_image(table, pool, row, record.image, record.changed, &mut scratch.key);
+                move_image(
+                    table,
+                    pool,
+                    row,
+                    record.image,
+                    record.changed,
+                    &mut scratch.key,
+                );
                 self.records[index as usize].image = crate::memory::ChunkRef::NONE;
             }
             let table = self.tables[record.table as usize].as_mut().unwrap();
@@ -211,7 +261,12 @@ impl Engine {
 
     fn abort_record(&mut self, index: u32) {
         let record = self.records[index as usize];
-        let Engine { tables, pool, scratch, .. } = self;
+        let Engine {
+            tables,
+            pool,
+            scratch,
+            ..
+        } = self;
         let table = tables[record.table as usize].as_mut().unwrap();
         if !record.image.is_none() {
             drop_image(table, pool, record.image, record.changed, &mut scratch.key);
@@ -250,18 +305,32 @@ fn move_image(
     // variable part's reference.
     let body = table::HEADER_BYTES;
     if row_page == image_page {
-        pool.page_mut(row_page).copy_within(image_offset + body..image_offset + slot_bytes, row_offset + body);
+        pool.page_mut(row_page).copy_within(
+            image_offset + body..image_offset + slot_bytes,
+            row_offset + body,
+        );
     } else {
         let (row_bytes, image_bytes) = pool.pages_mut(row_page, image_page);
         row_bytes[row_offset + body..row_offset + slot_bytes]
             .copy_from_slice(&image_bytes[image_offset + body..image_offset + slot_bytes]);
     }
-    let Table { def, rows, parts, ordered, .. } = table;
+    let Table {
+        def,
+        rows,
+        parts,
+        ordered,
+        ..
+    } = table;
     for (position, index) in ordered.iter_mut().enumerate() {
         if changed & (1 << position) == 0 {
             continue;
         }
-        let keys = table::RowKeys { def, rows, parts, columns: &def.ordered_indexes[position].columns };
+        let keys = table::RowKeys {
+            def,
+            rows,
+            parts,
+            columns: &def.ordered_indexes[position].columns,
+        };
         key.clear();
         keys.key(pool, image, key);
         let replaced = index.replace_row(pool, key, image, row, &keys);

@@ -22,7 +22,10 @@ pub fn prefetch(bytes: &[u8]) {
     // SAFETY: a prefetch is only a hint; it never faults or changes memory,
     // and `bytes` is a valid slice anyway.
     unsafe {
-        core::arch::x86_64::_mm_prefetch(bytes.as_ptr().cast::<i8>(), core::arch::x86_64::_MM_HINT_T0);
+        core::arch::x86_64::_mm_prefetch(
+            bytes.as_ptr().cast::<i8>(),
+            core::arch::x86_64::_MM_HINT_T0,
+        );
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = bytes;

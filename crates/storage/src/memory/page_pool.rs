@@ -37,13 +37,19 @@ impl PagePool {
         if count < u64::from(PAGE_COUNT_MIN) {
             return Err(Error::new(
                 ErrorCode::BadConfiguration,
-                format!("DataMemory must be at least {} KiB", PAGE_COUNT_MIN as usize * PAGE_SIZE_BYTES / 1024),
+                format!(
+                    "DataMemory must be at least {} KiB",
+                    PAGE_COUNT_MIN as usize * PAGE_SIZE_BYTES / 1024
+                ),
             ));
         }
         if count > u64::from(PAGE_COUNT_MAX) {
             return Err(Error::new(
                 ErrorCode::BadConfiguration,
-                format!("DataMemory must be at most {} bytes", u64::from(PAGE_COUNT_MAX) * PAGE_SIZE_BYTES as u64),
+                format!(
+                    "DataMemory must be at most {} bytes",
+                    u64::from(PAGE_COUNT_MAX) * PAGE_SIZE_BYTES as u64
+                ),
             ));
         }
         let count = count as u32;
@@ -85,12 +91,19 @@ impl PagePool {
         second: PageId,
     ) -> (&mut [u8; PAGE_SIZE_BYTES], &mut [u8; PAGE_SIZE_BYTES]) {
         assert_ne!(first, second);
-        let (low, high, swapped) =
-            if first < second { (first, second, false) } else { (second, first, true) };
+        let (low, high, swapped) = if first < second {
+            (first, second, false)
+        } else {
+            (second, first, true)
+        };
         let (head, tail) = self.pages.split_at_mut(high as usize);
         let low_page = &mut head[low as usize].0;
         let high_page = &mut tail[0].0;
-        if swapped { (high_page, low_page) } else { (low_page, high_page) }
+        if swapped {
+            (high_page, low_page)
+        } else {
+            (low_page, high_page)
+        }
     }
 
     pub fn pages_total(&self) -> u32 {
@@ -123,7 +136,10 @@ mod tests {
 
     #[test]
     fn refuses_sizes_out_of_range() {
-        assert_eq!(PagePool::new(1024).err().unwrap().code, ErrorCode::BadConfiguration);
+        assert_eq!(
+            PagePool::new(1024).err().unwrap().code,
+            ErrorCode::BadConfiguration
+        );
     }
 
     #[test]

@@ -100,7 +100,8 @@ impl Slab {
         if !self.free_head.is_none() {
             let chunk = self.free_head;
             let bytes = self.bytes(pool, chunk);
-            self.free_head = ChunkRef::from_raw(u32::from_le_bytes(bytes[4..8].try_into().unwrap()));
+            self.free_head =
+                ChunkRef::from_raw(u32::from_le_bytes(bytes[4..8].try_into().unwrap()));
             self.chunks_used += 1;
             return Ok(chunk);
         }
@@ -166,7 +167,11 @@ impl Slab {
     /// Chunks ever cut from the `position`-th page (all but the last are full).
     #[inline]
     pub fn chunks_cut(&self, position: usize) -> u32 {
-        if position + 1 == self.pages.len() { self.last_page_cut } else { self.chunks_per_page }
+        if position + 1 == self.pages.len() {
+            self.last_page_cut
+        } else {
+            self.chunks_per_page
+        }
     }
 
     pub fn chunks_used(&self) -> u64 {

@@ -47,13 +47,17 @@ pub struct VarRef {
 impl VarAllocator {
     fn class_for(&self, bytes: usize) -> usize {
         let needed = (bytes + VAR_HEADER_BYTES) as u32;
-        self.classes.partition_point(|slab| slab.chunk_bytes() < needed)
+        self.classes
+            .partition_point(|slab| slab.chunk_bytes() < needed)
     }
 
     /// Stores `part` in a new chunk.
     pub fn store(&mut self, pool: &mut PagePool, part: &[u8]) -> Result<VarRef, ErrorCode> {
         let class = self.class_for(part.len());
-        assert!(class < self.classes.len(), "variable part larger than a page");
+        assert!(
+            class < self.classes.len(),
+            "variable part larger than a page"
+        );
         let slab = &mut self.classes[class];
         let chunk = slab.allocate(pool)?;
         let bytes = slab.bytes_mut(pool, chunk);
@@ -61,7 +65,10 @@ impl VarAllocator {
         bytes[2] = class as u8;
         bytes[3] = 0;
         bytes[VAR_HEADER_BYTES..VAR_HEADER_BYTES + part.len()].copy_from_slice(part);
-        Ok(VarRef { chunk, class: class as u8 })
+        Ok(VarRef {
+            chunk,
+            class: class as u8,
+        })
     }
 
     /// The part stored at `var`.
@@ -121,7 +128,10 @@ mod tests {
         let parts = VarAllocator::default();
         for pair in parts.classes.windows(2) {
             let (small, large) = (pair[0].chunk_bytes(), pair[1].chunk_bytes());
-            assert!(large - small <= (small / 8).next_multiple_of(8).max(8), "{small} -> {large}");
+            assert!(
+                large - small <= (small / 8).next_multiple_of(8).max(8),
+                "{small} -> {large}"
+            );
         }
     }
 }
