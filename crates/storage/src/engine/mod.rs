@@ -61,6 +61,9 @@ pub struct EngineConfig {
     pub tables_max: u32,
     /// [TransactionDeadlockDetectionTimeout] longest wait for a row lock.
     pub lock_wait_timeout_ms: u64,
+    /// Write all of DataMemory at start so the operating system commits it
+    /// then, not on first use (data nodes do; tests need not).
+    pub touch_memory_at_start: bool,
 }
 
 impl Default for EngineConfig {
@@ -72,6 +75,7 @@ impl Default for EngineConfig {
             scans_max: 256,
             tables_max: 128,
             lock_wait_timeout_ms: 1_200,
+            touch_memory_at_start: false,
         }
     }
 }
@@ -186,7 +190,10 @@ pub struct Engine {
 impl Engine {
     /// Reserves DataMemory and every record pool from the configuration.
     pub fn new(config: EngineConfig) -> Result<Engine, Error> {
-        let pool = PagePool::new(config.data_memory_bytes)?;
+        let mut pool = PagePool::new(config.data_memory_bytes)?;
+        if config.touch_memory_at_start {
+            pool.touch_all();
+        }
         if config.operations_max >= table::RECORDS_MAX {
             return Err(Error::new(
                 ErrorCode::BadConfiguration,

@@ -60,6 +60,18 @@ impl PagePool {
         Ok(PagePool { pages, free })
     }
 
+    /// Writes every page once, so the operating system commits all of
+    /// DataMemory now rather than on first use: as an NDB data node does at
+    /// start, which keeps page faults off the operation paths.
+    pub fn touch_all(&mut self) {
+        const OS_PAGE_BYTES: usize = 4096;
+        for page in self.pages.iter_mut() {
+            for offset in (0..PAGE_SIZE_BYTES).step_by(OS_PAGE_BYTES) {
+                page.0[offset] = 0;
+            }
+        }
+    }
+
     /// Takes a free page. Its contents are whatever its last owner left.
     #[inline]
     pub fn allocate(&mut self) -> Result<PageId, ErrorCode> {
