@@ -18,11 +18,12 @@
 //!
 //! Comparing two words as integers orders their entries as `(key, row)`
 //! does unless both keys are longer than 11 bytes and share their first 11:
-//! only then are full keys read from the rows. Eleven bytes hold a BIGINT,
-//! DATETIME or two-INT key whole (a NULL byte plus the value bytes), so the
-//! common keys never need a row read; a 16-byte word keeps slots aligned and
-//! a search a walk over one array. The row sits in the low bytes so a scan
-//! reads it as the word's first four bytes.
+//! only then are full keys read from the rows. Eleven bytes hold the common
+//! keys whole: an INT or BIGINT (4 or 8 bytes, one more if nullable), a
+//! DATETIME, two INTs, a DATE and an INT, so those never need a row read; a
+//! 16-byte word keeps slots aligned and a search a walk over one array. The
+//! row sits in the low bytes so a scan reads it as the word's first four
+//! bytes.
 //!
 //! ## Nodes
 //! A node is one 4 KiB chunk of a `Slab` (8 per 32 KiB page). Multi-byte
@@ -30,8 +31,8 @@
 //!
 //! | bytes  | field                                                         |
 //! |--------|---------------------------------------------------------------|
-//! | 0..4   | previous leaf (`ChunkRef` raw; `NONE` at the left end; 0 in internal nodes) |
-//! | 4..8   | next leaf (`ChunkRef` raw; `NONE` at the right end)           |
+//! | 0..4   | previous leaf (`ChunkRef` raw; `NONE` at the left end and in internal nodes) |
+//! | 4..8   | next leaf (`ChunkRef` raw; `NONE` at the right end and in internal nodes) |
 //! | 8..10  | count: entries in a leaf, children in an internal node        |
 //! | 10     | level: 0 for a leaf, children's level + 1 above               |
 //! | 11     | `0xB7`, marks a node in use (checked in debug builds)         |
@@ -45,15 +46,17 @@
 //! linked both ways so scans walk them without climbing the tree; parents
 //! are not linked, updates remember the way down instead.
 //!
-//! Why 4 KiB: measured with 2, 4 and 8 KiB nodes on sequential and random
-//! inserts and on scans, 4 KiB was as fast as the best within a few percent
-//! everywhere, while 8 KiB nodes made random inserts slower (a longer shift
-//! per insert) and 2 KiB ones made the tree a level deeper sooner.
+//! Why 4 KiB: with 2, 4 and 8 KiB nodes and 2 million 5-byte keys
+//! (`ordered_index_timing` in `tests/ordered_index.rs`), sequential and
+//! random inserts, lookups and scans ran within noise of one another; 8 KiB
+//! nodes were about a fifth slower to remove from (longer shifts). 4 KiB
+//! keeps the tree a level shallower than 2 KiB sooner, and is one OS page.
 //!
 //! ## Updates
 //! An insert into a full leaf splits it in half, and the split climbs while
 //! parents are full; at the ends of the tree (ascending or descending loads)
-//! a split leaves the old node full instead, so loaded indexes are dense. The
+//! a split leaves the old node full instead, so loaded indexes are dense
+//! (random loads leave nodes about 70% full). The
 //! nodes a split needs are counted before anything changes, so `TableFull`
 //! leaves the index as it was. A removal frees a node that empties and merges
 //! one below a quarter full with a sibling when both fit in one node; the
@@ -72,7 +75,6 @@ mod word;
 mod model;
 #[cfg(test)]
 mod tests;
-
 
 use crate::memory::{ChunkRef, PagePool};
 use schema::ErrorCode;
@@ -97,11 +99,17 @@ pub trait KeySource {
 #[derive(Debug, Clone, Copy)]
 pub enum Bound<'a> {
     Unbounded,
-    Prefix { key: &'a [u8], inclusive: bool },
+    Prefix {
+        key: &'a [u8],
+        inclusive: bool,
+    },
     /// Strictly past this entry in the scan's direction: where a scan resumes.
     /// The entry need not be in the index any more. As an `end` bound it
     /// keeps the entries up to and including this one.
-    After { key: &'a [u8], row: ChunkRef },
+    After {
+        key: &'a [u8],
+        row: ChunkRef,
+    },
 }
 
 /// Why `collect` returned.
@@ -134,7 +142,10 @@ impl Default for OrderedIndex {
 
 impl OrderedIndex {
     pub fn new() -> OrderedIndex {
-        OrderedIndex { tree: Tree::new(), scratch: Mutex::new(Vec::with_capacity(SCRATCH_BYTES)) }
+        OrderedIndex {
+            tree: Tree::new(),
+            scratch: Mutex::new(Vec::with_capacity(SCRATCH_BYTES)),
+        }
     }
 
     /// Adds an entry. On `TableFull` the index is exactly as before.
@@ -145,14 +156,42 @@ impl OrderedIndex {
         row: ChunkRef,
         keys: &impl KeySource,
     ) -> Result<(), ErrorCode> {
-        let scratch = self.scratch.get_mut().unwrap_or_else(PoisonError::into_inner);
-        self.tree.insert(pool, key, row, &mut FullKeys { keys, scratch: Scratch::Owned(scratch) })
+        let scratch = self
+            .scratch
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.tree.insert(
+            pool,
+            key,
+            row,
+            &mut FullKeys {
+                keys,
+                scratch: Scratch::Owned(scratch),
+            },
+        )
     }
 
     /// Removes an entry; false if it was not there. Never allocates.
-    pub fn remove(&mut self, pool: &mut PagePool, key: &[u8], row: ChunkRef, keys: &impl KeySource) -> bool {
-        let scratch = self.scratch.get_mut().unwrap_or_else(PoisonError::into_inner);
-        self.tree.remove(pool, key, row, &mut FullKeys { keys, scratch: Scratch::Owned(scratch) })
+    pub fn remove(
+        &mut self,
+        pool: &mut PagePool,
+        key: &[u8],
+        row: ChunkRef,
+        keys: &impl KeySource,
+    ) -> bool {
+        let scratch = self
+            .scratch
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.tree.remove(
+            pool,
+            key,
+            row,
+            &mut FullKeys {
+                keys,
+                scratch: Scratch::Owned(scratch),
+            },
+        )
     }
 
     /// Points the entry `(key, old)` at `new` in place; false if it was not
@@ -172,8 +211,20 @@ impl OrderedIndex {
         new: ChunkRef,
         keys: &impl KeySource,
     ) -> bool {
-        let scratch = self.scratch.get_mut().unwrap_or_else(PoisonError::into_inner);
-        self.tree.replace_row(pool, key, old, new, &mut FullKeys { keys, scratch: Scratch::Owned(scratch) })
+        let scratch = self
+            .scratch
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.tree.replace_row(
+            pool,
+            key,
+            old,
+            new,
+            &mut FullKeys {
+                keys,
+                scratch: Scratch::Owned(scratch),
+            },
+        )
     }
 
     /// Appends to `out` the rows of up to `limit` entries from `start` to
@@ -194,8 +245,12 @@ impl OrderedIndex {
         out: &mut Vec<ChunkRef>,
         limit: usize,
     ) -> Collected {
-        let full = &mut FullKeys { keys, scratch: Scratch::Shared(&self.scratch) };
-        self.tree.collect(pool, start, end, descending, full, out, limit)
+        let full = &mut FullKeys {
+            keys,
+            scratch: Scratch::Shared(&self.scratch),
+        };
+        self.tree
+            .collect(pool, start, end, descending, full, out, limit)
     }
 
     /// Returns every node to the pool; the index is empty afterwards.
@@ -210,6 +265,20 @@ impl OrderedIndex {
     /// DataMemory pages the index's nodes occupy.
     pub fn pages(&self) -> usize {
         self.tree.pages()
+    }
+
+    /// Bytes of one node (a slab chunk).
+    pub const NODE_BYTES: usize = node::NODE_BYTES;
+
+    /// Nodes in use. `pages()` hold `pages() * PAGE_SIZE_BYTES / NODE_BYTES`;
+    /// the rest are free for later splits.
+    pub fn nodes(&self) -> u64 {
+        self.tree.nodes()
+    }
+
+    /// Levels of nodes: 0 when empty, 1 when the root is a leaf.
+    pub fn height(&self) -> usize {
+        self.tree.height()
     }
 
     /// Asserts the tree's invariants: entries strictly ascending by

@@ -20,13 +20,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
     #[test]
-    fn matches_the_oracle(operations in prop::collection::vec(operation(), 1..6000)) {
+    fn ordered_index_matches_the_oracle(operations in prop::collection::vec(operation(), 1..6000)) {
         Model::run(POOL_BYTES, &operations, 1499);
     }
 }
 
 #[test]
-fn large_random_run() {
+fn ordered_index_large_random_run() {
     let mut model = Model::new(POOL_BYTES);
     let mut random = Random::new(42);
     // Enough entries for three levels: ~200 leaves under each internal node.
@@ -44,13 +44,19 @@ fn large_random_run() {
     for step in 0..60_000usize {
         let operation = match random.below(10) {
             0..=5 => Operation::Remove(random.next() as usize),
-            6 | 7 => Operation::Replace { position: random.next() as usize, higher: step % 2 == 0 },
+            6 | 7 => Operation::Replace {
+                position: random.next() as usize,
+                higher: step % 2 == 0,
+            },
             _ => Operation::Insert(random.key()),
         };
         model.apply(&operation);
         if step % 20_000 == 0 {
             let probe = random.key();
-            let bound = Bound::Prefix { key: &probe, inclusive: true };
+            let bound = Bound::Prefix {
+                key: &probe,
+                inclusive: true,
+            };
             model.collect(bound, Bound::Unbounded, step % 40_000 == 0, 3000, true);
         }
     }
@@ -59,7 +65,7 @@ fn large_random_run() {
 }
 
 #[test]
-fn table_full_leaves_the_index_unchanged() {
+fn ordered_index_table_full_leaves_it_unchanged() {
     for seed in 0..3 {
         Model::fill_until_full(seed);
     }
@@ -96,12 +102,16 @@ fn mix(mut value: u32) -> u32 {
 
 fn rate(count: usize, started: Instant) -> String {
     let seconds = started.elapsed().as_secs_f64();
-    format!("{:>6.2} M/s ({:.0} ns each)", count as f64 / seconds / 1e6, seconds * 1e9 / count as f64)
+    format!(
+        "{:>6.2} M/s ({:.0} ns each)",
+        count as f64 / seconds / 1e6,
+        seconds * 1e9 / count as f64
+    )
 }
 
 #[test]
 #[ignore = "timing; run in release with --nocapture"]
-fn timing() {
+fn ordered_index_timing() {
     const COUNT: u32 = 2_000_000;
     for scramble in [false, true] {
         let keys = NumberedKeys { scramble };
@@ -109,10 +119,21 @@ fn timing() {
         let mut index = OrderedIndex::new();
         let started = Instant::now();
         for number in 0..COUNT {
-            index.insert(&mut pool, &keys.key(number), ChunkRef::from_raw(number), &keys).unwrap();
+            index
+                .insert(
+                    &mut pool,
+                    &keys.key(number),
+                    ChunkRef::from_raw(number),
+                    &keys,
+                )
+                .unwrap();
         }
         let order = if scramble { "random" } else { "sequential" };
-        println!("insert {order:>10}: {}, {} pages", rate(COUNT as usize, started), index.pages());
+        println!(
+            "insert {order:>10}: {}, {} pages",
+            rate(COUNT as usize, started),
+            index.pages()
+        );
 
         let started = Instant::now();
         let mut out = Vec::with_capacity(1000);
@@ -124,7 +145,8 @@ fn timing() {
                 Some((key, row)) => Bound::After { key, row: *row },
                 None => Bound::Unbounded,
             };
-            let collected = index.collect(&pool, start, Bound::Unbounded, false, &keys, &mut out, 1000);
+            let collected =
+                index.collect(&pool, start, Bound::Unbounded, false, &keys, &mut out, 1000);
             seen += out.len();
             if collected == Collected::Exhausted {
                 break;
@@ -133,14 +155,20 @@ fn timing() {
             last = Some((keys.key(row.raw()), row));
         }
         assert_eq!(seen, COUNT as usize);
-        println!("scan   {order:>10}: {} (batches of 1000)", rate(seen, started));
+        println!(
+            "scan   {order:>10}: {} (batches of 1000)",
+            rate(seen, started)
+        );
 
         let started = Instant::now();
         let mut random = Random::new(1);
         for _ in 0..COUNT {
             let key = keys.key(random.below(COUNT as usize) as u32);
             out.clear();
-            let bound = Bound::Prefix { key: &key, inclusive: true };
+            let bound = Bound::Prefix {
+                key: &key,
+                inclusive: true,
+            };
             index.collect(&pool, bound, bound, false, &keys, &mut out, 1);
             assert_eq!(out.len(), 1);
         }
@@ -156,9 +184,17 @@ fn timing() {
         let started = Instant::now();
         for number in 0..COUNT {
             let number = (u64::from(number) * 1_000_003 % u64::from(COUNT)) as u32;
-            assert!(index.remove(&mut pool, &keys.key(number), ChunkRef::from_raw(number), &keys));
+            assert!(index.remove(
+                &mut pool,
+                &keys.key(number),
+                ChunkRef::from_raw(number),
+                &keys
+            ));
         }
-        println!("remove {order:>10}: {} (random order)", rate(COUNT as usize, started));
+        println!(
+            "remove {order:>10}: {} (random order)",
+            rate(COUNT as usize, started)
+        );
         assert_eq!(index.entries(), 0);
         index.release_all(&mut pool);
         assert_eq!(pool.pages_used(), 0);

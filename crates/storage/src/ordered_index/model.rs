@@ -32,10 +32,17 @@ pub enum KeyPick {
 pub enum BoundSpec {
     Unbounded,
     /// The picked key cut to `length` bytes (if longer).
-    Prefix { key: KeyPick, length: usize, inclusive: bool },
+    Prefix {
+        key: KeyPick,
+        length: usize,
+        inclusive: bool,
+    },
     /// After the picked key with an existing row (`row: None`, the picked
     /// entry's own) or a row of its own.
-    After { key: KeyPick, row: Option<u32> },
+    After {
+        key: KeyPick,
+        row: Option<u32>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -49,8 +56,17 @@ pub enum Operation {
     RemoveMissing(Vec<u8>),
     /// Gives the entry at this position a new row, from the low or high end
     /// of the rows handed out so far (rows count up) so it moves.
-    Replace { position: usize, higher: bool },
-    Collect { start: BoundSpec, end: BoundSpec, descending: bool, limit: usize, resume: bool },
+    Replace {
+        position: usize,
+        higher: bool,
+    },
+    Collect {
+        start: BoundSpec,
+        end: BoundSpec,
+        descending: bool,
+        limit: usize,
+        resume: bool,
+    },
 }
 
 fn byte() -> impl Strategy<Value = u8> {
@@ -70,7 +86,10 @@ pub fn key() -> impl Strategy<Value = Vec<u8>> {
         b"\x01abcdefghijklmnopr",
     ];
     let short = prop::collection::vec(byte(), 0..6);
-    let long = (prop::sample::select(stems), prop::collection::vec(byte(), 0..4))
+    let long = (
+        prop::sample::select(stems),
+        prop::collection::vec(byte(), 0..4),
+    )
         .prop_map(|(stem, tail)| [stem, &tail[..]].concat());
     prop_oneof![short, long]
 }
@@ -110,11 +129,13 @@ pub fn operation() -> impl Strategy<Value = Operation> {
 /// How an entry's key, cut to the bound's length, compares with the bound.
 fn prefix_order(key: &[u8], bound: &[u8]) -> Ordering {
     let compared = key.len().min(bound.len());
-    key[..compared].cmp(&bound[..compared]).then(if key.len() < bound.len() {
-        Ordering::Less
-    } else {
-        Ordering::Equal
-    })
+    key[..compared]
+        .cmp(&bound[..compared])
+        .then(if key.len() < bound.len() {
+            Ordering::Less
+        } else {
+            Ordering::Equal
+        })
 }
 
 /// Whether `(key, row)` is within `bound`, used as a scan's start (`is_start`)
@@ -124,7 +145,10 @@ fn within(key: &[u8], row: u32, bound: &Bound<'_>, is_start: bool, descending: b
     let lower = is_start != descending;
     match *bound {
         Bound::Unbounded => true,
-        Bound::Prefix { key: bound_key, inclusive } => {
+        Bound::Prefix {
+            key: bound_key,
+            inclusive,
+        } => {
             let order = prefix_order(key, bound_key);
             match (lower, inclusive) {
                 (true, true) => order != Ordering::Less,
@@ -133,7 +157,10 @@ fn within(key: &[u8], row: u32, bound: &Bound<'_>, is_start: bool, descending: b
                 (false, false) => order == Ordering::Less,
             }
         }
-        Bound::After { key: bound_key, row: bound_row } => {
+        Bound::After {
+            key: bound_key,
+            row: bound_row,
+        } => {
             let order = (key, row).cmp(&(bound_key, bound_row.raw()));
             match (is_start, descending) {
                 (true, false) => order == Ordering::Greater,
@@ -168,7 +195,12 @@ impl Random {
     /// A key like those `key()` makes.
     pub fn key(&mut self) -> Vec<u8> {
         const BYTES: [u8; 7] = [0, 1, 2, 0x61, 0x7f, 0xfe, 0xff];
-        const STEMS: [&[u8]; 4] = [b"", b"\x01abcdefghi", b"\x01abcdefghijk", b"\x01abcdefghijklmnopq"];
+        const STEMS: [&[u8]; 4] = [
+            b"",
+            b"\x01abcdefghi",
+            b"\x01abcdefghijk",
+            b"\x01abcdefghijklmnopq",
+        ];
         let mut key = STEMS[self.below(STEMS.len())].to_vec();
         for _ in 0..self.below(6) {
             key.push(BYTES[self.below(BYTES.len())]);
@@ -217,7 +249,10 @@ impl Model {
         if self.oracle.is_empty() {
             return None;
         }
-        self.oracle.iter().nth(position % self.oracle.len()).cloned()
+        self.oracle
+            .iter()
+            .nth(position % self.oracle.len())
+            .cloned()
     }
 
     /// Inserts `(key, fresh row)`; false (and nothing changed) on `TableFull`.
@@ -241,14 +276,22 @@ impl Model {
     }
 
     pub fn remove(&mut self, key: &[u8], row: u32) -> bool {
-        let removed = self.index.remove(&mut self.pool, key, ChunkRef::from_raw(row), &self.keys);
-        assert_eq!(removed, self.oracle.remove(&(key.to_vec(), row)), "remove ({key:?}, {row})");
+        let removed = self
+            .index
+            .remove(&mut self.pool, key, ChunkRef::from_raw(row), &self.keys);
+        assert_eq!(
+            removed,
+            self.oracle.remove(&(key.to_vec(), row)),
+            "remove ({key:?}, {row})"
+        );
         removed
     }
 
     fn key_of(&self, pick: &KeyPick) -> Vec<u8> {
         match pick {
-            KeyPick::Existing(position) => self.nth(*position).map(|(key, _)| key).unwrap_or_default(),
+            KeyPick::Existing(position) => {
+                self.nth(*position).map(|(key, _)| key).unwrap_or_default()
+            }
             KeyPick::Given(key) => key.clone(),
         }
     }
@@ -261,7 +304,10 @@ impl Model {
                 key.truncate(*length);
                 (key, None)
             }
-            BoundSpec::After { key: KeyPick::Existing(position), row: None } => match self.nth(*position) {
+            BoundSpec::After {
+                key: KeyPick::Existing(position),
+                row: None,
+            } => match self.nth(*position) {
                 Some((key, row)) => (key, Some(ChunkRef::from_raw(row))),
                 None => (Vec::new(), Some(ChunkRef::from_raw(0))),
             },
@@ -276,19 +322,33 @@ impl Model {
     fn bound<'a>(spec: &BoundSpec, parts: &'a (Vec<u8>, Option<ChunkRef>)) -> Bound<'a> {
         match spec {
             BoundSpec::Unbounded => Bound::Unbounded,
-            BoundSpec::Prefix { inclusive, .. } => Bound::Prefix { key: &parts.0, inclusive: *inclusive },
-            BoundSpec::After { .. } => Bound::After { key: &parts.0, row: parts.1.unwrap() },
+            BoundSpec::Prefix { inclusive, .. } => Bound::Prefix {
+                key: &parts.0,
+                inclusive: *inclusive,
+            },
+            BoundSpec::After { .. } => Bound::After {
+                key: &parts.0,
+                row: parts.1.unwrap(),
+            },
         }
     }
 
     /// Collects once, and (with `resume`) again in short steps that resume
     /// after the last entry, checking both against the oracle.
-    pub fn collect(&self, start: Bound<'_>, end: Bound<'_>, descending: bool, limit: usize, resume: bool) {
+    pub fn collect(
+        &self,
+        start: Bound<'_>,
+        end: Bound<'_>,
+        descending: bool,
+        limit: usize,
+        resume: bool,
+    ) {
         let mut expected: Vec<(Vec<u8>, u32)> = self
             .oracle
             .iter()
             .filter(|(key, row)| {
-                within(key, *row, &start, true, descending) && within(key, *row, &end, false, descending)
+                within(key, *row, &start, true, descending)
+                    && within(key, *row, &end, false, descending)
             })
             .cloned()
             .collect();
@@ -296,11 +356,16 @@ impl Model {
             expected.reverse();
         }
         let mut out = vec![ChunkRef::NONE];
-        let collected = self.index.collect(&self.pool, start, end, descending, &self.keys, &mut out, limit);
+        let collected = self.index.collect(
+            &self.pool, start, end, descending, &self.keys, &mut out, limit,
+        );
         assert_eq!(out[0], ChunkRef::NONE, "collect does not clear `out`");
         let rows: Vec<u32> = out[1..].iter().map(|row| row.raw()).collect();
         let wanted: Vec<u32> = expected.iter().take(limit).map(|(_, row)| *row).collect();
-        assert_eq!(rows, wanted, "collect({start:?}, {end:?}, descending {descending}, limit {limit})");
+        assert_eq!(
+            rows, wanted,
+            "collect({start:?}, {end:?}, descending {descending}, limit {limit})"
+        );
         match expected.len().cmp(&limit) {
             Ordering::Less => assert_eq!(collected, Collected::Exhausted),
             Ordering::Greater => assert_eq!(collected, Collected::Limit),
@@ -319,19 +384,32 @@ impl Model {
                 Some((key, row)) => Bound::After { key, row: *row },
                 None => start,
             };
-            let collected = self.index.collect(&self.pool, from, end, descending, &self.keys, &mut out, step);
+            let collected = self.index.collect(
+                &self.pool, from, end, descending, &self.keys, &mut out, step,
+            );
             assert!(out.len() <= step);
             resumed.extend(out.iter().map(|row| row.raw()));
+            assert!(
+                resumed.len() <= expected.len(),
+                "resuming returns entries again: {resumed:?}"
+            );
             if let Some(&row) = out.last() {
                 last = Some((self.keys.0[&row].clone(), row));
             }
             if collected == Collected::Exhausted {
                 break;
             }
-            assert_eq!(out.len(), step, "a scan stopped at its limit collected the limit");
+            assert_eq!(
+                out.len(),
+                step,
+                "a scan stopped at its limit collected the limit"
+            );
         }
         let all: Vec<u32> = expected.iter().map(|(_, row)| *row).collect();
-        assert_eq!(resumed, all, "resumed collect({start:?}, {end:?}, descending {descending})");
+        assert_eq!(
+            resumed, all,
+            "resumed collect({start:?}, {end:?}, descending {descending})"
+        );
     }
 
     pub fn apply(&mut self, operation: &Operation) {
@@ -361,8 +439,13 @@ impl Model {
             Operation::Replace { position, higher } => {
                 if let Some((key, old)) = self.nth(*position) {
                     let new = self.fresh_row(*higher, &key);
-                    let replaced =
-                        self.index.replace_row(&mut self.pool, &key, ChunkRef::from_raw(old), new, &self.keys);
+                    let replaced = self.index.replace_row(
+                        &mut self.pool,
+                        &key,
+                        ChunkRef::from_raw(old),
+                        new,
+                        &self.keys,
+                    );
                     assert!(replaced, "replace_row of an entry that is there");
                     self.oracle.remove(&(key.clone(), old));
                     self.oracle.insert((key, new.raw()));
@@ -376,7 +459,13 @@ impl Model {
                     &self.keys
                 ));
             }
-            Operation::Collect { start, end, descending, limit, resume } => {
+            Operation::Collect {
+                start,
+                end,
+                descending,
+                limit,
+                resume,
+            } => {
                 let start_parts = self.bound_parts(start);
                 let end_parts = self.bound_parts(end);
                 let start_bound = Model::bound(start, &start_parts);
@@ -391,7 +480,13 @@ impl Model {
         self.index.check_invariants(&self.pool, &self.keys);
         assert_eq!(self.index.entries(), self.oracle.len() as u64);
         for descending in [false, true] {
-            self.collect(Bound::Unbounded, Bound::Unbounded, descending, usize::MAX, false);
+            self.collect(
+                Bound::Unbounded,
+                Bound::Unbounded,
+                descending,
+                usize::MAX,
+                false,
+            );
         }
     }
 
@@ -436,7 +531,11 @@ impl Model {
         let mut failures = 0;
         while failures < 50 {
             let key = random.key();
-            let (entries, pages, used) = (model.index.entries(), model.index.pages(), model.pool.pages_used());
+            let (entries, pages, used) = (
+                model.index.entries(),
+                model.index.pages(),
+                model.pool.pages_used(),
+            );
             if model.insert(&key, random.below(2) == 0) {
                 continue;
             }
@@ -444,7 +543,19 @@ impl Model {
             assert_eq!(model.index.entries(), entries);
             assert_eq!(model.index.pages(), pages);
             assert_eq!(model.pool.pages_used(), used);
-            assert_eq!(model.pool.pages_free(), 0, "TableFull only once the pool is used up");
+            assert_eq!(
+                model.pool.pages_free(),
+                0,
+                "TableFull only once the pool is used up"
+            );
+            // ...and the slab's pages too, but for fewer nodes than a split
+            // through every level and a new root would take.
+            let nodes_owned = pages * (32 * 1024 / OrderedIndex::NODE_BYTES);
+            let nodes_free = nodes_owned - model.index.nodes() as usize;
+            assert!(
+                nodes_free <= model.index.height(),
+                "TableFull with {nodes_free} nodes free"
+            );
             if failures % 10 == 1 {
                 model.check();
                 // Room made by a removal is used again.

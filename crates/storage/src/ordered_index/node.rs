@@ -34,7 +34,8 @@ const CHILD_BYTES: usize = 4;
 /// Entries a leaf holds.
 pub(super) const LEAF_CAPACITY: usize = (NODE_BYTES - HEADER_BYTES) / WORD_BYTES;
 /// Children an internal node holds.
-pub(super) const INTERNAL_CAPACITY: usize = (NODE_BYTES - HEADER_BYTES) / (WORD_BYTES + CHILD_BYTES);
+pub(super) const INTERNAL_CAPACITY: usize =
+    (NODE_BYTES - HEADER_BYTES) / (WORD_BYTES + CHILD_BYTES);
 /// Byte 11 of every node in use.
 const NODE_MARK: u8 = 0xB7;
 
@@ -54,10 +55,15 @@ pub(super) struct Column {
 }
 
 /// Entry words of a leaf, separator words of an internal node.
-pub(super) const WORDS: Column = Column { offset: HEADER_BYTES, width: WORD_BYTES };
+pub(super) const WORDS: Column = Column {
+    offset: HEADER_BYTES,
+    width: WORD_BYTES,
+};
 /// Children of an internal node.
-pub(super) const CHILDREN: Column =
-    Column { offset: HEADER_BYTES + WORD_BYTES * INTERNAL_CAPACITY, width: CHILD_BYTES };
+pub(super) const CHILDREN: Column = Column {
+    offset: HEADER_BYTES + WORD_BYTES * INTERNAL_CAPACITY,
+    width: CHILD_BYTES,
+};
 
 const _: () = assert!(CHILDREN.offset + CHILD_BYTES * INTERNAL_CAPACITY <= NODE_BYTES);
 const _: () = assert!(LEAF_CAPACITY <= u16::MAX as usize && INTERNAL_CAPACITY >= 4);
@@ -96,7 +102,10 @@ fn write_u32(node: &mut Node, offset: usize, value: u32) {
 
 #[inline]
 pub(super) fn count(node: &Node) -> usize {
-    usize::from(u16::from_le_bytes([node[COUNT_OFFSET], node[COUNT_OFFSET + 1]]))
+    usize::from(u16::from_le_bytes([
+        node[COUNT_OFFSET],
+        node[COUNT_OFFSET + 1],
+    ]))
 }
 
 #[inline]
@@ -197,7 +206,8 @@ pub(super) fn split_insert(
         let before = slot - keep;
         right[column.range(0, before)].copy_from_slice(&left[column.range(keep, before)]);
         right[column.range(before, 1)].copy_from_slice(item);
-        right[column.range(before + 1, count - slot)].copy_from_slice(&left[column.range(slot, count - slot)]);
+        right[column.range(before + 1, count - slot)]
+            .copy_from_slice(&left[column.range(slot, count - slot)]);
     }
 }
 

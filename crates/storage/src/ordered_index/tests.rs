@@ -68,15 +68,27 @@ fn long_equal_runs_move_rows_across_leaves() {
     model.check();
     let mut random = Random::new(11);
     for step in 0..300 {
-        let run: Vec<u32> = model.oracle.iter().filter(|(key, _)| *key == long_key).map(|(_, row)| *row).collect();
+        let run: Vec<u32> = model
+            .oracle
+            .iter()
+            .filter(|(key, _)| *key == long_key)
+            .map(|(_, row)| *row)
+            .collect();
         let old = run[random.below(run.len())];
         model.apply(&Operation::Remove(usize::MAX)); // keeps sizes moving
         if !model.oracle.contains(&(long_key.clone(), old)) {
             continue;
         }
         // Rows from both ends of those handed out: the entry crosses the run.
-        let position = model.oracle.iter().position(|entry| *entry == (long_key.clone(), old)).unwrap();
-        model.apply(&Operation::Replace { position, higher: step % 2 == 0 });
+        let position = model
+            .oracle
+            .iter()
+            .position(|entry| *entry == (long_key.clone(), old))
+            .unwrap();
+        model.apply(&Operation::Replace {
+            position,
+            higher: step % 2 == 0,
+        });
         if step % 25 == 0 {
             model.check();
         }
@@ -94,15 +106,27 @@ fn prefix_bounds_on_long_keys() {
         model.insert(&key, true);
     }
     model.check();
-    let probes: [&[u8]; 6] =
-        [b"", b"\x01abcdefghi", b"\x01abcdefghijk", b"\x01abcdefghijk\x00", b"\x01abcdefghijklmnopq\x7f", b"\xff"];
+    let probes: [&[u8]; 6] = [
+        b"",
+        b"\x01abcdefghi",
+        b"\x01abcdefghijk",
+        b"\x01abcdefghijk\x00",
+        b"\x01abcdefghijklmnopq\x7f",
+        b"\xff",
+    ];
     for start in probes {
         for end in probes {
             for (start_inclusive, end_inclusive, descending) in
                 (0..8).map(|bits| (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0))
             {
-                let start = Bound::Prefix { key: start, inclusive: start_inclusive };
-                let end = Bound::Prefix { key: end, inclusive: end_inclusive };
+                let start = Bound::Prefix {
+                    key: start,
+                    inclusive: start_inclusive,
+                };
+                let end = Bound::Prefix {
+                    key: end,
+                    inclusive: end_inclusive,
+                };
                 for limit in [1, 40, usize::MAX] {
                     model.collect(start, end, descending, limit, limit == 40);
                 }
@@ -125,12 +149,35 @@ fn empty_index() {
     let mut index = OrderedIndex::default();
     let keys = super::model::MapKeys(Default::default());
     let mut out = Vec::new();
-    let collected = index.collect(&pool, Bound::Unbounded, Bound::Unbounded, false, &keys, &mut out, 10);
+    let collected = index.collect(
+        &pool,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        false,
+        &keys,
+        &mut out,
+        10,
+    );
     assert_eq!(collected, super::Collected::Exhausted);
     assert!(out.is_empty());
     assert!(!index.remove(&mut pool, b"x", ChunkRef::from_raw(1), &keys));
-    assert!(!index.replace_row(&mut pool, b"x", ChunkRef::from_raw(1), ChunkRef::from_raw(2), &keys));
+    assert!(!index.replace_row(
+        &mut pool,
+        b"x",
+        ChunkRef::from_raw(1),
+        ChunkRef::from_raw(2),
+        &keys
+    ));
     index.check_invariants(&pool, &keys);
     index.release_all(&mut pool);
-    assert_eq!((index.entries(), index.pages(), pool.pages_used()), (0, 0, 0));
+    assert_eq!(
+        (index.entries(), index.pages(), pool.pages_used()),
+        (0, 0, 0)
+    );
+}
+
+#[test]
+fn index_is_send_and_sync() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<OrderedIndex>();
 }

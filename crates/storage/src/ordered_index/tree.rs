@@ -14,9 +14,9 @@ use crate::memory::{ChunkRef, PAGE_SIZE_BYTES, PagePool, Slab};
 use schema::ErrorCode;
 use std::cmp::Ordering;
 
-/// The deepest tree supported. Every node but the root holds at least one
-/// item and merges keep most fuller than a quarter, so a tree this deep
-/// would need far more entries than DataMemory can hold.
+/// The deepest tree supported, for the fixed-size `Path`. Nodes hold
+/// hundreds of items, so real trees stay under six levels; an insert that
+/// would grow a tree past this fails with `TableFull` rather than panic.
 const MAX_HEIGHT: usize = 24;
 const CHUNKS_PER_PAGE: usize = PAGE_SIZE_BYTES / NODE_BYTES;
 /// A leaf left with fewer entries than this after a removal merges with a
@@ -34,7 +34,10 @@ struct Path {
 
 impl Path {
     fn new() -> Path {
-        Path { nodes: [ChunkRef::NONE; MAX_HEIGHT], indexes: [0; MAX_HEIGHT] }
+        Path {
+            nodes: [ChunkRef::NONE; MAX_HEIGHT],
+            indexes: [0; MAX_HEIGHT],
+        }
     }
 
     #[inline]
@@ -46,7 +49,11 @@ impl Path {
 /// The first index in `low..high` where `before` is false (`high` if none);
 /// `before` must be true for a run of indexes and false after it.
 #[inline]
-fn partition_point(mut low: usize, mut high: usize, mut before: impl FnMut(usize) -> bool) -> usize {
+fn partition_point(
+    mut low: usize,
+    mut high: usize,
+    mut before: impl FnMut(usize) -> bool,
+) -> usize {
     while low < high {
         let middle = low + (high - low) / 2;
         if before(middle) {
@@ -82,10 +89,16 @@ fn two_nodes_mut(pool: &mut PagePool, first: ChunkRef, second: ChunkRef) -> (&mu
         let page = pool.page_mut(first.page());
         if first_offset < second_offset {
             let (low, high) = page.split_at_mut(second_offset);
-            (&mut low[first_offset..first_offset + NODE_BYTES], &mut high[..NODE_BYTES])
+            (
+                &mut low[first_offset..first_offset + NODE_BYTES],
+                &mut high[..NODE_BYTES],
+            )
         } else {
             let (low, high) = page.split_at_mut(first_offset);
-            (&mut high[..NODE_BYTES], &mut low[second_offset..second_offset + NODE_BYTES])
+            (
+                &mut high[..NODE_BYTES],
+                &mut low[second_offset..second_offset + NODE_BYTES],
+            )
         }
     } else {
         let (first_page, second_page) = pool.pages_mut(first.page(), second.page());
@@ -94,7 +107,10 @@ fn two_nodes_mut(pool: &mut PagePool, first: ChunkRef, second: ChunkRef) -> (&mu
             &mut second_page[second_offset..second_offset + NODE_BYTES],
         )
     };
-    (first_bytes.try_into().unwrap(), second_bytes.try_into().unwrap())
+    (
+        first_bytes.try_into().unwrap(),
+        second_bytes.try_into().unwrap(),
+    )
 }
 
 /// Which entries of a scan's far end are kept: those the probe says are
@@ -106,7 +122,12 @@ struct EndTest<'k> {
 
 impl EndTest<'_> {
     #[inline]
-    fn keeps<K: KeySource>(&self, stored: u128, pool: &PagePool, full: &mut FullKeys<'_, K>) -> bool {
+    fn keeps<K: KeySource>(
+        &self,
+        stored: u128,
+        pool: &PagePool,
+        full: &mut FullKeys<'_, K>,
+    ) -> bool {
         self.probe.before(stored, pool, full) == self.keep_before
     }
 }
@@ -123,7 +144,12 @@ impl Tree {
     pub fn new() -> Tree {
         let slab = Slab::new(NODE_BYTES as u32);
         assert_eq!(slab.chunk_bytes() as usize, NODE_BYTES);
-        Tree { slab, root: ChunkRef::NONE, height: 0, entries: 0 }
+        Tree {
+            slab,
+            root: ChunkRef::NONE,
+            height: 0,
+            entries: 0,
+        }
     }
 
     pub fn entries(&self) -> u64 {
@@ -134,34 +160,49 @@ impl Tree {
         self.slab.pages().len()
     }
 
+    pub fn nodes(&self) -> u64 {
+        self.slab.chunks_used()
+    }
+
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
     #[inline]
     fn node<'p>(&self, pool: &'p PagePool, chunk: ChunkRef) -> &'p Node {
         let node: &Node = self.slab.bytes(pool, chunk).try_into().unwrap();
-        debug_assert!(node::is_marked(node), "chunk {chunk:?} is not a node of this index");
+        debug_assert!(
+            node::is_marked(node),
+            "chunk {chunk:?} is not a node of this index"
+        );
         node
     }
 
     #[inline]
     fn node_mut<'p>(&self, pool: &'p mut PagePool, chunk: ChunkRef) -> &'p mut Node {
         let node: &mut Node = self.slab.bytes_mut(pool, chunk).try_into().unwrap();
-        debug_assert!(node::is_marked(node), "chunk {chunk:?} is not a node of this index");
+        debug_assert!(
+            node::is_marked(node),
+            "chunk {chunk:?} is not a node of this index"
+        );
         node
     }
 
-    /// Chunks the slab can hand out: those it has cut but not used, and
-    /// those of every free page of the pool.
+    /// Chunks the slab can hand out: every chunk of its pages not in use
+    /// (freed ones and those not cut yet), and those of every free page of
+    /// the pool.
     fn chunks_available(&self, pool: &PagePool) -> usize {
-        let pages = self.slab.pages().len();
-        let cut = match pages {
-            0 => 0,
-            _ => (pages - 1) * CHUNKS_PER_PAGE + self.slab.chunks_cut(pages - 1) as usize,
-        };
-        cut - self.slab.chunks_used() as usize + pool.pages_free() as usize * CHUNKS_PER_PAGE
+        let chunks_owned = self.slab.pages().len() * CHUNKS_PER_PAGE;
+        chunks_owned - self.slab.chunks_used() as usize
+            + pool.pages_free() as usize * CHUNKS_PER_PAGE
     }
 
     /// A new empty node. Callers have checked `chunks_available` first.
     fn allocate_node(&mut self, pool: &mut PagePool, level: u8) -> ChunkRef {
-        let chunk = self.slab.allocate(pool).expect("chunks were counted before the insert changed anything");
+        let chunk = self
+            .slab
+            .allocate(pool)
+            .expect("chunks were counted before the insert changed anything");
         let node: &mut Node = self.slab.bytes_mut(pool, chunk).try_into().unwrap();
         node::initialize(node, level);
         chunk
@@ -188,14 +229,18 @@ impl Tree {
             let node = self.node(pool, chunk);
             // Word `i ≥ 1` is child `i`'s first entry; take the last child
             // whose first entry is before the probe, or child 0.
-            let index = partition_point(1, node::count(node), |slot| probe.before(node::word(node, slot), pool, full)) - 1;
+            let index = partition_point(1, node::count(node), |slot| {
+                probe.before(node::word(node, slot), pool, full)
+            }) - 1;
             path.nodes[depth] = chunk;
             path.indexes[depth] = index as u16;
             chunk = node::child(node, index);
         }
         path.nodes[leaf_depth] = chunk;
         let leaf = self.node(pool, chunk);
-        partition_point(0, node::count(leaf), |slot| probe.before(node::word(leaf, slot), pool, full))
+        partition_point(0, node::count(leaf), |slot| {
+            probe.before(node::word(leaf, slot), pool, full)
+        })
     }
 
     /// The leftmost or rightmost leaf.
@@ -214,7 +259,11 @@ impl Tree {
         for parent_depth in (0..depth).rev() {
             let index = path.index(parent_depth);
             if index > 0 {
-                node::set_word(self.node_mut(pool, path.nodes[parent_depth]), index, minimum);
+                node::set_word(
+                    self.node_mut(pool, path.nodes[parent_depth]),
+                    index,
+                    minimum,
+                );
                 return;
             }
         }
@@ -269,7 +318,9 @@ impl Tree {
         let leaf_depth = self.height - 1;
         let leaf = path.nodes[leaf_depth];
         debug_assert!(
-            slot == 0 || probe.compare(node::word(self.node(pool, leaf), slot - 1), pool, full) != Ordering::Equal,
+            slot == 0
+                || probe.compare(node::word(self.node(pool, leaf), slot - 1), pool, full)
+                    != Ordering::Equal,
             "the entry ({key:?}, {row:?}) is already in the index"
         );
         // A new first entry of a leaf only happens in the leftmost leaf: any
@@ -292,37 +343,57 @@ impl Tree {
     /// rightmost, of its level.
     fn edges(&self, pool: &PagePool, path: &Path, depth: usize) -> (bool, bool) {
         let left_edge = path.indexes[..depth].iter().all(|&index| index == 0);
-        let right_edge =
-            (0..depth).all(|above| path.index(above) + 1 == node::count(self.node(pool, path.nodes[above])));
+        let right_edge = (0..depth)
+            .all(|above| path.index(above) + 1 == node::count(self.node(pool, path.nodes[above])));
         (left_edge, right_edge)
     }
 
     /// Inserts `entry` at `slot` of the full leaf at the end of `path`,
     /// splitting it and as many ancestors as are full. Fails before changing
     /// anything if the nodes that takes cannot all be had.
-    fn split_and_insert(&mut self, pool: &mut PagePool, path: &Path, slot: usize, entry: u128) -> Result<(), ErrorCode> {
+    fn split_and_insert(
+        &mut self,
+        pool: &mut PagePool,
+        path: &Path,
+        slot: usize,
+        entry: u128,
+    ) -> Result<(), ErrorCode> {
         let leaf_depth = self.height - 1;
         // The leaf's new sibling, one more per full ancestor the split
         // climbs through, and a new root if it climbs through the root.
         let mut needed = 1;
         let mut depth = leaf_depth;
-        while depth > 0 && node::count(self.node(pool, path.nodes[depth - 1])) == INTERNAL_CAPACITY {
+        while depth > 0 && node::count(self.node(pool, path.nodes[depth - 1])) == INTERNAL_CAPACITY
+        {
             needed += 1;
             depth -= 1;
         }
         if depth == 0 {
             needed += 1;
-            assert!(self.height < MAX_HEIGHT, "ordered index deeper than {MAX_HEIGHT} levels");
         }
-        if self.chunks_available(pool) < needed {
+        let too_deep = depth == 0 && self.height == MAX_HEIGHT;
+        if too_deep || self.chunks_available(pool) < needed {
             return Err(ErrorCode::TableFull);
         }
 
         let leaf = path.nodes[leaf_depth];
         let sibling = self.allocate_node(pool, 0);
         let (left, right) = two_nodes_mut(pool, leaf, sibling);
-        let keep = split_point(slot, LEAF_CAPACITY, node::previous(left).is_none(), node::next(left).is_none());
-        node::split_insert(left, right, WORDS, LEAF_CAPACITY, slot, &entry.to_le_bytes(), keep);
+        let keep = split_point(
+            slot,
+            LEAF_CAPACITY,
+            node::previous(left).is_none(),
+            node::next(left).is_none(),
+        );
+        node::split_insert(
+            left,
+            right,
+            WORDS,
+            LEAF_CAPACITY,
+            slot,
+            &entry.to_le_bytes(),
+            keep,
+        );
         node::set_count(left, keep);
         node::set_count(right, LEAF_CAPACITY + 1 - keep);
         let following = node::next(left);
@@ -368,8 +439,24 @@ impl Tree {
             let sibling = self.allocate_node(pool, level);
             let (left, right) = two_nodes_mut(pool, parent, sibling);
             let keep = split_point(index, INTERNAL_CAPACITY, left_edge, right_edge);
-            node::split_insert(left, right, WORDS, INTERNAL_CAPACITY, index, &separator.to_le_bytes(), keep);
-            node::split_insert(left, right, CHILDREN, INTERNAL_CAPACITY, index, &new_child.raw().to_le_bytes(), keep);
+            node::split_insert(
+                left,
+                right,
+                WORDS,
+                INTERNAL_CAPACITY,
+                index,
+                &separator.to_le_bytes(),
+                keep,
+            );
+            node::split_insert(
+                left,
+                right,
+                CHILDREN,
+                INTERNAL_CAPACITY,
+                index,
+                &new_child.raw().to_le_bytes(),
+                keep,
+            );
             node::set_count(left, keep);
             node::set_count(right, INTERNAL_CAPACITY + 1 - keep);
             // The right node's word 0 is its first entry: the parent's word.
@@ -420,7 +507,11 @@ impl Tree {
                 self.free_node(pool, chunk);
                 self.remove_child(pool, path, depth - 1, path.index(depth - 1));
             } else {
-                let merge_below = if depth == leaf_depth { LEAF_MERGE_BELOW } else { INTERNAL_MERGE_BELOW };
+                let merge_below = if depth == leaf_depth {
+                    LEAF_MERGE_BELOW
+                } else {
+                    INTERNAL_MERGE_BELOW
+                };
                 if count >= merge_below || !self.merge_with_sibling(pool, path, depth) {
                     return;
                 }
@@ -475,7 +566,11 @@ impl Tree {
     /// under the same parent, if their items fit in one node.
     fn merge_with_sibling(&mut self, pool: &mut PagePool, path: &Path, depth: usize) -> bool {
         let is_leaf = depth == self.height - 1;
-        let capacity = if is_leaf { LEAF_CAPACITY } else { INTERNAL_CAPACITY };
+        let capacity = if is_leaf {
+            LEAF_CAPACITY
+        } else {
+            INTERNAL_CAPACITY
+        };
         let parent = self.node(pool, path.nodes[depth - 1]);
         let index = path.index(depth - 1);
         let count = node::count(self.node(pool, path.nodes[depth]));
@@ -487,7 +582,10 @@ impl Tree {
         } else {
             return false;
         };
-        let (left, right) = (node::child(parent, left_index), node::child(parent, right_index));
+        let (left, right) = (
+            node::child(parent, left_index),
+            node::child(parent, right_index),
+        );
         let separator = node::word(parent, right_index);
         self.merge_nodes(pool, left, right, separator, is_leaf);
         self.remove_child(pool, path, depth - 1, right_index);
@@ -496,7 +594,14 @@ impl Tree {
 
     /// Moves every item of `right` to the end of its left sibling `left` and
     /// frees `right`; `separator` is `right`'s first entry.
-    fn merge_nodes(&mut self, pool: &mut PagePool, left: ChunkRef, right: ChunkRef, separator: u128, is_leaf: bool) {
+    fn merge_nodes(
+        &mut self,
+        pool: &mut PagePool,
+        left: ChunkRef,
+        right: ChunkRef,
+        separator: u128,
+        is_leaf: bool,
+    ) {
         let (left_node, right_node) = two_nodes_mut(pool, left, right);
         let (left_count, right_count) = (node::count(left_node), node::count(right_node));
         if is_leaf {
@@ -534,8 +639,11 @@ impl Tree {
             assert!(depth > 0, "no leaf beyond the last");
             depth -= 1;
             let index = path.index(depth);
-            let can_step =
-                if forward { index + 1 < node::count(self.node(pool, path.nodes[depth])) } else { index > 0 };
+            let can_step = if forward {
+                index + 1 < node::count(self.node(pool, path.nodes[depth]))
+            } else {
+                index > 0
+            };
             if can_step {
                 path.indexes[depth] = if forward { index + 1 } else { index - 1 } as u16;
                 break;
@@ -575,7 +683,10 @@ impl Tree {
         // neighbour into it, across leaves if need be (all are the same key,
         // so only rows really move); then fill it. Nothing is allocated.
         let leaf_depth = self.height - 1;
-        let entry = word::with_row(node::word(self.node(pool, path.nodes[leaf_depth]), hole), new);
+        let entry = word::with_row(
+            node::word(self.node(pool, path.nodes[leaf_depth]), hole),
+            new,
+        );
         let target = Probe::entry(key, new, false);
         let forward = new.raw() > old.raw();
         loop {
@@ -591,7 +702,8 @@ impl Tree {
                 Some((leaf, hole - 1))
             } else {
                 let preceding = node::previous(node);
-                (!preceding.is_none()).then(|| (preceding, node::count(self.node(pool, preceding)) - 1))
+                (!preceding.is_none())
+                    .then(|| (preceding, node::count(self.node(pool, preceding)) - 1))
             };
             let passed = neighbour.filter(|&(neighbour_leaf, neighbour_slot)| {
                 let neighbour_word = node::word(self.node(pool, neighbour_leaf), neighbour_slot);
@@ -617,7 +729,10 @@ impl Tree {
                 } else {
                     self.retreat(pool, &mut path);
                 }
-                assert_eq!(path.nodes[leaf_depth], neighbour_leaf, "leaf links disagree with the tree");
+                assert_eq!(
+                    path.nodes[leaf_depth], neighbour_leaf,
+                    "leaf links disagree with the tree"
+                );
             }
             hole = neighbour_slot;
         }
@@ -637,7 +752,11 @@ impl Tree {
         let probe = match start {
             Bound::Unbounded => {
                 let leaf = self.edge_leaf(pool, descending);
-                let slot = if descending { node::count(self.node(pool, leaf)) } else { 0 };
+                let slot = if descending {
+                    node::count(self.node(pool, leaf))
+                } else {
+                    0
+                };
                 return (leaf, slot);
             }
             Bound::Prefix { key, inclusive } => Probe::prefix(key, inclusive == descending),
@@ -669,15 +788,21 @@ impl Tree {
         // not before it.
         let end_test = match end {
             Bound::Unbounded => None,
-            Bound::Prefix { key, inclusive } => {
-                Some(EndTest { probe: Probe::prefix(key, inclusive != descending), keep_before: !descending })
-            }
-            Bound::After { key, row } => {
-                Some(EndTest { probe: Probe::entry(key, row, !descending), keep_before: !descending })
-            }
+            Bound::Prefix { key, inclusive } => Some(EndTest {
+                probe: Probe::prefix(key, inclusive != descending),
+                keep_before: !descending,
+            }),
+            Bound::After { key, row } => Some(EndTest {
+                probe: Probe::entry(key, row, !descending),
+                keep_before: !descending,
+            }),
         };
         let (mut leaf, mut slot) = self.scan_start(pool, start, descending, full);
-        let keeps = |stored: u128, full: &mut FullKeys<'_, K>| end_test.as_ref().is_none_or(|test| test.keeps(stored, pool, full));
+        let keeps = |stored: u128, full: &mut FullKeys<'_, K>| {
+            end_test
+                .as_ref()
+                .is_none_or(|test| test.keeps(stored, pool, full))
+        };
         let mut remaining = limit;
         loop {
             let node = self.node(pool, leaf);
@@ -691,8 +816,9 @@ impl Tree {
                 if window.is_empty() || keeps(node::word(node, window.start), full) {
                     (window.start, window.end, false)
                 } else {
-                    let first =
-                        partition_point(window.start + 1, window.end, |at| !keeps(node::word(node, at), full));
+                    let first = partition_point(window.start + 1, window.end, |at| {
+                        !keeps(node::word(node, at), full)
+                    });
                     (first, window.end, true)
                 }
             } else {
@@ -700,7 +826,9 @@ impl Tree {
                 if window.is_empty() || keeps(node::word(node, window.end - 1), full) {
                     (window.start, window.end, false)
                 } else {
-                    let last = partition_point(window.start, window.end - 1, |at| keeps(node::word(node, at), full));
+                    let last = partition_point(window.start, window.end - 1, |at| {
+                        keeps(node::word(node, at), full)
+                    });
                     (window.start, last, true)
                 }
             };
@@ -713,22 +841,38 @@ impl Tree {
             if end_here {
                 return Collected::Exhausted;
             }
-            let beyond = if descending { node::previous(node) } else { node::next(node) };
+            let beyond = if descending {
+                node::previous(node)
+            } else {
+                node::next(node)
+            };
             if remaining == 0 {
                 // Whether another entry follows: the next one in this leaf
                 // says; at the leaf's end, only whether a leaf follows.
-                let following = if descending { first.checked_sub(1) } else { Some(last).filter(|&at| at < count) };
+                let following = if descending {
+                    first.checked_sub(1)
+                } else {
+                    Some(last).filter(|&at| at < count)
+                };
                 let more = match following {
                     Some(at) => keeps(node::word(node, at), full),
                     None => !beyond.is_none(),
                 };
-                return if more { Collected::Limit } else { Collected::Exhausted };
+                return if more {
+                    Collected::Limit
+                } else {
+                    Collected::Exhausted
+                };
             }
             if beyond.is_none() {
                 return Collected::Exhausted;
             }
             leaf = beyond;
-            slot = if descending { node::count(self.node(pool, leaf)) } else { 0 };
+            slot = if descending {
+                node::count(self.node(pool, leaf))
+            } else {
+                0
+            };
         }
     }
 
@@ -749,26 +893,56 @@ impl Tree {
         }
         let mut leaves = Vec::new();
         let mut nodes = 0;
-        self.check_node(pool, self.root, self.height - 1, true, &mut leaves, &mut nodes);
-        assert_eq!(nodes, self.slab.chunks_used(), "every chunk in use is a node of the tree");
+        self.check_node(
+            pool,
+            self.root,
+            self.height - 1,
+            true,
+            &mut leaves,
+            &mut nodes,
+        );
+        assert_eq!(
+            nodes,
+            self.slab.chunks_used(),
+            "every chunk in use is a node of the tree"
+        );
 
         let mut previous_entry: Option<(Vec<u8>, u32)> = None;
         let mut entries = 0;
         for (position, &leaf) in leaves.iter().enumerate() {
             let node = self.node(pool, leaf);
-            let expected_previous = if position == 0 { ChunkRef::NONE } else { leaves[position - 1] };
+            let expected_previous = if position == 0 {
+                ChunkRef::NONE
+            } else {
+                leaves[position - 1]
+            };
             let expected_next = leaves.get(position + 1).copied().unwrap_or(ChunkRef::NONE);
-            assert_eq!(node::previous(node), expected_previous, "previous link of leaf {leaf:?}");
-            assert_eq!(node::next(node), expected_next, "next link of leaf {leaf:?}");
+            assert_eq!(
+                node::previous(node),
+                expected_previous,
+                "previous link of leaf {leaf:?}"
+            );
+            assert_eq!(
+                node::next(node),
+                expected_next,
+                "next link of leaf {leaf:?}"
+            );
             for slot in 0..node::count(node) {
                 let stored = node::word(node, slot);
                 let row = word::row_of(stored);
                 let mut key = Vec::new();
                 keys.key(pool, row, &mut key);
-                assert_eq!(word::entry_word(&key, row), stored, "entry of row {row:?} disagrees with its key");
+                assert_eq!(
+                    word::entry_word(&key, row),
+                    stored,
+                    "entry of row {row:?} disagrees with its key"
+                );
                 let entry = (key, row.raw());
                 if let Some(previous_entry) = &previous_entry {
-                    assert!(previous_entry < &entry, "entries out of order: {previous_entry:?} then {entry:?}");
+                    assert!(
+                        previous_entry < &entry,
+                        "entries out of order: {previous_entry:?} then {entry:?}"
+                    );
                 }
                 previous_entry = Some(entry);
                 entries += 1;
@@ -789,7 +963,11 @@ impl Tree {
     ) -> u128 {
         *nodes += 1;
         let node = self.node(pool, chunk);
-        assert_eq!(usize::from(node::level(node)), level, "level of node {chunk:?}");
+        assert_eq!(
+            usize::from(node::level(node)),
+            level,
+            "level of node {chunk:?}"
+        );
         let count = node::count(node);
         assert!(count >= 1, "node {chunk:?} is empty");
         if level == 0 {
@@ -798,14 +976,28 @@ impl Tree {
             return node::word(node, 0);
         }
         assert!(count <= INTERNAL_CAPACITY);
-        assert!(!is_root || count >= 2, "an internal root has two children or more");
+        assert!(
+            !is_root || count >= 2,
+            "an internal root has two children or more"
+        );
         let mut minimum = 0;
         for index in 0..count {
-            let child_minimum = self.check_node(pool, node::child(node, index), level - 1, false, leaves, nodes);
+            let child_minimum = self.check_node(
+                pool,
+                node::child(node, index),
+                level - 1,
+                false,
+                leaves,
+                nodes,
+            );
             if index == 0 {
                 minimum = child_minimum;
             } else {
-                assert_eq!(node::word(node, index), child_minimum, "word {index} of node {chunk:?} is not its child's first entry");
+                assert_eq!(
+                    node::word(node, index),
+                    child_minimum,
+                    "word {index} of node {chunk:?} is not its child's first entry"
+                );
             }
         }
         minimum

@@ -26,9 +26,9 @@ use crate::memory::{ChunkRef, PagePool};
 use std::cmp::Ordering;
 use std::sync::{Mutex, TryLockError};
 
-/// Key bytes kept in a word: enough for a BIGINT or DATETIME column (one
-/// NULL byte and eight value bytes), or two INT columns (ten), without a
-/// full-key read, while the whole word stays 16 bytes.
+/// Key bytes kept in a word: enough for a BIGINT or DATETIME key (eight
+/// bytes, nine if nullable) or two INTs (eight, ten if nullable) to compare
+/// without a full-key read, while the whole word stays 16 bytes.
 pub(super) const PREFIX_BYTES: usize = 11;
 /// The length class of a key longer than [`PREFIX_BYTES`].
 pub(super) const LENGTH_LONG: u32 = PREFIX_BYTES as u32 + 1;
@@ -85,7 +85,12 @@ pub(super) enum Scratch<'a> {
 
 impl<K: KeySource> FullKeys<'_, K> {
     /// Reads the key of `row` and hands it to `compare`.
-    fn with_key<R>(&mut self, pool: &PagePool, row: ChunkRef, compare: impl FnOnce(&[u8]) -> R) -> R {
+    fn with_key<R>(
+        &mut self,
+        pool: &PagePool,
+        row: ChunkRef,
+        compare: impl FnOnce(&[u8]) -> R,
+    ) -> R {
         let keys = self.keys;
         let read = move |buffer: &mut Vec<u8>| {
             buffer.clear();
@@ -144,7 +149,11 @@ impl<'k> Probe<'k> {
     /// Compares each entry's key, cut to `key.len()` bytes, with `key`.
     pub fn prefix(key: &'k [u8], include_equal: bool) -> Probe<'k> {
         let covered = key.len().min(PREFIX_BYTES);
-        let mask = if covered == 0 { 0 } else { u128::MAX << (128 - 8 * covered as u32) };
+        let mask = if covered == 0 {
+            0
+        } else {
+            u128::MAX << (128 - 8 * covered as u32)
+        };
         let length_clamp = length_class(key.len());
         Probe {
             key,
@@ -159,7 +168,12 @@ impl<'k> Probe<'k> {
 
     /// How the stored entry `stored` compares with the probe.
     #[inline]
-    pub fn compare<K: KeySource>(&self, stored: u128, pool: &PagePool, full: &mut FullKeys<'_, K>) -> Ordering {
+    pub fn compare<K: KeySource>(
+        &self,
+        stored: u128,
+        pool: &PagePool,
+        full: &mut FullKeys<'_, K>,
+    ) -> Ordering {
         let length = ((stored >> LENGTH_SHIFT) as u32 & 0xFF).min(self.length_clamp);
         let comparable = (stored & self.mask) | (u128::from(length) << LENGTH_SHIFT);
         if !self.long || (comparable ^ self.word) >> LENGTH_SHIFT != 0 {
@@ -170,7 +184,12 @@ impl<'k> Probe<'k> {
 
     /// Whether the stored entry is in the run before the probe.
     #[inline]
-    pub fn before<K: KeySource>(&self, stored: u128, pool: &PagePool, full: &mut FullKeys<'_, K>) -> bool {
+    pub fn before<K: KeySource>(
+        &self,
+        stored: u128,
+        pool: &PagePool,
+        full: &mut FullKeys<'_, K>,
+    ) -> bool {
         match self.compare(stored, pool, full) {
             Ordering::Less => true,
             Ordering::Equal => self.include_equal,
@@ -181,20 +200,34 @@ impl<'k> Probe<'k> {
     /// Both keys are longer than the prefix and share it: read the entry's.
     #[cold]
     #[inline(never)]
-    fn compare_full_keys<K: KeySource>(&self, stored: u128, pool: &PagePool, full: &mut FullKeys<'_, K>) -> Ordering {
+    fn compare_full_keys<K: KeySource>(
+        &self,
+        stored: u128,
+        pool: &PagePool,
+        full: &mut FullKeys<'_, K>,
+    ) -> Ordering {
         let stored_row = row_of(stored);
         let (probe_key, prefix, probe_row) = (self.key, self.prefix, self.word as u32);
         full.with_key(pool, stored_row, |stored_key| {
             debug_assert!(
-                stored_key.len() > PREFIX_BYTES && prefix_bits(stored_key) == prefix_bits(probe_key),
+                stored_key.len() > PREFIX_BYTES
+                    && prefix_bits(stored_key) == prefix_bits(probe_key),
                 "row {stored_row:?} has a key that disagrees with its index entry"
             );
             if prefix {
                 let compared = stored_key.len().min(probe_key.len());
-                let shorter = if stored_key.len() < probe_key.len() { Ordering::Less } else { Ordering::Equal };
-                stored_key[..compared].cmp(&probe_key[..compared]).then(shorter)
+                let shorter = if stored_key.len() < probe_key.len() {
+                    Ordering::Less
+                } else {
+                    Ordering::Equal
+                };
+                stored_key[..compared]
+                    .cmp(&probe_key[..compared])
+                    .then(shorter)
             } else {
-                stored_key.cmp(probe_key).then(stored_row.raw().cmp(&probe_row))
+                stored_key
+                    .cmp(probe_key)
+                    .then(stored_row.raw().cmp(&probe_row))
             }
         })
     }
