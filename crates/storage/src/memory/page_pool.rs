@@ -53,8 +53,12 @@ impl PagePool {
             ));
         }
         let count = count as u32;
-        // `vec![zeroed; n]` becomes one calloc: the OS commits pages lazily.
-        let pages = vec![Page([0; PAGE_SIZE_BYTES]); count as usize].into_boxed_slice();
+        // One zeroed allocation: the allocator takes fresh zero pages from
+        // the OS, which commits them only when first written.
+        let zeroed = Box::<[Page]>::new_zeroed_slice(count as usize);
+        // SAFETY: a `Page` is an array of bytes, for which all zeros is a
+        // valid value.
+        let pages = unsafe { zeroed.assume_init() };
         // Hand out low ids first, which keeps a small table's pages together.
         let free = (0..count).rev().collect();
         Ok(PagePool { pages, free })
