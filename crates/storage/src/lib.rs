@@ -7,13 +7,14 @@
 //! with the current time, responses go out as plain data; no clock, thread,
 //! socket or file is used here.
 
-pub mod memory;
+pub mod engine;
 pub mod filter;
 pub mod hash_index;
+pub mod memory;
 pub mod ordered_index;
-pub mod engine;
 
 pub use engine::{
-    Completion, Engine, EngineConfig, MemoryReport, NO_TRANSACTION, OperationKind, OperationRequest, Outcome,
-    ReadMode, ScanBatch, ScanBound, ScanRequest, TableId, TableMemory, TransactionId,
+    Completion, Engine, EngineConfig, MemoryReport, NO_TRANSACTION, OperationKind,
+    OperationRequest, Outcome, ReadMode, ScanBatch, ScanBound, ScanRequest, TableId, TableMemory,
+    TransactionId,
 };

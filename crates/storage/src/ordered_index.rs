@@ -77,8 +77,9 @@ mod model;
 mod tests;
 
 use crate::memory::{ChunkRef, PagePool};
+use node::LeafFormat;
 use schema::ErrorCode;
-use std::sync::{Mutex, PoisonError};
+use std::cell::RefCell;
 use tree::Tree;
 use word::{FullKeys, Scratch};
 
@@ -125,11 +126,13 @@ pub enum Collected {
 pub struct OrderedIndex {
     tree: Tree,
     /// Where full keys are read to, reused so comparisons do not allocate.
-    /// A mutex rather than a cell keeps the index `Sync`: `collect` (which
-    /// has `&self`) takes it only around a full-key comparison, and uses a
-    /// buffer of its own if another thread holds it.
-    scratch: Mutex<Vec<u8>>,
+    /// A cell, not a lock: an index belongs to one LDM thread, and `collect`
+    /// (which has `&self`) borrows it only around a full-key comparison.
+    scratch: RefCell<Vec<u8>>,
 }
+
+/// The longest key `with_fixed_key_bytes` takes: what a word's prefix holds.
+pub const FIXED_KEY_BYTES_MAX: usize = word::PREFIX_BYTES;
 
 /// Room for most keys from the start, so the buffer seldom grows.
 const SCRATCH_BYTES: usize = 256;
@@ -141,10 +144,22 @@ impl Default for OrderedIndex {
 }
 
 impl OrderedIndex {
+    /// An index whose keys may have any length: leaves hold whole words.
     pub fn new() -> OrderedIndex {
+        OrderedIndex::with_leaf_format(LeafFormat::WORDS)
+    }
+
+    /// An index whose keys are all `key_bytes` long (at most
+    /// `FIXED_KEY_BYTES_MAX`): leaves hold only the row and the key, which
+    /// halves an INT NOT NULL index.
+    pub fn with_fixed_key_bytes(key_bytes: usize) -> OrderedIndex {
+        OrderedIndex::with_leaf_format(LeafFormat::fixed(key_bytes))
+    }
+
+    fn with_leaf_format(format: LeafFormat) -> OrderedIndex {
         OrderedIndex {
-            tree: Tree::new(),
-            scratch: Mutex::new(Vec::with_capacity(SCRATCH_BYTES)),
+            tree: Tree::new(format),
+            scratch: RefCell::new(Vec::with_capacity(SCRATCH_BYTES)),
         }
     }
 
@@ -156,10 +171,7 @@ impl OrderedIndex {
         row: ChunkRef,
         keys: &impl KeySource,
     ) -> Result<(), ErrorCode> {
-        let scratch = self
-            .scratch
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner);
+        let scratch = self.scratch.get_mut();
         self.tree.insert(
             pool,
             key,
@@ -179,10 +191,7 @@ impl OrderedIndex {
         row: ChunkRef,
         keys: &impl KeySource,
     ) -> bool {
-        let scratch = self
-            .scratch
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner);
+        let scratch = self.scratch.get_mut();
         self.tree.remove(
             pool,
             key,
@@ -211,10 +220,7 @@ impl OrderedIndex {
         new: ChunkRef,
         keys: &impl KeySource,
     ) -> bool {
-        let scratch = self
-            .scratch
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner);
+        let scratch = self.scratch.get_mut();
         self.tree.replace_row(
             pool,
             key,

@@ -44,6 +44,19 @@ pub(crate) struct Table {
     pub scans_open: u32,
 }
 
+/// The length every key of an index has, if it is the same for all rows and
+/// short enough for compact index leaves: NOT NULL columns of fixed-size types.
+pub(crate) fn fixed_key_bytes(
+    def: &TableDef,
+    columns: &[schema::table::ColumnId],
+) -> Option<usize> {
+    let all_not_null = columns
+        .iter()
+        .all(|&column| !def.columns[usize::from(column)].nullable);
+    let bytes = schema::key::key_bytes_max(def, columns)?;
+    (all_not_null && bytes <= crate::ordered_index::FIXED_KEY_BYTES_MAX).then_some(bytes)
+}
+
 /// Bytes of a row slot for this table.
 pub(crate) fn slot_bytes(def: &TableDef) -> u32 {
     let var_ref = if def.layout.var_columns > 0 { 5 } else { 0 };
@@ -58,7 +71,10 @@ impl Table {
         let ordered = def
             .ordered_indexes
             .iter()
-            .map(|_| OrderedIndex::new())
+            .map(|index| match fixed_key_bytes(&def, &index.columns) {
+                Some(key_bytes) => OrderedIndex::with_fixed_key_bytes(key_bytes),
+                None => OrderedIndex::new(),
+            })
             .collect();
         Ok(Table {
             rows: Slab::new(slot_bytes(&def)),

@@ -218,6 +218,9 @@ pub struct Model {
     /// older one among equal keys; `Replace` also takes rows from below.
     next_row_up: u32,
     next_row_down: u32,
+    /// For an index of fixed-length keys: the length inserted keys are cut
+    /// or zero-padded to (bounds and probes keep any length).
+    fixed_key_bytes: Option<usize>,
 }
 
 impl Model {
@@ -229,6 +232,16 @@ impl Model {
             oracle: BTreeSet::new(),
             next_row_up: 1 << 30,
             next_row_down: 1 << 30,
+            fixed_key_bytes: None,
+        }
+    }
+
+    /// A model of an index whose keys are all `key_bytes` long.
+    pub fn with_fixed_keys(pool_bytes: u64, key_bytes: usize) -> Model {
+        Model {
+            index: OrderedIndex::with_fixed_key_bytes(key_bytes),
+            fixed_key_bytes: Some(key_bytes),
+            ..Model::new(pool_bytes)
         }
     }
 
@@ -257,8 +270,12 @@ impl Model {
 
     /// Inserts `(key, fresh row)`; false (and nothing changed) on `TableFull`.
     pub fn insert(&mut self, key: &[u8], higher: bool) -> bool {
-        let row = self.fresh_row(higher, key);
-        self.insert_entry(key, row)
+        let mut key = key.to_vec();
+        if let Some(length) = self.fixed_key_bytes {
+            key.resize(length, 0);
+        }
+        let row = self.fresh_row(higher, &key);
+        self.insert_entry(&key, row)
     }
 
     /// Inserts `(key, row)`, `row` having that key already.
@@ -512,7 +529,24 @@ impl Model {
     /// Runs `operations`, checking everything every `check_every` steps and
     /// at the end, then empties the index.
     pub fn run(pool_bytes: u64, operations: &[Operation], check_every: usize) {
-        let mut model = Model::new(pool_bytes);
+        Model::run_model(Model::new(pool_bytes), operations, check_every);
+    }
+
+    /// `run` on an index of fixed-length keys.
+    pub fn run_fixed(
+        pool_bytes: u64,
+        key_bytes: usize,
+        operations: &[Operation],
+        check_every: usize,
+    ) {
+        Model::run_model(
+            Model::with_fixed_keys(pool_bytes, key_bytes),
+            operations,
+            check_every,
+        );
+    }
+
+    fn run_model(mut model: Model, operations: &[Operation], check_every: usize) {
         for (done, operation) in operations.iter().enumerate() {
             model.apply(operation);
             if done % check_every == check_every - 1 {

@@ -13,8 +13,13 @@
 //! | 11     | [`NODE_MARK`], to catch a stale or foreign chunk in debug builds |
 //! | 12..16 | zero                                                         |
 //!
-//! A leaf then holds [`LEAF_CAPACITY`] entry words (see `word`) of 16 bytes
-//! from byte 16, in ascending order. An internal node holds
+//! A leaf then holds entry words (see `word`) from byte 16, in ascending
+//! order, in its tree's [`LeafFormat`]: whole 16-byte words
+//! ([`LEAF_CAPACITY`] of them), or, for an index whose keys all have the
+//! same length of at most 11 bytes (NOT NULL integer, date and similar
+//! columns), just the row (4 bytes, little-endian) and the key's bytes, from
+//! which the 16-byte word is rebuilt exactly: an INT NOT NULL index then
+//! takes 8 bytes an entry instead of 16, and its leaves hold 510 entries. An internal node holds
 //! [`INTERNAL_CAPACITY`] words from byte 16 and as many children (4-byte
 //! `ChunkRef`s) from [`CHILDREN`]`.offset`: word `i` (for `i ≥ 1`) is the
 //! first entry of child `i`'s subtree, exactly, so it always names a live
@@ -22,6 +27,7 @@
 //! first entry is recorded by its parent), which keeps most minimum changes
 //! from climbing to the root.
 
+use super::word;
 use crate::memory::ChunkRef;
 
 /// Bytes in one node. Measured at 2, 4 and 8 KiB (see the module docs of
@@ -110,7 +116,7 @@ pub(super) fn count(node: &Node) -> usize {
 
 #[inline]
 pub(super) fn set_count(node: &mut Node, count: usize) {
-    debug_assert!(count <= LEAF_CAPACITY.max(INTERNAL_CAPACITY));
+    debug_assert!(count <= (NODE_BYTES - HEADER_BYTES) / 5);
     node[COUNT_OFFSET..COUNT_OFFSET + 2].copy_from_slice(&(count as u16).to_le_bytes());
 }
 
@@ -149,10 +155,103 @@ pub(super) fn set_word(node: &mut Node, slot: usize, word: u128) {
     node[WORDS.range(slot, 1)].copy_from_slice(&word.to_le_bytes());
 }
 
-/// The row of a leaf entry: the low 32 bits of its word, its first 4 bytes.
+/// How a tree's leaves store their entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct LeafFormat {
+    /// The length every key has, or 0 if keys vary (whole words are stored).
+    key_bytes: usize,
+    /// Bytes of one stored entry.
+    entry_bytes: usize,
+    /// Entries a leaf holds.
+    pub capacity: usize,
+}
+
+impl LeafFormat {
+    /// Whole 16-byte words: keys of any length.
+    pub const WORDS: LeafFormat = LeafFormat {
+        key_bytes: 0,
+        entry_bytes: WORD_BYTES,
+        capacity: LEAF_CAPACITY,
+    };
+
+    /// Row and key bytes, for keys that are all `key_bytes` long.
+    pub fn fixed(key_bytes: usize) -> LeafFormat {
+        assert!(
+            (1..=word::PREFIX_BYTES).contains(&key_bytes),
+            "fixed keys must fit in a word's prefix"
+        );
+        let entry_bytes = 4 + key_bytes;
+        LeafFormat {
+            key_bytes,
+            entry_bytes,
+            capacity: (NODE_BYTES - HEADER_BYTES) / entry_bytes,
+        }
+    }
+
+    #[inline]
+    pub fn column(self) -> Column {
+        Column {
+            offset: HEADER_BYTES,
+            width: self.entry_bytes,
+        }
+    }
+
+    /// A word as a leaf stores it.
+    #[inline]
+    pub fn encode(self, word: u128) -> LeafEntry {
+        let mut bytes = [0u8; WORD_BYTES];
+        if self.key_bytes == 0 {
+            bytes = word.to_le_bytes();
+        } else {
+            bytes[..4].copy_from_slice(&(word as u32).to_le_bytes());
+            bytes[4..4 + self.key_bytes].copy_from_slice(&word.to_be_bytes()[..self.key_bytes]);
+        }
+        LeafEntry {
+            bytes,
+            length: self.entry_bytes,
+        }
+    }
+
+    /// Whether a key can be stored in this format.
+    #[inline]
+    pub fn admits(self, key: &[u8]) -> bool {
+        self.key_bytes == 0 || key.len() == self.key_bytes
+    }
+}
+
+/// An entry in a leaf's stored form.
+pub(super) struct LeafEntry {
+    bytes: [u8; WORD_BYTES],
+    length: usize,
+}
+
+impl AsRef<[u8]> for LeafEntry {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.length]
+    }
+}
+
+/// Entry `slot` of a leaf, as a whole word.
 #[inline]
-pub(super) fn row(node: &Node, slot: usize) -> ChunkRef {
-    ChunkRef::from_raw(read_u32(node, WORDS.offset + slot * WORD_BYTES))
+pub(super) fn leaf_word(node: &Node, slot: usize, format: LeafFormat) -> u128 {
+    if format.key_bytes == 0 {
+        return word(node, slot);
+    }
+    let at = HEADER_BYTES + slot * format.entry_bytes;
+    let row = ChunkRef::from_raw(read_u32(node, at));
+    word::entry_word(&node[at + 4..at + 4 + format.key_bytes], row)
+}
+
+#[inline]
+pub(super) fn set_leaf_word(node: &mut Node, slot: usize, word: u128, format: LeafFormat) {
+    let at = HEADER_BYTES + slot * format.entry_bytes;
+    node[at..at + format.entry_bytes].copy_from_slice(format.encode(word).as_ref());
+}
+
+/// The row of leaf entry `slot`: every format stores it first.
+#[inline]
+pub(super) fn leaf_row(node: &Node, slot: usize, format: LeafFormat) -> ChunkRef {
+    ChunkRef::from_raw(read_u32(node, HEADER_BYTES + slot * format.entry_bytes))
 }
 
 #[inline]

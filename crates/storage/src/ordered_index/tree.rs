@@ -7,7 +7,7 @@
 //! instead of storing parent links in nodes, which would have to be rewritten
 //! for every child a split or merge moves.
 
-use super::node::{self, CHILDREN, INTERNAL_CAPACITY, LEAF_CAPACITY, NODE_BYTES, Node, WORDS};
+use super::node::{self, CHILDREN, INTERNAL_CAPACITY, LeafFormat, NODE_BYTES, Node, WORDS};
 use super::word::{self, FullKeys, Probe};
 use super::{Bound, Collected, KeySource};
 use crate::memory::{ChunkRef, PAGE_SIZE_BYTES, PagePool, Slab};
@@ -22,7 +22,6 @@ const CHUNKS_PER_PAGE: usize = PAGE_SIZE_BYTES / NODE_BYTES;
 /// A leaf left with fewer entries than this after a removal merges with a
 /// sibling if their entries fit in one node. A quarter leaves room for
 /// inserts after a merge, so a merge is not soon undone by a split.
-const LEAF_MERGE_BELOW: usize = LEAF_CAPACITY / 4;
 const INTERNAL_MERGE_BELOW: usize = INTERNAL_CAPACITY / 4;
 
 /// The nodes from the root down to a leaf, and which child was taken in
@@ -134,6 +133,8 @@ impl EndTest<'_> {
 
 pub(super) struct Tree {
     slab: Slab,
+    /// How leaves store entries, chosen from the index's key type.
+    leaf: LeafFormat,
     root: ChunkRef,
     /// Levels of nodes: 0 when empty, 1 when the root is a leaf.
     height: usize,
@@ -141,15 +142,21 @@ pub(super) struct Tree {
 }
 
 impl Tree {
-    pub fn new() -> Tree {
+    pub fn new(leaf: LeafFormat) -> Tree {
         let slab = Slab::new(NODE_BYTES as u32);
         assert_eq!(slab.chunk_bytes() as usize, NODE_BYTES);
         Tree {
             slab,
+            leaf,
             root: ChunkRef::NONE,
             height: 0,
             entries: 0,
         }
+    }
+
+    #[inline]
+    fn leaf_word(&self, node: &Node, slot: usize) -> u128 {
+        node::leaf_word(node, slot, self.leaf)
     }
 
     pub fn entries(&self) -> u64 {
@@ -239,7 +246,7 @@ impl Tree {
         path.nodes[leaf_depth] = chunk;
         let leaf = self.node(pool, chunk);
         partition_point(0, node::count(leaf), |slot| {
-            probe.before(node::word(leaf, slot), pool, full)
+            probe.before(self.leaf_word(leaf, slot), pool, full)
         })
     }
 
@@ -287,7 +294,7 @@ impl Tree {
         // it is in this leaf because its subtree's first entry is before it.
         let slot = after.checked_sub(1)?;
         let leaf = self.node(pool, path.nodes[self.height - 1]);
-        (probe.compare(node::word(leaf, slot), pool, full) == Ordering::Equal).then_some(slot)
+        (probe.compare(self.leaf_word(leaf, slot), pool, full) == Ordering::Equal).then_some(slot)
     }
 
     pub fn insert<K: KeySource>(
@@ -298,14 +305,20 @@ impl Tree {
         full: &mut FullKeys<'_, K>,
     ) -> Result<(), ErrorCode> {
         assert!(!row.is_none(), "an entry needs a row");
+        assert!(
+            self.leaf.admits(key),
+            "a key of {} bytes in an index of fixed-length keys",
+            key.len()
+        );
         let entry = word::entry_word(key, row);
         if self.height == 0 {
             if self.chunks_available(pool) == 0 {
                 return Err(ErrorCode::TableFull);
             }
             let leaf = self.allocate_node(pool, 0);
+            let format = self.leaf;
             let node = self.node_mut(pool, leaf);
-            node::set_word(node, 0, entry);
+            node::set_leaf_word(node, 0, entry, format);
             node::set_count(node, 1);
             self.root = leaf;
             self.height = 1;
@@ -319,7 +332,7 @@ impl Tree {
         let leaf = path.nodes[leaf_depth];
         debug_assert!(
             slot == 0
-                || probe.compare(node::word(self.node(pool, leaf), slot - 1), pool, full)
+                || probe.compare(self.leaf_word(self.node(pool, leaf), slot - 1), pool, full)
                     != Ordering::Equal,
             "the entry ({key:?}, {row:?}) is already in the index"
         );
@@ -328,9 +341,16 @@ impl Tree {
         // entry. So no ancestor word needs changing below.
         debug_assert!(slot > 0 || path.indexes[..leaf_depth].iter().all(|&index| index == 0));
         let count = node::count(self.node(pool, leaf));
-        if count < LEAF_CAPACITY {
+        if count < self.leaf.capacity {
+            let format = self.leaf;
             let node = self.node_mut(pool, leaf);
-            node::insert(node, WORDS, count, slot, &entry.to_le_bytes());
+            node::insert(
+                node,
+                format.column(),
+                count,
+                slot,
+                format.encode(entry).as_ref(),
+            );
             node::set_count(node, count + 1);
         } else {
             self.split_and_insert(pool, &path, slot, entry)?;
@@ -378,29 +398,30 @@ impl Tree {
 
         let leaf = path.nodes[leaf_depth];
         let sibling = self.allocate_node(pool, 0);
+        let format = self.leaf;
         let (left, right) = two_nodes_mut(pool, leaf, sibling);
         let keep = split_point(
             slot,
-            LEAF_CAPACITY,
+            format.capacity,
             node::previous(left).is_none(),
             node::next(left).is_none(),
         );
         node::split_insert(
             left,
             right,
-            WORDS,
-            LEAF_CAPACITY,
+            format.column(),
+            format.capacity,
             slot,
-            &entry.to_le_bytes(),
+            format.encode(entry).as_ref(),
             keep,
         );
         node::set_count(left, keep);
-        node::set_count(right, LEAF_CAPACITY + 1 - keep);
+        node::set_count(right, format.capacity + 1 - keep);
         let following = node::next(left);
         node::set_next(left, sibling);
         node::set_previous(right, leaf);
         node::set_next(right, following);
-        let mut separator = node::word(right, 0);
+        let mut separator = node::leaf_word(right, 0, format);
         if !following.is_none() {
             node::set_previous(self.node_mut(pool, following), sibling);
         }
@@ -478,13 +499,14 @@ impl Tree {
             return false;
         };
         let leaf_depth = self.height - 1;
+        let format = self.leaf;
         let node = self.node_mut(pool, path.nodes[leaf_depth]);
         let count = node::count(node) - 1;
-        node::remove(node, WORDS, count + 1, slot);
+        node::remove(node, format.column(), count + 1, slot);
         node::set_count(node, count);
         self.entries -= 1;
         if slot == 0 && count > 0 {
-            let minimum = node::word(node, 0);
+            let minimum = node::leaf_word(node, 0, format);
             self.set_minimum(pool, &path, leaf_depth, minimum);
         }
         self.rebalance(pool, &mut path);
@@ -508,7 +530,7 @@ impl Tree {
                 self.remove_child(pool, path, depth - 1, path.index(depth - 1));
             } else {
                 let merge_below = if depth == leaf_depth {
-                    LEAF_MERGE_BELOW
+                    self.leaf.capacity / 4
                 } else {
                     INTERNAL_MERGE_BELOW
                 };
@@ -567,7 +589,7 @@ impl Tree {
     fn merge_with_sibling(&mut self, pool: &mut PagePool, path: &Path, depth: usize) -> bool {
         let is_leaf = depth == self.height - 1;
         let capacity = if is_leaf {
-            LEAF_CAPACITY
+            self.leaf.capacity
         } else {
             INTERNAL_CAPACITY
         };
@@ -602,10 +624,17 @@ impl Tree {
         separator: u128,
         is_leaf: bool,
     ) {
+        let format = self.leaf;
         let (left_node, right_node) = two_nodes_mut(pool, left, right);
         let (left_count, right_count) = (node::count(left_node), node::count(right_node));
         if is_leaf {
-            node::append(left_node, left_count, right_node, right_count, WORDS);
+            node::append(
+                left_node,
+                left_count,
+                right_node,
+                right_count,
+                format.column(),
+            );
             let following = node::next(right_node);
             node::set_next(left_node, following);
             if !following.is_none() {
@@ -684,7 +713,7 @@ impl Tree {
         // so only rows really move); then fill it. Nothing is allocated.
         let leaf_depth = self.height - 1;
         let entry = word::with_row(
-            node::word(self.node(pool, path.nodes[leaf_depth]), hole),
+            self.leaf_word(self.node(pool, path.nodes[leaf_depth]), hole),
             new,
         );
         let target = Probe::entry(key, new, false);
@@ -706,20 +735,23 @@ impl Tree {
                     .then(|| (preceding, node::count(self.node(pool, preceding)) - 1))
             };
             let passed = neighbour.filter(|&(neighbour_leaf, neighbour_slot)| {
-                let neighbour_word = node::word(self.node(pool, neighbour_leaf), neighbour_slot);
+                let neighbour_word =
+                    self.leaf_word(self.node(pool, neighbour_leaf), neighbour_slot);
                 // Forward the hole passes entries before `(key, new)`,
                 // backward those after it.
                 target.before(neighbour_word, pool, full) == forward
             });
             let Some((neighbour_leaf, neighbour_slot)) = passed else {
-                node::set_word(self.node_mut(pool, leaf), hole, entry);
+                let format = self.leaf;
+                node::set_leaf_word(self.node_mut(pool, leaf), hole, entry, format);
                 if hole == 0 {
                     self.set_minimum(pool, &path, leaf_depth, entry);
                 }
                 return true;
             };
-            let moved = node::word(self.node(pool, neighbour_leaf), neighbour_slot);
-            node::set_word(self.node_mut(pool, leaf), hole, moved);
+            let moved = self.leaf_word(self.node(pool, neighbour_leaf), neighbour_slot);
+            let format = self.leaf;
+            node::set_leaf_word(self.node_mut(pool, leaf), hole, moved, format);
             if hole == 0 {
                 self.set_minimum(pool, &path, leaf_depth, moved);
             }
@@ -813,29 +845,33 @@ impl Tree {
             let (first, last, end_here) = if descending {
                 // Entries `..slot` of this leaf come next, downwards.
                 let window = slot.saturating_sub(remaining)..slot;
-                if window.is_empty() || keeps(node::word(node, window.start), full) {
+                if window.is_empty() || keeps(self.leaf_word(node, window.start), full) {
                     (window.start, window.end, false)
                 } else {
                     let first = partition_point(window.start + 1, window.end, |at| {
-                        !keeps(node::word(node, at), full)
+                        !keeps(self.leaf_word(node, at), full)
                     });
                     (first, window.end, true)
                 }
             } else {
                 let window = slot..count.min(slot.saturating_add(remaining));
-                if window.is_empty() || keeps(node::word(node, window.end - 1), full) {
+                if window.is_empty() || keeps(self.leaf_word(node, window.end - 1), full) {
                     (window.start, window.end, false)
                 } else {
                     let last = partition_point(window.start, window.end - 1, |at| {
-                        keeps(node::word(node, at), full)
+                        keeps(self.leaf_word(node, at), full)
                     });
                     (window.start, last, true)
                 }
             };
             if descending {
-                out.extend((first..last).rev().map(|at| node::row(node, at)));
+                out.extend(
+                    (first..last)
+                        .rev()
+                        .map(|at| node::leaf_row(node, at, self.leaf)),
+                );
             } else {
-                out.extend((first..last).map(|at| node::row(node, at)));
+                out.extend((first..last).map(|at| node::leaf_row(node, at, self.leaf)));
             }
             remaining -= last - first;
             if end_here {
@@ -855,7 +891,7 @@ impl Tree {
                     Some(last).filter(|&at| at < count)
                 };
                 let more = match following {
-                    Some(at) => keeps(node::word(node, at), full),
+                    Some(at) => keeps(self.leaf_word(node, at), full),
                     None => !beyond.is_none(),
                 };
                 return if more {
@@ -928,7 +964,7 @@ impl Tree {
                 "next link of leaf {leaf:?}"
             );
             for slot in 0..node::count(node) {
-                let stored = node::word(node, slot);
+                let stored = self.leaf_word(node, slot);
                 let row = word::row_of(stored);
                 let mut key = Vec::new();
                 keys.key(pool, row, &mut key);
@@ -971,9 +1007,9 @@ impl Tree {
         let count = node::count(node);
         assert!(count >= 1, "node {chunk:?} is empty");
         if level == 0 {
-            assert!(count <= LEAF_CAPACITY);
+            assert!(count <= self.leaf.capacity);
             leaves.push(chunk);
-            return node::word(node, 0);
+            return self.leaf_word(node, 0);
         }
         assert!(count <= INTERNAL_CAPACITY);
         assert!(

@@ -23,8 +23,8 @@
 
 use super::KeySource;
 use crate::memory::{ChunkRef, PagePool};
+use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::sync::{Mutex, TryLockError};
 
 /// Key bytes kept in a word: enough for a BIGINT or DATETIME key (eight
 /// bytes, nine if nullable) or two INTs (eight, ten if nullable) to compare
@@ -77,10 +77,9 @@ pub(super) struct FullKeys<'a, K: KeySource> {
 pub(super) enum Scratch<'a> {
     /// Held for the whole operation (the index is borrowed mutably).
     Owned(&'a mut Vec<u8>),
-    /// The index's buffer, shared by readers: locked only while a key is
-    /// compared, so scans that never read a key never touch the lock. A
-    /// reader that finds it busy (another thread) uses a buffer of its own.
-    Shared(&'a Mutex<Vec<u8>>),
+    /// The index's buffer, shared by readers: borrowed only while a key is
+    /// compared.
+    Shared(&'a RefCell<Vec<u8>>),
 }
 
 impl<K: KeySource> FullKeys<'_, K> {
@@ -99,11 +98,7 @@ impl<K: KeySource> FullKeys<'_, K> {
         };
         match &mut self.scratch {
             Scratch::Owned(buffer) => read(buffer),
-            Scratch::Shared(shared) => match shared.try_lock() {
-                Ok(mut buffer) => read(&mut buffer),
-                Err(TryLockError::Poisoned(poisoned)) => read(&mut poisoned.into_inner()),
-                Err(TryLockError::WouldBlock) => read(&mut Vec::new()),
-            },
+            Scratch::Shared(shared) => read(&mut shared.borrow_mut()),
         }
     }
 }
