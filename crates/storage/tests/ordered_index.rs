@@ -23,6 +23,13 @@ proptest! {
     fn ordered_index_matches_the_oracle(operations in prop::collection::vec(operation(), 1..6000)) {
         Model::run(POOL_BYTES, &operations, 1499);
     }
+
+    /// Compact leaves (row and key only) for 4-byte keys, as an INT NOT NULL
+    /// index has: 510 entries a leaf.
+    #[test]
+    fn ordered_index_of_fixed_keys_matches_the_oracle(operations in prop::collection::vec(operation(), 1..6000)) {
+        Model::run_fixed(POOL_BYTES, 4, &operations, 1499);
+    }
 }
 
 #[test]
