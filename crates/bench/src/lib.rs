@@ -3,4 +3,5 @@
 //! `shoal` binary installs as its global allocator.
 
 pub mod allocation_counter;
+pub mod huge_pages;
 pub mod storage;

@@ -64,6 +64,10 @@ pub struct EngineConfig {
     /// Write all of DataMemory at start so the operating system commits it
     /// then, not on first use (data nodes do; tests need not).
     pub touch_memory_at_start: bool,
+    /// Called once with DataMemory's bytes after they are reserved and
+    /// before they are touched: the runtime's chance to ask the operating
+    /// system for huge pages, which this sans-IO crate does not do itself.
+    pub memory_advice: Option<fn(&mut [u8])>,
 }
 
 impl Default for EngineConfig {
@@ -76,6 +80,7 @@ impl Default for EngineConfig {
             tables_max: 128,
             lock_wait_timeout_ms: 1_200,
             touch_memory_at_start: false,
+            memory_advice: None,
         }
     }
 }
@@ -191,6 +196,9 @@ impl Engine {
     /// Reserves DataMemory and every record pool from the configuration.
     pub fn new(config: EngineConfig) -> Result<Engine, Error> {
         let mut pool = PagePool::new(config.data_memory_bytes)?;
+        if let Some(advise) = config.memory_advice {
+            advise(pool.bytes_mut());
+        }
         if config.touch_memory_at_start {
             pool.touch_all();
         }

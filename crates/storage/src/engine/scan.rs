@@ -36,7 +36,7 @@ use schema::{Error, ErrorCode};
 const INDEX_COLLECT_BATCH: usize = 256;
 /// How far ahead of the row being visited an index scan prefetches its slot;
 /// the variable part is prefetched half as far ahead, once its slot is in cache.
-const PREFETCH_DISTANCE: usize = 16;
+const PREFETCH_DISTANCE: usize = 8;
 
 /// One end of an index range, as AttrInfo of a prefix of the index's columns.
 #[derive(Debug, Clone, Copy)]

@@ -80,6 +80,23 @@ fn integer_signedness(column_type: &ColumnType) -> Option<bool> {
 }
 
 /// Whether LIKE applies to the type: character and byte strings.
+/// Whether stored values of the type compare as plain bytes (what
+/// `compare_values` does for them), so the filter can skip its dispatch.
+fn is_bytewise(column_type: &ColumnType) -> bool {
+    matches!(
+        column_type,
+        ColumnType::Decimal { .. }
+            | ColumnType::Datetime { .. }
+            | ColumnType::Timestamp { .. }
+            | ColumnType::Time { .. }
+            | ColumnType::Year
+            | ColumnType::Bit { .. }
+            | ColumnType::Binary { .. }
+            | ColumnType::Varbinary { .. }
+            | ColumnType::Blob { .. }
+    )
+}
+
 fn is_string(column_type: &ColumnType) -> bool {
     matches!(
         column_type,
@@ -181,6 +198,7 @@ impl<'a> Compiler<'a> {
             None => Node::Compare {
                 column: column.access,
                 column_type: self.column_type_index(&column),
+                bytewise: is_bytewise(&column.definition.column_type),
                 operator,
                 value,
             },
@@ -204,6 +222,7 @@ impl<'a> Compiler<'a> {
             None => Node::Between {
                 column: column.access,
                 column_type: self.column_type_index(&column),
+                bytewise: is_bytewise(&column.definition.column_type),
                 low,
                 high,
             },

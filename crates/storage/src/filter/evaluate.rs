@@ -201,17 +201,20 @@ pub(crate) enum Node {
         first: u32,
         count: u32,
     },
-    /// A comparison through `compare_values` with `Filter::column_types[column_type]`.
+    /// A comparison through `compare_values` with `Filter::column_types[column_type]`,
+    /// or of plain bytes when `bytewise` (the type's stored bytes sort as it does).
     Compare {
         column: ColumnAccess,
         column_type: u16,
+        bytewise: bool,
         operator: Operator,
         value: Span,
     },
-    /// BETWEEN through `compare_values`.
+    /// BETWEEN through `compare_values`, or of plain bytes when `bytewise`.
     Between {
         column: ColumnAccess,
         column_type: u16,
+        bytewise: bool,
         low: Span,
         high: Span,
     },
@@ -231,6 +234,19 @@ pub(crate) enum Node {
         escape: u8,
         negated: bool,
     },
+}
+
+/// Bytewise order, settled by the first eight bytes as one big-endian number
+/// whenever they differ (most rows), so no `memcmp` call is made for them.
+#[inline]
+fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    if let (Some(a_head), Some(b_head)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        let (a_number, b_number) = (u64::from_be_bytes(*a_head), u64::from_be_bytes(*b_head));
+        if a_number != b_number {
+            return a_number.cmp(&b_number);
+        }
+    }
+    a.cmp(b)
 }
 
 impl Filter {
@@ -303,29 +319,39 @@ impl Filter {
             Node::Compare {
                 column,
                 column_type,
+                bytewise,
                 operator,
                 value,
             } => match column.bytes(row) {
                 None => Truth::Unknown,
                 Some(bytes) => {
-                    let column_type = &self.column_types[usize::from(*column_type)];
-                    let ordering = key::compare_values(column_type, bytes, self.constant(*value));
+                    let ordering = if *bytewise {
+                        compare_bytes(bytes, self.constant(*value))
+                    } else {
+                        let column_type = &self.column_types[usize::from(*column_type)];
+                        key::compare_values(column_type, bytes, self.constant(*value))
+                    };
                     Truth::from_bool(operator.holds(ordering))
                 }
             },
             Node::Between {
                 column,
                 column_type,
+                bytewise,
                 low,
                 high,
             } => match column.bytes(row) {
                 None => Truth::Unknown,
                 Some(bytes) => {
-                    let column_type = &self.column_types[usize::from(*column_type)];
-                    let inside = key::compare_values(column_type, bytes, self.constant(*low))
-                        != Ordering::Less
-                        && key::compare_values(column_type, bytes, self.constant(*high))
-                            != Ordering::Greater;
+                    let (low, high) = (self.constant(*low), self.constant(*high));
+                    let inside = if *bytewise {
+                        compare_bytes(bytes, low) != Ordering::Less
+                            && compare_bytes(bytes, high) != Ordering::Greater
+                    } else {
+                        let column_type = &self.column_types[usize::from(*column_type)];
+                        key::compare_values(column_type, bytes, low) != Ordering::Less
+                            && key::compare_values(column_type, bytes, high) != Ordering::Greater
+                    };
                     Truth::from_bool(inside)
                 }
             },

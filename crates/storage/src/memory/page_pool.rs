@@ -64,6 +64,16 @@ impl PagePool {
         Ok(PagePool { pages, free })
     }
 
+    /// All of DataMemory as bytes, for a runtime to advise the operating
+    /// system about it (huge pages) before it is first touched.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let length = self.pages.len() * PAGE_SIZE_BYTES;
+        // SAFETY: `Page` is `repr(C)` around a byte array with no padding
+        // (its size is a multiple of its alignment), so the boxed slice of
+        // pages is `length` contiguous initialized bytes, borrowed mutably.
+        unsafe { std::slice::from_raw_parts_mut(self.pages.as_mut_ptr().cast::<u8>(), length) }
+    }
+
     /// Writes every page once, so the operating system commits all of
     /// DataMemory now rather than on first use: as an NDB data node does at
     /// start, which keeps page faults off the operation paths.
