@@ -36,6 +36,8 @@ use schema::{Error, ErrorCode};
 const INDEX_COLLECT_BATCH: usize = 256;
 /// How far ahead of the row being visited an index scan prefetches its slot;
 /// the variable part is prefetched half as far ahead, once its slot is in cache.
+/// Measured with `shoal bench storage` at 8, 12, 16, 32 and 64: 8 was best
+/// (22 M rows/s), 64 the worst (14 M).
 const PREFETCH_DISTANCE: usize = 8;
 
 /// One end of an index range, as AttrInfo of a prefix of the index's columns.
