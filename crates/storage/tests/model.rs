@@ -207,18 +207,26 @@ fn scan(
     let mut rows = Vec::new();
     loop {
         let mut out = Vec::new();
-        // Tiny batches exercise the resumable cursor.
-        let batch = engine.scan_next(0, scan, 3, 1 << 20, &mut out).unwrap();
+        // Tiny batches exercise the resumable cursor: three rows at a time,
+        // or (descending) a one-byte limit, which still returns one row.
+        let (rows_max, bytes_max, per_batch) = if descending {
+            (100, 1, 1)
+        } else {
+            (3, 1 << 20, 3)
+        };
+        let batch = engine
+            .scan_next(0, scan, rows_max, bytes_max, &mut out)
+            .unwrap();
+        assert!(
+            batch.rows == per_batch || batch.finished,
+            "a batch stops early only at the end: {batch:?} index {index:?} descending {descending}"
+        );
         let mut at = 0;
         while at < out.len() {
             let length = u32::from_le_bytes(out[at..at + 4].try_into().unwrap()) as usize;
             rows.push(decode_row(&out[at + 4..at + 4 + length]));
             at += 4 + length;
         }
-        assert!(
-            batch.rows == 3 || batch.finished,
-            "a batch stops early only at the end"
-        );
         if batch.finished {
             break;
         }

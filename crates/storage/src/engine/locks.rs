@@ -150,8 +150,17 @@ impl WaitQueue {
 }
 
 pub(crate) enum Acquired {
-    Granted { record: u32, created: bool },
-    Waiting { record: u32, created: bool },
+    /// `previous` is the mode the record held before (None if created):
+    /// what a failed operation gives back.
+    Granted {
+        record: u32,
+        created: bool,
+        previous: LockMode,
+    },
+    Waiting {
+        record: u32,
+        created: bool,
+    },
 }
 
 pub(crate) fn lock_mode(kind: OperationKind) -> LockMode {
@@ -255,10 +264,12 @@ impl Engine {
             if record.waiting() {
                 return Err(ErrorCode::WrongTransactionState);
             }
+            let previous = record.held;
             if record.held >= mode {
                 return Ok(Acquired::Granted {
                     record: own,
                     created: false,
+                    previous,
                 });
             }
             if others_held == LockMode::None {
@@ -266,6 +277,7 @@ impl Engine {
                 return Ok(Acquired::Granted {
                     record: own,
                     created: false,
+                    previous,
                 });
             }
             record.wanted = mode;
@@ -286,6 +298,7 @@ impl Engine {
             Ok(Acquired::Granted {
                 record,
                 created: true,
+                previous: LockMode::None,
             })
         } else {
             self.records[record as usize].wanted = mode;
@@ -440,14 +453,15 @@ impl Engine {
             }
             self.dequeue_wait(waiter);
             let record = &mut self.records[waiter as usize];
+            let previous = record.held;
             record.held = record.held.max(wanted);
             record.wanted = LockMode::None;
-            self.resume(waiter);
+            self.resume(waiter, previous);
         }
     }
 
     /// Runs what a record waited for, now that its lock is granted.
-    fn resume(&mut self, index: u32) {
+    fn resume(&mut self, index: u32, previous: LockMode) {
         let record = self.records[index as usize];
         self.records[index as usize].pending = Pending::None;
         let transaction = self.transactions.id(record.transaction);
@@ -477,7 +491,8 @@ impl Engine {
                 let stored = std::mem::take(&mut self.scratch.request);
                 let (kind, columns, values) = decode_stored(&stored);
                 let mut data = Vec::new();
-                let result = self.apply(kind, index, created, values, &columns, &mut data);
+                let result =
+                    self.apply(kind, index, created, previous, values, &columns, &mut data);
                 self.scratch.request = stored;
                 self.completions.push(Completion {
                     token: record.token,

@@ -91,10 +91,15 @@ impl Engine {
             row,
             lock_mode(request.kind),
         )? {
-            Acquired::Granted { record, created } => self.apply(
+            Acquired::Granted {
+                record,
+                created,
+                previous,
+            } => self.apply(
                 request.kind,
                 record,
                 created,
+                previous,
                 request.values,
                 request.columns,
                 out,
@@ -175,22 +180,30 @@ impl Engine {
     }
 
     /// Runs an operation whose lock is held by `record`.
+    /// Runs an operation whose lock is held by `record`. If it fails, the
+    /// record is left as before it: dropped if it was `created` for this
+    /// operation, or back at its `previous` lock mode if the operation had
+    /// upgraded it (waiters behind it are then granted what they can have).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn apply(
         &mut self,
         kind: OperationKind,
         record: u32,
         created: bool,
+        previous: LockMode,
         values: &[u8],
         columns: &[ColumnId],
         out: &mut Vec<u8>,
     ) -> Result<Outcome, Error> {
         let result = self.apply_locked(kind, record, values, columns, out);
-        if result.is_err() && created {
+        if result.is_err() {
             let state = self.records[record as usize];
-            if state.image.is_none() && !state.inserted && !state.deleted {
-                // Nothing of this record is left to undo: drop it (and the
-                // lock it took just for this operation).
+            let untouched = state.image.is_none() && !state.inserted && !state.deleted;
+            if untouched && created {
                 self.release_record(record);
+            } else if untouched && state.held > previous {
+                self.records[record as usize].held = previous;
+                self.grant_waiters(state.table, state.row);
             }
         }
         result
