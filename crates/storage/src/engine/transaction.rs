@@ -175,18 +175,7 @@ impl Engine {
                 "commit needs a prepared transaction",
             ));
         }
-        while self.transactions.first(index) != NO_RECORD {
-            let record = self.transactions.first(index);
-            self.commit_record(record);
-            let (table, row) = (
-                self.records[record as usize].table,
-                self.records[record as usize].row,
-            );
-            if self.release_record(record) {
-                self.grant_waiters(table, row);
-            }
-        }
-        self.transactions.end(index);
+        self.finish(index, Engine::commit_record);
         Ok(())
     }
 
@@ -197,9 +186,17 @@ impl Engine {
             .transactions
             .lookup(transaction)
             .ok_or(ErrorCode::NoSuchTransaction)?;
+        self.finish(index, Engine::abort_record);
+        Ok(())
+    }
+
+    /// Ends a transaction: applies `settle` (commit or undo) to each of its
+    /// records, releases each record's lock, grants the waiters behind it,
+    /// and frees the transaction record.
+    fn finish(&mut self, index: u32, settle: fn(&mut Engine, u32)) {
         while self.transactions.first(index) != NO_RECORD {
             let record = self.transactions.first(index);
-            self.abort_record(record);
+            settle(self, record);
             let (table, row) = (
                 self.records[record as usize].table,
                 self.records[record as usize].row,
@@ -209,7 +206,6 @@ impl Engine {
             }
         }
         self.transactions.end(index);
-        Ok(())
     }
 
     fn commit_record(&mut self, index: u32) {
