@@ -61,11 +61,19 @@ fn primary_key_operations_do_not_allocate() {
             ColumnDef::new("tag", ColumnType::Varbinary { length: 8 }, true),
         ],
         vec![0],
-        vec![IndexDef {
-            name: "ordered".into(),
-            columns: vec![0],
-            unique: false,
-        }],
+        vec![
+            IndexDef {
+                name: "ordered".into(),
+                columns: vec![0],
+                unique: false,
+            },
+            // A unique index makes every insert run the unique-key check.
+            IndexDef {
+                name: "tag".into(),
+                columns: vec![2],
+                unique: true,
+            },
+        ],
     )
     .unwrap();
     engine.create_table(1, def).unwrap();

@@ -2,7 +2,7 @@
 //! operations, visibility, locks, commit and abort, memory limits.
 
 use schema::types::{Collation, ColumnType};
-use schema::{AttrInfoReader, AttrInfoWriter, ColumnDef, ErrorCode, IndexDef, TableDef, Value};
+use schema::{AttrInfoReader, AttrInfoWriter, ColumnDef, ErrorCode, IndexDef, TableDef};
 use storage::{
     Engine, EngineConfig, NO_TRANSACTION, OperationKind, OperationRequest, Outcome, ReadMode,
 };
@@ -784,5 +784,4 @@ fn case_insensitive_primary_key_is_one_key() {
     engine.execute(0, &request, &mut out).unwrap();
     let entries: Vec<_> = AttrInfoReader::new(&out).map(|e| e.unwrap()).collect();
     assert_eq!(entries[0].1, Some(&b"abd"[..]));
-    let _ = Value::Null;
 }

@@ -585,8 +585,7 @@ pub(crate) fn free_row(
     let hash = schema::key::key_hash(key);
     let removed = table.hash.remove(pool, hash, row);
     assert!(removed, "row missing from the hash index");
-    table::free_var(&table.def, &table.rows, &mut table.parts, pool, row);
-    table.rows.free(pool, row);
+    table.free_version(pool, row);
 }
 
 fn encode_kind(kind: OperationKind) -> u8 {

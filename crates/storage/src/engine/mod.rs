@@ -174,6 +174,8 @@ pub(crate) struct Scratch {
     pub fixed: Vec<u8>,
     pub var: Vec<u8>,
     pub request: Vec<u8>,
+    /// Index entries found by unique-key checks.
+    pub found: Vec<crate::memory::ChunkRef>,
     pub builder: RowBuilder,
 }
 
@@ -240,6 +242,7 @@ impl Engine {
                 fixed: vec![0; ROW_SIZE_MAX as usize],
                 var: Vec::with_capacity(ROW_SIZE_MAX as usize + 64),
                 request: Vec::with_capacity(PAGE_SIZE_BYTES),
+                found: Vec::with_capacity(4),
                 builder: RowBuilder::default(),
             },
             pool,

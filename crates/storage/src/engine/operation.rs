@@ -341,7 +341,12 @@ impl Engine {
         for position in 0..64 {
             if unique_to_check & (1 << position) != 0 {
                 self.encode_scratch_key(table_id, position);
-                if self.unique_conflict(table_id, position, record) {
+                // The buffer is lent out (taking it allocates nothing) because
+                // the check reads the rest of the engine.
+                let mut found = std::mem::take(&mut self.scratch.found);
+                let conflict = self.unique_conflict(table_id, position, record, &mut found);
+                self.scratch.found = found;
+                if conflict {
                     return Err(Error::new(
                         ErrorCode::DuplicateKey,
                         "duplicate entry for a unique index",
@@ -382,7 +387,13 @@ impl Engine {
     /// Whether the key in `scratch.key` (of a unique index) is taken by
     /// another row version that could commit. Conservative: another
     /// transaction's uncommitted entry counts as taken.
-    fn unique_conflict(&self, table_id: u32, position: usize, record: u32) -> bool {
+    fn unique_conflict(
+        &self,
+        table_id: u32,
+        position: usize,
+        record: u32,
+        found: &mut Vec<ChunkRef>,
+    ) -> bool {
         let table = self.tables[table_id as usize].as_ref().unwrap();
         let own = &self.records[record as usize];
         let keys = table::RowKeys {
@@ -391,7 +402,6 @@ impl Engine {
             parts: &table.parts,
             columns: &table.def.ordered_indexes[position].columns,
         };
-        let mut found = Vec::with_capacity(4);
         let bound = Bound::Prefix {
             key: &self.scratch.key,
             inclusive: true,
@@ -406,9 +416,9 @@ impl Engine {
                 },
                 None => bound,
             };
-            let collected = table.ordered[position]
-                .collect(&self.pool, start, bound, false, &keys, &mut found, 4);
-            for &entry in &found {
+            let collected =
+                table.ordered[position].collect(&self.pool, start, bound, false, &keys, found, 4);
+            for &entry in found.iter() {
                 if entry == own.row || entry == own.image {
                     continue;
                 }
@@ -464,24 +474,15 @@ impl Engine {
         } = self;
         let table = tables[table_id as usize].as_mut().unwrap();
         let fixed_bytes = table.def.layout.fixed_bytes as usize;
-        let copy = table.rows.allocate(pool)?;
-        if let Err(error) = table::store_version(
-            &table.def,
-            &table.rows,
-            &mut table.parts,
+        let copy = table.new_version(
             pool,
-            copy,
             &scratch.fixed[..fixed_bytes],
             &scratch.var,
             record,
             IN_USE | COPY,
-        ) {
-            table.rows.free(pool, copy);
-            return Err(error.into());
-        }
+        )?;
         if let Err(error) = table::index_insert(table, pool, copy, changed, &mut scratch.key) {
-            table::free_var(&table.def, &table.rows, &mut table.parts, pool, copy);
-            table.rows.free(pool, copy);
+            table.free_version(pool, copy);
             return Err(error.into());
         }
         let state = &mut records[record as usize];
@@ -568,7 +569,10 @@ impl Engine {
         for position in 0..64 {
             if unique_to_check & (1 << position) != 0 {
                 self.encode_scratch_key(table_id, position);
-                if self.unique_taken(table_id, position) {
+                let mut found = std::mem::take(&mut self.scratch.found);
+                let taken = self.unique_taken(table_id, position, &mut found);
+                self.scratch.found = found;
+                if taken {
                     return Err(Error::new(
                         ErrorCode::DuplicateKey,
                         "duplicate entry for a unique index",
@@ -587,31 +591,21 @@ impl Engine {
         } = self;
         let table = tables[table_id as usize].as_mut().unwrap();
         let fixed_bytes = table.def.layout.fixed_bytes as usize;
-        let slot = table.rows.allocate(pool)?;
-        if let Err(error) = table::store_version(
-            &table.def,
-            &table.rows,
-            &mut table.parts,
+        let slot = table.new_version(
             pool,
-            slot,
             &scratch.fixed[..fixed_bytes],
             &scratch.var,
             NO_RECORD,
             IN_USE,
-        ) {
-            table.rows.free(pool, slot);
-            return Err(error.into());
-        }
+        )?;
         if let Err(error) = table.hash.insert(pool, hash, slot) {
-            table::free_var(&table.def, &table.rows, &mut table.parts, pool, slot);
-            table.rows.free(pool, slot);
+            table.free_version(pool, slot);
             return Err(error.into());
         }
         let all = table.all_indexes();
         if let Err(error) = table::index_insert(table, pool, slot, all, &mut scratch.key) {
             table.hash.remove(pool, hash, slot);
-            table::free_var(&table.def, &table.rows, &mut table.parts, pool, slot);
-            table.rows.free(pool, slot);
+            table.free_version(pool, slot);
             return Err(error.into());
         }
         let record = self
@@ -622,7 +616,7 @@ impl Engine {
     }
 
     /// Whether the unique key in `scratch.key` is taken, for a brand-new row.
-    fn unique_taken(&self, table_id: u32, position: usize) -> bool {
+    fn unique_taken(&self, table_id: u32, position: usize, found: &mut Vec<ChunkRef>) -> bool {
         let table = self.tables[table_id as usize].as_ref().unwrap();
         let keys = table::RowKeys {
             def: &table.def,
@@ -634,8 +628,8 @@ impl Engine {
             key: &self.scratch.key,
             inclusive: true,
         };
-        let mut found = Vec::with_capacity(1);
-        table.ordered[position].collect(&self.pool, bound, bound, false, &keys, &mut found, 1);
+        found.clear();
+        table.ordered[position].collect(&self.pool, bound, bound, false, &keys, found, 1);
         !found.is_empty()
     }
 }

@@ -98,6 +98,43 @@ impl Table {
         self.rows_committed = 0;
     }
 
+    /// Stores a new row version in a new slot: the header, the fixed part
+    /// and a newly stored variable part. On `TableFull` nothing is kept.
+    pub fn new_version(
+        &mut self,
+        pool: &mut PagePool,
+        fixed: &[u8],
+        var: &[u8],
+        record: u32,
+        flags: u8,
+    ) -> Result<ChunkRef, ErrorCode> {
+        let slot = self.rows.allocate(pool)?;
+        let stored = if self.def.layout.var_columns > 0 {
+            match self.parts.store(pool, var) {
+                Ok(stored) => Some(stored),
+                Err(error) => {
+                    self.rows.free(pool, slot);
+                    return Err(error);
+                }
+            }
+        } else {
+            None
+        };
+        let bytes = self.rows.bytes_mut(pool, slot);
+        bytes[0..4].copy_from_slice(&header_word(record, flags));
+        bytes[HEADER_BYTES..HEADER_BYTES + fixed.len()].copy_from_slice(fixed);
+        if let Some(stored) = stored {
+            write_var_ref(&self.def, bytes, stored);
+        }
+        Ok(slot)
+    }
+
+    /// Frees a row version: its variable part and its slot.
+    pub fn free_version(&mut self, pool: &mut PagePool, slot: ChunkRef) {
+        free_var(&self.def, &self.rows, &mut self.parts, pool, slot);
+        self.rows.free(pool, slot);
+    }
+
     /// A mask with a bit for every ordered index.
     pub fn all_indexes(&self) -> u64 {
         let count = self.ordered.len();
@@ -181,35 +218,6 @@ pub(crate) fn row_view<'p>(
         None => &[],
     };
     RowView { fixed, var }
-}
-
-/// Writes a row version into a slot that has no variable part yet: the
-/// fixed part, a newly stored variable part, and the header. On `TableFull`
-/// nothing was stored.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn store_version(
-    def: &TableDef,
-    rows: &Slab,
-    parts: &mut VarAllocator,
-    pool: &mut PagePool,
-    slot: ChunkRef,
-    fixed: &[u8],
-    var: &[u8],
-    record: u32,
-    flags: u8,
-) -> Result<(), ErrorCode> {
-    let stored = if def.layout.var_columns > 0 {
-        Some(parts.store(pool, var)?)
-    } else {
-        None
-    };
-    let bytes = rows.bytes_mut(pool, slot);
-    bytes[0..4].copy_from_slice(&header_word(record, flags));
-    bytes[HEADER_BYTES..HEADER_BYTES + fixed.len()].copy_from_slice(fixed);
-    if let Some(stored) = stored {
-        write_var_ref(def, bytes, stored);
-    }
-    Ok(())
 }
 
 /// Frees a slot's variable part (if any); the slot itself stays.

@@ -345,6 +345,5 @@ pub(crate) fn drop_image(
     key: &mut Vec<u8>,
 ) {
     table::index_remove(table, pool, image, changed, key);
-    table::free_var(&table.def, &table.rows, &mut table.parts, pool, image);
-    table.rows.free(pool, image);
+    table.free_version(pool, image);
 }
