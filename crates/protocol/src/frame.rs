@@ -1,0 +1,136 @@
+//! Frames: how messages travel on a TCP connection.
+//!
+//! One frame carries one or more messages, so a sender that has several
+//! messages for the same peer pays for one header, one checksum and one
+//! syscall. Byte layout (little-endian):
+//!
+//! | offset | size | field |
+//! |---:|---:|---|
+//! | 0 | 4 | magic `SHOL` |
+//! | 4 | 2 | protocol version (`PROTOCOL_VERSION`) |
+//! | 6 | 2 | number of messages |
+//! | 8 | 4 | payload length in bytes (≤ `FRAME_PAYLOAD_BYTES_MAX`) |
+//! | 12 | 4 | CRC-32C of the payload |
+//! | 16 | n | payload: per message a u32 length, then the message bytes |
+//!
+//! A frame with a wrong magic, an unknown version, an oversized payload or a
+//! bad checksum is a protocol error: the receiver closes the connection,
+//! which its peer sees as a node failure, rather than guess.
+
+use crate::codec::{DecodeError, Reader};
+use crate::message::Message;
+
+pub const FRAME_MAGIC: [u8; 4] = *b"SHOL";
+/// Bumped whenever any message layout changes; peers must match exactly.
+pub const PROTOCOL_VERSION: u16 = 1;
+pub const FRAME_HEADER_BYTES: usize = 16;
+/// Largest payload a frame may carry. The dictionary snapshot is the largest
+/// message; `TABLES_MAX` definitions of a few KiB fit well inside.
+pub const FRAME_PAYLOAD_BYTES_MAX: usize = 32 << 20;
+/// Most messages in one frame (the count field is 16 bits).
+pub const FRAME_MESSAGES_MAX: usize = u16::MAX as usize;
+
+/// Appends one frame holding `messages` to `out`.
+///
+/// Panics if the messages exceed the frame limits: senders batch at most
+/// `FRAME_MESSAGES_MAX` messages and no message comes near the byte limit.
+pub fn encode_frame(messages: &[Message], out: &mut Vec<u8>) {
+    assert!(!messages.is_empty(), "a frame carries at least one message");
+    assert!(messages.len() <= FRAME_MESSAGES_MAX);
+    let header_at = out.len();
+    out.extend_from_slice(&[0; FRAME_HEADER_BYTES]);
+    for message in messages {
+        let length_at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        message.encode(out);
+        let length = u32::try_from(out.len() - length_at - 4).expect("message under 4 GiB");
+        out[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
+    }
+    let payload = &out[header_at + FRAME_HEADER_BYTES..];
+    assert!(payload.len() <= FRAME_PAYLOAD_BYTES_MAX, "frame payload too large");
+    let checksum = crc32c::crc32c(payload);
+    let payload_length = payload.len() as u32;
+    let header = &mut out[header_at..header_at + FRAME_HEADER_BYTES];
+    header[0..4].copy_from_slice(&FRAME_MAGIC);
+    header[4..6].copy_from_slice(&PROTOCOL_VERSION.to_le_bytes());
+    header[6..8].copy_from_slice(&(messages.len() as u16).to_le_bytes());
+    header[8..12].copy_from_slice(&payload_length.to_le_bytes());
+    header[12..16].copy_from_slice(&checksum.to_le_bytes());
+}
+
+/// Reassembles frames from a byte stream that arrives in arbitrary pieces.
+#[derive(Default)]
+pub struct FrameDecoder {
+    buffer: Vec<u8>,
+    start: usize,
+}
+
+impl FrameDecoder {
+    pub fn new() -> FrameDecoder {
+        FrameDecoder::default()
+    }
+
+    /// Appends bytes read from the connection.
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.start > 0 && self.start == self.buffer.len() {
+            self.buffer.clear();
+            self.start = 0;
+        }
+        self.buffer.extend_from_slice(bytes);
+    }
+
+    /// Bytes received but not yet returned as frames.
+    pub fn buffered_bytes(&self) -> usize {
+        self.buffer.len() - self.start
+    }
+
+    /// Decodes the next complete frame into `messages`. Returns `Ok(false)`
+    /// when more bytes are needed, and an error when the stream is corrupt
+    /// (the connection must then be closed).
+    pub fn next_frame(&mut self, messages: &mut Vec<Message>) -> Result<bool, DecodeError> {
+        let available = &self.buffer[self.start..];
+        if available.len() < FRAME_HEADER_BYTES {
+            return Ok(false);
+        }
+        let header = &available[..FRAME_HEADER_BYTES];
+        if header[0..4] != FRAME_MAGIC {
+            return Err(DecodeError::new("frame: bad magic"));
+        }
+        let version = u16::from_le_bytes([header[4], header[5]]);
+        if version != PROTOCOL_VERSION {
+            return Err(DecodeError::new(format!(
+                "frame: protocol version {version}, this node speaks {PROTOCOL_VERSION}"
+            )));
+        }
+        let count = u16::from_le_bytes([header[6], header[7]]) as usize;
+        let payload_length = u32::from_le_bytes(header[8..12].try_into().expect("4")) as usize;
+        let checksum = u32::from_le_bytes(header[12..16].try_into().expect("4"));
+        if payload_length > FRAME_PAYLOAD_BYTES_MAX {
+            return Err(DecodeError::new(format!(
+                "frame: payload of {payload_length} bytes exceeds {FRAME_PAYLOAD_BYTES_MAX}"
+            )));
+        }
+        if available.len() < FRAME_HEADER_BYTES + payload_length {
+            return Ok(false);
+        }
+        let payload = &available[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + payload_length];
+        if crc32c::crc32c(payload) != checksum {
+            return Err(DecodeError::new("frame: checksum mismatch"));
+        }
+        let mut reader = Reader::new(payload);
+        for _ in 0..count {
+            let bytes = reader.bytes("frame message")?;
+            messages.push(Message::decode(bytes)?);
+        }
+        reader.finish("frame")?;
+        self.start += FRAME_HEADER_BYTES + payload_length;
+        if self.start == self.buffer.len() {
+            self.buffer.clear();
+            self.start = 0;
+        } else if self.start > self.buffer.len() / 2 {
+            self.buffer.drain(..self.start);
+            self.start = 0;
+        }
+        Ok(true)
+    }
+}

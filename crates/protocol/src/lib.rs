@@ -1,0 +1,17 @@
+//! The contract between Shoal's roles: every message data nodes, the
+//! management node and API nodes exchange, the plain data they carry, and
+//! the frame format that carries them over TCP. Byte layouts are documented
+//! next to the code (`frame`, `message`) and versioned (`PROTOCOL_VERSION`).
+//!
+//! This crate is data and codecs only, sans-IO: the state machines that
+//! decide what to send live in `cluster`, the sockets in `runtime`.
+
+pub mod codec;
+pub mod frame;
+pub mod message;
+pub mod types;
+
+pub use codec::DecodeError;
+pub use frame::{FrameDecoder, PROTOCOL_VERSION, encode_frame};
+pub use message::Message;
+pub use types::*;

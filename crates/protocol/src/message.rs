@@ -1,0 +1,729 @@
+//! Every message nodes exchange, with its byte layout.
+//!
+//! A message starts with a one-byte kind (the `KIND_*` constants below, never
+//! reused), followed by its fields in declaration order: integers
+//! little-endian, `bool` one byte (0/1), strings and byte strings as a u32
+//! length and the bytes, lists as a u32 count and the items, `Option` as a
+//! presence byte and the value. Compound types are laid out by the
+//! `put_*`/`get_*` pairs below, field by field in the order written.
+
+use crate::codec::{DecodeError, Reader, Writer};
+use crate::types::*;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    /// First message on every connection, both ways.
+    Hello {
+        node: NodeId,
+        incarnation: u64,
+        role: NodeRole,
+    },
+    /// Sent by every member to every other member each heartbeat interval.
+    Heartbeat { version: u64 },
+    /// A data node without a place in the cluster asks to be admitted.
+    Join { member: Member },
+    /// A member reports that it lost contact with another.
+    Suspect { version: u64, member: Member },
+    /// Paxos phase 1 for the change that makes `version`.
+    Prepare { version: u64, ballot: Ballot },
+    Promise {
+        version: u64,
+        ballot: Ballot,
+        accepted: Option<(Ballot, Change)>,
+    },
+    /// The acceptor promised a higher ballot.
+    Nack {
+        version: u64,
+        ballot: Ballot,
+        promised: Ballot,
+    },
+    /// The acceptor has not installed `version - 1` yet and needs the state.
+    Behind { version: u64 },
+    /// Paxos phase 2.
+    Accept {
+        version: u64,
+        ballot: Ballot,
+        change: Change,
+    },
+    Accepted { version: u64, ballot: Ballot },
+    /// The full state after a decided change (learners install it).
+    Decided { state: ClusterState },
+    SchemaRequest { request: u64, change: SchemaChange },
+    SchemaReply {
+        request: u64,
+        result: Result<u32, ErrorReply>,
+    },
+    DictionaryRequest { request: u64 },
+    DictionaryReply { request: u64, state: ClusterState },
+    /// To the management node: give me a node id and the configuration.
+    AllocateNodeId {
+        role: NodeRole,
+        requested: Option<NodeId>,
+        listen_port: u16,
+    },
+    NodeIdAllocated {
+        node: NodeId,
+        config_file: String,
+        config_text: String,
+    },
+    Refused { error: ErrorReply },
+    /// From the management node: where every data node listens.
+    Addresses { entries: Vec<Address> },
+    StatusReport { report: DataNodeReport },
+    StatusRequest { request: u64 },
+    StatusReply {
+        request: u64,
+        nodes: Vec<NodeStatus>,
+    },
+    /// Stop one data node, or all of them (`node` = None); with
+    /// `include_management` the management node stops afterwards too.
+    StopRequest {
+        request: u64,
+        node: Option<NodeId>,
+        include_management: bool,
+    },
+    StopReply {
+        request: u64,
+        result: Result<Vec<NodeId>, ErrorReply>,
+    },
+    /// From the management node to a data node: shut down cleanly.
+    Stop,
+    /// A node says goodbye before closing its connections.
+    Leaving,
+}
+
+const KIND_HELLO: u8 = 1;
+const KIND_HEARTBEAT: u8 = 2;
+const KIND_JOIN: u8 = 3;
+const KIND_SUSPECT: u8 = 4;
+const KIND_PREPARE: u8 = 5;
+const KIND_PROMISE: u8 = 6;
+const KIND_NACK: u8 = 7;
+const KIND_BEHIND: u8 = 8;
+const KIND_ACCEPT: u8 = 9;
+const KIND_ACCEPTED: u8 = 10;
+const KIND_DECIDED: u8 = 11;
+const KIND_SCHEMA_REQUEST: u8 = 12;
+const KIND_SCHEMA_REPLY: u8 = 13;
+const KIND_DICTIONARY_REQUEST: u8 = 14;
+const KIND_DICTIONARY_REPLY: u8 = 15;
+const KIND_ALLOCATE_NODE_ID: u8 = 16;
+const KIND_NODE_ID_ALLOCATED: u8 = 17;
+const KIND_REFUSED: u8 = 18;
+const KIND_ADDRESSES: u8 = 19;
+const KIND_STATUS_REPORT: u8 = 20;
+const KIND_STATUS_REQUEST: u8 = 21;
+const KIND_STATUS_REPLY: u8 = 22;
+const KIND_STOP_REQUEST: u8 = 23;
+const KIND_STOP_REPLY: u8 = 24;
+const KIND_STOP: u8 = 25;
+const KIND_LEAVING: u8 = 26;
+
+impl Message {
+    /// A short name for logs and counters.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Message::Hello { .. } => "Hello",
+            Message::Heartbeat { .. } => "Heartbeat",
+            Message::Join { .. } => "Join",
+            Message::Suspect { .. } => "Suspect",
+            Message::Prepare { .. } => "Prepare",
+            Message::Promise { .. } => "Promise",
+            Message::Nack { .. } => "Nack",
+            Message::Behind { .. } => "Behind",
+            Message::Accept { .. } => "Accept",
+            Message::Accepted { .. } => "Accepted",
+            Message::Decided { .. } => "Decided",
+            Message::SchemaRequest { .. } => "SchemaRequest",
+            Message::SchemaReply { .. } => "SchemaReply",
+            Message::DictionaryRequest { .. } => "DictionaryRequest",
+            Message::DictionaryReply { .. } => "DictionaryReply",
+            Message::AllocateNodeId { .. } => "AllocateNodeId",
+            Message::NodeIdAllocated { .. } => "NodeIdAllocated",
+            Message::Refused { .. } => "Refused",
+            Message::Addresses { .. } => "Addresses",
+            Message::StatusReport { .. } => "StatusReport",
+            Message::StatusRequest { .. } => "StatusRequest",
+            Message::StatusReply { .. } => "StatusReply",
+            Message::StopRequest { .. } => "StopRequest",
+            Message::StopReply { .. } => "StopReply",
+            Message::Stop => "Stop",
+            Message::Leaving => "Leaving",
+        }
+    }
+
+    /// Appends the message's bytes to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let mut w = Writer::new(out);
+        match self {
+            Message::Hello {
+                node,
+                incarnation,
+                role,
+            } => {
+                w.u8(KIND_HELLO);
+                w.u8(*node);
+                w.u64(*incarnation);
+                w.u8(role.wire_id());
+            }
+            Message::Heartbeat { version } => {
+                w.u8(KIND_HEARTBEAT);
+                w.u64(*version);
+            }
+            Message::Join { member } => {
+                w.u8(KIND_JOIN);
+                put_member(&mut w, *member);
+            }
+            Message::Suspect { version, member } => {
+                w.u8(KIND_SUSPECT);
+                w.u64(*version);
+                put_member(&mut w, *member);
+            }
+            Message::Prepare { version, ballot } => {
+                w.u8(KIND_PREPARE);
+                w.u64(*version);
+                put_ballot(&mut w, *ballot);
+            }
+            Message::Promise {
+                version,
+                ballot,
+                accepted,
+            } => {
+                w.u8(KIND_PROMISE);
+                w.u64(*version);
+                put_ballot(&mut w, *ballot);
+                match accepted {
+                    None => w.bool(false),
+                    Some((accepted_ballot, change)) => {
+                        w.bool(true);
+                        put_ballot(&mut w, *accepted_ballot);
+                        put_change(&mut w, change);
+                    }
+                }
+            }
+            Message::Nack {
+                version,
+                ballot,
+                promised,
+            } => {
+                w.u8(KIND_NACK);
+                w.u64(*version);
+                put_ballot(&mut w, *ballot);
+                put_ballot(&mut w, *promised);
+            }
+            Message::Behind { version } => {
+                w.u8(KIND_BEHIND);
+                w.u64(*version);
+            }
+            Message::Accept {
+                version,
+                ballot,
+                change,
+            } => {
+                w.u8(KIND_ACCEPT);
+                w.u64(*version);
+                put_ballot(&mut w, *ballot);
+                put_change(&mut w, change);
+            }
+            Message::Accepted { version, ballot } => {
+                w.u8(KIND_ACCEPTED);
+                w.u64(*version);
+                put_ballot(&mut w, *ballot);
+            }
+            Message::Decided { state } => {
+                w.u8(KIND_DECIDED);
+                put_state(&mut w, state);
+            }
+            Message::SchemaRequest { request, change } => {
+                w.u8(KIND_SCHEMA_REQUEST);
+                w.u64(*request);
+                match change {
+                    SchemaChange::CreateTable { definition } => {
+                        w.u8(1);
+                        w.bytes(definition);
+                    }
+                    SchemaChange::DropTable { name } => {
+                        w.u8(2);
+                        w.string(name);
+                    }
+                }
+            }
+            Message::SchemaReply { request, result } => {
+                w.u8(KIND_SCHEMA_REPLY);
+                w.u64(*request);
+                match result {
+                    Ok(table_id) => {
+                        w.bool(true);
+                        w.u32(*table_id);
+                    }
+                    Err(error) => {
+                        w.bool(false);
+                        put_error(&mut w, error);
+                    }
+                }
+            }
+            Message::DictionaryRequest { request } => {
+                w.u8(KIND_DICTIONARY_REQUEST);
+                w.u64(*request);
+            }
+            Message::DictionaryReply { request, state } => {
+                w.u8(KIND_DICTIONARY_REPLY);
+                w.u64(*request);
+                put_state(&mut w, state);
+            }
+            Message::AllocateNodeId {
+                role,
+                requested,
+                listen_port,
+            } => {
+                w.u8(KIND_ALLOCATE_NODE_ID);
+                w.u8(role.wire_id());
+                w.u8(requested.unwrap_or(0));
+                w.u16(*listen_port);
+            }
+            Message::NodeIdAllocated {
+                node,
+                config_file,
+                config_text,
+            } => {
+                w.u8(KIND_NODE_ID_ALLOCATED);
+                w.u8(*node);
+                w.string(config_file);
+                w.string(config_text);
+            }
+            Message::Refused { error } => {
+                w.u8(KIND_REFUSED);
+                put_error(&mut w, error);
+            }
+            Message::Addresses { entries } => {
+                w.u8(KIND_ADDRESSES);
+                w.count(entries.len());
+                for entry in entries {
+                    w.u8(entry.node);
+                    w.string(&entry.host);
+                    w.u16(entry.port);
+                }
+            }
+            Message::StatusReport { report } => {
+                w.u8(KIND_STATUS_REPORT);
+                w.bool(report.started);
+                w.u64(report.incarnation);
+                w.u64(report.version);
+                w.u8(report.president);
+                w.bytes(&report.members);
+                w.u64(report.schema_version);
+                w.u32(report.tables);
+                w.u64(report.pages_used);
+                w.u64(report.pages_total);
+            }
+            Message::StatusRequest { request } => {
+                w.u8(KIND_STATUS_REQUEST);
+                w.u64(*request);
+            }
+            Message::StatusReply { request, nodes } => {
+                w.u8(KIND_STATUS_REPLY);
+                w.u64(*request);
+                w.count(nodes.len());
+                for node in nodes {
+                    w.u8(node.node);
+                    w.u8(node.role.wire_id());
+                    w.string(&node.configured_host);
+                    w.string(&node.address);
+                    w.u8(node.state.wire_id());
+                    match node.node_group {
+                        None => w.bool(false),
+                        Some(group) => {
+                            w.bool(true);
+                            w.u16(group);
+                        }
+                    }
+                    w.bool(node.president);
+                    w.u64(node.pages_used);
+                    w.u64(node.pages_total);
+                }
+            }
+            Message::StopRequest {
+                request,
+                node,
+                include_management,
+            } => {
+                w.u8(KIND_STOP_REQUEST);
+                w.u64(*request);
+                w.u8(node.unwrap_or(0));
+                w.bool(*include_management);
+            }
+            Message::StopReply { request, result } => {
+                w.u8(KIND_STOP_REPLY);
+                w.u64(*request);
+                match result {
+                    Ok(nodes) => {
+                        w.bool(true);
+                        w.bytes(nodes);
+                    }
+                    Err(error) => {
+                        w.bool(false);
+                        put_error(&mut w, error);
+                    }
+                }
+            }
+            Message::Stop => w.u8(KIND_STOP),
+            Message::Leaving => w.u8(KIND_LEAVING),
+        }
+    }
+
+    /// Decodes exactly one message; trailing bytes are an error.
+    pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
+        let mut r = Reader::new(bytes);
+        let kind = r.u8("message kind")?;
+        let message = match kind {
+            KIND_HELLO => Message::Hello {
+                node: r.u8("node")?,
+                incarnation: r.u64("incarnation")?,
+                role: get_role(&mut r)?,
+            },
+            KIND_HEARTBEAT => Message::Heartbeat {
+                version: r.u64("version")?,
+            },
+            KIND_JOIN => Message::Join {
+                member: get_member(&mut r)?,
+            },
+            KIND_SUSPECT => Message::Suspect {
+                version: r.u64("version")?,
+                member: get_member(&mut r)?,
+            },
+            KIND_PREPARE => Message::Prepare {
+                version: r.u64("version")?,
+                ballot: get_ballot(&mut r)?,
+            },
+            KIND_PROMISE => {
+                let version = r.u64("version")?;
+                let ballot = get_ballot(&mut r)?;
+                let accepted = if r.bool("accepted present")? {
+                    Some((get_ballot(&mut r)?, get_change(&mut r)?))
+                } else {
+                    None
+                };
+                Message::Promise {
+                    version,
+                    ballot,
+                    accepted,
+                }
+            }
+            KIND_NACK => Message::Nack {
+                version: r.u64("version")?,
+                ballot: get_ballot(&mut r)?,
+                promised: get_ballot(&mut r)?,
+            },
+            KIND_BEHIND => Message::Behind {
+                version: r.u64("version")?,
+            },
+            KIND_ACCEPT => Message::Accept {
+                version: r.u64("version")?,
+                ballot: get_ballot(&mut r)?,
+                change: get_change(&mut r)?,
+            },
+            KIND_ACCEPTED => Message::Accepted {
+                version: r.u64("version")?,
+                ballot: get_ballot(&mut r)?,
+            },
+            KIND_DECIDED => Message::Decided {
+                state: get_state(&mut r)?,
+            },
+            KIND_SCHEMA_REQUEST => {
+                let request = r.u64("request")?;
+                let change = match r.u8("schema change kind")? {
+                    1 => SchemaChange::CreateTable {
+                        definition: r.bytes("definition")?.to_vec(),
+                    },
+                    2 => SchemaChange::DropTable {
+                        name: r.string("table name")?,
+                    },
+                    other => {
+                        return Err(DecodeError::new(format!(
+                            "unknown schema change kind {other}"
+                        )));
+                    }
+                };
+                Message::SchemaRequest { request, change }
+            }
+            KIND_SCHEMA_REPLY => {
+                let request = r.u64("request")?;
+                let result = if r.bool("ok")? {
+                    Ok(r.u32("table id")?)
+                } else {
+                    Err(get_error(&mut r)?)
+                };
+                Message::SchemaReply { request, result }
+            }
+            KIND_DICTIONARY_REQUEST => Message::DictionaryRequest {
+                request: r.u64("request")?,
+            },
+            KIND_DICTIONARY_REPLY => Message::DictionaryReply {
+                request: r.u64("request")?,
+                state: get_state(&mut r)?,
+            },
+            KIND_ALLOCATE_NODE_ID => Message::AllocateNodeId {
+                role: get_role(&mut r)?,
+                requested: match r.u8("requested node")? {
+                    0 => None,
+                    node => Some(node),
+                },
+                listen_port: r.u16("listen port")?,
+            },
+            KIND_NODE_ID_ALLOCATED => Message::NodeIdAllocated {
+                node: r.u8("node")?,
+                config_file: r.string("config file")?,
+                config_text: r.string("config text")?,
+            },
+            KIND_REFUSED => Message::Refused {
+                error: get_error(&mut r)?,
+            },
+            KIND_ADDRESSES => {
+                let count = r.count(7, "addresses")?;
+                let mut entries = Vec::with_capacity(count);
+                for _ in 0..count {
+                    entries.push(Address {
+                        node: r.u8("node")?,
+                        host: r.string("host")?,
+                        port: r.u16("port")?,
+                    });
+                }
+                Message::Addresses { entries }
+            }
+            KIND_STATUS_REPORT => Message::StatusReport {
+                report: DataNodeReport {
+                    started: r.bool("started")?,
+                    incarnation: r.u64("incarnation")?,
+                    version: r.u64("version")?,
+                    president: r.u8("president")?,
+                    members: r.bytes("members")?.to_vec(),
+                    schema_version: r.u64("schema version")?,
+                    tables: r.u32("tables")?,
+                    pages_used: r.u64("pages used")?,
+                    pages_total: r.u64("pages total")?,
+                },
+            },
+            KIND_STATUS_REQUEST => Message::StatusRequest {
+                request: r.u64("request")?,
+            },
+            KIND_STATUS_REPLY => {
+                let request = r.u64("request")?;
+                let count = r.count(30, "node statuses")?;
+                let mut nodes = Vec::with_capacity(count);
+                for _ in 0..count {
+                    nodes.push(NodeStatus {
+                        node: r.u8("node")?,
+                        role: get_role(&mut r)?,
+                        configured_host: r.string("configured host")?,
+                        address: r.string("address")?,
+                        state: {
+                            let id = r.u8("state")?;
+                            NodeState::from_wire_id(id).ok_or_else(|| {
+                                DecodeError::new(format!("unknown node state {id}"))
+                            })?
+                        },
+                        node_group: if r.bool("node group present")? {
+                            Some(r.u16("node group")?)
+                        } else {
+                            None
+                        },
+                        president: r.bool("president")?,
+                        pages_used: r.u64("pages used")?,
+                        pages_total: r.u64("pages total")?,
+                    });
+                }
+                Message::StatusReply { request, nodes }
+            }
+            KIND_STOP_REQUEST => Message::StopRequest {
+                request: r.u64("request")?,
+                node: match r.u8("node")? {
+                    0 => None,
+                    node => Some(node),
+                },
+                include_management: r.bool("include management")?,
+            },
+            KIND_STOP_REPLY => {
+                let request = r.u64("request")?;
+                let result = if r.bool("ok")? {
+                    Ok(r.bytes("stopped nodes")?.to_vec())
+                } else {
+                    Err(get_error(&mut r)?)
+                };
+                Message::StopReply { request, result }
+            }
+            KIND_STOP => Message::Stop,
+            KIND_LEAVING => Message::Leaving,
+            other => return Err(DecodeError::new(format!("unknown message kind {other}"))),
+        };
+        r.finish(message.name())?;
+        Ok(message)
+    }
+}
+
+fn put_member(w: &mut Writer, member: Member) {
+    w.u8(member.node);
+    w.u64(member.incarnation);
+}
+
+fn get_member(r: &mut Reader) -> Result<Member, DecodeError> {
+    Ok(Member {
+        node: r.u8("member node")?,
+        incarnation: r.u64("member incarnation")?,
+    })
+}
+
+fn put_members(w: &mut Writer, members: &[Member]) {
+    w.count(members.len());
+    for member in members {
+        put_member(w, *member);
+    }
+}
+
+fn get_members(r: &mut Reader) -> Result<Vec<Member>, DecodeError> {
+    let count = r.count(9, "members")?;
+    (0..count).map(|_| get_member(r)).collect()
+}
+
+fn put_ballot(w: &mut Writer, ballot: Ballot) {
+    w.u32(ballot.round);
+    w.u8(ballot.node);
+}
+
+fn get_ballot(r: &mut Reader) -> Result<Ballot, DecodeError> {
+    Ok(Ballot {
+        round: r.u32("ballot round")?,
+        node: r.u8("ballot node")?,
+    })
+}
+
+fn get_role(r: &mut Reader) -> Result<NodeRole, DecodeError> {
+    let id = r.u8("role")?;
+    NodeRole::from_wire_id(id).ok_or_else(|| DecodeError::new(format!("unknown node role {id}")))
+}
+
+fn put_error(w: &mut Writer, error: &ErrorReply) {
+    w.u16(error.ndb_code);
+    w.u16(error.mysql_code);
+    w.string(&error.message);
+}
+
+fn get_error(r: &mut Reader) -> Result<ErrorReply, DecodeError> {
+    Ok(ErrorReply {
+        ndb_code: r.u16("ndb code")?,
+        mysql_code: r.u16("mysql code")?,
+        message: r.string("error message")?,
+    })
+}
+
+fn put_table(w: &mut Writer, table: &TableEntry) {
+    w.u32(table.id);
+    w.string(&table.name);
+    w.u64(table.schema_version);
+    w.bytes(&table.definition);
+    w.u32(table.partition_count);
+    w.bool(table.fully_replicated);
+    w.bool(table.read_backup);
+    w.count(table.fragments.len());
+    for fragment in &table.fragments {
+        w.u32(fragment.partition);
+        w.u16(fragment.node_group);
+        w.bytes(&fragment.replicas);
+        w.u32(fragment.ldm);
+    }
+}
+
+fn get_table(r: &mut Reader) -> Result<TableEntry, DecodeError> {
+    let id = r.u32("table id")?;
+    let name = r.string("table name")?;
+    let schema_version = r.u64("table schema version")?;
+    let definition = r.bytes("table definition")?.to_vec();
+    let partition_count = r.u32("partition count")?;
+    let fully_replicated = r.bool("fully replicated")?;
+    let read_backup = r.bool("read backup")?;
+    let count = r.count(14, "fragments")?;
+    let mut fragments = Vec::with_capacity(count);
+    for _ in 0..count {
+        fragments.push(Fragment {
+            partition: r.u32("partition")?,
+            node_group: r.u16("node group")?,
+            replicas: r.bytes("replicas")?.to_vec(),
+            ldm: r.u32("ldm")?,
+        });
+    }
+    Ok(TableEntry {
+        id,
+        name,
+        schema_version,
+        definition,
+        partition_count,
+        fully_replicated,
+        read_backup,
+        fragments,
+    })
+}
+
+const CHANGE_MEMBERSHIP: u8 = 1;
+const CHANGE_CREATE_TABLE: u8 = 2;
+const CHANGE_DROP_TABLE: u8 = 3;
+
+fn put_change(w: &mut Writer, change: &Change) {
+    match change {
+        Change::Membership { members } => {
+            w.u8(CHANGE_MEMBERSHIP);
+            put_members(w, members);
+        }
+        Change::CreateTable { table } => {
+            w.u8(CHANGE_CREATE_TABLE);
+            put_table(w, table);
+        }
+        Change::DropTable { table_id } => {
+            w.u8(CHANGE_DROP_TABLE);
+            w.u32(*table_id);
+        }
+    }
+}
+
+fn get_change(r: &mut Reader) -> Result<Change, DecodeError> {
+    match r.u8("change kind")? {
+        CHANGE_MEMBERSHIP => Ok(Change::Membership {
+            members: get_members(r)?,
+        }),
+        CHANGE_CREATE_TABLE => Ok(Change::CreateTable {
+            table: get_table(r)?,
+        }),
+        CHANGE_DROP_TABLE => Ok(Change::DropTable {
+            table_id: r.u32("table id")?,
+        }),
+        other => Err(DecodeError::new(format!("unknown change kind {other}"))),
+    }
+}
+
+fn put_state(w: &mut Writer, state: &ClusterState) {
+    w.u64(state.version);
+    put_members(w, &state.members);
+    w.u64(state.schema_version);
+    w.u32(state.next_table_id);
+    w.count(state.tables.len());
+    for table in &state.tables {
+        put_table(w, table);
+    }
+}
+
+fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
+    let version = r.u64("state version")?;
+    let members = get_members(r)?;
+    let schema_version = r.u64("schema version")?;
+    let next_table_id = r.u32("next table id")?;
+    let count = r.count(40, "tables")?;
+    let mut tables = Vec::with_capacity(count);
+    for _ in 0..count {
+        tables.push(get_table(r)?);
+    }
+    Ok(ClusterState {
+        version,
+        members,
+        schema_version,
+        next_table_id,
+        tables,
+    })
+}

@@ -1,0 +1,219 @@
+//! Plain data carried by messages: node identities, ballots, the replicated
+//! cluster state (membership and dictionary) and status reports.
+//!
+//! The cluster state is the value every data node agrees on. It changes one
+//! `Change` at a time; each change gets the next `version`, and the nodes
+//! agree on each version's change with single-decree Paxos (see the `cluster`
+//! crate). Everything here is data: the rules live in `cluster`.
+
+/// A node id from config.ini: 1..=255. Data nodes use 1..=144.
+pub type NodeId = u8;
+
+/// One run of a node. A node that restarts gets a new, larger incarnation and
+/// must be admitted again: membership, acceptor duties and data belong to
+/// the incarnation, not to the node id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Member {
+    pub node: NodeId,
+    pub incarnation: u64,
+}
+
+/// A Paxos ballot: ordered by round, then by proposing node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Ballot {
+    pub round: u32,
+    pub node: NodeId,
+}
+
+/// What kind of node sits at the other end of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeRole {
+    Data,
+    Management,
+    Api,
+}
+
+impl NodeRole {
+    pub fn wire_id(self) -> u8 {
+        match self {
+            NodeRole::Data => 1,
+            NodeRole::Management => 2,
+            NodeRole::Api => 3,
+        }
+    }
+
+    pub fn from_wire_id(id: u8) -> Option<NodeRole> {
+        match id {
+            1 => Some(NodeRole::Data),
+            2 => Some(NodeRole::Management),
+            3 => Some(NodeRole::Api),
+            _ => None,
+        }
+    }
+}
+
+/// Where a table's partition lives: one fragment per replica set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fragment {
+    pub partition: u32,
+    pub node_group: u16,
+    /// `replicas[0]` is the primary, the rest are backups.
+    pub replicas: Vec<NodeId>,
+    /// The LDM thread that owns the fragment on each of its nodes.
+    pub ldm: u32,
+}
+
+/// A table in the dictionary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableEntry {
+    pub id: u32,
+    pub name: String,
+    /// The schema version that created the table.
+    pub schema_version: u64,
+    /// `schema::table_codec` encoding of the definition and table options.
+    pub definition: Vec<u8>,
+    pub partition_count: u32,
+    pub fully_replicated: bool,
+    pub read_backup: bool,
+    /// Every fragment: one per partition, or one per partition and node
+    /// group for fully replicated tables.
+    pub fragments: Vec<Fragment>,
+}
+
+/// The state all data nodes agree on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClusterState {
+    /// 0 before the cluster first formed; every decided change adds one.
+    pub version: u64,
+    /// In admission order: the first member is the president.
+    pub members: Vec<Member>,
+    /// Counts dictionary changes (create, drop).
+    pub schema_version: u64,
+    pub next_table_id: u32,
+    /// Sorted by id.
+    pub tables: Vec<TableEntry>,
+}
+
+impl ClusterState {
+    pub fn president(&self) -> Option<Member> {
+        self.members.first().copied()
+    }
+
+    pub fn contains(&self, member: Member) -> bool {
+        self.members.contains(&member)
+    }
+
+    pub fn member_of(&self, node: NodeId) -> Option<Member> {
+        self.members.iter().copied().find(|m| m.node == node)
+    }
+
+    pub fn table_by_name(&self, name: &str) -> Option<&TableEntry> {
+        self.tables
+            .iter()
+            .find(|t| t.name.eq_ignore_ascii_case(name))
+    }
+}
+
+/// One step of the cluster state, agreed by Paxos for one version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The new member list (removals and at most one admission).
+    Membership { members: Vec<Member> },
+    CreateTable { table: TableEntry },
+    DropTable { table_id: u32 },
+}
+
+/// A dictionary change an API node asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SchemaChange {
+    /// `schema::table_codec` bytes of the definition and options.
+    CreateTable { definition: Vec<u8> },
+    DropTable { name: String },
+}
+
+/// An error answer: NDB's error code, MySQL's, and a message that says what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorReply {
+    pub ndb_code: u16,
+    pub mysql_code: u16,
+    pub message: String,
+}
+
+/// A data node's life cycle as `SHOW` prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeState {
+    NotConnected,
+    /// Connected to the management node, not yet a member of the cluster.
+    Starting,
+    /// A member of the agreed cluster state.
+    Started,
+    Stopping,
+}
+
+impl NodeState {
+    pub fn wire_id(self) -> u8 {
+        match self {
+            NodeState::NotConnected => 0,
+            NodeState::Starting => 1,
+            NodeState::Started => 2,
+            NodeState::Stopping => 3,
+        }
+    }
+
+    pub fn from_wire_id(id: u8) -> Option<NodeState> {
+        match id {
+            0 => Some(NodeState::NotConnected),
+            1 => Some(NodeState::Starting),
+            2 => Some(NodeState::Started),
+            3 => Some(NodeState::Stopping),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeState::NotConnected => "not connected",
+            NodeState::Starting => "starting",
+            NodeState::Started => "started",
+            NodeState::Stopping => "stopping",
+        }
+    }
+}
+
+/// What a data node tells the management node about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DataNodeReport {
+    pub started: bool,
+    pub incarnation: u64,
+    pub version: u64,
+    pub president: NodeId,
+    pub members: Vec<NodeId>,
+    pub schema_version: u64,
+    pub tables: u32,
+    pub pages_used: u64,
+    pub pages_total: u64,
+}
+
+/// One row of the management node's `SHOW`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub node: NodeId,
+    pub role: NodeRole,
+    /// The host name config.ini gives, or "" when it gives none.
+    pub configured_host: String,
+    /// The address the node connected from, when connected.
+    pub address: String,
+    pub state: NodeState,
+    pub node_group: Option<u16>,
+    pub president: bool,
+    pub pages_used: u64,
+    pub pages_total: u64,
+}
+
+/// Where a node listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Address {
+    pub node: NodeId,
+    pub host: String,
+    pub port: u16,
+}

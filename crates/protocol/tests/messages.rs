@@ -1,0 +1,354 @@
+//! Every message survives encode → frame → decode unchanged; corrupt or
+//! truncated bytes are rejected without panicking.
+
+use proptest::prelude::*;
+use protocol::frame::FRAME_HEADER_BYTES;
+use protocol::*;
+
+fn member() -> impl Strategy<Value = Member> {
+    (1u8..=255, any::<u64>()).prop_map(|(node, incarnation)| Member { node, incarnation })
+}
+
+fn ballot() -> impl Strategy<Value = Ballot> {
+    (any::<u32>(), any::<u8>()).prop_map(|(round, node)| Ballot { round, node })
+}
+
+fn table() -> impl Strategy<Value = TableEntry> {
+    (
+        any::<u32>(),
+        "[a-z]{1,12}",
+        any::<u64>(),
+        prop::collection::vec(any::<u8>(), 0..64),
+        prop::collection::vec(
+            (any::<u32>(), any::<u16>(), prop::collection::vec(1u8..=255, 1..4), 0u32..8),
+            0..8,
+        ),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(id, name, schema_version, definition, fragments, fully_replicated, read_backup)| {
+                TableEntry {
+                    id,
+                    name,
+                    schema_version,
+                    definition,
+                    partition_count: fragments.len() as u32,
+                    fully_replicated,
+                    read_backup,
+                    fragments: fragments
+                        .into_iter()
+                        .map(|(partition, node_group, replicas, ldm)| Fragment {
+                            partition,
+                            node_group,
+                            replicas,
+                            ldm,
+                        })
+                        .collect(),
+                }
+            },
+        )
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        prop::collection::vec(member(), 0..6).prop_map(|members| Change::Membership { members }),
+        table().prop_map(|table| Change::CreateTable { table }),
+        any::<u32>().prop_map(|table_id| Change::DropTable { table_id }),
+    ]
+}
+
+fn state() -> impl Strategy<Value = ClusterState> {
+    (
+        any::<u64>(),
+        prop::collection::vec(member(), 0..6),
+        any::<u64>(),
+        any::<u32>(),
+        prop::collection::vec(table(), 0..3),
+    )
+        .prop_map(
+            |(version, members, schema_version, next_table_id, tables)| ClusterState {
+                version,
+                members,
+                schema_version,
+                next_table_id,
+                tables,
+            },
+        )
+}
+
+fn error_reply() -> impl Strategy<Value = ErrorReply> {
+    (any::<u16>(), any::<u16>(), ".{0,20}").prop_map(|(ndb_code, mysql_code, message)| {
+        ErrorReply {
+            ndb_code,
+            mysql_code,
+            message,
+        }
+    })
+}
+
+fn role() -> impl Strategy<Value = NodeRole> {
+    prop_oneof![
+        Just(NodeRole::Data),
+        Just(NodeRole::Management),
+        Just(NodeRole::Api)
+    ]
+}
+
+fn message() -> impl Strategy<Value = Message> {
+    prop_oneof![
+        (any::<u8>(), any::<u64>(), role()).prop_map(|(node, incarnation, role)| Message::Hello {
+            node,
+            incarnation,
+            role
+        }),
+        any::<u64>().prop_map(|version| Message::Heartbeat { version }),
+        member().prop_map(|member| Message::Join { member }),
+        (any::<u64>(), member()).prop_map(|(version, member)| Message::Suspect { version, member }),
+        (any::<u64>(), ballot()).prop_map(|(version, ballot)| Message::Prepare { version, ballot }),
+        (any::<u64>(), ballot(), prop::option::of((ballot(), change()))).prop_map(
+            |(version, ballot, accepted)| Message::Promise {
+                version,
+                ballot,
+                accepted
+            }
+        ),
+        (any::<u64>(), ballot(), ballot()).prop_map(|(version, ballot, promised)| Message::Nack {
+            version,
+            ballot,
+            promised
+        }),
+        any::<u64>().prop_map(|version| Message::Behind { version }),
+        (any::<u64>(), ballot(), change()).prop_map(|(version, ballot, change)| Message::Accept {
+            version,
+            ballot,
+            change
+        }),
+        (any::<u64>(), ballot()).prop_map(|(version, ballot)| Message::Accepted { version, ballot }),
+        state().prop_map(|state| Message::Decided { state }),
+        (
+            any::<u64>(),
+            prop::collection::vec(any::<u8>(), 0..32),
+            "[a-z]{0,8}",
+            any::<bool>()
+        )
+            .prop_map(|(request, definition, name, create)| Message::SchemaRequest {
+                request,
+                change: if create {
+                    SchemaChange::CreateTable { definition }
+                } else {
+                    SchemaChange::DropTable { name }
+                }
+            }),
+        (any::<u64>(), prop::result::maybe_ok(any::<u32>(), error_reply()))
+            .prop_map(|(request, result)| Message::SchemaReply { request, result }),
+        any::<u64>().prop_map(|request| Message::DictionaryRequest { request }),
+        (any::<u64>(), state()).prop_map(|(request, state)| Message::DictionaryReply { request, state }),
+        (role(), prop::option::of(1u8..=255), any::<u16>()).prop_map(
+            |(role, requested, listen_port)| Message::AllocateNodeId {
+                role,
+                requested,
+                listen_port
+            }
+        ),
+        (any::<u8>(), ".{0,10}", ".{0,100}").prop_map(|(node, config_file, config_text)| {
+            Message::NodeIdAllocated {
+                node,
+                config_file,
+                config_text,
+            }
+        }),
+        error_reply().prop_map(|error| Message::Refused { error }),
+        prop::collection::vec((any::<u8>(), "[a-z0-9.]{0,15}", any::<u16>()), 0..5).prop_map(
+            |entries| Message::Addresses {
+                entries: entries
+                    .into_iter()
+                    .map(|(node, host, port)| Address { node, host, port })
+                    .collect()
+            }
+        ),
+        (
+            any::<bool>(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u8>(),
+            prop::collection::vec(any::<u8>(), 0..5),
+            any::<u64>(),
+            any::<u32>(),
+            any::<u64>(),
+            any::<u64>()
+        )
+            .prop_map(
+                |(
+                    started,
+                    incarnation,
+                    version,
+                    president,
+                    members,
+                    schema_version,
+                    tables,
+                    pages_used,
+                    pages_total,
+                )| Message::StatusReport {
+                    report: DataNodeReport {
+                        started,
+                        incarnation,
+                        version,
+                        president,
+                        members,
+                        schema_version,
+                        tables,
+                        pages_used,
+                        pages_total,
+                    }
+                }
+            ),
+        any::<u64>().prop_map(|request| Message::StatusRequest { request }),
+        (
+            any::<u64>(),
+            prop::collection::vec(
+                (
+                    any::<u8>(),
+                    role(),
+                    "[a-z]{0,9}",
+                    "[0-9.:]{0,15}",
+                    0u8..4,
+                    prop::option::of(any::<u16>()),
+                    any::<bool>(),
+                    any::<u64>(),
+                    any::<u64>()
+                ),
+                0..5
+            )
+        )
+            .prop_map(|(request, nodes)| Message::StatusReply {
+                request,
+                nodes: nodes
+                    .into_iter()
+                    .map(
+                        |(
+                            node,
+                            role,
+                            configured_host,
+                            address,
+                            state,
+                            node_group,
+                            president,
+                            pages_used,
+                            pages_total,
+                        )| NodeStatus {
+                            node,
+                            role,
+                            configured_host,
+                            address,
+                            state: NodeState::from_wire_id(state).unwrap(),
+                            node_group,
+                            president,
+                            pages_used,
+                            pages_total,
+                        }
+                    )
+                    .collect()
+            }),
+        (any::<u64>(), prop::option::of(1u8..=255), any::<bool>()).prop_map(
+            |(request, node, include_management)| Message::StopRequest {
+                request,
+                node,
+                include_management
+            }
+        ),
+        (
+            any::<u64>(),
+            prop::result::maybe_ok(prop::collection::vec(any::<u8>(), 0..4), error_reply())
+        )
+            .prop_map(|(request, result)| Message::StopReply { request, result }),
+        Just(Message::Stop),
+        Just(Message::Leaving),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn messages_round_trip_through_frames(
+        messages in prop::collection::vec(message(), 1..6),
+        split in any::<prop::sample::Index>(),
+    ) {
+        let mut bytes = Vec::new();
+        encode_frame(&messages, &mut bytes);
+        encode_frame(&messages[..1], &mut bytes);
+        // Bytes arrive in two arbitrary pieces.
+        let cut = split.index(bytes.len() + 1);
+        let mut decoder = FrameDecoder::new();
+        let mut decoded = Vec::new();
+        decoder.push(&bytes[..cut]);
+        while decoder.next_frame(&mut decoded).unwrap() {}
+        decoder.push(&bytes[cut..]);
+        while decoder.next_frame(&mut decoded).unwrap() {}
+        let mut expected = messages.clone();
+        expected.push(messages[0].clone());
+        prop_assert_eq!(decoded, expected);
+        prop_assert_eq!(decoder.buffered_bytes(), 0);
+    }
+
+    #[test]
+    fn truncated_messages_are_rejected(message in message(), cut in any::<prop::sample::Index>()) {
+        let mut bytes = Vec::new();
+        message.encode(&mut bytes);
+        let cut = cut.index(bytes.len());
+        prop_assert!(Message::decode(&bytes[..cut]).is_err());
+        let mut longer = bytes.clone();
+        longer.push(0);
+        prop_assert!(Message::decode(&longer).is_err());
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        let _ = Message::decode(&bytes);
+        let mut decoder = FrameDecoder::new();
+        decoder.push(&bytes);
+        let mut out = Vec::new();
+        let _ = decoder.next_frame(&mut out);
+    }
+}
+
+#[test]
+fn a_flipped_payload_bit_fails_the_checksum() {
+    let mut bytes = Vec::new();
+    encode_frame(&[Message::Heartbeat { version: 7 }], &mut bytes);
+    bytes[FRAME_HEADER_BYTES + 5] ^= 1;
+    let mut decoder = FrameDecoder::new();
+    decoder.push(&bytes);
+    let error = decoder.next_frame(&mut Vec::new()).unwrap_err();
+    assert!(error.message.contains("checksum"), "{error}");
+}
+
+#[test]
+fn another_protocol_version_is_refused() {
+    let mut bytes = Vec::new();
+    encode_frame(&[Message::Stop], &mut bytes);
+    bytes[4] = 99;
+    let mut decoder = FrameDecoder::new();
+    decoder.push(&bytes);
+    let error = decoder.next_frame(&mut Vec::new()).unwrap_err();
+    assert!(error.message.contains("protocol version 99"), "{error}");
+}
+
+#[test]
+fn an_oversized_length_is_refused_before_waiting_for_it() {
+    let mut bytes = Vec::new();
+    encode_frame(&[Message::Stop], &mut bytes);
+    bytes[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+    let mut decoder = FrameDecoder::new();
+    decoder.push(&bytes[..FRAME_HEADER_BYTES]);
+    assert!(decoder.next_frame(&mut Vec::new()).is_err());
+}
+
+#[test]
+fn the_heartbeat_layout_is_pinned() {
+    let mut bytes = Vec::new();
+    encode_frame(&[Message::Heartbeat { version: 0x0102 }], &mut bytes);
+    assert_eq!(&bytes[0..4], b"SHOL");
+    assert_eq!(&bytes[4..8], &[1, 0, 1, 0]);
+    assert_eq!(&bytes[8..12], &[13, 0, 0, 0]);
+    assert_eq!(&bytes[16..], &[9, 0, 0, 0, 2, 2, 1, 0, 0, 0, 0, 0, 0]);
+}
