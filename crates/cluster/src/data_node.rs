@@ -1,0 +1,878 @@
+//! The data node's cluster block: admission, heartbeats, failure detection,
+//! and agreement on the cluster state (membership and dictionary).
+//!
+//! Every change to the cluster state gets the next version, and the data
+//! nodes agree on each version's change with single-decree Paxos. The
+//! voters for version v+1 are the members of version v (weight 2 each) and
+//! the arbitrator (weight 1), so a majority of the nodes decides alone and
+//! exactly half decides only with the arbitrator: NDB's split-brain rule,
+//! with Paxos making sure two sides can never decide different states.
+//!
+//! The acting president (the first member this node does not suspect)
+//! proposes every change: removing failed nodes, admitting one new node at
+//! a time (at the end of the list, so the list is admission order and the
+//! oldest member presides, as in NDB), and dictionary changes. The decided
+//! state travels whole (`Decided`), so a node that missed versions, or a new
+//! node, catches up by installing it.
+//!
+//! Failure detection: every member sends a heartbeat to every other member
+//! each `heartbeat_interval_ms`. A member not heard from for
+//! `missed_heartbeats_max` intervals, or whose connection closed, is
+//! suspected; the president removes suspected members. A member that cannot
+//! get a change decided within `arbitration_timeout_ms` of suspecting a
+//! peer is on the losing side of a split and excludes itself, as NDB's
+//! losing side shuts down.
+//!
+//! The block is sans-IO: inputs are (now, message) pairs, connection
+//! events and ticks; outputs are `Effects`.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use protocol::{Ballot, Change, ClusterState, DataNodeReport, ErrorReply, Member, Message, NodeId};
+
+use crate::acceptor::{Acceptor, Vote};
+use crate::dictionary;
+use crate::effects::{Effects, Event};
+use crate::state::{Electorate, Voter, apply, covers_node_groups, uncovered_node_group};
+
+/// Schema requests waiting at the president beyond this many are refused
+/// with a temporary error.
+pub const SCHEMA_REQUESTS_QUEUED_MAX: usize = 64;
+/// A proposal that has not decided after this many heartbeat intervals is
+/// retried with a higher ballot.
+const PROPOSAL_TIMEOUT_INTERVALS: u64 = 4;
+/// A join request not repeated for this many heartbeat intervals is dropped.
+const JOIN_REQUEST_LIFETIME_INTERVALS: u64 = 4;
+
+/// Everything the block needs from the configuration.
+#[derive(Debug, Clone)]
+pub struct DataNodeSettings {
+    pub node: NodeId,
+    pub incarnation: u64,
+    /// Every configured data node.
+    pub data_nodes: Vec<NodeId>,
+    pub node_groups: Vec<Vec<NodeId>>,
+    pub ldm_threads: u32,
+    pub management_node: NodeId,
+    /// The management node votes as arbitrator when its ArbitrationRank > 0.
+    pub arbitrator: Option<NodeId>,
+    pub heartbeat_interval_ms: u64,
+    pub missed_heartbeats_max: u32,
+    pub arbitration_timeout_ms: u64,
+    pub tables_max: u32,
+}
+
+impl DataNodeSettings {
+    /// The block's settings from a parsed config.ini.
+    pub fn from_config(
+        config: &config::ClusterConfig,
+        node: NodeId,
+        incarnation: u64,
+    ) -> Option<DataNodeSettings> {
+        let own = config.data_node(node)?;
+        let management = config.management_nodes.first()?;
+        Some(DataNodeSettings {
+            node,
+            incarnation,
+            data_nodes: config.data_nodes.iter().map(|d| d.node_id).collect(),
+            node_groups: config.node_groups.clone(),
+            ldm_threads: own.ldm_threads(),
+            management_node: management.node_id,
+            arbitrator: (management.arbitration_rank > 0).then_some(management.node_id),
+            heartbeat_interval_ms: own.heartbeat_interval_db_db_ms,
+            missed_heartbeats_max: own.missed_heartbeats_max,
+            arbitration_timeout_ms: own.arbitration_timeout_ms,
+            tables_max: dictionary::TABLES_MAX,
+        })
+    }
+}
+
+#[derive(Debug)]
+enum Phase {
+    Preparing {
+        promises: BTreeMap<NodeId, (u32, Option<(Ballot, Change)>)>,
+    },
+    Accepting {
+        change: Change,
+        accepted: BTreeMap<NodeId, u32>,
+    },
+}
+
+#[derive(Debug)]
+struct Proposal {
+    version: u64,
+    ballot: Ballot,
+    /// What this node wants decided; Paxos may make it decide an earlier
+    /// proposer's change first.
+    desired: Change,
+    phase: Phase,
+    electorate: Electorate,
+    retry_at_ms: u64,
+}
+
+#[derive(Debug, Clone)]
+struct SchemaRequest {
+    from: NodeId,
+    request: u64,
+    change: protocol::SchemaChange,
+}
+
+pub struct DataNode {
+    settings: DataNodeSettings,
+    me: Member,
+    /// The installed state; `None` until this incarnation is admitted.
+    state: Option<ClusterState>,
+    /// Acceptor for version `state.version + 1`.
+    acceptor: Acceptor,
+    proposal: Option<Proposal>,
+    round_seen: u32,
+    last_heard_ms: BTreeMap<NodeId, u64>,
+    /// Members this node lost contact with (only ever grows until the next
+    /// installed state: a failed incarnation never comes back).
+    suspected: BTreeSet<Member>,
+    /// Members others reported; only the president acts on them.
+    reported: BTreeSet<Member>,
+    first_suspicion_ms: Option<u64>,
+    join_requests: BTreeMap<NodeId, (Member, u64)>,
+    schema_requests: VecDeque<SchemaRequest>,
+    next_heartbeat_ms: u64,
+    stopped: bool,
+}
+
+impl DataNode {
+    pub fn new(settings: DataNodeSettings, now_ms: u64) -> DataNode {
+        assert!(settings.data_nodes.contains(&settings.node));
+        assert!(settings.heartbeat_interval_ms > 0);
+        let me = Member {
+            node: settings.node,
+            incarnation: settings.incarnation,
+        };
+        DataNode {
+            settings,
+            me,
+            state: None,
+            acceptor: Acceptor::default(),
+            proposal: None,
+            round_seen: 0,
+            last_heard_ms: BTreeMap::new(),
+            suspected: BTreeSet::new(),
+            reported: BTreeSet::new(),
+            first_suspicion_ms: None,
+            join_requests: BTreeMap::new(),
+            schema_requests: VecDeque::new(),
+            next_heartbeat_ms: now_ms,
+            stopped: false,
+        }
+    }
+
+    pub fn member(&self) -> Member {
+        self.me
+    }
+
+    pub fn settings(&self) -> &DataNodeSettings {
+        &self.settings
+    }
+
+    /// The installed cluster state, once this node is a member.
+    pub fn state(&self) -> Option<&ClusterState> {
+        self.state.as_ref()
+    }
+
+    pub fn is_started(&self) -> bool {
+        self.state.as_ref().is_some_and(|s| s.contains(self.me))
+    }
+
+    /// When the runtime must call `tick` next.
+    pub fn next_tick_ms(&self) -> u64 {
+        self.next_heartbeat_ms
+    }
+
+    /// The node this one believes presides: the first member it does not suspect.
+    pub fn acting_president(&self) -> Option<Member> {
+        let state = self.state.as_ref()?;
+        state
+            .members
+            .iter()
+            .copied()
+            .find(|m| !self.suspected.contains(m))
+    }
+
+    fn is_acting_president(&self) -> bool {
+        self.is_started() && self.acting_president() == Some(self.me)
+    }
+
+    /// The report the management node shows in `SHOW` and `ALL REPORT MEMORY`.
+    pub fn report(&self, pages_used: u64, pages_total: u64) -> DataNodeReport {
+        let state = self.state.as_ref();
+        DataNodeReport {
+            started: self.is_started(),
+            incarnation: self.me.incarnation,
+            version: state.map_or(0, |s| s.version),
+            president: state.and_then(|s| s.president()).map_or(0, |m| m.node),
+            members: state.map_or(Vec::new(), |s| s.members.iter().map(|m| m.node).collect()),
+            schema_version: state.map_or(0, |s| s.schema_version),
+            tables: state.map_or(0, |s| s.tables.len() as u32),
+            pages_used,
+            pages_total,
+        }
+    }
+
+    /// A connection to `node` closed: a member there has failed at once.
+    pub fn on_disconnected(&mut self, now_ms: u64, node: NodeId, effects: &mut Effects) {
+        if let Some(member) = self.state.as_ref().and_then(|s| s.member_of(node))
+            && member != self.me
+            && self.is_started()
+        {
+            self.suspect(now_ms, member, "its connection closed", effects);
+        }
+    }
+
+    /// Periodic work: heartbeats, failure detection, proposals, retries.
+    pub fn tick(&mut self, now_ms: u64, effects: &mut Effects) {
+        if self.stopped {
+            return;
+        }
+        if now_ms < self.next_heartbeat_ms {
+            self.drive_proposal(now_ms, effects);
+            return;
+        }
+        let interval = self.settings.heartbeat_interval_ms;
+        self.next_heartbeat_ms = now_ms + interval;
+        if self.is_started() {
+            let state = self.state.as_ref().expect("started");
+            let version = state.version;
+            let silence_ms_max = interval * u64::from(self.settings.missed_heartbeats_max);
+            let mut silent = Vec::new();
+            for member in &state.members {
+                if *member == self.me {
+                    continue;
+                }
+                effects.send(member.node, Message::Heartbeat { version });
+                let heard = self.last_heard_ms.get(&member.node).copied().unwrap_or(now_ms);
+                if now_ms.saturating_sub(heard) > silence_ms_max {
+                    silent.push(*member);
+                }
+            }
+            for member in silent {
+                self.suspect(now_ms, member, "it missed too many heartbeats", effects);
+            }
+            // Keep telling the president what this node lost contact with
+            // until a new state settles it (the report may be lost).
+            if let Some(president) = self.acting_president()
+                && president != self.me
+            {
+                for member in &self.suspected {
+                    effects.send(
+                        president.node,
+                        Message::Suspect {
+                            version,
+                            member: *member,
+                        },
+                    );
+                }
+            }
+            if let Some(since) = self.first_suspicion_ms
+                && now_ms.saturating_sub(since) > self.settings.arbitration_timeout_ms
+            {
+                let lost: Vec<String> = self
+                    .suspected
+                    .iter()
+                    .map(|m| m.node.to_string())
+                    .collect();
+                self.exclude(
+                    format!(
+                        "no agreement on the failure of node(s) {} within ArbitrationTimeout \
+                         ({} ms): this side of the cluster lacks a majority and the \
+                         arbitrator's vote",
+                        lost.join(","),
+                        self.settings.arbitration_timeout_ms
+                    ),
+                    effects,
+                );
+                return;
+            }
+            let cutoff = interval * JOIN_REQUEST_LIFETIME_INTERVALS;
+            self.join_requests
+                .retain(|_, (_, seen)| now_ms.saturating_sub(*seen) <= cutoff);
+        } else {
+            // Not admitted: ask every data node and the management node
+            // (which forms the cluster when no data node has started).
+            for node in &self.settings.data_nodes {
+                if *node != self.me.node {
+                    effects.send(*node, Message::Join { member: self.me });
+                }
+            }
+            effects.send(self.settings.management_node, Message::Join { member: self.me });
+        }
+        self.drive_proposal(now_ms, effects);
+    }
+
+    /// Handles one message from (`from`, `incarnation`).
+    pub fn on_message(
+        &mut self,
+        now_ms: u64,
+        from: NodeId,
+        incarnation: u64,
+        message: Message,
+        effects: &mut Effects,
+    ) {
+        if self.stopped {
+            return;
+        }
+        let sender = Member {
+            node: from,
+            incarnation,
+        };
+        if let Some(state) = &self.state
+            && state.contains(sender)
+        {
+            self.last_heard_ms.insert(from, now_ms);
+        }
+        match message {
+            Message::Heartbeat { version } => self.on_heartbeat(sender, version, effects),
+            Message::Join { member } => {
+                if member == sender && self.is_started() {
+                    self.join_requests.insert(member.node, (member, now_ms));
+                    self.drive_proposal(now_ms, effects);
+                }
+            }
+            Message::Suspect { version, member } => {
+                let state_version = self.state.as_ref().map(|s| s.version);
+                if state_version == Some(version)
+                    && member != self.me
+                    && self.state.as_ref().is_some_and(|s| s.contains(member) && s.contains(sender))
+                {
+                    self.reported.insert(member);
+                    self.drive_proposal(now_ms, effects);
+                }
+            }
+            Message::Prepare { version, ballot } => {
+                self.on_prepare(sender, version, ballot, effects)
+            }
+            Message::Accept {
+                version,
+                ballot,
+                change,
+            } => self.on_accept(sender, version, ballot, change, effects),
+            Message::Promise {
+                version,
+                ballot,
+                accepted,
+            } => self.on_vote(now_ms, sender, version, ballot, Vote::Promise(accepted), effects),
+            Message::Accepted { version, ballot } => {
+                self.on_vote(now_ms, sender, version, ballot, Vote::Accepted, effects)
+            }
+            Message::Nack {
+                version,
+                ballot,
+                promised,
+            } => self.on_vote(now_ms, sender, version, ballot, Vote::Nack(promised), effects),
+            Message::Behind { version } => {
+                if let Some(state) = &self.state
+                    && state.version > version
+                {
+                    effects.send(
+                        from,
+                        Message::Decided {
+                            state: state.clone(),
+                        },
+                    );
+                }
+            }
+            Message::Decided { state } => self.install(now_ms, state, effects),
+            Message::SchemaRequest { request, change } => {
+                self.on_schema_request(now_ms, from, request, change, effects)
+            }
+            Message::DictionaryRequest { request } => effects.send(
+                from,
+                Message::DictionaryReply {
+                    request,
+                    state: self.state.clone().unwrap_or_default(),
+                },
+            ),
+            Message::Stop => {
+                self.stopped = true;
+                if let Some(state) = &self.state {
+                    for member in &state.members {
+                        if *member != self.me {
+                            effects.send(member.node, Message::Leaving);
+                        }
+                    }
+                }
+                effects.events.push(Event::Stop {
+                    reason: "the management node asked this node to stop".into(),
+                });
+            }
+            Message::Leaving => self.on_disconnected(now_ms, from, effects),
+            // Replies meant for API or management nodes, and runtime-level
+            // messages the runtime consumes itself.
+            Message::Hello { .. }
+            | Message::SchemaReply { .. }
+            | Message::DictionaryReply { .. }
+            | Message::AllocateNodeId { .. }
+            | Message::NodeIdAllocated { .. }
+            | Message::Refused { .. }
+            | Message::Addresses { .. }
+            | Message::StatusReport { .. }
+            | Message::StatusRequest { .. }
+            | Message::StatusReply { .. }
+            | Message::StopRequest { .. }
+            | Message::StopReply { .. } => {}
+        }
+    }
+
+    fn on_heartbeat(&mut self, sender: Member, version: u64, effects: &mut Effects) {
+        let Some(state) = &self.state else { return };
+        if !self.is_started() {
+            return;
+        }
+        // A peer that is behind, or no longer a member and unaware of it,
+        // learns the current state from the heartbeat's answer.
+        if version < state.version {
+            effects.send(
+                sender.node,
+                Message::Decided {
+                    state: state.clone(),
+                },
+            );
+        }
+    }
+
+    fn suspect(&mut self, now_ms: u64, member: Member, why: &str, effects: &mut Effects) {
+        if self.suspected.insert(member) {
+            effects.events.push(Event::Log(format!(
+                "node {} suspects node {}: {why}",
+                self.me.node, member.node
+            )));
+            self.first_suspicion_ms.get_or_insert(now_ms);
+            self.drive_proposal(now_ms, effects);
+        }
+    }
+
+    fn exclude(&mut self, reason: String, effects: &mut Effects) {
+        self.stopped = true;
+        effects.events.push(Event::Excluded { reason });
+    }
+
+    // ---- acceptor ----
+
+    fn on_prepare(&mut self, sender: Member, version: u64, ballot: Ballot, effects: &mut Effects) {
+        let Some(state) = &self.state else { return };
+        if !self.is_started() {
+            return;
+        }
+        if version <= state.version {
+            effects.send(
+                sender.node,
+                Message::Decided {
+                    state: state.clone(),
+                },
+            );
+            return;
+        }
+        if version > state.version + 1 {
+            effects.send(
+                sender.node,
+                Message::Behind {
+                    version: state.version,
+                },
+            );
+            return;
+        }
+        self.round_seen = self.round_seen.max(ballot.round);
+        let vote = self.acceptor.prepare(ballot);
+        send_vote(effects, sender.node, version, ballot, vote);
+    }
+
+    fn on_accept(
+        &mut self,
+        sender: Member,
+        version: u64,
+        ballot: Ballot,
+        change: Change,
+        effects: &mut Effects,
+    ) {
+        let Some(state) = &self.state else { return };
+        if !self.is_started() {
+            return;
+        }
+        if version <= state.version {
+            effects.send(
+                sender.node,
+                Message::Decided {
+                    state: state.clone(),
+                },
+            );
+            return;
+        }
+        if version > state.version + 1 {
+            effects.send(
+                sender.node,
+                Message::Behind {
+                    version: state.version,
+                },
+            );
+            return;
+        }
+        self.round_seen = self.round_seen.max(ballot.round);
+        let vote = self.acceptor.accept(ballot, &change);
+        send_vote(effects, sender.node, version, ballot, vote);
+    }
+
+    // ---- proposer ----
+
+    /// The change this node, as acting president, wants next.
+    fn desired_change(&mut self, effects: &mut Effects) -> Option<Change> {
+        let state = self.state.as_ref()?;
+        let mut removed: BTreeSet<Member> = state
+            .members
+            .iter()
+            .copied()
+            .filter(|m| self.suspected.contains(m) || self.reported.contains(m))
+            .collect();
+        // A member that restarted asks to join as a new incarnation: the old
+        // one is gone.
+        for (member, _) in self.join_requests.values() {
+            if let Some(old) = state.member_of(member.node)
+                && old.incarnation < member.incarnation
+            {
+                removed.insert(old);
+            }
+        }
+        if !removed.is_empty() {
+            let members: Vec<Member> = state
+                .members
+                .iter()
+                .copied()
+                .filter(|m| !removed.contains(m))
+                .collect();
+            return Some(Change::Membership { members });
+        }
+        if let Some((member, _)) = self
+            .join_requests
+            .values()
+            .find(|(m, _)| state.member_of(m.node).is_none())
+        {
+            let mut members = state.members.clone();
+            members.push(*member);
+            return Some(Change::Membership { members });
+        }
+        while let Some(request) = self.schema_requests.front() {
+            match dictionary::plan(state, &request.change, &self.settings) {
+                Ok(change) => return Some(change),
+                Err(error) => {
+                    let request = self.schema_requests.pop_front().expect("front");
+                    effects.send(
+                        request.from,
+                        Message::SchemaReply {
+                            request: request.request,
+                            result: Err(error),
+                        },
+                    );
+                }
+            }
+        }
+        None
+    }
+
+    /// Starts, continues or retries this node's proposal.
+    fn drive_proposal(&mut self, now_ms: u64, effects: &mut Effects) {
+        if self.stopped || !self.is_acting_president() {
+            self.proposal = None;
+            return;
+        }
+        if let Some(proposal) = &self.proposal
+            && now_ms < proposal.retry_at_ms
+        {
+            return;
+        }
+        let Some(desired) = self.desired_change(effects) else {
+            self.proposal = None;
+            return;
+        };
+        if let Change::Membership { members } = &desired
+            && let Some(group) = uncovered_node_group(members, &self.settings.node_groups)
+        {
+            self.exclude(
+                format!(
+                    "node group {group} has no live node left: cluster failure, as in NDB \
+                     (every partition needs a replica)"
+                ),
+                effects,
+            );
+            return;
+        }
+        let state = self.state.as_ref().expect("president has a state");
+        let version = state.version + 1;
+        self.round_seen += 1;
+        let ballot = Ballot {
+            round: self.round_seen,
+            node: self.me.node,
+        };
+        let electorate = Electorate::for_state(state, self.settings.arbitrator);
+        // Later presidents in line back off a little longer, so two
+        // proposers rarely keep pre-empting each other.
+        let rank = state
+            .members
+            .iter()
+            .position(|m| *m == self.me)
+            .unwrap_or(0) as u64;
+        let retry_after_ms =
+            self.settings.heartbeat_interval_ms * (PROPOSAL_TIMEOUT_INTERVALS + rank);
+        self.proposal = Some(Proposal {
+            version,
+            ballot,
+            desired,
+            phase: Phase::Preparing {
+                promises: BTreeMap::new(),
+            },
+            electorate: electorate.clone(),
+            retry_at_ms: now_ms + retry_after_ms,
+        });
+        for (voter, _) in &electorate.voters {
+            if voter.node() == self.me.node {
+                let vote = self.acceptor.prepare(ballot);
+                self.on_vote(now_ms, self.me, version, ballot, vote, effects);
+            } else {
+                effects.send(voter.node(), Message::Prepare { version, ballot });
+            }
+        }
+    }
+
+    fn on_vote(
+        &mut self,
+        now_ms: u64,
+        sender: Member,
+        version: u64,
+        ballot: Ballot,
+        vote: Vote,
+        effects: &mut Effects,
+    ) {
+        let Some(proposal) = &mut self.proposal else {
+            return;
+        };
+        if proposal.version != version || proposal.ballot != ballot {
+            if let Vote::Nack(promised) = vote {
+                self.round_seen = self.round_seen.max(promised.round);
+            }
+            return;
+        }
+        let Some((_, weight)) = proposal.electorate.voter(sender.node, sender.incarnation) else {
+            return;
+        };
+        match (vote, &mut proposal.phase) {
+            (Vote::Nack(promised), _) => {
+                // Someone with a higher ballot is proposing; step back and
+                // retry after the back-off unless their change settles it.
+                self.round_seen = self.round_seen.max(promised.round);
+            }
+            (Vote::Promise(accepted), Phase::Preparing { promises }) => {
+                promises.insert(sender.node, (weight, accepted));
+                let total: u32 = promises.values().map(|(w, _)| w).sum();
+                if proposal.electorate.is_quorum(total) {
+                    // Paxos: a change some voter already accepted may have
+                    // been decided; it must win over ours.
+                    let change = promises
+                        .values()
+                        .filter_map(|(_, accepted)| accepted.as_ref())
+                        .max_by_key(|(b, _)| *b)
+                        .map(|(_, change)| change.clone())
+                        .unwrap_or_else(|| proposal.desired.clone());
+                    proposal.phase = Phase::Accepting {
+                        change: change.clone(),
+                        accepted: BTreeMap::new(),
+                    };
+                    let voters: Vec<Voter> =
+                        proposal.electorate.voters.iter().map(|(v, _)| *v).collect();
+                    for voter in voters {
+                        if voter.node() == self.me.node {
+                            let vote = self.acceptor.accept(ballot, &change);
+                            self.on_vote(now_ms, self.me, version, ballot, vote, effects);
+                        } else {
+                            effects.send(
+                                voter.node(),
+                                Message::Accept {
+                                    version,
+                                    ballot,
+                                    change: change.clone(),
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            (Vote::Accepted, Phase::Accepting { change, accepted }) => {
+                accepted.insert(sender.node, weight);
+                let total: u32 = accepted.values().sum();
+                if proposal.electorate.is_quorum(total) {
+                    let change = change.clone();
+                    let desired = proposal.desired.clone();
+                    self.decided(now_ms, change, desired, effects);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `change` is decided for the next version: tell everyone and install it.
+    fn decided(&mut self, now_ms: u64, change: Change, desired: Change, effects: &mut Effects) {
+        let state = self.state.as_ref().expect("a proposer has a state");
+        let next = apply(state, &change);
+        let mut recipients: BTreeSet<NodeId> = state.members.iter().map(|m| m.node).collect();
+        recipients.extend(next.members.iter().map(|m| m.node));
+        recipients.extend(self.join_requests.keys());
+        if let Some(arbitrator) = self.settings.arbitrator {
+            recipients.insert(arbitrator);
+        }
+        recipients.insert(self.settings.management_node);
+        recipients.remove(&self.me.node);
+        for node in recipients {
+            effects.send(
+                node,
+                Message::Decided {
+                    state: next.clone(),
+                },
+            );
+        }
+        if change == desired
+            && matches!(change, Change::CreateTable { .. } | Change::DropTable { .. })
+            && let Some(request) = self.schema_requests.pop_front()
+        {
+            let table_id = match &change {
+                Change::CreateTable { table } => table.id,
+                Change::DropTable { table_id } => *table_id,
+                Change::Membership { .. } => unreachable!("matched above"),
+            };
+            effects.send(
+                request.from,
+                Message::SchemaReply {
+                    request: request.request,
+                    result: Ok(table_id),
+                },
+            );
+        }
+        self.proposal = None;
+        self.install(now_ms, next, effects);
+    }
+
+    fn install(&mut self, now_ms: u64, next: ClusterState, effects: &mut Effects) {
+        let was_started = self.is_started();
+        if let Some(state) = &self.state
+            && next.version <= state.version
+        {
+            return;
+        }
+        if !next.contains(self.me) {
+            if was_started {
+                self.exclude(
+                    format!(
+                        "the cluster removed this node in state version {}",
+                        next.version
+                    ),
+                    effects,
+                );
+            }
+            // A node waiting for admission just learns the cluster exists.
+            return;
+        }
+        assert!(
+            covers_node_groups(&next.members, &self.settings.node_groups),
+            "an agreed state always has a node of every node group"
+        );
+        for member in &next.members {
+            self.last_heard_ms.entry(member.node).or_insert(now_ms);
+        }
+        let fresh: BTreeSet<NodeId> = next
+            .members
+            .iter()
+            .filter(|m| self.state.as_ref().is_none_or(|s| !s.contains(**m)))
+            .map(|m| m.node)
+            .collect();
+        for node in fresh {
+            self.last_heard_ms.insert(node, now_ms);
+        }
+        self.suspected.retain(|m| next.contains(*m));
+        self.reported.retain(|m| next.contains(*m));
+        self.first_suspicion_ms = if self.suspected.is_empty() {
+            None
+        } else {
+            Some(now_ms)
+        };
+        self.join_requests
+            .retain(|_, (member, _)| !next.contains(*member));
+        self.acceptor = Acceptor::default();
+        if self
+            .proposal
+            .as_ref()
+            .is_some_and(|p| p.version <= next.version)
+        {
+            self.proposal = None;
+        }
+        effects.events.push(Event::Installed(Box::new(next.clone())));
+        self.state = Some(next);
+        self.drive_proposal(now_ms, effects);
+    }
+
+    // ---- dictionary requests from API nodes ----
+
+    fn on_schema_request(
+        &mut self,
+        now_ms: u64,
+        from: NodeId,
+        request: u64,
+        change: protocol::SchemaChange,
+        effects: &mut Effects,
+    ) {
+        if !self.is_acting_president() {
+            let president = self.acting_president().map_or(0, |m| m.node);
+            effects.send(
+                from,
+                Message::SchemaReply {
+                    request,
+                    result: Err(dictionary::not_president(president)),
+                },
+            );
+            return;
+        }
+        if self.schema_requests.len() >= SCHEMA_REQUESTS_QUEUED_MAX {
+            effects.send(
+                from,
+                Message::SchemaReply {
+                    request,
+                    result: Err(ErrorReply {
+                        ndb_code: 711,
+                        mysql_code: 1297,
+                        message: format!(
+                            "{SCHEMA_REQUESTS_QUEUED_MAX} schema changes are already queued: \
+                             a temporary error, retry"
+                        ),
+                    }),
+                },
+            );
+            return;
+        }
+        self.schema_requests.push_back(SchemaRequest {
+            from,
+            request,
+            change,
+        });
+        self.drive_proposal(now_ms, effects);
+    }
+}
+
+fn send_vote(effects: &mut Effects, to: NodeId, version: u64, ballot: Ballot, vote: Vote) {
+    let message = match vote {
+        Vote::Promise(accepted) => Message::Promise {
+            version,
+            ballot,
+            accepted,
+        },
+        Vote::Accepted => Message::Accepted { version, ballot },
+        Vote::Nack(promised) => Message::Nack {
+            version,
+            ballot,
+            promised,
+        },
+    };
+    effects.send(to, message);
+}

@@ -1,0 +1,767 @@
+//! The management node's block: hands out node ids and the configuration,
+//! publishes where data nodes listen, collects status for `SHOW`, relays
+//! stop requests, votes as arbitrator, and forms the cluster when no data
+//! node has started.
+//!
+//! Arbitration: the management node is a Paxos voter of weight 1 in every
+//! cluster-state change (see `data_node`). Its promises live in memory, so
+//! after it starts it first listens for `arbitration_timeout_ms` and then
+//! votes only on versions at least two above any it heard mentioned: any
+//! version an earlier run of this node could have voted on has, by then,
+//! been mentioned by the data nodes that proposed or learned it.
+//!
+//! Formation: a cluster forms (state version 1, or one above any version
+//! seen before, on a system restart) when every connected data node reports
+//! that it has not started and either every configured data node is
+//! connected, or `start_partial_timeout_ms` has passed and the connected
+//! ones hold a node of every node group (NDB's partial start). The members
+//! are in node-id order, so the lowest id presides.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use protocol::{
+    Address, ClusterState, DataNodeReport, ErrorReply, Message, NodeId, NodeRole, NodeState,
+    NodeStatus,
+};
+
+use crate::acceptor::{Acceptor, Vote};
+use crate::effects::{Effects, Event};
+use crate::state::covers_node_groups;
+
+pub type ConnectionId = u64;
+
+/// A stop request waits at most this long for its nodes to disconnect.
+pub const STOP_TIMEOUT_MS: u64 = 30_000;
+
+#[derive(Debug, Clone)]
+pub struct ManagementSettings {
+    pub node: NodeId,
+    pub config_file: String,
+    pub config_text: String,
+    pub config: config::ClusterConfig,
+    pub start_partial_timeout_ms: u64,
+    pub heartbeat_interval_ms: u64,
+    pub arbitration_timeout_ms: u64,
+    pub arbitrator: bool,
+}
+
+impl ManagementSettings {
+    pub fn new(config_file: &str, config_text: &str, config: config::ClusterConfig) -> Self {
+        let management = config
+            .management_nodes
+            .first()
+            .expect("config validation requires a management node");
+        let first = config
+            .data_nodes
+            .first()
+            .expect("config validation requires a data node");
+        ManagementSettings {
+            node: management.node_id,
+            config_file: config_file.to_string(),
+            config_text: config_text.to_string(),
+            start_partial_timeout_ms: first.start_partial_timeout_ms,
+            heartbeat_interval_ms: first.heartbeat_interval_db_db_ms,
+            arbitration_timeout_ms: first.arbitration_timeout_ms,
+            arbitrator: management.arbitration_rank > 0,
+            config,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Connection {
+    peer_host: String,
+    node: Option<NodeId>,
+    role: Option<NodeRole>,
+}
+
+#[derive(Debug)]
+struct PendingStop {
+    connection: ConnectionId,
+    request: u64,
+    nodes: Vec<NodeId>,
+    deadline_ms: u64,
+    include_management: bool,
+}
+
+pub struct ManagementNode {
+    settings: ManagementSettings,
+    started_ms: u64,
+    connections: BTreeMap<ConnectionId, Connection>,
+    allocations: BTreeMap<NodeId, ConnectionId>,
+    addresses: BTreeMap<NodeId, Address>,
+    reports: BTreeMap<NodeId, DataNodeReport>,
+    stopping: BTreeSet<NodeId>,
+    acceptors: BTreeMap<u64, Acceptor>,
+    /// Lowest version this node may vote on; `None` while still listening.
+    vote_floor: Option<u64>,
+    version_mentioned_max: u64,
+    latest_state: Option<ClusterState>,
+    unstarted_since_ms: Option<u64>,
+    pending_stops: Vec<PendingStop>,
+    shutting_down: bool,
+}
+
+fn refusal(ndb_code: u16, message: String) -> ErrorReply {
+    ErrorReply {
+        ndb_code,
+        mysql_code: 1296,
+        message,
+    }
+}
+
+impl ManagementNode {
+    pub fn new(settings: ManagementSettings, now_ms: u64) -> ManagementNode {
+        ManagementNode {
+            settings,
+            started_ms: now_ms,
+            connections: BTreeMap::new(),
+            allocations: BTreeMap::new(),
+            addresses: BTreeMap::new(),
+            reports: BTreeMap::new(),
+            stopping: BTreeSet::new(),
+            acceptors: BTreeMap::new(),
+            vote_floor: None,
+            version_mentioned_max: 0,
+            latest_state: None,
+            unstarted_since_ms: None,
+            pending_stops: Vec::new(),
+            shutting_down: false,
+        }
+    }
+
+    pub fn settings(&self) -> &ManagementSettings {
+        &self.settings
+    }
+
+    /// The latest cluster state this node learned.
+    pub fn latest_state(&self) -> Option<&ClusterState> {
+        self.latest_state.as_ref()
+    }
+
+    pub fn next_tick_ms(&self) -> u64 {
+        self.settings.heartbeat_interval_ms
+    }
+
+    /// The node id allocated on `connection`, if any.
+    pub fn node_of(&self, connection: ConnectionId) -> Option<NodeId> {
+        self.connections.get(&connection).and_then(|c| c.node)
+    }
+
+    pub fn connection_of(&self, node: NodeId) -> Option<ConnectionId> {
+        self.allocations.get(&node).copied()
+    }
+
+    pub fn on_connected(&mut self, connection: ConnectionId, peer_host: &str) {
+        self.connections.insert(
+            connection,
+            Connection {
+                peer_host: peer_host.to_string(),
+                node: None,
+                role: None,
+            },
+        );
+    }
+
+    pub fn on_disconnected(
+        &mut self,
+        now_ms: u64,
+        connection: ConnectionId,
+        effects: &mut Effects<ConnectionId>,
+    ) {
+        let Some(gone) = self.connections.remove(&connection) else {
+            return;
+        };
+        if let Some(node) = gone.node {
+            self.allocations.remove(&node);
+            self.addresses.remove(&node);
+            self.reports.remove(&node);
+            self.stopping.remove(&node);
+            effects.events.push(Event::Log(format!(
+                "Node {node}: {} disconnected",
+                role_name(gone.role)
+            )));
+            if gone.role == Some(NodeRole::Data) {
+                self.publish_addresses(effects);
+            }
+        }
+        self.finish_stops(now_ms, effects);
+    }
+
+    pub fn tick(&mut self, now_ms: u64, effects: &mut Effects<ConnectionId>) {
+        if self.vote_floor.is_none()
+            && now_ms.saturating_sub(self.started_ms) >= self.settings.arbitration_timeout_ms
+        {
+            let floor = if self.version_mentioned_max == 0 {
+                1
+            } else {
+                self.version_mentioned_max + 2
+            };
+            self.vote_floor = Some(floor);
+        }
+        self.maybe_form(now_ms, effects);
+        self.finish_stops(now_ms, effects);
+    }
+
+    pub fn on_message(
+        &mut self,
+        now_ms: u64,
+        connection: ConnectionId,
+        message: Message,
+        effects: &mut Effects<ConnectionId>,
+    ) {
+        let Some(peer) = self.connections.get(&connection).cloned() else {
+            return;
+        };
+        match message {
+            Message::AllocateNodeId {
+                role,
+                requested,
+                listen_port,
+            } => self.allocate(connection, &peer, role, requested, listen_port, effects),
+            Message::StatusReport { report } => {
+                let Some(node) = peer.node.filter(|_| peer.role == Some(NodeRole::Data)) else {
+                    return;
+                };
+                self.mention(report.version);
+                let before = self.reports.get(&node).map(|r| r.started);
+                if before != Some(report.started) {
+                    effects.events.push(Event::Log(format!(
+                        "Node {node}: data node {} (state version {})",
+                        if report.started { "started" } else { "starting" },
+                        report.version
+                    )));
+                }
+                self.reports.insert(node, report);
+                self.maybe_form(now_ms, effects);
+            }
+            Message::Decided { state } => {
+                self.mention(state.version);
+                if self
+                    .latest_state
+                    .as_ref()
+                    .is_none_or(|s| s.version < state.version)
+                {
+                    let members: Vec<String> =
+                        state.members.iter().map(|m| m.node.to_string()).collect();
+                    effects.events.push(Event::Log(format!(
+                        "Cluster state version {}: members {}, schema version {}, {} table(s)",
+                        state.version,
+                        members.join(","),
+                        state.schema_version,
+                        state.tables.len()
+                    )));
+                    self.acceptors.retain(|version, _| *version > state.version);
+                    self.latest_state = Some(state);
+                }
+            }
+            Message::Prepare { version, ballot } => {
+                self.mention(version);
+                if let Some(vote) = self.vote(version, |acceptor| acceptor.prepare(ballot)) {
+                    effects.send(connection, vote_message(version, ballot, vote));
+                }
+            }
+            Message::Accept {
+                version,
+                ballot,
+                change,
+            } => {
+                self.mention(version);
+                if let Some(vote) = self.vote(version, |acceptor| acceptor.accept(ballot, &change))
+                {
+                    effects.send(connection, vote_message(version, ballot, vote));
+                }
+            }
+            Message::StatusRequest { request } => {
+                let nodes = self.status();
+                effects.send(connection, Message::StatusReply { request, nodes });
+            }
+            Message::StopRequest {
+                request,
+                node,
+                include_management,
+            } => self.stop(now_ms, connection, request, node, include_management, effects),
+            _ => {}
+        }
+    }
+
+    fn mention(&mut self, version: u64) {
+        self.version_mentioned_max = self.version_mentioned_max.max(version);
+    }
+
+    fn vote(&mut self, version: u64, cast: impl FnOnce(&mut Acceptor) -> Vote) -> Option<Vote> {
+        if !self.settings.arbitrator {
+            return None;
+        }
+        let floor = self.vote_floor?;
+        if version < floor {
+            return None;
+        }
+        if self
+            .latest_state
+            .as_ref()
+            .is_some_and(|s| s.version >= version)
+        {
+            return None;
+        }
+        Some(cast(self.acceptors.entry(version).or_default()))
+    }
+
+    fn allocate(
+        &mut self,
+        connection: ConnectionId,
+        peer: &Connection,
+        role: NodeRole,
+        requested: Option<NodeId>,
+        listen_port: u16,
+        effects: &mut Effects<ConnectionId>,
+    ) {
+        if peer.node.is_some() {
+            effects.send(
+                connection,
+                Message::Refused {
+                    error: refusal(5019, "this connection already has a node id".into()),
+                },
+            );
+            return;
+        }
+        let config = &self.settings.config;
+        let result = match role {
+            NodeRole::Data => {
+                let candidates: Vec<NodeId> = config.data_nodes.iter().map(|d| d.node_id).collect();
+                self.pick(&candidates, requested, "ndbd(NDB)")
+            }
+            NodeRole::Api => self.pick_api(requested),
+            NodeRole::Management => Err(refusal(
+                5019,
+                "Shoal runs one management node; a second cannot join".into(),
+            )),
+        };
+        match result {
+            Err(error) => effects.send(connection, Message::Refused { error }),
+            Ok(node) => {
+                self.allocations.insert(node, connection);
+                let entry = self.connections.get_mut(&connection).expect("connected");
+                entry.node = Some(node);
+                entry.role = Some(role);
+                effects.events.push(Event::Log(format!(
+                    "Node {node}: {} connected from {}",
+                    role_name(Some(role)),
+                    peer.peer_host
+                )));
+                effects.send(
+                    connection,
+                    Message::NodeIdAllocated {
+                        node,
+                        config_file: self.settings.config_file.clone(),
+                        config_text: self.settings.config_text.clone(),
+                    },
+                );
+                if role == NodeRole::Data {
+                    self.addresses.insert(
+                        node,
+                        Address {
+                            node,
+                            host: peer.peer_host.clone(),
+                            port: listen_port,
+                        },
+                    );
+                    self.publish_addresses(effects);
+                } else {
+                    let entries = self.addresses.values().cloned().collect();
+                    effects.send(connection, Message::Addresses { entries });
+                }
+            }
+        }
+    }
+
+    fn pick(
+        &self,
+        candidates: &[NodeId],
+        requested: Option<NodeId>,
+        kind: &str,
+    ) -> Result<NodeId, ErrorReply> {
+        match requested {
+            Some(node) if !candidates.contains(&node) => Err(refusal(
+                5019,
+                format!("node id {node} is not configured as {kind} in config.ini"),
+            )),
+            Some(node) if self.allocations.contains_key(&node) => Err(refusal(
+                5019,
+                format!("node id {node} is already allocated to a connected node"),
+            )),
+            Some(node) => Ok(node),
+            None => candidates
+                .iter()
+                .copied()
+                .find(|n| !self.allocations.contains_key(n))
+                .ok_or_else(|| {
+                    refusal(
+                        5019,
+                        format!("no free node id found for {kind}: add a section to config.ini"),
+                    )
+                }),
+        }
+    }
+
+    fn pick_api(&self, requested: Option<NodeId>) -> Result<NodeId, ErrorReply> {
+        let config = &self.settings.config;
+        let explicit: Vec<NodeId> = config.api_nodes.iter().filter_map(|a| a.node_id).collect();
+        if let Some(node) = requested {
+            return self.pick(&explicit, Some(node), "mysqld(API)");
+        }
+        if let Ok(node) = self.pick(&explicit, None, "mysqld(API)") {
+            return Ok(node);
+        }
+        // Sections without an id are free slots: give them ids no section uses.
+        let slots = config.api_nodes.iter().filter(|a| a.node_id.is_none()).count();
+        let configured: BTreeSet<NodeId> = config.all_node_ids().into_iter().collect();
+        let slot_ids_in_use = self
+            .allocations
+            .keys()
+            .filter(|n| !configured.contains(n))
+            .count();
+        if slot_ids_in_use >= slots {
+            return Err(refusal(
+                5019,
+                "no free node id found for mysqld(API): add an [api] section to config.ini".into(),
+            ));
+        }
+        (1..=NodeId::MAX)
+            .find(|n| !configured.contains(n) && !self.allocations.contains_key(n))
+            .ok_or_else(|| refusal(5019, "all 255 node ids are in use".into()))
+    }
+
+    fn publish_addresses(&self, effects: &mut Effects<ConnectionId>) {
+        let entries: Vec<Address> = self.addresses.values().cloned().collect();
+        for (node, connection) in &self.allocations {
+            let _ = node;
+            effects.send(
+                *connection,
+                Message::Addresses {
+                    entries: entries.clone(),
+                },
+            );
+        }
+    }
+
+    fn maybe_form(&mut self, now_ms: u64, effects: &mut Effects<ConnectionId>) {
+        let config = &self.settings.config;
+        let connected_data: Vec<NodeId> = config
+            .data_nodes
+            .iter()
+            .map(|d| d.node_id)
+            .filter(|n| self.allocations.contains_key(n))
+            .collect();
+        let all_reported_unstarted = connected_data
+            .iter()
+            .all(|n| self.reports.get(n).is_some_and(|r| !r.started));
+        if connected_data.is_empty() || !all_reported_unstarted {
+            self.unstarted_since_ms = None;
+            return;
+        }
+        let since = *self.unstarted_since_ms.get_or_insert(now_ms);
+        let members: Vec<protocol::Member> = connected_data
+            .iter()
+            .map(|n| protocol::Member {
+                node: *n,
+                incarnation: self.reports[n].incarnation,
+            })
+            .collect();
+        let everyone = connected_data.len() == config.data_nodes.len();
+        let partial = self.vote_floor.is_some()
+            && now_ms.saturating_sub(since) >= self.settings.start_partial_timeout_ms
+            && covers_node_groups(&members, &config.node_groups);
+        if !everyone && !partial {
+            return;
+        }
+        let previous = self.latest_state.clone().unwrap_or_default();
+        let state = ClusterState {
+            version: self.version_mentioned_max.max(previous.version) + 1,
+            members,
+            schema_version: previous.schema_version,
+            next_table_id: previous.next_table_id,
+            tables: previous.tables,
+        };
+        let names: Vec<String> = state.members.iter().map(|m| m.node.to_string()).collect();
+        effects.events.push(Event::Log(format!(
+            "Cluster {} with data node(s) {} at state version {}",
+            if everyone {
+                "starts"
+            } else {
+                "starts partially"
+            },
+            names.join(","),
+            state.version
+        )));
+        for member in &state.members {
+            effects.send(
+                self.allocations[&member.node],
+                Message::Decided {
+                    state: state.clone(),
+                },
+            );
+        }
+        self.mention(state.version);
+        self.vote_floor = Some(state.version + 1);
+        self.acceptors.clear();
+        self.latest_state = Some(state);
+        self.unstarted_since_ms = None;
+        // The members report `started` within a heartbeat; until then the
+        // reports still say unstarted, so mark them to avoid forming twice.
+        for node in connected_data {
+            if let Some(report) = self.reports.get_mut(&node) {
+                report.started = true;
+            }
+        }
+    }
+
+    /// Every configured node, as `SHOW` lists them.
+    pub fn status(&self) -> Vec<NodeStatus> {
+        let config = &self.settings.config;
+        let president = self
+            .reports
+            .values()
+            .filter(|r| r.started)
+            .max_by_key(|r| r.version)
+            .map(|r| r.president);
+        let mut nodes = Vec::new();
+        for data in &config.data_nodes {
+            let node = data.node_id;
+            let report = self.reports.get(&node);
+            let connected = self.allocations.contains_key(&node);
+            let state = if !connected {
+                NodeState::NotConnected
+            } else if self.stopping.contains(&node) {
+                NodeState::Stopping
+            } else if report.is_some_and(|r| r.started) {
+                NodeState::Started
+            } else {
+                NodeState::Starting
+            };
+            nodes.push(NodeStatus {
+                node,
+                role: NodeRole::Data,
+                configured_host: data.host_name.clone(),
+                address: self.peer_host(node),
+                state,
+                node_group: Some(data.node_group),
+                president: connected && president == Some(node),
+                pages_used: report.map_or(0, |r| r.pages_used),
+                pages_total: report.map_or(0, |r| r.pages_total),
+            });
+        }
+        for management in &config.management_nodes {
+            let me = management.node_id == self.settings.node;
+            nodes.push(NodeStatus {
+                node: management.node_id,
+                role: NodeRole::Management,
+                configured_host: management.host_name.clone(),
+                address: if me {
+                    management.host_name.clone()
+                } else {
+                    String::new()
+                },
+                state: if me {
+                    NodeState::Started
+                } else {
+                    NodeState::NotConnected
+                },
+                node_group: None,
+                president: false,
+                pages_used: 0,
+                pages_total: 0,
+            });
+        }
+        let configured: BTreeSet<NodeId> = config.all_node_ids().into_iter().collect();
+        for api in &config.api_nodes {
+            if let Some(node) = api.node_id {
+                nodes.push(self.api_status(node, api.host_name.clone().unwrap_or_default()));
+            }
+        }
+        let slot_nodes: Vec<NodeId> = self
+            .allocations
+            .keys()
+            .copied()
+            .filter(|n| !configured.contains(n))
+            .collect();
+        let mut slot_nodes = slot_nodes.into_iter();
+        for api in config.api_nodes.iter().filter(|a| a.node_id.is_none()) {
+            match slot_nodes.next() {
+                Some(node) => nodes.push(self.api_status(node, api.host_name.clone().unwrap_or_default())),
+                None => nodes.push(NodeStatus {
+                    node: 0,
+                    role: NodeRole::Api,
+                    configured_host: api.host_name.clone().unwrap_or_default(),
+                    address: String::new(),
+                    state: NodeState::NotConnected,
+                    node_group: None,
+                    president: false,
+                    pages_used: 0,
+                    pages_total: 0,
+                }),
+            }
+        }
+        nodes
+    }
+
+    fn api_status(&self, node: NodeId, configured_host: String) -> NodeStatus {
+        let connected = self.allocations.contains_key(&node);
+        NodeStatus {
+            node,
+            role: NodeRole::Api,
+            configured_host,
+            address: self.peer_host(node),
+            state: if connected {
+                NodeState::Started
+            } else {
+                NodeState::NotConnected
+            },
+            node_group: None,
+            president: false,
+            pages_used: 0,
+            pages_total: 0,
+        }
+    }
+
+    fn peer_host(&self, node: NodeId) -> String {
+        self.allocations
+            .get(&node)
+            .and_then(|c| self.connections.get(c))
+            .map_or(String::new(), |c| c.peer_host.clone())
+    }
+
+    fn stop(
+        &mut self,
+        now_ms: u64,
+        connection: ConnectionId,
+        request: u64,
+        node: Option<NodeId>,
+        include_management: bool,
+        effects: &mut Effects<ConnectionId>,
+    ) {
+        let config = &self.settings.config;
+        let nodes: Vec<NodeId> = match node {
+            Some(node) if config.data_node(node).is_none() => {
+                effects.send(
+                    connection,
+                    Message::StopReply {
+                        request,
+                        result: Err(refusal(
+                            5024,
+                            format!("node {node} is not a data node in config.ini"),
+                        )),
+                    },
+                );
+                return;
+            }
+            Some(node) if !self.allocations.contains_key(&node) => {
+                effects.send(
+                    connection,
+                    Message::StopReply {
+                        request,
+                        result: Err(refusal(5024, format!("node {node} is not connected"))),
+                    },
+                );
+                return;
+            }
+            Some(node) => vec![node],
+            None => config
+                .data_nodes
+                .iter()
+                .map(|d| d.node_id)
+                .filter(|n| self.allocations.contains_key(n))
+                .collect(),
+        };
+        for node in &nodes {
+            effects.events.push(Event::Log(format!("Node {node}: Node shutdown initiated")));
+            self.stopping.insert(*node);
+            effects.send(self.allocations[node], Message::Stop);
+        }
+        if include_management {
+            self.shutting_down = true;
+        }
+        self.pending_stops.push(PendingStop {
+            connection,
+            request,
+            nodes,
+            deadline_ms: now_ms + STOP_TIMEOUT_MS,
+            include_management,
+        });
+        self.finish_stops(now_ms, effects);
+    }
+
+    fn finish_stops(&mut self, now_ms: u64, effects: &mut Effects<ConnectionId>) {
+        let mut index = 0;
+        while index < self.pending_stops.len() {
+            let stop = &self.pending_stops[index];
+            let running: Vec<NodeId> = stop
+                .nodes
+                .iter()
+                .copied()
+                .filter(|n| self.allocations.contains_key(n))
+                .collect();
+            if !running.is_empty() && now_ms < stop.deadline_ms {
+                index += 1;
+                continue;
+            }
+            let stop = self.pending_stops.remove(index);
+            let result = if running.is_empty() {
+                for node in &stop.nodes {
+                    effects.events.push(Event::Log(format!("Node {node}: Node shutdown completed")));
+                }
+                Ok(stop.nodes.clone())
+            } else {
+                Err(refusal(
+                    5024,
+                    format!(
+                        "node(s) {running:?} did not stop within {} s",
+                        STOP_TIMEOUT_MS / 1000
+                    ),
+                ))
+            };
+            effects.send(
+                stop.connection,
+                Message::StopReply {
+                    request: stop.request,
+                    result,
+                },
+            );
+            if stop.include_management {
+                effects.events.push(Event::Stop {
+                    reason: "cluster shutdown requested".into(),
+                });
+            }
+        }
+    }
+
+    /// Whether a shutdown of the whole cluster was requested.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down
+    }
+}
+
+fn role_name(role: Option<NodeRole>) -> &'static str {
+    match role {
+        Some(NodeRole::Data) => "data node",
+        Some(NodeRole::Management) => "management node",
+        Some(NodeRole::Api) => "API node",
+        None => "client",
+    }
+}
+
+fn vote_message(version: u64, ballot: protocol::Ballot, vote: Vote) -> Message {
+    match vote {
+        Vote::Promise(accepted) => Message::Promise {
+            version,
+            ballot,
+            accepted,
+        },
+        Vote::Accepted => Message::Accepted { version, ballot },
+        Vote::Nack(promised) => Message::Nack {
+            version,
+            ballot,
+            promised,
+        },
+    }
+}

@@ -1,0 +1,155 @@
+//! Rules of the agreed cluster state: applying a decided change, who votes
+//! on the next change, and when votes make a quorum.
+
+use protocol::{Change, ClusterState, Member, NodeId};
+
+/// Weight of a data node's vote; the arbitrator's weighs 1. With `n`
+/// members the total is `2n + 1`, which is odd, so two disjoint vote sets
+/// can never both be quorums: a majority of data nodes wins alone, exactly
+/// half of them win only together with the arbitrator (NDB's rule).
+pub const DATA_NODE_VOTE_WEIGHT: u32 = 2;
+pub const ARBITRATOR_VOTE_WEIGHT: u32 = 1;
+
+/// The state after `change` is applied to `state` (one version later).
+pub fn apply(state: &ClusterState, change: &Change) -> ClusterState {
+    let mut next = state.clone();
+    next.version += 1;
+    match change {
+        Change::Membership { members } => next.members = members.clone(),
+        Change::CreateTable { table } => {
+            assert!(
+                table.id >= state.next_table_id,
+                "table ids are never reused"
+            );
+            next.schema_version += 1;
+            next.next_table_id = table.id + 1;
+            next.tables.push(table.clone());
+            next.tables.sort_by_key(|t| t.id);
+        }
+        Change::DropTable { table_id } => {
+            next.schema_version += 1;
+            next.tables.retain(|t| t.id != *table_id);
+        }
+    }
+    next
+}
+
+/// Who votes on the change that follows `state`, with what weight.
+#[derive(Debug, Clone)]
+pub struct Electorate {
+    pub voters: Vec<(Voter, u32)>,
+    pub total_weight: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Voter {
+    DataNode(Member),
+    Arbitrator(NodeId),
+}
+
+impl Voter {
+    pub fn node(self) -> NodeId {
+        match self {
+            Voter::DataNode(member) => member.node,
+            Voter::Arbitrator(node) => node,
+        }
+    }
+}
+
+impl Electorate {
+    pub fn for_state(state: &ClusterState, arbitrator: Option<NodeId>) -> Electorate {
+        let mut voters: Vec<(Voter, u32)> = state
+            .members
+            .iter()
+            .map(|m| (Voter::DataNode(*m), DATA_NODE_VOTE_WEIGHT))
+            .collect();
+        if let Some(node) = arbitrator {
+            voters.push((Voter::Arbitrator(node), ARBITRATOR_VOTE_WEIGHT));
+        }
+        let total_weight = voters.iter().map(|(_, w)| w).sum();
+        Electorate {
+            voters,
+            total_weight,
+        }
+    }
+
+    /// The voter a message from (`node`, `incarnation`) speaks for, if any.
+    pub fn voter(&self, node: NodeId, incarnation: u64) -> Option<(Voter, u32)> {
+        self.voters.iter().copied().find(|(voter, _)| match voter {
+            Voter::DataNode(member) => member.node == node && member.incarnation == incarnation,
+            Voter::Arbitrator(arbitrator) => *arbitrator == node,
+        })
+    }
+
+    pub fn is_quorum(&self, weight: u32) -> bool {
+        weight * 2 > self.total_weight
+    }
+}
+
+/// Whether `members` keeps at least one node of every node group; without
+/// that some partitions have no replica and the cluster cannot go on.
+pub fn covers_node_groups(members: &[Member], node_groups: &[Vec<NodeId>]) -> bool {
+    node_groups
+        .iter()
+        .all(|group| members.iter().any(|m| group.contains(&m.node)))
+}
+
+/// The first node group with no member in `members`.
+pub fn uncovered_node_group(members: &[Member], node_groups: &[Vec<NodeId>]) -> Option<usize> {
+    node_groups
+        .iter()
+        .position(|group| !members.iter().any(|m| group.contains(&m.node)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(nodes: &[u8]) -> ClusterState {
+        ClusterState {
+            version: 3,
+            members: nodes
+                .iter()
+                .map(|&node| Member {
+                    node,
+                    incarnation: 1,
+                })
+                .collect(),
+            ..ClusterState::default()
+        }
+    }
+
+    #[test]
+    fn half_the_nodes_need_the_arbitrator() {
+        let electorate = Electorate::for_state(&state(&[2, 3]), Some(1));
+        assert!(!electorate.is_quorum(DATA_NODE_VOTE_WEIGHT));
+        assert!(electorate.is_quorum(DATA_NODE_VOTE_WEIGHT + ARBITRATOR_VOTE_WEIGHT));
+        let four = Electorate::for_state(&state(&[2, 3, 4, 5]), Some(1));
+        assert!(!four.is_quorum(2 * DATA_NODE_VOTE_WEIGHT));
+        assert!(four.is_quorum(2 * DATA_NODE_VOTE_WEIGHT + ARBITRATOR_VOTE_WEIGHT));
+        assert!(four.is_quorum(3 * DATA_NODE_VOTE_WEIGHT));
+    }
+
+    #[test]
+    fn without_an_arbitrator_a_strict_majority_is_needed() {
+        let electorate = Electorate::for_state(&state(&[2, 3]), None);
+        assert!(!electorate.is_quorum(DATA_NODE_VOTE_WEIGHT));
+        assert!(electorate.is_quorum(2 * DATA_NODE_VOTE_WEIGHT));
+    }
+
+    #[test]
+    fn a_restarted_node_is_not_its_old_incarnation() {
+        let electorate = Electorate::for_state(&state(&[2, 3]), Some(1));
+        assert!(electorate.voter(2, 1).is_some());
+        assert!(electorate.voter(2, 2).is_none());
+        assert!(electorate.voter(1, 99).is_some());
+    }
+
+    #[test]
+    fn node_group_coverage() {
+        let groups = vec![vec![2, 3], vec![4, 5]];
+        assert!(covers_node_groups(&state(&[3, 4]).members, &groups));
+        assert!(!covers_node_groups(&state(&[2, 3]).members, &groups));
+        assert_eq!(uncovered_node_group(&state(&[2, 3]).members, &groups), Some(1));
+    }
+}
