@@ -61,6 +61,14 @@ pub enum ErrorCode {
     InvalidFilter,
     /// The configured size is not usable (too small, too large).
     BadConfiguration,
+    /// A table option (an `NDB_TABLE=` comment) is malformed or unknown.
+    IllegalTableOption,
+    /// A table would have more partitions than `PARTITIONS_MAX`.
+    TooManyPartitions,
+    /// A table was given `PARTITIONS 0`.
+    NoPartitions,
+    /// An encoded table definition is corrupt or from a newer format version.
+    CorruptTableDefinition,
 }
 
 impl ErrorCode {
@@ -85,8 +93,18 @@ impl ErrorCode {
             WrongKey => 4259,
             InvalidFilter => 4260,
             WrongTransactionState => 4000,
-            WrongValue | WrongColumnSpec | PrimaryKeyRequired | BlobInKey | TooManyKeys
-            | TooManyColumns | NoSuchScan | BadConfiguration => return None,
+            WrongValue
+            | WrongColumnSpec
+            | PrimaryKeyRequired
+            | BlobInKey
+            | TooManyKeys
+            | TooManyColumns
+            | NoSuchScan
+            | BadConfiguration
+            | IllegalTableOption
+            | TooManyPartitions
+            | NoPartitions
+            | CorruptTableDefinition => return None,
         })
     }
 
@@ -110,6 +128,10 @@ impl ErrorCode {
             BlobInKey => 1170,
             TooManyKeys => 1069,
             TooManyColumns => 1117,
+            IllegalTableOption => 1478,
+            TooManyPartitions => 1499,
+            NoPartitions => 1504,
+            CorruptTableDefinition => 1033,
             TooManyOperations | TooManyTransactions | TooManyScans => 1297,
             WrongKey
             | NoSuchTransaction
@@ -168,6 +190,14 @@ impl ErrorCode {
             WrongTransactionState => "Operation not allowed in the transaction's current state",
             InvalidFilter => "Interpreted program of the pushed condition is invalid",
             BadConfiguration => "Invalid configuration value",
+            IllegalTableOption => {
+                "Table storage engine 'ndbcluster' does not support the create option"
+            }
+            TooManyPartitions => "Too many partitions (including subpartitions) were defined",
+            NoPartitions => "Number of partitions = 0 is not an allowed value",
+            CorruptTableDefinition => {
+                "Incorrect information in table definition: it is corrupt or from a newer Shoal"
+            }
         }
     }
 }

@@ -11,10 +11,12 @@
 //! and the key hash. Changing either changes where rows live and how they sort.
 
 pub mod collation;
+pub mod distribution;
 pub mod error;
 pub mod key;
 pub mod row;
 pub mod table;
+pub mod table_codec;
 pub mod types;
 pub mod value;
 

@@ -62,6 +62,31 @@ impl Collation {
             .find(|c| c.name().eq_ignore_ascii_case(name))
     }
 
+    /// MySQL's collation id (`INFORMATION_SCHEMA.COLLATIONS.ID`), which the
+    /// table codec stores: these numbers never change in MySQL, and the
+    /// client protocol names collations by them too.
+    pub fn wire_id(self) -> u8 {
+        match self {
+            Collation::Utf8mb4Bin => 46,
+            Collation::Utf8mb4AiCi => 255,
+            Collation::Latin1Bin => 47,
+            Collation::Latin1Ci => 8,
+            Collation::Binary => 63,
+        }
+    }
+
+    /// The collation with this MySQL collation id, if Shoal supports it.
+    pub fn from_wire_id(id: u8) -> Option<Collation> {
+        let all = [
+            Collation::Utf8mb4Bin,
+            Collation::Utf8mb4AiCi,
+            Collation::Latin1Bin,
+            Collation::Latin1Ci,
+            Collation::Binary,
+        ];
+        all.into_iter().find(|c| c.wire_id() == id)
+    }
+
     /// The MySQL name of the character set.
     pub fn charset_name(self) -> &'static str {
         match self {
