@@ -100,6 +100,7 @@ enum Phase {
 
 #[derive(Debug)]
 struct Proposal {
+    generation: u64,
     version: u64,
     ballot: Ballot,
     /// What this node wants decided; Paxos may make it decide an earlier
@@ -137,6 +138,8 @@ pub struct DataNode {
     schema_requests: VecDeque<SchemaRequest>,
     next_heartbeat_ms: u64,
     stopped: bool,
+    /// DataMemory pages (used, total), set by the runtime for status reports.
+    memory_pages: (u64, u64),
 }
 
 impl DataNode {
@@ -162,6 +165,7 @@ impl DataNode {
             schema_requests: VecDeque::new(),
             next_heartbeat_ms: now_ms,
             stopped: false,
+            memory_pages: (0, 0),
         }
     }
 
@@ -201,12 +205,28 @@ impl DataNode {
         self.is_started() && self.acting_president() == Some(self.me)
     }
 
+    /// Sets the DataMemory figures the next status report carries.
+    pub fn set_memory_pages(&mut self, used: u64, total: u64) {
+        self.memory_pages = (used, total);
+    }
+
+    fn send_report(&self, effects: &mut Effects) {
+        effects.send(
+            self.settings.management_node,
+            Message::StatusReport {
+                report: self.report(),
+            },
+        );
+    }
+
     /// The report the management node shows in `SHOW` and `ALL REPORT MEMORY`.
-    pub fn report(&self, pages_used: u64, pages_total: u64) -> DataNodeReport {
+    pub fn report(&self) -> DataNodeReport {
+        let (pages_used, pages_total) = self.memory_pages;
         let state = self.state.as_ref();
         DataNodeReport {
             started: self.is_started(),
             incarnation: self.me.incarnation,
+            generation: state.map_or(0, |s| s.generation),
             version: state.map_or(0, |s| s.version),
             president: state.and_then(|s| s.president()).map_or(0, |m| m.node),
             members: state.map_or(Vec::new(), |s| s.members.iter().map(|m| m.node).collect()),
@@ -238,17 +258,29 @@ impl DataNode {
         }
         let interval = self.settings.heartbeat_interval_ms;
         self.next_heartbeat_ms = now_ms + interval;
+        self.send_report(effects);
         if self.is_started() {
             let state = self.state.as_ref().expect("started");
             let version = state.version;
+            let generation = state.generation;
             let silence_ms_max = interval * u64::from(self.settings.missed_heartbeats_max);
             let mut silent = Vec::new();
             for member in &state.members {
                 if *member == self.me {
                     continue;
                 }
-                effects.send(member.node, Message::Heartbeat { version });
-                let heard = self.last_heard_ms.get(&member.node).copied().unwrap_or(now_ms);
+                effects.send(
+                    member.node,
+                    Message::Heartbeat {
+                        generation,
+                        version,
+                    },
+                );
+                let heard = self
+                    .last_heard_ms
+                    .get(&member.node)
+                    .copied()
+                    .unwrap_or(now_ms);
                 if now_ms.saturating_sub(heard) > silence_ms_max {
                     silent.push(*member);
                 }
@@ -274,11 +306,7 @@ impl DataNode {
             if let Some(since) = self.first_suspicion_ms
                 && now_ms.saturating_sub(since) > self.settings.arbitration_timeout_ms
             {
-                let lost: Vec<String> = self
-                    .suspected
-                    .iter()
-                    .map(|m| m.node.to_string())
-                    .collect();
+                let lost: Vec<String> = self.suspected.iter().map(|m| m.node.to_string()).collect();
                 self.exclude(
                     format!(
                         "no agreement on the failure of node(s) {} within ArbitrationTimeout \
@@ -302,7 +330,10 @@ impl DataNode {
                     effects.send(*node, Message::Join { member: self.me });
                 }
             }
-            effects.send(self.settings.management_node, Message::Join { member: self.me });
+            effects.send(
+                self.settings.management_node,
+                Message::Join { member: self.me },
+            );
         }
         self.drive_proposal(now_ms, effects);
     }
@@ -329,36 +360,81 @@ impl DataNode {
             self.last_heard_ms.insert(from, now_ms);
         }
         match message {
-            Message::Heartbeat { version } => self.on_heartbeat(sender, version, effects),
+            Message::Heartbeat {
+                generation,
+                version,
+            } => self.on_heartbeat(sender, (generation, version), effects),
             Message::Join { member } => {
                 if member == sender && self.is_started() {
-                    self.join_requests.insert(member.node, (member, now_ms));
-                    self.drive_proposal(now_ms, effects);
+                    let state = self.state.as_ref().expect("started");
+                    let removed = state
+                        .removed
+                        .iter()
+                        .any(|r| r.node == member.node && r.incarnation >= member.incarnation);
+                    if state.contains(member) || removed {
+                        // Admitted but the news was lost on the way, or
+                        // removed before it ever heard: either way it must
+                        // learn the state (and, if removed, restart).
+                        effects.send(
+                            member.node,
+                            Message::Decided {
+                                state: state.clone(),
+                            },
+                        );
+                    } else {
+                        self.join_requests.insert(member.node, (member, now_ms));
+                        self.drive_proposal(now_ms, effects);
+                    }
                 }
             }
             Message::Suspect { version, member } => {
                 let state_version = self.state.as_ref().map(|s| s.version);
                 if state_version == Some(version)
                     && member != self.me
-                    && self.state.as_ref().is_some_and(|s| s.contains(member) && s.contains(sender))
+                    && self
+                        .state
+                        .as_ref()
+                        .is_some_and(|s| s.contains(member) && s.contains(sender))
                 {
                     self.reported.insert(member);
                     self.drive_proposal(now_ms, effects);
                 }
             }
-            Message::Prepare { version, ballot } => {
-                self.on_prepare(sender, version, ballot, effects)
+            Message::Prepare {
+                generation,
+                version,
+                ballot,
+            } => {
+                if let Some(version) = self.acceptor_version(sender, generation, version, effects) {
+                    self.round_seen = self.round_seen.max(ballot.round);
+                    let vote = self.acceptor.prepare(ballot);
+                    send_vote(effects, sender.node, version, ballot, vote);
+                }
             }
             Message::Accept {
+                generation,
                 version,
                 ballot,
                 change,
-            } => self.on_accept(sender, version, ballot, change, effects),
+            } => {
+                if let Some(version) = self.acceptor_version(sender, generation, version, effects) {
+                    self.round_seen = self.round_seen.max(ballot.round);
+                    let vote = self.acceptor.accept(ballot, &change);
+                    send_vote(effects, sender.node, version, ballot, vote);
+                }
+            }
             Message::Promise {
                 version,
                 ballot,
                 accepted,
-            } => self.on_vote(now_ms, sender, version, ballot, Vote::Promise(accepted), effects),
+            } => self.on_vote(
+                now_ms,
+                sender,
+                version,
+                ballot,
+                Vote::Promise(accepted),
+                effects,
+            ),
             Message::Accepted { version, ballot } => {
                 self.on_vote(now_ms, sender, version, ballot, Vote::Accepted, effects)
             }
@@ -366,11 +442,18 @@ impl DataNode {
                 version,
                 ballot,
                 promised,
-            } => self.on_vote(now_ms, sender, version, ballot, Vote::Nack(promised), effects),
-            Message::Behind { version } => {
-                if let Some(state) = &self.state
-                    && state.version > version
-                {
+            } => self.on_vote(
+                now_ms,
+                sender,
+                version,
+                ballot,
+                Vote::Nack(promised),
+                effects,
+            ),
+            Message::Behind { version: _ } => {
+                // The voter checks what it can use; a stale one learns it
+                // was replaced.
+                if let Some(state) = &self.state {
                     effects.send(
                         from,
                         Message::Decided {
@@ -421,14 +504,16 @@ impl DataNode {
         }
     }
 
-    fn on_heartbeat(&mut self, sender: Member, version: u64, effects: &mut Effects) {
-        let Some(state) = &self.state else { return };
-        if !self.is_started() {
+    fn on_heartbeat(&mut self, sender: Member, position: (u64, u64), effects: &mut Effects) {
+        let Some(state) = self.state.as_ref().filter(|_| self.is_started()) else {
+            // Heartbeats come only from members: this node was admitted and
+            // missed the news. Asking makes the sender send the state.
+            effects.send(sender.node, Message::Behind { version: 0 });
             return;
-        }
+        };
         // A peer that is behind, or no longer a member and unaware of it,
         // learns the current state from the heartbeat's answer.
-        if version < state.version {
+        if position < state.position() {
             effects.send(
                 sender.node,
                 Message::Decided {
@@ -456,67 +541,38 @@ impl DataNode {
 
     // ---- acceptor ----
 
-    fn on_prepare(&mut self, sender: Member, version: u64, ballot: Ballot, effects: &mut Effects) {
-        let Some(state) = &self.state else { return };
-        if !self.is_started() {
-            return;
-        }
-        if version <= state.version {
-            effects.send(
-                sender.node,
-                Message::Decided {
-                    state: state.clone(),
-                },
-            );
-            return;
-        }
-        if version > state.version + 1 {
-            effects.send(
-                sender.node,
-                Message::Behind {
-                    version: state.version,
-                },
-            );
-            return;
-        }
-        self.round_seen = self.round_seen.max(ballot.round);
-        let vote = self.acceptor.prepare(ballot);
-        send_vote(effects, sender.node, version, ballot, vote);
-    }
-
-    fn on_accept(
+    /// Whether this node votes on `version` of `generation` for `sender`;
+    /// when it cannot, it tells the sender what it knows instead.
+    fn acceptor_version(
         &mut self,
         sender: Member,
+        generation: u64,
         version: u64,
-        ballot: Ballot,
-        change: Change,
         effects: &mut Effects,
-    ) {
-        let Some(state) = &self.state else { return };
+    ) -> Option<u64> {
+        let state = self.state.as_ref()?;
         if !self.is_started() {
-            return;
+            return None;
         }
-        if version <= state.version {
+        if (generation, version) <= state.position() {
             effects.send(
                 sender.node,
                 Message::Decided {
                     state: state.clone(),
                 },
             );
-            return;
+            return None;
         }
-        if version > state.version + 1 {
+        if generation != state.generation || version > state.version + 1 {
             effects.send(
                 sender.node,
                 Message::Behind {
                     version: state.version,
                 },
             );
-            return;
+            return None;
         }
-        self.round_seen = self.round_seen.max(ballot.round);
-        let vote = self.acceptor.accept(ballot, &change);
-        send_vote(effects, sender.node, version, ballot, vote);
+        Some(version)
     }
 
     // ---- proposer ----
@@ -548,11 +604,13 @@ impl DataNode {
                 .collect();
             return Some(Change::Membership { members });
         }
-        if let Some((member, _)) = self
-            .join_requests
-            .values()
-            .find(|(m, _)| state.member_of(m.node).is_none())
-        {
+        if let Some((member, _)) = self.join_requests.values().find(|(m, _)| {
+            state.member_of(m.node).is_none()
+                && !state
+                    .removed
+                    .iter()
+                    .any(|r| r.node == m.node && r.incarnation >= m.incarnation)
+        }) {
             let mut members = state.members.clone();
             members.push(*member);
             return Some(Change::Membership { members });
@@ -604,6 +662,7 @@ impl DataNode {
         }
         let state = self.state.as_ref().expect("president has a state");
         let version = state.version + 1;
+        let generation = state.generation;
         self.round_seen += 1;
         let ballot = Ballot {
             round: self.round_seen,
@@ -620,6 +679,7 @@ impl DataNode {
         let retry_after_ms =
             self.settings.heartbeat_interval_ms * (PROPOSAL_TIMEOUT_INTERVALS + rank);
         self.proposal = Some(Proposal {
+            generation,
             version,
             ballot,
             desired,
@@ -634,7 +694,14 @@ impl DataNode {
                 let vote = self.acceptor.prepare(ballot);
                 self.on_vote(now_ms, self.me, version, ballot, vote, effects);
             } else {
-                effects.send(voter.node(), Message::Prepare { version, ballot });
+                effects.send(
+                    voter.node(),
+                    Message::Prepare {
+                        generation,
+                        version,
+                        ballot,
+                    },
+                );
             }
         }
     }
@@ -684,6 +751,7 @@ impl DataNode {
                     };
                     let voters: Vec<Voter> =
                         proposal.electorate.voters.iter().map(|(v, _)| *v).collect();
+                    let generation = proposal.generation;
                     for voter in voters {
                         if voter.node() == self.me.node {
                             let vote = self.acceptor.accept(ballot, &change);
@@ -692,6 +760,7 @@ impl DataNode {
                             effects.send(
                                 voter.node(),
                                 Message::Accept {
+                                    generation,
                                     version,
                                     ballot,
                                     change: change.clone(),
@@ -735,7 +804,10 @@ impl DataNode {
             );
         }
         if change == desired
-            && matches!(change, Change::CreateTable { .. } | Change::DropTable { .. })
+            && matches!(
+                change,
+                Change::CreateTable { .. } | Change::DropTable { .. }
+            )
             && let Some(request) = self.schema_requests.pop_front()
         {
             let table_id = match &change {
@@ -758,12 +830,31 @@ impl DataNode {
     fn install(&mut self, now_ms: u64, next: ClusterState, effects: &mut Effects) {
         let was_started = self.is_started();
         if let Some(state) = &self.state
-            && next.version <= state.version
+            && next.position() <= state.position()
         {
             return;
         }
+        if was_started
+            && let Some(state) = &self.state
+            && next.generation != state.generation
+        {
+            // The cluster formed again without this node's generation: its
+            // state is void, and only a new incarnation may join.
+            self.exclude(
+                format!(
+                    "the cluster formed again (generation {}) while this node ran in generation {}",
+                    next.generation, state.generation
+                ),
+                effects,
+            );
+            return;
+        }
         if !next.contains(self.me) {
-            if was_started {
+            let removed = next
+                .removed
+                .iter()
+                .any(|r| r.node == self.me.node && r.incarnation >= self.me.incarnation);
+            if was_started || removed {
                 self.exclude(
                     format!(
                         "the cluster removed this node in state version {}",
@@ -804,12 +895,15 @@ impl DataNode {
         if self
             .proposal
             .as_ref()
-            .is_some_and(|p| p.version <= next.version)
+            .is_some_and(|p| (p.generation, p.version) <= next.position())
         {
             self.proposal = None;
         }
-        effects.events.push(Event::Installed(Box::new(next.clone())));
+        effects
+            .events
+            .push(Event::Installed(Box::new(next.clone())));
         self.state = Some(next);
+        self.send_report(effects);
         self.drive_proposal(now_ms, effects);
     }
 

@@ -50,8 +50,7 @@ pub fn plan(
                     format!("table definition exceeds {DEFINITION_BYTES_MAX} bytes"),
                 )));
             }
-            let (table, options) =
-                schema::table_codec::decode_table(definition).map_err(reply)?;
+            let (table, options) = schema::table_codec::decode_table(definition).map_err(reply)?;
             if state.table_by_name(&table.name).is_some() {
                 return Err(reply(Error::new(
                     ErrorCode::TableExists,

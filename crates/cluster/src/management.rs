@@ -92,12 +92,21 @@ pub struct ManagementNode {
     addresses: BTreeMap<NodeId, Address>,
     reports: BTreeMap<NodeId, DataNodeReport>,
     stopping: BTreeSet<NodeId>,
-    acceptors: BTreeMap<u64, Acceptor>,
-    /// Lowest version this node may vote on; `None` while still listening.
-    vote_floor: Option<u64>,
-    version_mentioned_max: u64,
+    incarnation: u64,
+    formations: u64,
+    /// Acceptors by (generation, version).
+    acceptors: BTreeMap<(u64, u64), Acceptor>,
+    /// Lowest (generation, version) this node may vote on; `None` while
+    /// still listening after its start.
+    vote_floor: Option<(u64, u64)>,
+    position_mentioned_max: (u64, u64),
     latest_state: Option<ClusterState>,
     unstarted_since_ms: Option<u64>,
+    /// The state this node formed last. While any of its members is still
+    /// connected as the same incarnation the generation may be alive, so the
+    /// cluster is not formed again; a member that says it has not started
+    /// gets the state again (the first one may have been lost).
+    formed: Option<ClusterState>,
     pending_stops: Vec<PendingStop>,
     shutting_down: bool,
 }
@@ -111,7 +120,13 @@ fn refusal(ndb_code: u16, message: String) -> ErrorReply {
 }
 
 impl ManagementNode {
-    pub fn new(settings: ManagementSettings, now_ms: u64) -> ManagementNode {
+    /// `incarnation` must grow from one start of the management node to the
+    /// next (the runtime uses the clock); it names the generations this run forms.
+    pub fn new(settings: ManagementSettings, incarnation: u64, now_ms: u64) -> ManagementNode {
+        assert!(
+            incarnation < 1 << 47,
+            "incarnation leaves room for 65,536 formations"
+        );
         ManagementNode {
             settings,
             started_ms: now_ms,
@@ -120,11 +135,14 @@ impl ManagementNode {
             addresses: BTreeMap::new(),
             reports: BTreeMap::new(),
             stopping: BTreeSet::new(),
+            incarnation,
+            formations: 0,
             acceptors: BTreeMap::new(),
             vote_floor: None,
-            version_mentioned_max: 0,
+            position_mentioned_max: (0, 0),
             latest_state: None,
             unstarted_since_ms: None,
+            formed: None,
             pending_stops: Vec::new(),
             shutting_down: false,
         }
@@ -192,12 +210,8 @@ impl ManagementNode {
         if self.vote_floor.is_none()
             && now_ms.saturating_sub(self.started_ms) >= self.settings.arbitration_timeout_ms
         {
-            let floor = if self.version_mentioned_max == 0 {
-                1
-            } else {
-                self.version_mentioned_max + 2
-            };
-            self.vote_floor = Some(floor);
+            let (generation, version) = self.position_mentioned_max;
+            self.vote_floor = Some((generation, version + 2));
         }
         self.maybe_form(now_ms, effects);
         self.finish_stops(now_ms, effects);
@@ -223,24 +237,42 @@ impl ManagementNode {
                 let Some(node) = peer.node.filter(|_| peer.role == Some(NodeRole::Data)) else {
                     return;
                 };
-                self.mention(report.version);
+                self.mention(report.generation, report.version);
                 let before = self.reports.get(&node).map(|r| r.started);
                 if before != Some(report.started) {
                     effects.events.push(Event::Log(format!(
                         "Node {node}: data node {} (state version {})",
-                        if report.started { "started" } else { "starting" },
+                        if report.started {
+                            "started"
+                        } else {
+                            "starting"
+                        },
                         report.version
                     )));
+                }
+                if !report.started
+                    && let Some(formed) = &self.formed
+                    && formed.contains(protocol::Member {
+                        node,
+                        incarnation: report.incarnation,
+                    })
+                {
+                    effects.send(
+                        connection,
+                        Message::Decided {
+                            state: formed.clone(),
+                        },
+                    );
                 }
                 self.reports.insert(node, report);
                 self.maybe_form(now_ms, effects);
             }
             Message::Decided { state } => {
-                self.mention(state.version);
+                self.mention(state.generation, state.version);
                 if self
                     .latest_state
                     .as_ref()
-                    .is_none_or(|s| s.version < state.version)
+                    .is_none_or(|s| s.position() < state.position())
                 {
                     let members: Vec<String> =
                         state.members.iter().map(|m| m.node.to_string()).collect();
@@ -251,24 +283,33 @@ impl ManagementNode {
                         state.schema_version,
                         state.tables.len()
                     )));
-                    self.acceptors.retain(|version, _| *version > state.version);
+                    let position = state.position();
+                    self.acceptors.retain(|key, _| *key > position);
                     self.latest_state = Some(state);
                 }
             }
-            Message::Prepare { version, ballot } => {
-                self.mention(version);
-                if let Some(vote) = self.vote(version, |acceptor| acceptor.prepare(ballot)) {
+            Message::Prepare {
+                generation,
+                version,
+                ballot,
+            } => {
+                self.mention(generation, version);
+                if let Some(vote) =
+                    self.vote((generation, version), |acceptor| acceptor.prepare(ballot))
+                {
                     effects.send(connection, vote_message(version, ballot, vote));
                 }
             }
             Message::Accept {
+                generation,
                 version,
                 ballot,
                 change,
             } => {
-                self.mention(version);
-                if let Some(vote) = self.vote(version, |acceptor| acceptor.accept(ballot, &change))
-                {
+                self.mention(generation, version);
+                if let Some(vote) = self.vote((generation, version), |acceptor| {
+                    acceptor.accept(ballot, &change)
+                }) {
                     effects.send(connection, vote_message(version, ballot, vote));
                 }
             }
@@ -280,31 +321,44 @@ impl ManagementNode {
                 request,
                 node,
                 include_management,
-            } => self.stop(now_ms, connection, request, node, include_management, effects),
+            } => self.stop(
+                now_ms,
+                connection,
+                request,
+                node,
+                include_management,
+                effects,
+            ),
             _ => {}
         }
     }
 
-    fn mention(&mut self, version: u64) {
-        self.version_mentioned_max = self.version_mentioned_max.max(version);
+    fn mention(&mut self, generation: u64, version: u64) {
+        self.position_mentioned_max = self.position_mentioned_max.max((generation, version));
     }
 
-    fn vote(&mut self, version: u64, cast: impl FnOnce(&mut Acceptor) -> Vote) -> Option<Vote> {
+    /// Votes only in the newest generation heard of, above the floor, and
+    /// on versions not yet known to be decided.
+    fn vote(
+        &mut self,
+        position: (u64, u64),
+        cast: impl FnOnce(&mut Acceptor) -> Vote,
+    ) -> Option<Vote> {
         if !self.settings.arbitrator {
             return None;
         }
         let floor = self.vote_floor?;
-        if version < floor {
+        if position < floor || position.0 != self.position_mentioned_max.0 {
             return None;
         }
         if self
             .latest_state
             .as_ref()
-            .is_some_and(|s| s.version >= version)
+            .is_some_and(|s| s.position() >= position)
         {
             return None;
         }
-        Some(cast(self.acceptors.entry(version).or_default()))
+        Some(cast(self.acceptors.entry(position).or_default()))
     }
 
     fn allocate(
@@ -414,7 +468,11 @@ impl ManagementNode {
             return Ok(node);
         }
         // Sections without an id are free slots: give them ids no section uses.
-        let slots = config.api_nodes.iter().filter(|a| a.node_id.is_none()).count();
+        let slots = config
+            .api_nodes
+            .iter()
+            .filter(|a| a.node_id.is_none())
+            .count();
         let configured: BTreeSet<NodeId> = config.all_node_ids().into_iter().collect();
         let slot_ids_in_use = self
             .allocations
@@ -456,7 +514,14 @@ impl ManagementNode {
         let all_reported_unstarted = connected_data
             .iter()
             .all(|n| self.reports.get(n).is_some_and(|r| !r.started));
-        if connected_data.is_empty() || !all_reported_unstarted {
+        let formed_member_connected = self.formed.as_ref().is_some_and(|formed| {
+            formed.members.iter().any(|m| {
+                self.reports
+                    .get(&m.node)
+                    .is_some_and(|r| r.incarnation == m.incarnation)
+            })
+        });
+        if connected_data.is_empty() || !all_reported_unstarted || formed_member_connected {
             self.unstarted_since_ms = None;
             return;
         }
@@ -476,9 +541,13 @@ impl ManagementNode {
             return;
         }
         let previous = self.latest_state.clone().unwrap_or_default();
+        self.formations += 1;
+        assert!(self.formations < 1 << 16);
         let state = ClusterState {
-            version: self.version_mentioned_max.max(previous.version) + 1,
+            generation: (self.incarnation << 16) | self.formations,
+            version: 1,
             members,
+            removed: Vec::new(),
             schema_version: previous.schema_version,
             next_table_id: previous.next_table_id,
             tables: previous.tables,
@@ -502,18 +571,12 @@ impl ManagementNode {
                 },
             );
         }
-        self.mention(state.version);
-        self.vote_floor = Some(state.version + 1);
+        self.mention(state.generation, state.version);
+        self.vote_floor = Some((state.generation, state.version + 1));
         self.acceptors.clear();
+        self.formed = Some(state.clone());
         self.latest_state = Some(state);
         self.unstarted_since_ms = None;
-        // The members report `started` within a heartbeat; until then the
-        // reports still say unstarted, so mark them to avoid forming twice.
-        for node in connected_data {
-            if let Some(report) = self.reports.get_mut(&node) {
-                report.started = true;
-            }
-        }
     }
 
     /// Every configured node, as `SHOW` lists them.
@@ -588,7 +651,9 @@ impl ManagementNode {
         let mut slot_nodes = slot_nodes.into_iter();
         for api in config.api_nodes.iter().filter(|a| a.node_id.is_none()) {
             match slot_nodes.next() {
-                Some(node) => nodes.push(self.api_status(node, api.host_name.clone().unwrap_or_default())),
+                Some(node) => {
+                    nodes.push(self.api_status(node, api.host_name.clone().unwrap_or_default()))
+                }
                 None => nodes.push(NodeStatus {
                     node: 0,
                     role: NodeRole::Api,
@@ -674,7 +739,9 @@ impl ManagementNode {
                 .collect(),
         };
         for node in &nodes {
-            effects.events.push(Event::Log(format!("Node {node}: Node shutdown initiated")));
+            effects
+                .events
+                .push(Event::Log(format!("Node {node}: Node shutdown initiated")));
             self.stopping.insert(*node);
             effects.send(self.allocations[node], Message::Stop);
         }
@@ -708,7 +775,9 @@ impl ManagementNode {
             let stop = self.pending_stops.remove(index);
             let result = if running.is_empty() {
                 for node in &stop.nodes {
-                    effects.events.push(Event::Log(format!("Node {node}: Node shutdown completed")));
+                    effects
+                        .events
+                        .push(Event::Log(format!("Node {node}: Node shutdown completed")));
                 }
                 Ok(stop.nodes.clone())
             } else {

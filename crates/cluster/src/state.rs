@@ -15,7 +15,16 @@ pub fn apply(state: &ClusterState, change: &Change) -> ClusterState {
     let mut next = state.clone();
     next.version += 1;
     match change {
-        Change::Membership { members } => next.members = members.clone(),
+        Change::Membership { members } => {
+            for gone in state.members.iter().filter(|m| !members.contains(m)) {
+                match next.removed.iter_mut().find(|r| r.node == gone.node) {
+                    Some(entry) => entry.incarnation = entry.incarnation.max(gone.incarnation),
+                    None => next.removed.push(*gone),
+                }
+            }
+            next.removed.sort();
+            next.members = members.clone();
+        }
         Change::CreateTable { table } => {
             assert!(
                 table.id >= state.next_table_id,
@@ -150,6 +159,9 @@ mod tests {
         let groups = vec![vec![2, 3], vec![4, 5]];
         assert!(covers_node_groups(&state(&[3, 4]).members, &groups));
         assert!(!covers_node_groups(&state(&[2, 3]).members, &groups));
-        assert_eq!(uncovered_node_group(&state(&[2, 3]).members, &groups), Some(1));
+        assert_eq!(
+            uncovered_node_group(&state(&[2, 3]).members, &groups),
+            Some(1)
+        );
     }
 }

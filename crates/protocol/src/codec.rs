@@ -123,7 +123,9 @@ impl<'a> Reader<'a> {
         match self.u8(what)? {
             0 => Ok(false),
             1 => Ok(true),
-            other => Err(DecodeError::new(format!("{what}: {other} is not a boolean"))),
+            other => Err(DecodeError::new(format!(
+                "{what}: {other} is not a boolean"
+            ))),
         }
     }
 

@@ -47,7 +47,10 @@ pub fn encode_frame(messages: &[Message], out: &mut Vec<u8>) {
         out[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
     }
     let payload = &out[header_at + FRAME_HEADER_BYTES..];
-    assert!(payload.len() <= FRAME_PAYLOAD_BYTES_MAX, "frame payload too large");
+    assert!(
+        payload.len() <= FRAME_PAYLOAD_BYTES_MAX,
+        "frame payload too large"
+    );
     let checksum = crc32c::crc32c(payload);
     let payload_length = payload.len() as u32;
     let header = &mut out[header_at..header_at + FRAME_HEADER_BYTES];

@@ -19,13 +19,25 @@ pub enum Message {
         role: NodeRole,
     },
     /// Sent by every member to every other member each heartbeat interval.
-    Heartbeat { version: u64 },
+    Heartbeat {
+        generation: u64,
+        version: u64,
+    },
     /// A data node without a place in the cluster asks to be admitted.
-    Join { member: Member },
+    Join {
+        member: Member,
+    },
     /// A member reports that it lost contact with another.
-    Suspect { version: u64, member: Member },
+    Suspect {
+        version: u64,
+        member: Member,
+    },
     /// Paxos phase 1 for the change that makes `version`.
-    Prepare { version: u64, ballot: Ballot },
+    Prepare {
+        generation: u64,
+        version: u64,
+        ballot: Ballot,
+    },
     Promise {
         version: u64,
         ballot: Ballot,
@@ -38,23 +50,39 @@ pub enum Message {
         promised: Ballot,
     },
     /// The acceptor has not installed `version - 1` yet and needs the state.
-    Behind { version: u64 },
+    Behind {
+        version: u64,
+    },
     /// Paxos phase 2.
     Accept {
+        generation: u64,
         version: u64,
         ballot: Ballot,
         change: Change,
     },
-    Accepted { version: u64, ballot: Ballot },
+    Accepted {
+        version: u64,
+        ballot: Ballot,
+    },
     /// The full state after a decided change (learners install it).
-    Decided { state: ClusterState },
-    SchemaRequest { request: u64, change: SchemaChange },
+    Decided {
+        state: ClusterState,
+    },
+    SchemaRequest {
+        request: u64,
+        change: SchemaChange,
+    },
     SchemaReply {
         request: u64,
         result: Result<u32, ErrorReply>,
     },
-    DictionaryRequest { request: u64 },
-    DictionaryReply { request: u64, state: ClusterState },
+    DictionaryRequest {
+        request: u64,
+    },
+    DictionaryReply {
+        request: u64,
+        state: ClusterState,
+    },
     /// To the management node: give me a node id and the configuration.
     AllocateNodeId {
         role: NodeRole,
@@ -66,11 +94,19 @@ pub enum Message {
         config_file: String,
         config_text: String,
     },
-    Refused { error: ErrorReply },
+    Refused {
+        error: ErrorReply,
+    },
     /// From the management node: where every data node listens.
-    Addresses { entries: Vec<Address> },
-    StatusReport { report: DataNodeReport },
-    StatusRequest { request: u64 },
+    Addresses {
+        entries: Vec<Address>,
+    },
+    StatusReport {
+        report: DataNodeReport,
+    },
+    StatusRequest {
+        request: u64,
+    },
     StatusReply {
         request: u64,
         nodes: Vec<NodeStatus>,
@@ -166,8 +202,12 @@ impl Message {
                 w.u64(*incarnation);
                 w.u8(role.wire_id());
             }
-            Message::Heartbeat { version } => {
+            Message::Heartbeat {
+                generation,
+                version,
+            } => {
                 w.u8(KIND_HEARTBEAT);
+                w.u64(*generation);
                 w.u64(*version);
             }
             Message::Join { member } => {
@@ -179,8 +219,13 @@ impl Message {
                 w.u64(*version);
                 put_member(&mut w, *member);
             }
-            Message::Prepare { version, ballot } => {
+            Message::Prepare {
+                generation,
+                version,
+                ballot,
+            } => {
                 w.u8(KIND_PREPARE);
+                w.u64(*generation);
                 w.u64(*version);
                 put_ballot(&mut w, *ballot);
             }
@@ -216,11 +261,13 @@ impl Message {
                 w.u64(*version);
             }
             Message::Accept {
+                generation,
                 version,
                 ballot,
                 change,
             } => {
                 w.u8(KIND_ACCEPT);
+                w.u64(*generation);
                 w.u64(*version);
                 put_ballot(&mut w, *ballot);
                 put_change(&mut w, change);
@@ -308,6 +355,7 @@ impl Message {
                 w.u8(KIND_STATUS_REPORT);
                 w.bool(report.started);
                 w.u64(report.incarnation);
+                w.u64(report.generation);
                 w.u64(report.version);
                 w.u8(report.president);
                 w.bytes(&report.members);
@@ -382,6 +430,7 @@ impl Message {
                 role: get_role(&mut r)?,
             },
             KIND_HEARTBEAT => Message::Heartbeat {
+                generation: r.u64("generation")?,
                 version: r.u64("version")?,
             },
             KIND_JOIN => Message::Join {
@@ -392,6 +441,7 @@ impl Message {
                 member: get_member(&mut r)?,
             },
             KIND_PREPARE => Message::Prepare {
+                generation: r.u64("generation")?,
                 version: r.u64("version")?,
                 ballot: get_ballot(&mut r)?,
             },
@@ -418,6 +468,7 @@ impl Message {
                 version: r.u64("version")?,
             },
             KIND_ACCEPT => Message::Accept {
+                generation: r.u64("generation")?,
                 version: r.u64("version")?,
                 ballot: get_ballot(&mut r)?,
                 change: get_change(&mut r)?,
@@ -494,6 +545,7 @@ impl Message {
                 report: DataNodeReport {
                     started: r.bool("started")?,
                     incarnation: r.u64("incarnation")?,
+                    generation: r.u64("generation")?,
                     version: r.u64("version")?,
                     president: r.u8("president")?,
                     members: r.bytes("members")?.to_vec(),
@@ -699,8 +751,10 @@ fn get_change(r: &mut Reader) -> Result<Change, DecodeError> {
 }
 
 fn put_state(w: &mut Writer, state: &ClusterState) {
+    w.u64(state.generation);
     w.u64(state.version);
     put_members(w, &state.members);
+    put_members(w, &state.removed);
     w.u64(state.schema_version);
     w.u32(state.next_table_id);
     w.count(state.tables.len());
@@ -710,8 +764,10 @@ fn put_state(w: &mut Writer, state: &ClusterState) {
 }
 
 fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
+    let generation = r.u64("generation")?;
     let version = r.u64("state version")?;
     let members = get_members(r)?;
+    let removed = get_members(r)?;
     let schema_version = r.u64("schema version")?;
     let next_table_id = r.u32("next table id")?;
     let count = r.count(40, "tables")?;
@@ -720,8 +776,10 @@ fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
         tables.push(get_table(r)?);
     }
     Ok(ClusterState {
+        generation,
         version,
         members,
+        removed,
         schema_version,
         next_table_id,
         tables,

@@ -83,10 +83,18 @@ pub struct TableEntry {
 /// The state all data nodes agree on.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ClusterState {
+    /// Which formation of the cluster this state descends from. The
+    /// management node starts a new generation each time it forms the
+    /// cluster from nodes that have not started (first start, or after every
+    /// data node failed); versions count within a generation.
+    pub generation: u64,
     /// 0 before the cluster first formed; every decided change adds one.
     pub version: u64,
     /// In admission order: the first member is the president.
     pub members: Vec<Member>,
+    /// Per node id, the newest incarnation that was removed: it may never be
+    /// admitted again, however late its join request arrives.
+    pub removed: Vec<Member>,
     /// Counts dictionary changes (create, drop).
     pub schema_version: u64,
     pub next_table_id: u32,
@@ -95,6 +103,11 @@ pub struct ClusterState {
 }
 
 impl ClusterState {
+    /// Orders states: a later generation wins, then a higher version.
+    pub fn position(&self) -> (u64, u64) {
+        (self.generation, self.version)
+    }
+
     pub fn president(&self) -> Option<Member> {
         self.members.first().copied()
     }
@@ -118,17 +131,27 @@ impl ClusterState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     /// The new member list (removals and at most one admission).
-    Membership { members: Vec<Member> },
-    CreateTable { table: TableEntry },
-    DropTable { table_id: u32 },
+    Membership {
+        members: Vec<Member>,
+    },
+    CreateTable {
+        table: TableEntry,
+    },
+    DropTable {
+        table_id: u32,
+    },
 }
 
 /// A dictionary change an API node asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SchemaChange {
     /// `schema::table_codec` bytes of the definition and options.
-    CreateTable { definition: Vec<u8> },
-    DropTable { name: String },
+    CreateTable {
+        definition: Vec<u8>,
+    },
+    DropTable {
+        name: String,
+    },
 }
 
 /// An error answer: NDB's error code, MySQL's, and a message that says what to do.
@@ -185,6 +208,7 @@ impl NodeState {
 pub struct DataNodeReport {
     pub started: bool,
     pub incarnation: u64,
+    pub generation: u64,
     pub version: u64,
     pub president: NodeId,
     pub members: Vec<NodeId>,

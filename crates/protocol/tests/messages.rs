@@ -20,7 +20,12 @@ fn table() -> impl Strategy<Value = TableEntry> {
         any::<u64>(),
         prop::collection::vec(any::<u8>(), 0..64),
         prop::collection::vec(
-            (any::<u32>(), any::<u16>(), prop::collection::vec(1u8..=255, 1..4), 0u32..8),
+            (
+                any::<u32>(),
+                any::<u16>(),
+                prop::collection::vec(1u8..=255, 1..4),
+                0u32..8,
+            ),
             0..8,
         ),
         any::<bool>(),
@@ -60,30 +65,35 @@ fn change() -> impl Strategy<Value = Change> {
 
 fn state() -> impl Strategy<Value = ClusterState> {
     (
-        any::<u64>(),
-        prop::collection::vec(member(), 0..6),
+        (any::<u64>(), any::<u64>()),
+        (
+            prop::collection::vec(member(), 0..6),
+            prop::collection::vec(member(), 0..3),
+        ),
         any::<u64>(),
         any::<u32>(),
         prop::collection::vec(table(), 0..3),
     )
         .prop_map(
-            |(version, members, schema_version, next_table_id, tables)| ClusterState {
-                version,
-                members,
-                schema_version,
-                next_table_id,
-                tables,
+            |((generation, version), (members, removed), schema_version, next_table_id, tables)| {
+                ClusterState {
+                    generation,
+                    version,
+                    members,
+                    removed,
+                    schema_version,
+                    next_table_id,
+                    tables,
+                }
             },
         )
 }
 
 fn error_reply() -> impl Strategy<Value = ErrorReply> {
-    (any::<u16>(), any::<u16>(), ".{0,20}").prop_map(|(ndb_code, mysql_code, message)| {
-        ErrorReply {
-            ndb_code,
-            mysql_code,
-            message,
-        }
+    (any::<u16>(), any::<u16>(), ".{0,20}").prop_map(|(ndb_code, mysql_code, message)| ErrorReply {
+        ndb_code,
+        mysql_code,
+        message,
     })
 }
 
@@ -102,29 +112,45 @@ fn message() -> impl Strategy<Value = Message> {
             incarnation,
             role
         }),
-        any::<u64>().prop_map(|version| Message::Heartbeat { version }),
+        (any::<u64>(), any::<u64>()).prop_map(|(generation, version)| Message::Heartbeat {
+            generation,
+            version
+        }),
         member().prop_map(|member| Message::Join { member }),
         (any::<u64>(), member()).prop_map(|(version, member)| Message::Suspect { version, member }),
-        (any::<u64>(), ballot()).prop_map(|(version, ballot)| Message::Prepare { version, ballot }),
-        (any::<u64>(), ballot(), prop::option::of((ballot(), change()))).prop_map(
-            |(version, ballot, accepted)| Message::Promise {
+        (any::<u64>(), any::<u64>(), ballot()).prop_map(|(generation, version, ballot)| {
+            Message::Prepare {
+                generation,
+                version,
+                ballot,
+            }
+        }),
+        (
+            any::<u64>(),
+            ballot(),
+            prop::option::of((ballot(), change()))
+        )
+            .prop_map(|(version, ballot, accepted)| Message::Promise {
                 version,
                 ballot,
                 accepted
-            }
-        ),
+            }),
         (any::<u64>(), ballot(), ballot()).prop_map(|(version, ballot, promised)| Message::Nack {
             version,
             ballot,
             promised
         }),
         any::<u64>().prop_map(|version| Message::Behind { version }),
-        (any::<u64>(), ballot(), change()).prop_map(|(version, ballot, change)| Message::Accept {
-            version,
-            ballot,
-            change
-        }),
-        (any::<u64>(), ballot()).prop_map(|(version, ballot)| Message::Accepted { version, ballot }),
+        (any::<u64>(), any::<u64>(), ballot(), change()).prop_map(
+            |(generation, version, ballot, change)| Message::Accept {
+                generation,
+                version,
+                ballot,
+                change
+            }
+        ),
+        (any::<u64>(), ballot())
+            .prop_map(|(version, ballot)| Message::Accepted { version, ballot }),
         state().prop_map(|state| Message::Decided { state }),
         (
             any::<u64>(),
@@ -132,18 +158,24 @@ fn message() -> impl Strategy<Value = Message> {
             "[a-z]{0,8}",
             any::<bool>()
         )
-            .prop_map(|(request, definition, name, create)| Message::SchemaRequest {
-                request,
-                change: if create {
-                    SchemaChange::CreateTable { definition }
-                } else {
-                    SchemaChange::DropTable { name }
+            .prop_map(
+                |(request, definition, name, create)| Message::SchemaRequest {
+                    request,
+                    change: if create {
+                        SchemaChange::CreateTable { definition }
+                    } else {
+                        SchemaChange::DropTable { name }
+                    }
                 }
-            }),
-        (any::<u64>(), prop::result::maybe_ok(any::<u32>(), error_reply()))
+            ),
+        (
+            any::<u64>(),
+            prop::result::maybe_ok(any::<u32>(), error_reply())
+        )
             .prop_map(|(request, result)| Message::SchemaReply { request, result }),
         any::<u64>().prop_map(|request| Message::DictionaryRequest { request }),
-        (any::<u64>(), state()).prop_map(|(request, state)| Message::DictionaryReply { request, state }),
+        (any::<u64>(), state())
+            .prop_map(|(request, state)| Message::DictionaryReply { request, state }),
         (role(), prop::option::of(1u8..=255), any::<u16>()).prop_map(
             |(role, requested, listen_port)| Message::AllocateNodeId {
                 role,
@@ -169,7 +201,7 @@ fn message() -> impl Strategy<Value = Message> {
         ),
         (
             any::<bool>(),
-            any::<u64>(),
+            (any::<u64>(), any::<u64>()),
             any::<u64>(),
             any::<u8>(),
             prop::collection::vec(any::<u8>(), 0..5),
@@ -181,7 +213,7 @@ fn message() -> impl Strategy<Value = Message> {
             .prop_map(
                 |(
                     started,
-                    incarnation,
+                    (incarnation, generation),
                     version,
                     president,
                     members,
@@ -193,6 +225,7 @@ fn message() -> impl Strategy<Value = Message> {
                     report: DataNodeReport {
                         started,
                         incarnation,
+                        generation,
                         version,
                         president,
                         members,
@@ -314,7 +347,13 @@ proptest! {
 #[test]
 fn a_flipped_payload_bit_fails_the_checksum() {
     let mut bytes = Vec::new();
-    encode_frame(&[Message::Heartbeat { version: 7 }], &mut bytes);
+    encode_frame(
+        &[Message::Heartbeat {
+            generation: 1,
+            version: 7,
+        }],
+        &mut bytes,
+    );
     bytes[FRAME_HEADER_BYTES + 5] ^= 1;
     let mut decoder = FrameDecoder::new();
     decoder.push(&bytes);
@@ -346,9 +385,20 @@ fn an_oversized_length_is_refused_before_waiting_for_it() {
 #[test]
 fn the_heartbeat_layout_is_pinned() {
     let mut bytes = Vec::new();
-    encode_frame(&[Message::Heartbeat { version: 0x0102 }], &mut bytes);
+    encode_frame(
+        &[Message::Heartbeat {
+            generation: 3,
+            version: 0x0102,
+        }],
+        &mut bytes,
+    );
     assert_eq!(&bytes[0..4], b"SHOL");
     assert_eq!(&bytes[4..8], &[1, 0, 1, 0]);
-    assert_eq!(&bytes[8..12], &[13, 0, 0, 0]);
-    assert_eq!(&bytes[16..], &[9, 0, 0, 0, 2, 2, 1, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(&bytes[8..12], &[21, 0, 0, 0]);
+    assert_eq!(
+        &bytes[16..],
+        &[
+            17, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0
+        ]
+    );
 }

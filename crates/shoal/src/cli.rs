@@ -79,6 +79,54 @@ pub enum Command {
     /// Benchmarks (bencher, flexAsynch): reproduce the published NDB figures
     /// on Shoal.
     Bench(BenchArgs),
+
+    /// Deterministic simulator: run the cluster protocols under seeded
+    /// faults, or replay a failing seed.
+    ///
+    /// Runs every data node and the management node in one thread on
+    /// virtual time, with message loss, delay, duplication, link cuts,
+    /// partitions, crashes and restarts, and checks agreement on membership
+    /// and the dictionary. A failure prints the command that replays it.
+    Sim(SimArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// First seed to run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Number of consecutive seeds to run.
+    #[arg(long, default_value_t = 1)]
+    pub seeds: u64,
+
+    /// Data nodes in the simulated cluster.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=48))]
+    pub nodes: u8,
+
+    /// NoOfReplicas of the simulated cluster.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub replicas: u8,
+
+    /// Virtual milliseconds of faults.
+    #[arg(long, default_value_t = 20_000)]
+    pub fault_ms: u64,
+
+    /// Virtual milliseconds without faults before the final checks.
+    #[arg(long, default_value_t = 20_000)]
+    pub settle_ms: u64,
+
+    /// Run without faults.
+    #[arg(long)]
+    pub no_faults: bool,
+
+    /// Run without the schema-change client.
+    #[arg(long)]
+    pub no_schema_changes: bool,
+
+    /// Print the event trace of a passing run too (the last events).
+    #[arg(long)]
+    pub trace: bool,
 }
 
 #[derive(Debug, Args)]

@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use crate::cli::{BenchArgs, BenchCommand, BenchStorageArgs, Command};
+use crate::cli::{BenchArgs, BenchCommand, BenchStorageArgs, Command, SimArgs};
 
 /// Runs the role chosen on the command line.
 pub fn run(command: Command) -> ExitCode {
@@ -20,7 +20,59 @@ pub fn run(command: Command) -> ExitCode {
         Command::Bench(BenchArgs { command }) => match command {
             BenchCommand::Storage(args) => bench_storage(&args),
         },
+        Command::Sim(args) => sim(&args),
     }
+}
+
+fn sim(args: &SimArgs) -> ExitCode {
+    if args.nodes % args.replicas != 0 {
+        eprintln!(
+            "shoal sim: {} data nodes do not split into node groups of {} replicas",
+            args.nodes, args.replicas
+        );
+        return ExitCode::from(2);
+    }
+    let mut passed = 0;
+    for seed in args.seed..args.seed.saturating_add(args.seeds) {
+        let mut options = simulator::SimulationOptions::new(seed, args.nodes, args.replicas);
+        options.fault_ms = args.fault_ms;
+        options.settle_ms = args.settle_ms;
+        options.faults = !args.no_faults;
+        options.schema_changes = !args.no_schema_changes;
+        options.keep_trace = args.trace;
+        match simulator::run(&options) {
+            Ok(outcome) => {
+                passed += 1;
+                if args.trace {
+                    for line in &outcome.trace {
+                        println!("{line}");
+                    }
+                }
+                println!(
+                    "seed {seed}: ok: generation version {} reached, {} states agreed, {} crashes \
+                     ({} excluded), {} management crashes, {} link cuts, {} partitions, {} \
+                     messages delivered, {} dropped, {} tables, {} schema changes acknowledged",
+                    outcome.final_version,
+                    outcome.versions_seen,
+                    outcome.crashes,
+                    outcome.exclusions,
+                    outcome.management_crashes,
+                    outcome.link_cuts,
+                    outcome.partitions,
+                    outcome.messages_delivered,
+                    outcome.messages_dropped,
+                    outcome.tables,
+                    outcome.schema_changes_acknowledged
+                );
+            }
+            Err(failure) => {
+                eprintln!("seed {seed}: {failure}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    println!("{passed} seed(s) passed");
+    ExitCode::SUCCESS
 }
 
 /// Says in one line that a role does not exist yet, so that a user (or a

@@ -1,0 +1,25 @@
+//! Shoal's deterministic simulator: every data node and the management node
+//! of a cluster run in one thread, on virtual time, over a simulated network
+//! that delays, drops, duplicates and reorders messages, cuts links and
+//! partitions the cluster, while nodes crash and restart. The same seed
+//! gives the same run, event for event, so any failure replays from the
+//! seed printed in its message (`shoal sim --seed N ...`).
+//!
+//! Checkers run on every installed state and at the end:
+//! - agreement: every node that installs version v installs the same state;
+//! - every agreed state keeps a node of every node group;
+//! - a node incarnation installs versions in increasing order;
+//! - a member removed from the agreed state never comes back (a restarted
+//!   node comes back only as a new incarnation);
+//! - members keep their admission order;
+//! - after the faults stop, every live data node is a member of one agreed
+//!   state that lists exactly the live nodes, and the management node shows
+//!   them started;
+//! - every table creation the cluster acknowledged is in that state (unless
+//!   an acknowledged drop removed it), each table's fragments sit on whole
+//!   node groups.
+
+mod network;
+mod run;
+
+pub use run::{Outcome, SimulationOptions, run};

@@ -1,0 +1,1174 @@
+//! One simulated run: the event loop, fault injection, a schema client and
+//! the checkers.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
+use std::fmt::Write as _;
+
+use cluster::management::ConnectionId;
+use cluster::{DataNode, DataNodeSettings, Effects, Event, ManagementNode, ManagementSettings};
+use protocol::{ClusterState, Member, Message, NodeId, NodeRole, NodeState, SchemaChange};
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+use schema::distribution::TableOptions;
+use schema::{ColumnDef, ColumnType, TableDef};
+
+use crate::network::{Network, NetworkFaults};
+
+/// The API node that issues schema changes.
+const CLIENT_NODE: NodeId = 250;
+/// Simulated heartbeat interval; failure detection is 4 of them.
+const HEARTBEAT_INTERVAL_MS: u64 = 100;
+const ARBITRATION_TIMEOUT_MS: u64 = 1_500;
+const START_PARTIAL_TIMEOUT_MS: u64 = 3_000;
+const FAULT_PERIOD_MS: u64 = 100;
+const CLIENT_PERIOD_MS: u64 = 250;
+const CLIENT_TIMEOUT_MS: u64 = 2_000;
+/// The trace printed with a failure keeps this many last events.
+const TRACE_LINES_MAX: usize = 3_000;
+/// A run that schedules more events than this is stuck in a loop.
+const EVENTS_MAX: u64 = 20_000_000;
+
+#[derive(Debug, Clone)]
+pub struct SimulationOptions {
+    pub seed: u64,
+    pub data_nodes: u8,
+    pub replicas: u8,
+    /// Virtual time during which faults are injected.
+    pub fault_ms: u64,
+    /// Virtual time after the faults stop, before the final checks.
+    pub settle_ms: u64,
+    pub faults: bool,
+    pub schema_changes: bool,
+    /// Return the event trace with a passing outcome too.
+    pub keep_trace: bool,
+}
+
+impl SimulationOptions {
+    pub fn new(seed: u64, data_nodes: u8, replicas: u8) -> SimulationOptions {
+        SimulationOptions {
+            seed,
+            data_nodes,
+            replicas,
+            fault_ms: 20_000,
+            settle_ms: 20_000,
+            faults: true,
+            schema_changes: true,
+            keep_trace: false,
+        }
+    }
+
+    /// The command that replays this run.
+    pub fn replay_command(&self) -> String {
+        format!(
+            "cargo run --release -p shoal -- sim --seed {} --nodes {} --replicas {} --fault-ms {} \
+             --settle-ms {}{}{}",
+            self.seed,
+            self.data_nodes,
+            self.replicas,
+            self.fault_ms,
+            self.settle_ms,
+            if self.faults { "" } else { " --no-faults" },
+            if self.schema_changes {
+                ""
+            } else {
+                " --no-schema-changes"
+            },
+        )
+    }
+}
+
+/// What a successful run did.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub final_version: u64,
+    pub versions_seen: usize,
+    pub crashes: u32,
+    pub management_crashes: u32,
+    pub link_cuts: u32,
+    pub partitions: u32,
+    pub messages_delivered: u64,
+    pub messages_dropped: u64,
+    pub tables: usize,
+    pub schema_changes_acknowledged: u32,
+    pub exclusions: u32,
+    /// The last events, when `keep_trace` was set.
+    pub trace: Vec<String>,
+}
+
+#[derive(Debug)]
+enum SimEvent {
+    Deliver {
+        from: NodeId,
+        from_incarnation: u64,
+        to: NodeId,
+        to_incarnation: u64,
+        message: Message,
+    },
+    Tick {
+        node: NodeId,
+        incarnation: u64,
+    },
+    ManagementTick {
+        incarnation: u64,
+    },
+    Disconnected {
+        at: NodeId,
+        at_incarnation: u64,
+        peer: NodeId,
+    },
+    Restart {
+        node: NodeId,
+    },
+    RestartManagement,
+    Heal {
+        a: NodeId,
+        b: NodeId,
+    },
+    Fault,
+    Client,
+}
+
+struct Scheduled {
+    at_ms: u64,
+    sequence: u64,
+    event: SimEvent,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Self) -> bool {
+        self.at_ms == other.at_ms && self.sequence == other.sequence
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scheduled {
+    // Reversed: BinaryHeap is a max-heap and the earliest event comes first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at_ms, other.sequence).cmp(&(self.at_ms, self.sequence))
+    }
+}
+
+struct SimDataNode {
+    block: Option<DataNode>,
+    incarnation: u64,
+}
+
+struct Management {
+    block: Option<ManagementNode>,
+    incarnation: u64,
+}
+
+#[derive(Debug, Clone)]
+struct ClientRequest {
+    change: SchemaChange,
+    sent_ms: u64,
+}
+
+struct Simulation {
+    options: SimulationOptions,
+    rng: ChaCha8Rng,
+    now_ms: u64,
+    sequence: u64,
+    queue: BinaryHeap<Scheduled>,
+    network: Network,
+    config: config::ClusterConfig,
+    config_text: String,
+    management_node: NodeId,
+    nodes: BTreeMap<NodeId, SimDataNode>,
+    management: Management,
+    next_incarnation: u64,
+    /// Every state any node installed, by (generation, version).
+    decided: BTreeMap<(u64, u64), ClusterState>,
+    /// Last (generation, version) each incarnation installed.
+    installed: BTreeMap<Member, (u64, u64)>,
+    client_requests: BTreeMap<u64, ClientRequest>,
+    next_request: u64,
+    next_table: u32,
+    /// Tables whose creation was acknowledged and not dropped since.
+    acknowledged_tables: BTreeMap<String, u32>,
+    /// When the newest generation first appeared. Until durability exists
+    /// (redo log, checkpoints), a re-formed cluster keeps only the
+    /// dictionary the management node had learned, so only tables
+    /// acknowledged after the last formation must survive.
+    last_formation_ms: u64,
+    acknowledged_at_ms: BTreeMap<String, u64>,
+    /// Tables a drop was sent for and not answered: they may be gone.
+    dropping: BTreeSet<String>,
+    trace: VecDeque<String>,
+    outcome: Outcome,
+    failure: Option<String>,
+}
+
+/// Runs one seeded simulation; `Err` carries the failure, the replay
+/// command and the tail of the event trace.
+pub fn run(options: &SimulationOptions) -> Result<Outcome, String> {
+    let mut simulation = Simulation::new(options.clone())?;
+    simulation.run();
+    match simulation.failure.take() {
+        None => {
+            let mut outcome = simulation.outcome;
+            if options.keep_trace {
+                outcome.trace = simulation.trace.into_iter().collect();
+            }
+            Ok(outcome)
+        }
+        Some(failure) => {
+            let mut message = format!(
+                "simulation failed: {failure}\nreplay: {}\nlast events:\n",
+                options.replay_command()
+            );
+            for line in &simulation.trace {
+                message.push_str(line);
+                message.push('\n');
+            }
+            Err(message)
+        }
+    }
+}
+
+fn chance(rng: &mut ChaCha8Rng, probability: f64) -> bool {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 1.0 < probability
+}
+
+fn between(rng: &mut ChaCha8Rng, low: u64, high: u64) -> u64 {
+    low + rng.next_u64() % (high - low + 1)
+}
+
+impl Simulation {
+    fn new(options: SimulationOptions) -> Result<Simulation, String> {
+        let config_text = config::sandbox_config_text(
+            "sim",
+            options.data_nodes,
+            options.replicas,
+            1186,
+            64 << 20,
+        );
+        let config = config::parse(&config_text, "config.ini").map_err(|e| e.to_string())?;
+        let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
+        let faults = if options.faults {
+            NetworkFaults {
+                loss: (rng.next_u64() % 80) as f64 / 1000.0,
+                duplication: (rng.next_u64() % 30) as f64 / 1000.0,
+                slow: (rng.next_u64() % 50) as f64 / 1000.0,
+                latency_ms_max: between(&mut rng, 1, 20),
+                slow_ms_max: 400,
+            }
+        } else {
+            NetworkFaults::none()
+        };
+        let management_node = config.management_nodes[0].node_id;
+        Ok(Simulation {
+            options,
+            rng,
+            now_ms: 0,
+            sequence: 0,
+            queue: BinaryHeap::new(),
+            network: Network::new(faults),
+            config,
+            config_text,
+            management_node,
+            nodes: BTreeMap::new(),
+            management: Management {
+                block: None,
+                incarnation: 0,
+            },
+            next_incarnation: 1,
+            decided: BTreeMap::new(),
+            installed: BTreeMap::new(),
+            client_requests: BTreeMap::new(),
+            next_request: 1,
+            next_table: 1,
+            acknowledged_tables: BTreeMap::new(),
+            last_formation_ms: 0,
+            acknowledged_at_ms: BTreeMap::new(),
+            dropping: BTreeSet::new(),
+            trace: VecDeque::new(),
+            outcome: Outcome::default(),
+            failure: None,
+        })
+    }
+
+    fn trace(&mut self, line: String) {
+        if self.trace.len() == TRACE_LINES_MAX {
+            self.trace.pop_front();
+        }
+        self.trace
+            .push_back(format!("{:>7} ms  {line}", self.now_ms));
+    }
+
+    fn fail(&mut self, message: String) {
+        if self.failure.is_none() {
+            self.failure = Some(message);
+        }
+    }
+
+    fn schedule(&mut self, at_ms: u64, event: SimEvent) {
+        self.sequence += 1;
+        assert!(
+            self.sequence < EVENTS_MAX,
+            "the simulation scheduled too many events"
+        );
+        self.queue.push(Scheduled {
+            at_ms,
+            sequence: self.sequence,
+            event,
+        });
+    }
+
+    fn settings(&self, node: NodeId, incarnation: u64) -> DataNodeSettings {
+        let mut settings =
+            DataNodeSettings::from_config(&self.config, node, incarnation).expect("configured");
+        settings.heartbeat_interval_ms = HEARTBEAT_INTERVAL_MS;
+        settings.arbitration_timeout_ms = ARBITRATION_TIMEOUT_MS;
+        settings
+    }
+
+    fn management_settings(&self) -> ManagementSettings {
+        let mut settings =
+            ManagementSettings::new("config.ini", &self.config_text, self.config.clone());
+        settings.heartbeat_interval_ms = HEARTBEAT_INTERVAL_MS;
+        settings.arbitration_timeout_ms = ARBITRATION_TIMEOUT_MS;
+        settings.start_partial_timeout_ms = START_PARTIAL_TIMEOUT_MS;
+        settings
+    }
+
+    fn run(&mut self) {
+        self.start_management();
+        let data_nodes: Vec<NodeId> = self.config.data_nodes.iter().map(|d| d.node_id).collect();
+        for node in data_nodes {
+            // Nodes start at slightly different times, as real processes do.
+            let at = between(&mut self.rng, 0, 500);
+            self.nodes.insert(
+                node,
+                SimDataNode {
+                    block: None,
+                    incarnation: 0,
+                },
+            );
+            self.schedule(at, SimEvent::Restart { node });
+        }
+        if self.options.faults {
+            self.schedule(FAULT_PERIOD_MS, SimEvent::Fault);
+        }
+        if self.options.schema_changes {
+            self.schedule(CLIENT_PERIOD_MS, SimEvent::Client);
+        }
+        let end_ms = self.options.fault_ms + self.options.settle_ms;
+        let mut healed = false;
+        while let Some(next) = self.queue.pop() {
+            if next.at_ms > end_ms || self.failure.is_some() {
+                break;
+            }
+            self.now_ms = next.at_ms;
+            if !healed && self.now_ms >= self.options.fault_ms {
+                healed = true;
+                self.network.heal_all();
+                self.network.faults = NetworkFaults::none();
+                self.trace("faults stop, every link healed".into());
+            }
+            self.handle(next.event);
+        }
+        if self.failure.is_none() {
+            self.now_ms = end_ms;
+            self.check_history();
+        }
+        if self.failure.is_none() {
+            self.check_converged();
+        }
+    }
+
+    fn handle(&mut self, event: SimEvent) {
+        match event {
+            SimEvent::Deliver {
+                from,
+                from_incarnation,
+                to,
+                to_incarnation,
+                message,
+            } => self.deliver(from, from_incarnation, to, to_incarnation, message),
+            SimEvent::Tick { node, incarnation } => {
+                let now = self.now_ms;
+                let mut effects = Effects::new();
+                let Some(sim) = self.nodes.get_mut(&node) else {
+                    return;
+                };
+                if sim.incarnation != incarnation {
+                    return;
+                }
+                let Some(block) = sim.block.as_mut() else {
+                    return;
+                };
+                block.tick(now, &mut effects);
+                let next = block.next_tick_ms().max(now + 1);
+                self.schedule(next, SimEvent::Tick { node, incarnation });
+                self.apply_data_effects(node, incarnation, effects);
+            }
+            SimEvent::ManagementTick { incarnation } => {
+                if self.management.incarnation != incarnation {
+                    return;
+                }
+                let now = self.now_ms;
+                let mut effects = Effects::new();
+                let Some(block) = self.management.block.as_mut() else {
+                    return;
+                };
+                block.tick(now, &mut effects);
+                self.schedule(
+                    now + HEARTBEAT_INTERVAL_MS,
+                    SimEvent::ManagementTick { incarnation },
+                );
+                self.apply_management_effects(effects);
+            }
+            SimEvent::Disconnected {
+                at,
+                at_incarnation,
+                peer,
+            } => {
+                let now = self.now_ms;
+                let mut effects = Effects::new();
+                let Some(sim) = self.nodes.get_mut(&at) else {
+                    return;
+                };
+                if sim.incarnation != at_incarnation {
+                    return;
+                }
+                if let Some(block) = sim.block.as_mut() {
+                    block.on_disconnected(now, peer, &mut effects);
+                    self.apply_data_effects(at, at_incarnation, effects);
+                }
+            }
+            SimEvent::Restart { node } => self.start_data_node(node),
+            SimEvent::RestartManagement => self.start_management(),
+            SimEvent::Heal { a, b } => {
+                self.network.heal(a, b);
+                self.trace(format!("link {a}-{b} healed"));
+            }
+            SimEvent::Fault => self.inject_fault(),
+            SimEvent::Client => self.client_step(),
+        }
+    }
+
+    // ---- nodes ----
+
+    fn start_data_node(&mut self, node: NodeId) {
+        let incarnation = self.next_incarnation;
+        self.next_incarnation += 1;
+        let now = self.now_ms;
+        let mut block = DataNode::new(self.settings(node, incarnation), now);
+        block.set_memory_pages(u64::from(node), 2048);
+        let sim = self.nodes.get_mut(&node).expect("configured node");
+        assert!(sim.block.is_none(), "a running node is not restarted");
+        sim.block = Some(block);
+        sim.incarnation = incarnation;
+        self.trace(format!("node {node} starts as incarnation {incarnation}"));
+        self.register_with_management(node);
+        self.schedule(now, SimEvent::Tick { node, incarnation });
+    }
+
+    /// The node's runtime connects to the management node and asks for its
+    /// id, as `shoal datad` does at start and after the management node restarts.
+    fn register_with_management(&mut self, node: NodeId) {
+        let now = self.now_ms;
+        let Some(management) = self.management.block.as_mut() else {
+            return;
+        };
+        let connection = ConnectionId::from(node);
+        let mut effects = Effects::new();
+        management.on_disconnected(now, connection, &mut effects);
+        management.on_connected(connection, "127.0.0.1");
+        management.on_message(
+            now,
+            connection,
+            Message::AllocateNodeId {
+                role: NodeRole::Data,
+                requested: Some(node),
+                listen_port: 0,
+            },
+            &mut effects,
+        );
+        if management.node_of(connection) != Some(node) {
+            self.fail(format!(
+                "the management node refused to give node {node} its id"
+            ));
+        }
+        self.apply_management_effects(effects);
+    }
+
+    fn crash_data_node(&mut self, node: NodeId, why: &str) {
+        let sim = self.nodes.get_mut(&node).expect("configured node");
+        if sim.block.take().is_none() {
+            return;
+        }
+        let incarnation = sim.incarnation;
+        self.outcome.crashes += 1;
+        self.trace(format!(
+            "node {node} (incarnation {incarnation}) goes down: {why}"
+        ));
+        // Peers with a working link see the connection close at once.
+        let peers: Vec<(NodeId, u64)> = self
+            .nodes
+            .iter()
+            .filter(|(id, s)| **id != node && s.block.is_some())
+            .map(|(id, s)| (*id, s.incarnation))
+            .collect();
+        for (peer, peer_incarnation) in peers {
+            if !self.network.is_cut(node, peer) {
+                let at = self.now_ms + between(&mut self.rng, 1, 5);
+                self.schedule(
+                    at,
+                    SimEvent::Disconnected {
+                        at: peer,
+                        at_incarnation: peer_incarnation,
+                        peer: node,
+                    },
+                );
+            }
+        }
+        let now = self.now_ms;
+        if let Some(management) = self.management.block.as_mut() {
+            let mut effects = Effects::new();
+            management.on_disconnected(now, ConnectionId::from(node), &mut effects);
+            self.apply_management_effects(effects);
+        }
+        let at = self.now_ms + between(&mut self.rng, 200, 3_000);
+        self.schedule(at, SimEvent::Restart { node });
+    }
+
+    fn start_management(&mut self) {
+        let incarnation = self.next_incarnation;
+        self.next_incarnation += 1;
+        self.management.block = Some(ManagementNode::new(
+            self.management_settings(),
+            incarnation,
+            self.now_ms,
+        ));
+        self.management.incarnation = incarnation;
+        self.trace(format!(
+            "management node starts as incarnation {incarnation}"
+        ));
+        let live: Vec<NodeId> = self
+            .nodes
+            .iter()
+            .filter(|(_, s)| s.block.is_some())
+            .map(|(id, _)| *id)
+            .collect();
+        for node in live {
+            self.register_with_management(node);
+        }
+        self.schedule(self.now_ms, SimEvent::ManagementTick { incarnation });
+    }
+
+    fn crash_management(&mut self) {
+        if self.management.block.take().is_none() {
+            return;
+        }
+        self.outcome.management_crashes += 1;
+        self.trace("management node goes down".into());
+        let at = self.now_ms + between(&mut self.rng, 300, 3_000);
+        self.schedule(at, SimEvent::RestartManagement);
+    }
+
+    fn incarnation_of(&self, node: NodeId) -> Option<u64> {
+        if node == self.management_node {
+            return self
+                .management
+                .block
+                .as_ref()
+                .map(|_| self.management.incarnation);
+        }
+        if node == CLIENT_NODE {
+            return Some(0);
+        }
+        let sim = self.nodes.get(&node)?;
+        sim.block.as_ref().map(|_| sim.incarnation)
+    }
+
+    fn send(&mut self, from: NodeId, from_incarnation: u64, to: NodeId, message: Message) {
+        let Some(to_incarnation) = self.incarnation_of(to) else {
+            self.outcome.messages_dropped += 1;
+            return;
+        };
+        if self.network.is_cut(from, to) || chance(&mut self.rng, self.network.faults.loss) {
+            self.outcome.messages_dropped += 1;
+            return;
+        }
+        let copies = if chance(&mut self.rng, self.network.faults.duplication) {
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let mut latency = between(&mut self.rng, 1, self.network.faults.latency_ms_max.max(1));
+            if chance(&mut self.rng, self.network.faults.slow) {
+                latency += between(&mut self.rng, 0, self.network.faults.slow_ms_max);
+            }
+            self.schedule(
+                self.now_ms + latency,
+                SimEvent::Deliver {
+                    from,
+                    from_incarnation,
+                    to,
+                    to_incarnation,
+                    message: message.clone(),
+                },
+            );
+        }
+    }
+
+    fn deliver(
+        &mut self,
+        from: NodeId,
+        from_incarnation: u64,
+        to: NodeId,
+        to_incarnation: u64,
+        message: Message,
+    ) {
+        if self.incarnation_of(to) != Some(to_incarnation) {
+            self.outcome.messages_dropped += 1;
+            return;
+        }
+        // A message still in flight when its link is cut is lost with it.
+        if self.network.is_cut(from, to) {
+            self.outcome.messages_dropped += 1;
+            return;
+        }
+        self.outcome.messages_delivered += 1;
+        let now = self.now_ms;
+        if to == CLIENT_NODE {
+            self.client_receive(from, message);
+        } else if to == self.management_node {
+            let mut effects = Effects::new();
+            let block = self.management.block.as_mut().expect("incarnation matched");
+            block.on_message(now, ConnectionId::from(from), message, &mut effects);
+            self.apply_management_effects(effects);
+        } else {
+            let mut effects = Effects::new();
+            let sim = self.nodes.get_mut(&to).expect("incarnation matched");
+            let block = sim.block.as_mut().expect("incarnation matched");
+            block.on_message(now, from, from_incarnation, message, &mut effects);
+            self.apply_data_effects(to, to_incarnation, effects);
+        }
+    }
+
+    fn apply_data_effects(&mut self, node: NodeId, incarnation: u64, effects: Effects) {
+        for event in effects.events {
+            match event {
+                Event::Installed(state) => self.check_installed(node, incarnation, *state),
+                Event::Excluded { reason } => {
+                    self.outcome.exclusions += 1;
+                    self.crash_data_node(node, &format!("excluded: {reason}"));
+                }
+                Event::Stop { reason } => self.crash_data_node(node, &format!("stopped: {reason}")),
+                Event::Log(line) => self.trace(line),
+            }
+        }
+        if self.incarnation_of(node) != Some(incarnation) {
+            // Excluded while handling: whatever it wanted to send dies with it.
+            return;
+        }
+        for (to, message) in effects.sends {
+            self.send(node, incarnation, to, message);
+        }
+    }
+
+    fn apply_management_effects(&mut self, effects: Effects<ConnectionId>) {
+        let incarnation = self.management.incarnation;
+        for event in effects.events {
+            match event {
+                Event::Log(line) => self.trace(format!("management: {line}")),
+                other => self.trace(format!("management: {other:?}")),
+            }
+        }
+        for (connection, message) in effects.sends {
+            let to = NodeId::try_from(connection).expect("simulated connections are node ids");
+            self.send(self.management_node, incarnation, to, message);
+        }
+    }
+
+    // ---- faults ----
+
+    fn inject_fault(&mut self) {
+        if self.now_ms >= self.options.fault_ms {
+            return;
+        }
+        self.schedule(self.now_ms + FAULT_PERIOD_MS, SimEvent::Fault);
+        let data_nodes: Vec<NodeId> = self.nodes.keys().copied().collect();
+        let mut everyone = data_nodes.clone();
+        everyone.push(self.management_node);
+        let roll = self.rng.next_u64() % 1000;
+        match roll {
+            0..15 => {
+                let node = data_nodes[(self.rng.next_u64() % data_nodes.len() as u64) as usize];
+                self.crash_data_node(node, "crash injected");
+            }
+            15..20 => self.crash_management(),
+            20..50 => {
+                let a = everyone[(self.rng.next_u64() % everyone.len() as u64) as usize];
+                let b = everyone[(self.rng.next_u64() % everyone.len() as u64) as usize];
+                if a != b && !self.network.is_cut(a, b) {
+                    self.outcome.link_cuts += 1;
+                    self.network.cut(a, b);
+                    self.trace(format!("link {a}-{b} cut"));
+                    // Sometimes the operating system notices and closes the
+                    // connection; sometimes only silence tells.
+                    if chance(&mut self.rng, 0.5) {
+                        for (at, peer) in [(a, b), (b, a)] {
+                            if let Some(at_incarnation) = self.incarnation_of(at)
+                                && self.nodes.contains_key(&at)
+                            {
+                                let when = self.now_ms + between(&mut self.rng, 1, 50);
+                                self.schedule(
+                                    when,
+                                    SimEvent::Disconnected {
+                                        at,
+                                        at_incarnation,
+                                        peer,
+                                    },
+                                );
+                            }
+                        }
+                    }
+                    let heal = self.now_ms + between(&mut self.rng, 100, 4_000);
+                    self.schedule(heal, SimEvent::Heal { a, b });
+                }
+            }
+            50..56 => {
+                // Split the cluster in two for a while.
+                let side: BTreeSet<NodeId> = everyone
+                    .iter()
+                    .copied()
+                    .filter(|_| chance(&mut self.rng, 0.5))
+                    .collect();
+                self.outcome.partitions += 1;
+                self.trace(format!("partition: {side:?} apart from the rest"));
+                let heal_at = self.now_ms + between(&mut self.rng, 500, 5_000);
+                for a in &everyone {
+                    for b in &everyone {
+                        if a < b
+                            && side.contains(a) != side.contains(b)
+                            && !self.network.is_cut(*a, *b)
+                        {
+                            self.network.cut(*a, *b);
+                            self.schedule(heal_at, SimEvent::Heal { a: *a, b: *b });
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // ---- the schema client ----
+
+    fn table_definition(name: &str) -> Vec<u8> {
+        let table = TableDef::new(
+            name,
+            vec![
+                ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
+                ColumnDef::new("value", ColumnType::Varbinary { length: 64 }, true),
+            ],
+            vec![0],
+            vec![],
+        )
+        .expect("a valid table");
+        let mut out = Vec::new();
+        schema::table_codec::encode_table(&table, &TableOptions::default(), &mut out);
+        out
+    }
+
+    fn random_data_node(&mut self) -> NodeId {
+        let nodes: Vec<NodeId> = self.nodes.keys().copied().collect();
+        nodes[(self.rng.next_u64() % nodes.len() as u64) as usize]
+    }
+
+    fn client_step(&mut self) {
+        // New requests only while faults run; retries until the end.
+        self.schedule(self.now_ms + CLIENT_PERIOD_MS, SimEvent::Client);
+        // Retry requests that got no answer.
+        let now = self.now_ms;
+        let stale: Vec<u64> = self
+            .client_requests
+            .iter()
+            .filter(|(_, r)| now.saturating_sub(r.sent_ms) > CLIENT_TIMEOUT_MS)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stale {
+            let change = self.client_requests.remove(&id).expect("listed").change;
+            let to = self.random_data_node();
+            self.client_send(to, change);
+        }
+        if self.now_ms >= self.options.fault_ms || !self.client_requests.is_empty() {
+            return;
+        }
+        let change = if !self.acknowledged_tables.is_empty() && chance(&mut self.rng, 0.3) {
+            let names: Vec<String> = self.acknowledged_tables.keys().cloned().collect();
+            let name = names[(self.rng.next_u64() % names.len() as u64) as usize].clone();
+            SchemaChange::DropTable { name }
+        } else {
+            let name = format!("t{}", self.next_table);
+            self.next_table += 1;
+            SchemaChange::CreateTable {
+                definition: Simulation::table_definition(&name),
+            }
+        };
+        let to = self.random_data_node();
+        self.client_send(to, change);
+    }
+
+    fn client_send(&mut self, to: NodeId, change: SchemaChange) {
+        let request = self.next_request;
+        self.next_request += 1;
+        if let SchemaChange::DropTable { name } = &change {
+            self.dropping.insert(name.clone());
+        }
+        self.client_requests.insert(
+            request,
+            ClientRequest {
+                change: change.clone(),
+                sent_ms: self.now_ms,
+            },
+        );
+        self.send(
+            CLIENT_NODE,
+            0,
+            to,
+            Message::SchemaRequest { request, change },
+        );
+    }
+
+    fn client_receive(&mut self, from: NodeId, message: Message) {
+        let Message::SchemaReply { request, result } = message else {
+            return;
+        };
+        let Some(sent) = self.client_requests.remove(&request) else {
+            return;
+        };
+        match (result, &sent.change) {
+            (Ok(table_id), SchemaChange::CreateTable { definition }) => {
+                let (table, _) =
+                    schema::table_codec::decode_table(definition).expect("the client's own bytes");
+                self.outcome.schema_changes_acknowledged += 1;
+                self.trace(format!(
+                    "client: table {} created as id {table_id}",
+                    table.name
+                ));
+                self.acknowledged_at_ms
+                    .insert(table.name.clone(), self.now_ms);
+                self.acknowledged_tables.insert(table.name, table_id);
+            }
+            (Ok(table_id), SchemaChange::DropTable { name }) => {
+                self.outcome.schema_changes_acknowledged += 1;
+                self.trace(format!("client: table {name} (id {table_id}) dropped"));
+                self.acknowledged_tables.remove(name);
+                self.dropping.remove(name);
+            }
+            (Err(error), change) => {
+                self.trace(format!(
+                    "client: node {from} answered {}: {}",
+                    error.ndb_code, error.message
+                ));
+                match error.ndb_code {
+                    // Not the president: retry where it points, or anywhere.
+                    702 | 711 => {
+                        let president = error
+                            .message
+                            .split("retry at node ")
+                            .nth(1)
+                            .and_then(|rest| rest.split_whitespace().next())
+                            .and_then(|n| n.parse::<NodeId>().ok())
+                            .filter(|n| self.nodes.contains_key(n));
+                        let to = match president {
+                            Some(node) => node,
+                            None => self.random_data_node(),
+                        };
+                        self.client_send(to, change.clone());
+                    }
+                    // A retried create whose first attempt succeeded, or a
+                    // retried drop whose first attempt did: the outcome is
+                    // settled by the final state check.
+                    _ => {
+                        if let SchemaChange::DropTable { name } = change {
+                            self.acknowledged_tables.remove(name);
+                            self.dropping.remove(name);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- checkers ----
+
+    fn check_installed(&mut self, node: NodeId, incarnation: u64, state: ClusterState) {
+        let member = Member { node, incarnation };
+        let members: Vec<String> = state
+            .members
+            .iter()
+            .map(|m| format!("{}#{}", m.node, m.incarnation))
+            .collect();
+        self.trace(format!(
+            "node {node}#{incarnation} installs generation {} version {} members [{}] schema {} \
+             tables {}",
+            state.generation,
+            state.version,
+            members.join(" "),
+            state.schema_version,
+            state.tables.len()
+        ));
+        if let Some(previous) = self.installed.insert(member, state.position()) {
+            if previous >= state.position() {
+                self.fail(format!(
+                    "node {node}#{incarnation} installed {:?} after {previous:?}",
+                    state.position()
+                ));
+            }
+            if previous.0 != state.generation {
+                self.fail(format!(
+                    "node {node}#{incarnation} ran in generation {} and then joined generation {}: \
+                     a new generation forms only from nodes that never started",
+                    previous.0, state.generation
+                ));
+            }
+        }
+        if !state.contains(member) {
+            self.fail(format!(
+                "node {node}#{incarnation} installed version {} that does not include it",
+                state.version
+            ));
+        }
+        if let Some(group) =
+            cluster::state::uncovered_node_group(&state.members, &self.config.node_groups)
+        {
+            self.fail(format!(
+                "version {} has no node of node group {group}",
+                state.version
+            ));
+        }
+        // Once a newer generation formed, the old one must never decide
+        // anything again: that would be two clusters.
+        if let Some(((newest, _), _)) = self.decided.last_key_value()
+            && state.generation < *newest
+            && state.version > 1
+            && !self.decided.contains_key(&state.position())
+        {
+            self.fail(format!(
+                "split brain: generation {} decided version {} after generation {newest} formed",
+                state.generation, state.version
+            ));
+        }
+        if self
+            .decided
+            .last_key_value()
+            .is_none_or(|(position, _)| position.0 < state.generation)
+        {
+            self.last_formation_ms = self.now_ms;
+        }
+        match self.decided.get(&state.position()) {
+            Some(known) if *known != state => {
+                let known_members: Vec<String> = known
+                    .members
+                    .iter()
+                    .map(|m| format!("{}#{}", m.node, m.incarnation))
+                    .collect();
+                self.fail(format!(
+                    "split brain: version {} installed as [{}] and as [{}]",
+                    state.version,
+                    known_members.join(" "),
+                    members.join(" ")
+                ));
+                return;
+            }
+            Some(_) => return,
+            None => {}
+        }
+        // Against the nearest agreed versions before and after.
+        let position = state.position();
+        if let Some((_, before)) = self.decided.range(..position).next_back()
+            && before.generation == state.generation
+        {
+            let failure = check_successor(before, &state);
+            if let Some(failure) = failure {
+                self.fail(failure);
+            }
+        }
+        if let Some((_, after)) = self.decided.range((position.0, position.1 + 1)..).next()
+            && after.generation == state.generation
+        {
+            let failure = check_successor(&state, after);
+            if let Some(failure) = failure {
+                self.fail(failure);
+            }
+        }
+        self.decided.insert(position, state);
+    }
+
+    /// A member removed from the agreed state never comes back: a node that
+    /// lost contact is out for good and returns only as a new incarnation.
+    fn check_history(&mut self) {
+        let mut seen: BTreeSet<Member> = BTreeSet::new();
+        let mut removed: BTreeSet<Member> = BTreeSet::new();
+        let mut failure = None;
+        let mut generation = 0;
+        for state in self.decided.values() {
+            if state.generation != generation {
+                // Incarnations that started never reach a later generation
+                // (checked when they install); ones that never started may.
+                generation = state.generation;
+                seen.clear();
+                removed.clear();
+            }
+            for member in &state.members {
+                if removed.contains(member) && failure.is_none() {
+                    failure = Some(format!(
+                        "node {}#{} was removed and is a member again in version {}",
+                        member.node, member.incarnation, state.version
+                    ));
+                }
+            }
+            for member in &seen {
+                if !state.contains(*member) {
+                    removed.insert(*member);
+                }
+            }
+            seen.extend(state.members.iter().copied());
+        }
+        if let Some(failure) = failure {
+            self.fail(failure);
+        }
+    }
+
+    fn check_converged(&mut self) {
+        let live: BTreeMap<NodeId, &DataNode> = self
+            .nodes
+            .iter()
+            .filter_map(|(id, s)| s.block.as_ref().map(|b| (*id, b)))
+            .collect();
+        let mut problems = Vec::new();
+        let mut versions = BTreeSet::new();
+        for (node, block) in &live {
+            match block.state() {
+                Some(state) if block.is_started() => {
+                    versions.insert(state.version);
+                }
+                _ => problems.push(format!("node {node} is not started")),
+            }
+        }
+        if versions.len() > 1 {
+            problems.push(format!("live nodes are at different versions {versions:?}"));
+        }
+        let expected: BTreeSet<Member> = live.values().map(|b| b.member()).collect();
+        if let Some(block) = live.values().next()
+            && let Some(state) = block.state()
+        {
+            let members: BTreeSet<Member> = state.members.iter().copied().collect();
+            if members != expected {
+                problems.push(format!(
+                    "agreed members {members:?} are not the live nodes {expected:?}"
+                ));
+            }
+            for (name, id) in &self.acknowledged_tables {
+                if self.acknowledged_at_ms[name] > self.last_formation_ms
+                    && !self.dropping.contains(name)
+                    && state.table_by_name(name).map(|t| t.id) != Some(*id)
+                {
+                    problems.push(format!(
+                        "table {name} (id {id}) was acknowledged but is not in the dictionary"
+                    ));
+                }
+            }
+            let mut names = BTreeSet::new();
+            for table in &state.tables {
+                if !names.insert(table.name.to_lowercase()) {
+                    problems.push(format!("table name {} appears twice", table.name));
+                }
+                for fragment in &table.fragments {
+                    let mut replicas = fragment.replicas.clone();
+                    replicas.sort_unstable();
+                    let mut group =
+                        self.config.node_groups[usize::from(fragment.node_group)].clone();
+                    group.sort_unstable();
+                    if replicas != group {
+                        problems.push(format!(
+                            "table {} partition {} is on {:?}, not node group {}",
+                            table.name, fragment.partition, fragment.replicas, fragment.node_group
+                        ));
+                    }
+                }
+            }
+            self.outcome.final_version = state.version;
+            self.outcome.tables = state.tables.len();
+        }
+        if let Some(management) = &self.management.block {
+            for status in management.status() {
+                if status.role == NodeRole::Data && status.state != NodeState::Started {
+                    problems.push(format!(
+                        "the management node shows node {} as {}",
+                        status.node,
+                        status.state.name()
+                    ));
+                }
+            }
+        }
+        self.outcome.versions_seen = self.decided.len();
+        if !problems.is_empty() {
+            let mut message =
+                String::from("the cluster did not converge after the faults stopped:");
+            for problem in problems {
+                let _ = write!(message, "\n  - {problem}");
+            }
+            self.fail(message);
+        }
+    }
+}
+
+/// Checks that `after` can follow `before` in the agreed history.
+fn check_successor(before: &ClusterState, after: &ClusterState) -> Option<String> {
+    if after.version == before.version + 1 {
+        // One change: the survivors keep their order, at most one is added
+        // at the end, or the members stay and the dictionary changes by one.
+        let kept: Vec<Member> = after
+            .members
+            .iter()
+            .copied()
+            .filter(|m| before.contains(*m))
+            .collect();
+        let order: Vec<Member> = before
+            .members
+            .iter()
+            .copied()
+            .filter(|m| after.contains(*m))
+            .collect();
+        if kept != order {
+            return Some(format!(
+                "version {} reorders the members of version {}",
+                after.version, before.version
+            ));
+        }
+        let added = after.members.len() - kept.len();
+        if added > 1 {
+            return Some(format!(
+                "version {} admits {added} nodes at once",
+                after.version
+            ));
+        }
+        let schema_steps = after.schema_version.abs_diff(before.schema_version);
+        if schema_steps > 1 || (schema_steps == 1 && before.members != after.members) {
+            return Some(format!(
+                "version {} changes more than one thing at once",
+                after.version
+            ));
+        }
+    }
+    if after.schema_version < before.schema_version || after.next_table_id < before.next_table_id {
+        return Some(format!(
+            "version {} goes back in the dictionary history",
+            after.version
+        ));
+    }
+    None
+}

@@ -1,0 +1,66 @@
+//! Runs the simulator over many seeds and cluster shapes. `SHOAL_SIM_SEEDS`
+//! sets the seeds per shape (default 250); a failure prints the command that
+//! replays it.
+
+use simulator::{SimulationOptions, run};
+
+fn seeds_per_shape() -> u64 {
+    std::env::var("SHOAL_SIM_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(250)
+}
+
+fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
+    let mut decided = 0;
+    let mut crashes = 0;
+    let mut acknowledged = 0;
+    for seed in first_seed..first_seed + seeds_per_shape() {
+        let options = SimulationOptions::new(seed, data_nodes, replicas);
+        match run(&options) {
+            Ok(outcome) => {
+                decided += outcome.versions_seen;
+                crashes += outcome.crashes;
+                acknowledged += outcome.schema_changes_acknowledged;
+            }
+            Err(failure) => panic!("{failure}"),
+        }
+    }
+    // The faults must have done something, or the checks prove nothing.
+    assert!(crashes > 0, "no node crashed in any seed");
+    assert!(decided > 0 && acknowledged > 0, "nothing was decided");
+    eprintln!(
+        "{data_nodes} nodes, {replicas} replicas: {} seeds, {decided} states, {crashes} crashes, \
+         {acknowledged} schema changes acknowledged",
+        seeds_per_shape()
+    );
+}
+
+#[test]
+fn two_nodes_two_replicas() {
+    run_shape(2, 2, 1_000);
+}
+
+#[test]
+fn four_nodes_two_replicas() {
+    run_shape(4, 2, 2_000);
+}
+
+#[test]
+fn three_nodes_three_replicas() {
+    run_shape(3, 3, 3_000);
+}
+
+#[test]
+fn four_nodes_one_replica() {
+    run_shape(4, 1, 4_000);
+}
+
+#[test]
+fn a_quiet_cluster_forms_and_takes_schema_changes() {
+    let mut options = SimulationOptions::new(7, 4, 2);
+    options.faults = false;
+    let outcome = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
+    assert!(outcome.tables > 0);
+    assert_eq!(outcome.crashes, 0);
+}
