@@ -313,6 +313,28 @@ impl ManagementNode {
                     effects.send(connection, vote_message(version, ballot, vote));
                 }
             }
+            Message::Addresses { entries } => {
+                // A data node publishes the port it listens on once it
+                // knows its configuration (ServerPort, or one it picked).
+                let Some(node) = peer.node.filter(|_| peer.role == Some(NodeRole::Data)) else {
+                    return;
+                };
+                if let Some(entry) = entries.into_iter().find(|e| e.node == node) {
+                    self.addresses.insert(
+                        node,
+                        Address {
+                            node,
+                            host: if entry.host == "0.0.0.0" {
+                                peer.peer_host.clone()
+                            } else {
+                                entry.host
+                            },
+                            port: entry.port,
+                        },
+                    );
+                    self.publish_addresses(effects);
+                }
+            }
             Message::StatusRequest { request } => {
                 let nodes = self.status();
                 effects.send(connection, Message::StatusReply { request, nodes });

@@ -13,14 +13,43 @@ use crate::cli::{BenchArgs, BenchCommand, BenchStorageArgs, Command, SimArgs};
 pub fn run(command: Command) -> ExitCode {
     match command {
         Command::Up(_) => not_built("up", "the sandbox (a local cluster)"),
-        Command::Mgmd(_) => not_built("mgmd", "the management node"),
-        Command::Datad(_) => not_built("datad", "the data node"),
+        Command::Mgmd(args) => mgmd(&args),
+        Command::Datad(args) => datad(&args),
         Command::Sqld(_) => not_built("sqld", "the SQL node"),
         Command::Mgm(_) => not_built("mgm", "the management client"),
         Command::Bench(BenchArgs { command }) => match command {
             BenchCommand::Storage(args) => bench_storage(&args),
         },
         Command::Sim(args) => sim(&args),
+    }
+}
+
+fn mgmd(args: &crate::cli::MgmdArgs) -> ExitCode {
+    let options = runtime::mgmd::MgmdOptions {
+        config_file: args.config_file.clone(),
+        port: args.port,
+    };
+    match runtime::mgmd::run(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shoal mgmd: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn datad(args: &crate::cli::DatadArgs) -> ExitCode {
+    let options = runtime::datad::DatadOptions {
+        connectstring: args.ndb_connectstring.clone(),
+        node_id: args.ndb_nodeid,
+        initial: args.initial,
+    };
+    match runtime::datad::run(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shoal datad: {error}");
+            ExitCode::FAILURE
+        }
     }
 }
 

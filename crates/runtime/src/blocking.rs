@@ -1,0 +1,155 @@
+//! Blocking request/reply over one connection, for short-lived clients:
+//! `shoal mgm`, `shoal up`'s readiness check, and tests. Every read has a
+//! timeout, so a silent peer gives an error instead of a hang.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use protocol::{FrameDecoder, Message, NodeId, NodeRole, encode_frame};
+
+/// A connection that sends messages and waits for replies.
+pub struct BlockingConnection {
+    stream: TcpStream,
+    decoder: FrameDecoder,
+    pending: std::collections::VecDeque<Message>,
+    pub peer: String,
+}
+
+/// Why a blocking exchange failed; the message names the peer.
+#[derive(Debug)]
+pub struct ConnectionError(pub String);
+
+impl std::fmt::Display for ConnectionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConnectionError {}
+
+impl BlockingConnection {
+    /// Connects to `address` ("host:port") and introduces itself.
+    pub fn connect(
+        address: &str,
+        node: NodeId,
+        role: NodeRole,
+        timeout: Duration,
+    ) -> Result<BlockingConnection, ConnectionError> {
+        let unreachable =
+            |e: std::io::Error| ConnectionError(format!("cannot connect to {address}: {e}"));
+        let target = address
+            .to_socket_addrs()
+            .map_err(unreachable)?
+            .next()
+            .ok_or_else(|| ConnectionError(format!("cannot resolve {address}")))?;
+        let stream = TcpStream::connect_timeout(&target, timeout).map_err(unreachable)?;
+        stream.set_nodelay(true).map_err(unreachable)?;
+        let mut connection = BlockingConnection {
+            stream,
+            decoder: FrameDecoder::new(),
+            pending: Default::default(),
+            peer: address.to_string(),
+        };
+        connection.send(&[Message::Hello {
+            node,
+            incarnation: crate::incarnation_now(),
+            role,
+        }])?;
+        Ok(connection)
+    }
+
+    /// The socket, the bytes read but not yet decoded, and messages decoded
+    /// but not yet returned: for handing the connection to an event loop.
+    pub fn into_parts(self) -> (TcpStream, FrameDecoder, Vec<Message>) {
+        (
+            self.stream,
+            self.decoder,
+            self.pending.into_iter().collect(),
+        )
+    }
+
+    pub fn send(&mut self, messages: &[Message]) -> Result<(), ConnectionError> {
+        let mut bytes = Vec::new();
+        encode_frame(messages, &mut bytes);
+        self.stream
+            .write_all(&bytes)
+            .map_err(|e| ConnectionError(format!("lost the connection to {}: {e}", self.peer)))
+    }
+
+    /// Waits up to `timeout` for the next message; `None` on timeout.
+    pub fn receive(&mut self, timeout: Duration) -> Result<Option<Message>, ConnectionError> {
+        let deadline = Instant::now() + timeout;
+        let mut buffer = [0u8; 64 * 1024];
+        loop {
+            if let Some(message) = self.pending.pop_front() {
+                return Ok(Some(message));
+            }
+            let mut decoded = Vec::new();
+            while self
+                .decoder
+                .next_frame(&mut decoded)
+                .map_err(|e| ConnectionError(format!("{} sent a bad frame: {e}", self.peer)))?
+            {
+            }
+            if !decoded.is_empty() {
+                self.pending.extend(decoded);
+                continue;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            self.stream
+                .set_read_timeout(Some(left))
+                .map_err(|e| ConnectionError(e.to_string()))?;
+            match self.stream.read(&mut buffer) {
+                Ok(0) => {
+                    return Err(ConnectionError(format!(
+                        "{} closed the connection",
+                        self.peer
+                    )));
+                }
+                Ok(n) => self.decoder.push(&buffer[..n]),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    return Ok(None);
+                }
+                Err(e) => {
+                    return Err(ConnectionError(format!(
+                        "lost the connection to {}: {e}",
+                        self.peer
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Sends `request` and returns the first reply `accept` takes, skipping
+    /// unrelated messages (such as address updates).
+    pub fn request(
+        &mut self,
+        request: Message,
+        timeout: Duration,
+        mut accept: impl FnMut(&Message) -> bool,
+    ) -> Result<Message, ConnectionError> {
+        self.send(&[request])?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.receive(left)? {
+                Some(message) if accept(&message) => return Ok(message),
+                Some(_) => continue,
+                None => {
+                    return Err(ConnectionError(format!(
+                        "{} did not answer within {} ms",
+                        self.peer,
+                        timeout.as_millis()
+                    )));
+                }
+            }
+        }
+    }
+}

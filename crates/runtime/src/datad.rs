@@ -1,0 +1,578 @@
+//! `shoal datad`: the data node process. One event loop (mio) owns the
+//! sockets and drives the `cluster::DataNode` block: it fetches the
+//! configuration and its node id from the management node, listens for
+//! other data nodes and API nodes, dials every data node with a higher id
+//! (one connection per pair), and restarts the block as a new incarnation
+//! when the cluster excludes it, as NDB's angel process restarts ndbd.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use cluster::{DataNode, DataNodeSettings, Effects, Event};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use protocol::{Address, Message, NodeId, NodeRole};
+
+use crate::blocking::BlockingConnection;
+use crate::transport::{Connection, Peer};
+
+#[derive(Debug, Clone)]
+pub struct DatadOptions {
+    pub connectstring: String,
+    pub node_id: Option<NodeId>,
+    pub initial: bool,
+}
+
+const LISTENER: Token = Token(0);
+const MANAGEMENT: Token = Token(1);
+const FIRST_PEER_TOKEN: usize = 2;
+/// Longest wait in `poll`, so signals and timers are noticed promptly.
+const POLL_INTERVAL_MS: u64 = 50;
+const MANAGEMENT_RETRY_MS: u64 = 1_000;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most connections a data node accepts (data nodes plus API nodes).
+const CONNECTIONS_MAX: usize = 512;
+
+struct Runtime {
+    poll: Poll,
+    listener: TcpListener,
+    listen_address: SocketAddr,
+    connections: BTreeMap<Token, Connection>,
+    next_token: usize,
+    management: Option<Token>,
+    management_node: NodeId,
+    management_address: String,
+    management_retry_at: Instant,
+    node: NodeId,
+    settings: DataNodeSettings,
+    block: DataNode,
+    engine: storage::Engine,
+    addresses: BTreeMap<NodeId, Address>,
+    send_buffer_bytes_max: usize,
+    started: Instant,
+    stop: Option<String>,
+}
+
+fn log(node: NodeId, line: &str) {
+    eprintln!("datad {node}: {line}");
+}
+
+/// Runs the data node until it is told to stop (status `Ok`) or cannot
+/// start (`Err` with what to fix).
+pub fn run(options: &DatadOptions) -> Result<(), String> {
+    let terminate = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&terminate))
+            .map_err(|e| format!("cannot install the signal handler: {e}"))?;
+    }
+    let (mut management, node, config_file, config_text) = allocate(options)?;
+    let config = config::parse(&config_text, &config_file)
+        .map_err(|e| format!("the management node sent a bad configuration: {e}"))?;
+    let own = config
+        .data_node(node)
+        .ok_or_else(|| format!("node {node} is not a data node in {config_file}"))?
+        .clone();
+    let bind_host = if own.host_name == "localhost" {
+        "127.0.0.1"
+    } else {
+        own.host_name.as_str()
+    };
+    let bind: SocketAddr = format!("{bind_host}:{}", own.server_port)
+        .parse()
+        .or_else(|_| format!("0.0.0.0:{}", own.server_port).parse())
+        .map_err(|e| format!("bad HostName {}: {e}", own.host_name))?;
+    let mut listener = TcpListener::bind(bind)
+        .map_err(|e| format!("cannot listen on {bind} (ServerPort): {e}"))?;
+    let listen_address = listener.local_addr().map_err(|e| e.to_string())?;
+    management
+        .send(&[Message::Addresses {
+            entries: vec![Address {
+                node,
+                host: listen_address.ip().to_string(),
+                port: listen_address.port(),
+            }],
+        }])
+        .map_err(|e| e.to_string())?;
+    let poll = Poll::new().map_err(|e| format!("cannot create the event loop: {e}"))?;
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)
+        .map_err(|e| e.to_string())?;
+    let engine = storage::Engine::new(storage::engine::EngineConfig {
+        data_memory_bytes: own.data_memory_bytes,
+        operations_max: own.concurrent_operations_max,
+        transactions_max: own.concurrent_transactions_max,
+        lock_wait_timeout_ms: own.transaction_deadlock_detection_timeout_ms,
+        ..Default::default()
+    })
+    .map_err(|e| {
+        format!(
+            "cannot reserve DataMemory ({} bytes): {e}",
+            own.data_memory_bytes
+        )
+    })?;
+    let settings = DataNodeSettings::from_config(&config, node, crate::incarnation_now())
+        .ok_or_else(|| "the configuration has no management node".to_string())?;
+    let started = Instant::now();
+    let block = DataNode::new(settings.clone(), 0);
+    let management_node = settings.management_node;
+    let send_buffer_bytes_max = own.send_buffer_memory_bytes as usize;
+    let mut runtime = Runtime {
+        poll,
+        listener,
+        listen_address,
+        connections: BTreeMap::new(),
+        next_token: FIRST_PEER_TOKEN,
+        management: None,
+        management_node,
+        management_address: options.connectstring.clone(),
+        management_retry_at: Instant::now(),
+        node,
+        settings,
+        block,
+        engine,
+        addresses: BTreeMap::new(),
+        send_buffer_bytes_max,
+        started,
+        stop: None,
+    };
+    for notice in &config.notices {
+        log(node, notice);
+    }
+    log(
+        node,
+        &format!(
+            "listening on {listen_address}, incarnation {}, {} LDM thread(s), DataMemory {} MiB",
+            runtime.block.member().incarnation,
+            own.ldm_threads(),
+            own.data_memory_bytes >> 20
+        ),
+    );
+    runtime.adopt_management(management, MANAGEMENT)?;
+    runtime.event_loop(&terminate)
+}
+
+/// Connects to the management node and gets a node id and the configuration.
+fn allocate(
+    options: &DatadOptions,
+) -> Result<(BlockingConnection, NodeId, String, String), String> {
+    let mut connection = BlockingConnection::connect(
+        &options.connectstring,
+        options.node_id.unwrap_or(0),
+        NodeRole::Data,
+        CONNECT_TIMEOUT,
+    )
+    .map_err(|e| format!("{e} (is `shoal mgmd` running there? see --ndb-connectstring)"))?;
+    let reply = connection
+        .request(
+            Message::AllocateNodeId {
+                role: NodeRole::Data,
+                requested: options.node_id,
+                listen_port: 0,
+            },
+            CONNECT_TIMEOUT,
+            |m| matches!(m, Message::NodeIdAllocated { .. } | Message::Refused { .. }),
+        )
+        .map_err(|e| e.to_string())?;
+    match reply {
+        Message::NodeIdAllocated {
+            node,
+            config_file,
+            config_text,
+        } => Ok((connection, node, config_file, config_text)),
+        Message::Refused { error } => Err(format!(
+            "the management node refused a node id: {} (error {})",
+            error.message, error.ndb_code
+        )),
+        _ => unreachable!("filtered by the request"),
+    }
+}
+
+impl Runtime {
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn adopt_management(
+        &mut self,
+        connection: BlockingConnection,
+        token: Token,
+    ) -> Result<(), String> {
+        let (stream, decoder, pending) = connection.into_parts();
+        stream.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let mut connection = Connection::new(
+            TcpStream::from_std(stream),
+            token,
+            self.management_address.clone(),
+            self.send_buffer_bytes_max,
+        )
+        .with_decoder(decoder);
+        connection.peer = Some(Peer {
+            node: self.management_node,
+            incarnation: 0,
+            role: NodeRole::Management,
+        });
+        connection
+            .register(self.poll.registry())
+            .map_err(|e| e.to_string())?;
+        self.connections.insert(token, connection);
+        self.management = Some(token);
+        for message in pending {
+            self.on_management_message(message);
+        }
+        Ok(())
+    }
+
+    fn event_loop(&mut self, terminate: &AtomicBool) -> Result<(), String> {
+        let mut events = Events::with_capacity(1024);
+        let mut messages = Vec::new();
+        loop {
+            if terminate.load(Ordering::Relaxed) && self.stop.is_none() {
+                log(self.node, "stopping on a signal");
+                self.deliver(self.management_node, 0, Message::Stop);
+            }
+            if let Some(reason) = self.stop.clone() {
+                self.flush_all();
+                // Give the kernel a moment to hand the goodbyes over.
+                std::thread::sleep(Duration::from_millis(50));
+                log(self.node, &format!("stopped: {reason}"));
+                return Ok(());
+            }
+            let now = self.now_ms();
+            let wait_ms = self
+                .block
+                .next_tick_ms()
+                .saturating_sub(now)
+                .min(POLL_INTERVAL_MS);
+            match self
+                .poll
+                .poll(&mut events, Some(Duration::from_millis(wait_ms)))
+            {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("event loop: {e}")),
+            }
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept(),
+                    token => {
+                        let Some(connection) = self.connections.get_mut(&token) else {
+                            continue;
+                        };
+                        messages.clear();
+                        let result = if event.is_readable() || event.is_read_closed() {
+                            connection.read(&mut messages)
+                        } else {
+                            Ok(true)
+                        };
+                        for message in messages.drain(..) {
+                            self.on_connection_message(token, message);
+                        }
+                        match result {
+                            Ok(true) => {}
+                            Ok(false) => self.close(token, "closed by the peer"),
+                            Err(error) => self.close(token, &error),
+                        }
+                    }
+                }
+            }
+            let now = self.now_ms();
+            if now >= self.block.next_tick_ms() {
+                let report = self.engine.memory_report();
+                self.block
+                    .set_memory_pages(u64::from(report.pages_used), u64::from(report.pages_total));
+                let mut effects = Effects::new();
+                self.block.tick(now, &mut effects);
+                self.apply(effects);
+                self.dial_peers();
+                self.reconnect_management();
+            }
+            self.flush_all();
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, address)) => {
+                    if self.connections.len() >= CONNECTIONS_MAX {
+                        log(
+                            self.node,
+                            &format!("refusing {address}: {CONNECTIONS_MAX} connections open"),
+                        );
+                        continue;
+                    }
+                    let _ = stream.set_nodelay(true);
+                    let token = Token(self.next_token);
+                    self.next_token += 1;
+                    let mut connection = Connection::new(
+                        stream,
+                        token,
+                        address.to_string(),
+                        self.send_buffer_bytes_max,
+                    );
+                    connection.queue(self.hello());
+                    if connection.register(self.poll.registry()).is_ok() {
+                        self.connections.insert(token, connection);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    log(self.node, &format!("accept: {e}"));
+                    break;
+                }
+            }
+        }
+    }
+
+    fn hello(&self) -> Message {
+        Message::Hello {
+            node: self.node,
+            incarnation: self.block.member().incarnation,
+            role: NodeRole::Data,
+        }
+    }
+
+    /// Dials every data node with a higher id that has no connection yet.
+    fn dial_peers(&mut self) {
+        let connected: Vec<NodeId> = self
+            .connections
+            .values()
+            .filter_map(|c| c.peer.filter(|p| p.role == NodeRole::Data).map(|p| p.node))
+            .collect();
+        let dialing: Vec<NodeId> = self
+            .connections
+            .values()
+            .filter(|c| c.peer.is_none())
+            .filter_map(|c| c.peer_address.strip_prefix("dial:"))
+            .filter_map(|rest| rest.split('@').next()?.parse().ok())
+            .collect();
+        let targets: Vec<Address> = self
+            .addresses
+            .values()
+            .filter(|a| a.node > self.node && a.port != 0)
+            .filter(|a| !connected.contains(&a.node) && !dialing.contains(&a.node))
+            .cloned()
+            .collect();
+        for target in targets {
+            let Ok(address) = format!("{}:{}", target.host, target.port).parse::<SocketAddr>()
+            else {
+                continue;
+            };
+            let Ok(stream) = TcpStream::connect(address) else {
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let token = Token(self.next_token);
+            self.next_token += 1;
+            let mut connection = Connection::new(
+                stream,
+                token,
+                format!("dial:{}@{address}", target.node),
+                self.send_buffer_bytes_max,
+            );
+            connection.queue(self.hello());
+            if connection.register(self.poll.registry()).is_ok() {
+                self.connections.insert(token, connection);
+            }
+        }
+    }
+
+    fn reconnect_management(&mut self) {
+        if self.management.is_some() || Instant::now() < self.management_retry_at {
+            return;
+        }
+        self.management_retry_at = Instant::now() + Duration::from_millis(MANAGEMENT_RETRY_MS);
+        let options = DatadOptions {
+            connectstring: self.management_address.clone(),
+            node_id: Some(self.node),
+            initial: false,
+        };
+        match allocate(&options) {
+            Ok((mut connection, node, _, _)) => {
+                assert_eq!(node, self.node);
+                let _ = connection.send(&[Message::Addresses {
+                    entries: vec![Address {
+                        node,
+                        host: self.listen_address.ip().to_string(),
+                        port: self.listen_address.port(),
+                    }],
+                }]);
+                log(self.node, "reconnected to the management node");
+                let token = Token(self.next_token);
+                self.next_token += 1;
+                if let Err(e) = self.adopt_management(connection, token) {
+                    log(self.node, &format!("management connection: {e}"));
+                }
+            }
+            Err(e) => log(self.node, &format!("management node unreachable: {e}")),
+        }
+    }
+
+    fn on_connection_message(&mut self, token: Token, message: Message) {
+        if Some(token) == self.management {
+            self.on_management_message(message);
+            return;
+        }
+        let Some(connection) = self.connections.get_mut(&token) else {
+            return;
+        };
+        if let Message::Hello {
+            node,
+            incarnation,
+            role,
+        } = message
+        {
+            if connection.peer.is_some() {
+                return;
+            }
+            connection.peer = Some(Peer {
+                node,
+                incarnation,
+                role,
+            });
+            // A newer connection from the same node replaces an older one.
+            let stale: Vec<Token> = self
+                .connections
+                .iter()
+                .filter(|(t, c)| **t != token && c.peer.is_some_and(|p| p.node == node))
+                .map(|(t, _)| *t)
+                .collect();
+            for old in stale {
+                self.close(old, "replaced by a newer connection");
+            }
+            return;
+        }
+        let Some(peer) = connection.peer else {
+            self.close(token, "spoke before saying Hello");
+            return;
+        };
+        self.deliver(peer.node, peer.incarnation, message);
+    }
+
+    fn on_management_message(&mut self, message: Message) {
+        match message {
+            Message::Addresses { entries } => {
+                for entry in entries {
+                    self.addresses.insert(entry.node, entry);
+                }
+            }
+            Message::NodeIdAllocated { .. } | Message::Refused { .. } | Message::Hello { .. } => {}
+            other => self.deliver(self.management_node, 0, other),
+        }
+    }
+
+    fn deliver(&mut self, from: NodeId, incarnation: u64, message: Message) {
+        let mut effects = Effects::new();
+        let now = self.now_ms();
+        self.block
+            .on_message(now, from, incarnation, message, &mut effects);
+        self.apply(effects);
+    }
+
+    fn close(&mut self, token: Token, why: &str) {
+        let Some(mut connection) = self.connections.remove(&token) else {
+            return;
+        };
+        let _ = self.poll.registry().deregister(&mut connection.stream);
+        if Some(token) == self.management {
+            self.management = None;
+            log(self.node, &format!("lost the management node: {why}"));
+            return;
+        }
+        if let Some(peer) = connection.peer
+            && peer.role == NodeRole::Data
+        {
+            log(
+                self.node,
+                &format!("connection to data node {} closed: {why}", peer.node),
+            );
+            let mut effects = Effects::new();
+            let now = self.now_ms();
+            self.block.on_disconnected(now, peer.node, &mut effects);
+            self.apply(effects);
+        }
+    }
+
+    fn apply(&mut self, effects: Effects) {
+        for event in effects.events {
+            match event {
+                Event::Installed(state) => {
+                    let members: Vec<String> =
+                        state.members.iter().map(|m| m.node.to_string()).collect();
+                    log(
+                        self.node,
+                        &format!(
+                            "cluster state {}.{}: members {} (president {}), {} table(s)",
+                            state.generation,
+                            state.version,
+                            members.join(","),
+                            members.first().map_or("-", String::as_str),
+                            state.tables.len()
+                        ),
+                    );
+                }
+                Event::Excluded { reason } => {
+                    log(self.node, &format!("excluded: {reason}; restarting"));
+                    self.restart();
+                    return;
+                }
+                Event::Stop { reason } => self.stop = Some(reason),
+                Event::Log(line) => log(self.node, &line),
+            }
+        }
+        for (to, message) in effects.sends {
+            self.send(to, message);
+        }
+    }
+
+    fn send(&mut self, to: NodeId, message: Message) {
+        let token = if to == self.management_node {
+            self.management
+        } else {
+            self.connections
+                .iter()
+                .find(|(_, c)| c.peer.is_some_and(|p| p.node == to))
+                .map(|(t, _)| *t)
+        };
+        if let Some(connection) = token.and_then(|t| self.connections.get_mut(&t)) {
+            connection.queue(message);
+        }
+    }
+
+    /// A new incarnation: the block starts over and every data-node
+    /// connection is closed so peers see the old incarnation fail at once.
+    fn restart(&mut self) {
+        let peers: Vec<Token> = self
+            .connections
+            .iter()
+            .filter(|(t, _)| Some(**t) != self.management)
+            .map(|(t, _)| *t)
+            .collect();
+        for token in peers {
+            if let Some(mut connection) = self.connections.remove(&token) {
+                let _ = self.poll.registry().deregister(&mut connection.stream);
+            }
+        }
+        self.settings.incarnation = crate::incarnation_now();
+        self.block = DataNode::new(self.settings.clone(), self.now_ms());
+        log(
+            self.node,
+            &format!("restarted as incarnation {}", self.settings.incarnation),
+        );
+    }
+
+    fn flush_all(&mut self) {
+        let mut failed = Vec::new();
+        for (token, connection) in &mut self.connections {
+            if let Err(error) = connection.flush(self.poll.registry()) {
+                failed.push((*token, error));
+            }
+        }
+        for (token, error) in failed {
+            self.close(token, &error);
+        }
+    }
+}

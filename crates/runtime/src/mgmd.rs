@@ -1,0 +1,272 @@
+//! `shoal mgmd`: the management node process. One event loop (mio) owns
+//! the listening socket and every connection, drives the
+//! `cluster::ManagementNode` block, and appends the cluster log to
+//! `ndb_<id>_cluster.log` in the management node's DataDir.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cluster::management::ConnectionId;
+use cluster::{Effects, Event, ManagementNode, ManagementSettings};
+use mio::net::TcpListener;
+use mio::{Events, Interest, Poll, Token};
+use protocol::Message;
+
+use crate::transport::{Connection, Peer};
+
+#[derive(Debug, Clone)]
+pub struct MgmdOptions {
+    pub config_file: PathBuf,
+    pub port: u16,
+}
+
+const LISTENER: Token = Token(0);
+const POLL_INTERVAL_MS: u64 = 50;
+/// Most connections the management node serves at once.
+const CONNECTIONS_MAX: usize = 1024;
+/// Write buffer per connection (the configuration text is the largest message).
+const WRITE_BUFFER_BYTES_MAX: usize = 64 << 20;
+
+fn timestamp() -> String {
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (seconds / 86_400, seconds % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rest / 3_600,
+        rest % 3_600 / 60,
+        rest % 60
+    )
+}
+
+struct ClusterLog {
+    file: File,
+    node: u8,
+}
+
+impl ClusterLog {
+    fn line(&mut self, text: &str) {
+        let line = format!("{} [MgmtSrvr] INFO     -- {text}\n", timestamp());
+        let _ = self.file.write_all(line.as_bytes());
+        eprint!("mgmd {}: {line}", self.node);
+    }
+}
+
+/// Runs the management node until SHUTDOWN or a signal.
+pub fn run(options: &MgmdOptions) -> Result<(), String> {
+    let terminate = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&terminate))
+            .map_err(|e| format!("cannot install the signal handler: {e}"))?;
+    }
+    let file_name = options.config_file.display().to_string();
+    let text = std::fs::read_to_string(&options.config_file)
+        .map_err(|e| format!("cannot read {file_name}: {e}"))?;
+    let config = config::parse(&text, &file_name).map_err(|e| e.to_string())?;
+    let settings = ManagementSettings::new(&file_name, &text, config.clone());
+    let own = config
+        .management_nodes
+        .first()
+        .expect("config validation requires a management node");
+    let data_dir = resolve_dir(&options.config_file, &own.data_dir);
+    std::fs::create_dir_all(&data_dir)
+        .map_err(|e| format!("cannot create DataDir {}: {e}", data_dir.display()))?;
+    let log_path = data_dir.join(format!("ndb_{}_cluster.log", own.node_id));
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| format!("cannot open the cluster log {}: {e}", log_path.display()))?;
+    let mut cluster_log = ClusterLog {
+        file,
+        node: own.node_id,
+    };
+    for notice in &config.notices {
+        cluster_log.line(notice);
+    }
+    let port = if options.port != 0 {
+        options.port
+    } else {
+        own.port
+    };
+    let bind_host = if own.host_name == "localhost" {
+        "127.0.0.1".to_string()
+    } else {
+        own.host_name.clone()
+    };
+    let bind: SocketAddr = format!("{bind_host}:{port}")
+        .parse()
+        .or_else(|_| format!("0.0.0.0:{port}").parse())
+        .map_err(|e| format!("bad HostName {}: {e}", own.host_name))?;
+    let mut listener = TcpListener::bind(bind).map_err(|e| {
+        format!("cannot listen on {bind}: {e} (another management node running? see --port)")
+    })?;
+    let mut poll = Poll::new().map_err(|e| e.to_string())?;
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)
+        .map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let mut block = ManagementNode::new(settings, crate::incarnation_now(), 0);
+    cluster_log.line(&format!(
+        "Management node {} started on {bind}: {} data node(s) in {} node group(s), \
+         NoOfReplicas={}, cluster log {}",
+        own.node_id,
+        config.data_nodes.len(),
+        config.node_groups.len(),
+        config.no_of_replicas,
+        log_path.display()
+    ));
+    let mut connections: BTreeMap<Token, Connection> = BTreeMap::new();
+    let mut next_token = 1usize;
+    let mut events = Events::with_capacity(1024);
+    let mut next_tick_ms = 0u64;
+    let mut stopping: Option<Instant> = None;
+    loop {
+        let now = started.elapsed().as_millis() as u64;
+        if terminate.load(Ordering::Relaxed) {
+            cluster_log.line("Management node stopping on a signal");
+            return Ok(());
+        }
+        if let Some(since) = stopping
+            && since.elapsed() > Duration::from_millis(200)
+        {
+            cluster_log.line("Management node shut down");
+            return Ok(());
+        }
+        let wait = next_tick_ms.saturating_sub(now).min(POLL_INTERVAL_MS);
+        match poll.poll(&mut events, Some(Duration::from_millis(wait))) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("event loop: {e}")),
+        }
+        let mut effects: Effects<ConnectionId> = Effects::new();
+        let mut closed = Vec::new();
+        for event in events.iter() {
+            let now = started.elapsed().as_millis() as u64;
+            if event.token() == LISTENER {
+                loop {
+                    match listener.accept() {
+                        Ok((stream, address)) => {
+                            if connections.len() >= CONNECTIONS_MAX {
+                                continue;
+                            }
+                            let _ = stream.set_nodelay(true);
+                            let token = Token(next_token);
+                            next_token += 1;
+                            let mut connection = Connection::new(
+                                stream,
+                                token,
+                                address.to_string(),
+                                WRITE_BUFFER_BYTES_MAX,
+                            );
+                            if connection.register(poll.registry()).is_ok() {
+                                block.on_connected(token.0 as u64, &address.ip().to_string());
+                                connections.insert(token, connection);
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(_) => break,
+                    }
+                }
+                continue;
+            }
+            let token = event.token();
+            let Some(connection) = connections.get_mut(&token) else {
+                continue;
+            };
+            let mut messages = Vec::new();
+            let result = connection.read(&mut messages);
+            for message in messages {
+                if let Message::Hello {
+                    node,
+                    incarnation,
+                    role,
+                } = message
+                {
+                    connection.peer = Some(Peer {
+                        node,
+                        incarnation,
+                        role,
+                    });
+                    continue;
+                }
+                block.on_message(now, token.0 as u64, message, &mut effects);
+            }
+            if !matches!(result, Ok(true)) {
+                closed.push(token);
+            }
+        }
+        let now = started.elapsed().as_millis() as u64;
+        for token in closed {
+            if let Some(mut connection) = connections.remove(&token) {
+                let _ = poll.registry().deregister(&mut connection.stream);
+                block.on_disconnected(now, token.0 as u64, &mut effects);
+            }
+        }
+        if now >= next_tick_ms {
+            block.tick(now, &mut effects);
+            next_tick_ms = now + block.next_tick_ms().clamp(10, 1_000);
+        }
+        for event in effects.events.drain(..) {
+            match event {
+                Event::Log(line) => cluster_log.line(&line),
+                Event::Stop { reason } => {
+                    cluster_log.line(&format!("Shutting down: {reason}"));
+                    stopping = Some(Instant::now());
+                }
+                Event::Installed(_) | Event::Excluded { .. } => {}
+            }
+        }
+        for (connection, message) in effects.sends.drain(..) {
+            if let Some(target) = connections.get_mut(&Token(connection as usize)) {
+                target.queue(message);
+            }
+        }
+        let mut failed = Vec::new();
+        for (token, connection) in &mut connections {
+            if connection.flush(poll.registry()).is_err() {
+                failed.push(*token);
+            }
+        }
+        let mut effects: Effects<ConnectionId> = Effects::new();
+        for token in failed {
+            if let Some(mut connection) = connections.remove(&token) {
+                let _ = poll.registry().deregister(&mut connection.stream);
+                block.on_disconnected(now, token.0 as u64, &mut effects);
+            }
+        }
+        for event in effects.events {
+            if let Event::Log(line) = event {
+                cluster_log.line(&line);
+            }
+        }
+    }
+}
+
+/// A DataDir relative to the config file's directory, as NDB resolves it.
+fn resolve_dir(config_file: &Path, data_dir: &str) -> PathBuf {
+    let path = Path::new(data_dir);
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    config_file
+        .parent()
+        .map_or_else(|| path.to_path_buf(), |parent| parent.join(path))
+}

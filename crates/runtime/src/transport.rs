@@ -1,0 +1,178 @@
+//! Connections on a mio event loop: messages queued during one loop turn
+//! leave as one batch of frames per connection (one syscall where the
+//! socket takes it all), and bytes read are cut back into messages.
+//!
+//! Every connection has a bounded write buffer (`SendBufferMemory`): a peer
+//! that does not read fast enough is disconnected, which its protocols
+//! treat as a node failure, rather than letting memory grow without limit.
+
+use std::io::{self, Read, Write};
+
+use mio::net::TcpStream;
+use mio::{Interest, Registry, Token};
+use protocol::frame::{FRAME_MESSAGES_MAX, FRAME_PAYLOAD_BYTES_MAX};
+use protocol::{FrameDecoder, Message, NodeId, NodeRole, encode_frame};
+
+/// Who is at the other end, once its `Hello` arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    pub node: NodeId,
+    pub incarnation: u64,
+    pub role: NodeRole,
+}
+
+pub struct Connection {
+    pub stream: TcpStream,
+    pub token: Token,
+    pub peer: Option<Peer>,
+    pub peer_address: String,
+    decoder: FrameDecoder,
+    queued: Vec<Message>,
+    write_buffer: Vec<u8>,
+    write_position: usize,
+    write_buffer_bytes_max: usize,
+    writable_interest: bool,
+}
+
+/// Messages are grouped into frames of at most this many payload bytes
+/// (estimated before encoding), well under the frame limit.
+const FRAME_BATCH_BYTES: usize = 1 << 20;
+
+impl Connection {
+    pub fn new(
+        stream: TcpStream,
+        token: Token,
+        peer_address: String,
+        write_buffer_bytes_max: usize,
+    ) -> Connection {
+        Connection {
+            stream,
+            token,
+            peer: None,
+            peer_address,
+            decoder: FrameDecoder::new(),
+            queued: Vec::new(),
+            write_buffer: Vec::new(),
+            write_position: 0,
+            write_buffer_bytes_max,
+            writable_interest: false,
+        }
+    }
+
+    pub fn register(&mut self, registry: &Registry) -> io::Result<()> {
+        registry.register(&mut self.stream, self.token, Interest::READABLE)
+    }
+
+    /// Queues a message for the next `flush`.
+    pub fn queue(&mut self, message: Message) {
+        self.queued.push(message);
+    }
+
+    /// Continues from a decoder that already holds received bytes (a
+    /// connection that started out blocking).
+    pub fn with_decoder(mut self, decoder: FrameDecoder) -> Connection {
+        self.decoder = decoder;
+        self
+    }
+
+    /// Reads everything available. Returns `Ok(false)` once the peer closed.
+    pub fn read(&mut self, messages: &mut Vec<Message>) -> Result<bool, String> {
+        let mut buffer = [0u8; 64 * 1024];
+        let mut open = true;
+        loop {
+            match self.stream.read(&mut buffer) {
+                Ok(0) => {
+                    open = false;
+                    break;
+                }
+                Ok(n) => self.decoder.push(&buffer[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("read from {}: {e}", self.peer_address)),
+            }
+        }
+        while self
+            .decoder
+            .next_frame(messages)
+            .map_err(|e| format!("{} sent a bad frame: {e}", self.peer_address))?
+        {}
+        Ok(open)
+    }
+
+    /// Encodes the queued messages and writes as much as the socket takes.
+    pub fn flush(&mut self, registry: &Registry) -> Result<(), String> {
+        if !self.queued.is_empty() {
+            if self.write_position > 0 {
+                self.write_buffer.drain(..self.write_position);
+                self.write_position = 0;
+            }
+            let mut start = 0;
+            let mut estimate = 0;
+            let queued = std::mem::take(&mut self.queued);
+            for (index, message) in queued.iter().enumerate() {
+                estimate += approximate_bytes(message);
+                let count = index + 1 - start;
+                if estimate >= FRAME_BATCH_BYTES || count == FRAME_MESSAGES_MAX {
+                    encode_frame(&queued[start..=index], &mut self.write_buffer);
+                    start = index + 1;
+                    estimate = 0;
+                }
+            }
+            if start < queued.len() {
+                encode_frame(&queued[start..], &mut self.write_buffer);
+            }
+            if self.write_buffer.len() > self.write_buffer_bytes_max {
+                return Err(format!(
+                    "{} bytes wait to be sent to {}, more than SendBufferMemory ({} bytes): the \
+                     peer is not reading",
+                    self.write_buffer.len(),
+                    self.peer_address,
+                    self.write_buffer_bytes_max
+                ));
+            }
+        }
+        while self.write_position < self.write_buffer.len() {
+            match self.stream.write(&self.write_buffer[self.write_position..]) {
+                Ok(0) => return Err(format!("{} stopped accepting bytes", self.peer_address)),
+                Ok(n) => self.write_position += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => break,
+                Err(e) => return Err(format!("write to {}: {e}", self.peer_address)),
+            }
+        }
+        if self.write_position == self.write_buffer.len() {
+            self.write_buffer.clear();
+            self.write_position = 0;
+        }
+        let want_writable = !self.write_buffer.is_empty();
+        if want_writable != self.writable_interest {
+            let interest = if want_writable {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            registry
+                .reregister(&mut self.stream, self.token, interest)
+                .map_err(|e| format!("poll registration: {e}"))?;
+            self.writable_interest = want_writable;
+        }
+        Ok(())
+    }
+}
+
+/// A cheap upper-ish estimate of a message's encoded size, to cut batches.
+fn approximate_bytes(message: &Message) -> usize {
+    match message {
+        Message::Decided { state } | Message::DictionaryReply { state, .. } => {
+            256 + state
+                .tables
+                .iter()
+                .map(|t| t.definition.len() + t.fragments.len() * 24 + 64)
+                .sum::<usize>()
+        }
+        Message::NodeIdAllocated { config_text, .. } => config_text.len() + 64,
+        _ => 128,
+    }
+    .min(FRAME_PAYLOAD_BYTES_MAX / 2)
+}
