@@ -1,5 +1,5 @@
 //! Runs the simulator over many seeds and cluster shapes. `SHOAL_SIM_SEEDS`
-//! sets the seeds per shape (default 250); a failure prints the command that
+//! sets the seeds per shape (default 1000); a failure prints the command that
 //! replays it.
 
 use simulator::{SimulationOptions, run};
@@ -8,7 +8,7 @@ fn seeds_per_shape() -> u64 {
     std::env::var("SHOAL_SIM_SEEDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(250)
+        .unwrap_or(1_000)
 }
 
 fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
@@ -54,6 +54,11 @@ fn three_nodes_three_replicas() {
 #[test]
 fn four_nodes_one_replica() {
     run_shape(4, 1, 4_000);
+}
+
+#[test]
+fn six_nodes_two_replicas() {
+    run_shape(6, 2, 5_000);
 }
 
 #[test]
