@@ -43,9 +43,29 @@
 //! would change partition. 3840 = 2⁸ × 3 × 5 divides evenly by most
 //! partition counts a cluster produces, and where it does not, bucket counts
 //! per partition still differ by at most one.
+//!
+//! ## The distribution key
+//! The hash is `key::key_hash` of the row's **distribution key** in the
+//! sortable encoding (`key` module): the primary key's columns in
+//! primary-key order by default, or the columns `PARTITION BY KEY (a, b)`
+//! names, in the order it names them. Every one of those must be a
+//! primary-key column (MySQL error 1503), so a primary-key lookup always
+//! knows its partition. Only the distribution-key values go into the hash,
+//! so rows that agree on them (under their collations: 'abc' and 'ABC' under
+//! a case-insensitive one) share a partition whatever their other key
+//! columns hold; that is what lets a transaction on one customer's rows stay
+//! in one partition. With the default key the bytes hashed are exactly the
+//! primary key's encoding, the same bytes the LDM hashes for its hash index.
+//!
+//! NDB flags distribution-key columns per column and hashes them in
+//! primary-key order, so it places `KEY (b, a)` and `KEY (a, b)` alike;
+//! Shoal hashes in the order written, and both orders are stable.
 
 use crate::error::{Error, ErrorCode};
-use crate::key::key_hash;
+use crate::key::{encode_attrinfo_key, encode_key_column, encode_row_key, key_hash};
+use crate::row::{AttrInfoReader, RowView};
+use crate::table::{ColumnId, KEY_COLUMNS_MAX, TableDef};
+use crate::value::Value;
 use std::fmt::Write as _;
 
 /// A data node's id (NDB's `NodeId`, 1..=144 for data nodes).
@@ -139,7 +159,10 @@ impl PartitionBalance {
 const NDB_TABLE_PREFIX: &str = "NDB_TABLE=";
 
 /// A table's distribution and durability options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// Not `Copy`: the distribution key is a list. Check options against their
+/// table with `validate_for` wherever both are known.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TableOptions {
     /// Committed reads may go to any replica (`READ_BACKUP=1`, the default
     /// as in NDB 8.0.19+); commits then wait for every replica.
@@ -151,6 +174,10 @@ pub struct TableOptions {
     pub fully_replicated: bool,
     /// Neither redo logged nor checkpointed: empty after a cluster restart (`NOLOGGING=1`).
     pub nologging: bool,
+    /// The columns of `PARTITION BY KEY (...)`, in the order given, each a
+    /// primary-key column; empty means the whole primary key in
+    /// primary-key order. See the module documentation.
+    pub distribution_key: Vec<ColumnId>,
 }
 
 impl Default for TableOptions {
@@ -161,6 +188,7 @@ impl Default for TableOptions {
             partitions: None,
             fully_replicated: false,
             nologging: false,
+            distribution_key: Vec::new(),
         }
     }
 }
@@ -176,6 +204,43 @@ impl TableOptions {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// Checks the options for `table`: what `validate` checks, and that
+    /// every distribution-key column exists (MySQL error 1488), is named
+    /// once (1652) and is part of the primary key (1503).
+    pub fn validate_for(&self, table: &TableDef) -> Result<(), Error> {
+        self.validate()?;
+        for (position, &column) in self.distribution_key.iter().enumerate() {
+            let Some(definition) = table.columns.get(usize::from(column)) else {
+                return Err(Error::new(
+                    ErrorCode::NoSuchDistributionKeyColumn,
+                    format!(
+                        "PARTITION BY KEY names column #{column}, but table '{}' has {} columns",
+                        table.name,
+                        table.columns.len()
+                    ),
+                ));
+            };
+            if self.distribution_key[..position].contains(&column) {
+                return Err(Error::new(
+                    ErrorCode::DuplicateDistributionKeyColumn,
+                    format!("PARTITION BY KEY names column '{}' twice", definition.name),
+                ));
+            }
+            if !table.primary_key.contains(&column) {
+                return Err(Error::new(
+                    ErrorCode::DistributionKeyOutsidePrimaryKey,
+                    format!(
+                        "column '{}' of table '{}' is in PARTITION BY KEY but not in the \
+                         primary key; add it to the primary key or leave it out of the \
+                         partitioning key",
+                        definition.name, table.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Applies the `NDB_TABLE=` options found in a table comment, as
@@ -204,7 +269,7 @@ impl TableOptions {
                 "NDB_TABLE= names no option; expected e.g. NDB_TABLE=READ_BACKUP=1".to_string(),
             ));
         }
-        let mut updated = *self;
+        let mut updated = self.clone();
         let mut seen = [false; 4];
         for option in options_text.split(',') {
             let Some((key, value)) = option.split_once('=') else {
@@ -253,8 +318,8 @@ impl TableOptions {
     }
 
     /// The comment that sets these options (all of them, so applying it to
-    /// any options gives these back; `partitions` is SQL syntax, not a
-    /// comment option, and is left out).
+    /// any options gives these back; `partitions` and `distribution_key`
+    /// are SQL syntax, not comment options, and are left out).
     pub fn to_ndb_table_comment(&self) -> String {
         format!(
             "{NDB_TABLE_PREFIX}READ_BACKUP={},PARTITION_BALANCE={},FULLY_REPLICATED={},NOLOGGING={}",
@@ -565,7 +630,7 @@ impl PartitionMap {
     }
 
     /// The partition of a row whose distribution key has this sortable
-    /// encoding (`key::encode_row_key` of the distribution key columns).
+    /// encoding (from one of the `encode_distribution_key_from_*` functions).
     #[inline]
     pub fn partition_of_key(&self, encoded_key: &[u8]) -> u32 {
         self.partition_of_hash(key_hash(encoded_key))
@@ -595,6 +660,177 @@ impl PartitionMap {
         }
         out
     }
+}
+
+/// The effective distribution key of `table` under `options`, borrowed:
+/// the `PARTITION BY KEY` columns, or the primary key if there are none.
+#[inline]
+pub fn distribution_key_columns<'a>(
+    table: &'a TableDef,
+    options: &'a TableOptions,
+) -> &'a [ColumnId] {
+    if options.distribution_key.is_empty() {
+        &table.primary_key
+    } else {
+        &options.distribution_key
+    }
+}
+
+/// The effective distribution key of `table` under `options`: the
+/// `PARTITION BY KEY` columns, or the primary key if there are none.
+pub fn distribution_key(table: &TableDef, options: &TableOptions) -> Vec<ColumnId> {
+    distribution_key_columns(table, options).to_vec()
+}
+
+/// Appends the distribution key of a stored row, the bytes
+/// `PartitionMap::partition_of_key` takes. `options` must have passed
+/// `validate_for(table)`.
+#[inline]
+pub fn encode_distribution_key_from_row(
+    table: &TableDef,
+    options: &TableOptions,
+    row: RowView<'_>,
+    out: &mut Vec<u8>,
+) {
+    encode_row_key(table, distribution_key_columns(table, options), row, out);
+}
+
+/// Appends the distribution key of a primary key given as AttrInfo (every
+/// primary-key column once, in any order), the bytes
+/// `PartitionMap::partition_of_key` takes. `options` must have passed
+/// `validate_for(table)`.
+///
+/// The whole primary key is checked as the LDM's `key::encode_attrinfo_key`
+/// checks it, with the same errors, so a key is routed to a partition only
+/// if the LDM there would accept it. On error nothing is appended.
+pub fn encode_distribution_key_from_attrinfo(
+    table: &TableDef,
+    options: &TableOptions,
+    attrinfo: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let start = out.len();
+    encode_attrinfo_key(table, &table.primary_key, attrinfo, false, out)?;
+    let columns = distribution_key_columns(table, options);
+    if columns == table.primary_key.as_slice() {
+        // The primary key's encoding is the distribution key's.
+        return Ok(());
+    }
+    out.truncate(start);
+    assert!(
+        columns.len() <= KEY_COLUMNS_MAX,
+        "a distribution key is part of a primary key of at most {KEY_COLUMNS_MAX} columns"
+    );
+    // Per distribution-key column: None = not in the AttrInfo, else its value.
+    // On the stack: this runs for every key routed.
+    let mut given: [Option<Option<&[u8]>>; KEY_COLUMNS_MAX] = [None; KEY_COLUMNS_MAX];
+    for entry in AttrInfoReader::new(attrinfo) {
+        // encode_attrinfo_key has read the whole stream without error.
+        let (column, value) = entry?;
+        if let Some(position) = columns.iter().position(|&key_column| key_column == column) {
+            given[position] = Some(value);
+        }
+    }
+    for (&column, value) in columns.iter().zip(&given) {
+        let Some(value) = *value else {
+            // Only options not validated for this table get here: the
+            // AttrInfo holds exactly the primary key, and the column is not
+            // in it (it may not even be in the table).
+            out.truncate(start);
+            return Err(Error::new(
+                ErrorCode::DistributionKeyOutsidePrimaryKey,
+                format!("distribution key column #{column} is not in the primary key"),
+            ));
+        };
+        let definition = &table.columns[usize::from(column)];
+        encode_key_column(&definition.column_type, definition.nullable, value, out);
+    }
+    Ok(())
+}
+
+/// Appends the distribution key of a row or key given as typed values, the
+/// bytes `PartitionMap::partition_of_key` takes: what a client computes to
+/// pick the node to start a transaction on. `values` must give every
+/// distribution-key column once (`WrongKey` otherwise) and may give other
+/// columns too, which are ignored, so a whole row or its primary key both
+/// do. `options` must have passed `validate_for(table)`.
+///
+/// Each value is checked as an insert would check it (`WrongValue`,
+/// `DataTooLong`, `NullNotAllowed`). On error nothing is appended.
+pub fn encode_distribution_key_from_values(
+    table: &TableDef,
+    options: &TableOptions,
+    values: &[(ColumnId, Value)],
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let start = out.len();
+    let result = append_distribution_key_from_values(table, options, values, out);
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
+}
+
+fn append_distribution_key_from_values(
+    table: &TableDef,
+    options: &TableOptions,
+    values: &[(ColumnId, Value)],
+    out: &mut Vec<u8>,
+) -> Result<(), Error> {
+    let mut stored = Vec::new();
+    for &column in distribution_key_columns(table, options) {
+        let definition = table.columns.get(usize::from(column)).ok_or_else(|| {
+            Error::new(
+                ErrorCode::NoSuchDistributionKeyColumn,
+                format!(
+                    "distribution key names column #{column}, which table '{}' lacks",
+                    table.name
+                ),
+            )
+        })?;
+        let mut matching = values.iter().filter(|(id, _)| *id == column);
+        let Some((_, value)) = matching.next() else {
+            return Err(Error::new(
+                ErrorCode::WrongKey,
+                format!("no value for distribution key column '{}'", definition.name),
+            ));
+        };
+        if matching.next().is_some() {
+            return Err(Error::new(
+                ErrorCode::WrongKey,
+                format!(
+                    "distribution key column '{}' is given twice",
+                    definition.name
+                ),
+            ));
+        }
+        if matches!(value, Value::Null) {
+            if !definition.nullable {
+                return Err(Error::new(
+                    ErrorCode::NullNotAllowed,
+                    format!("distribution key column '{}' given NULL", definition.name),
+                ));
+            }
+            encode_key_column(&definition.column_type, true, None, out);
+            continue;
+        }
+        stored.clear();
+        value
+            .encode(&definition.column_type, &mut stored)
+            .map_err(|error| {
+                Error::new(
+                    error.code,
+                    format!("column '{}': {}", definition.name, error.detail),
+                )
+            })?;
+        encode_key_column(
+            &definition.column_type,
+            definition.nullable,
+            Some(&stored),
+            out,
+        );
+    }
+    Ok(())
 }
 
 /// The hash map bucket of a key hash.

@@ -69,6 +69,12 @@ pub enum ErrorCode {
     NoPartitions,
     /// An encoded table definition is corrupt or from a newer format version.
     CorruptTableDefinition,
+    /// A distribution key (`PARTITION BY KEY`) column is not in the primary key.
+    DistributionKeyOutsidePrimaryKey,
+    /// A distribution key (`PARTITION BY KEY`) names a column the table lacks.
+    NoSuchDistributionKeyColumn,
+    /// A distribution key (`PARTITION BY KEY`) names a column twice.
+    DuplicateDistributionKeyColumn,
 }
 
 impl ErrorCode {
@@ -104,7 +110,10 @@ impl ErrorCode {
             | IllegalTableOption
             | TooManyPartitions
             | NoPartitions
-            | CorruptTableDefinition => return None,
+            | CorruptTableDefinition
+            | DistributionKeyOutsidePrimaryKey
+            | NoSuchDistributionKeyColumn
+            | DuplicateDistributionKeyColumn => return None,
         })
     }
 
@@ -132,6 +141,9 @@ impl ErrorCode {
             TooManyPartitions => 1499,
             NoPartitions => 1504,
             CorruptTableDefinition => 1033,
+            DistributionKeyOutsidePrimaryKey => 1503,
+            NoSuchDistributionKeyColumn => 1488,
+            DuplicateDistributionKeyColumn => 1652,
             TooManyOperations | TooManyTransactions | TooManyScans => 1297,
             WrongKey
             | NoSuchTransaction
@@ -198,6 +210,13 @@ impl ErrorCode {
             CorruptTableDefinition => {
                 "Incorrect information in table definition: it is corrupt or from a newer Shoal"
             }
+            DistributionKeyOutsidePrimaryKey => {
+                "A PRIMARY KEY must include all columns in the table's partitioning function"
+            }
+            NoSuchDistributionKeyColumn => {
+                "Field in list of fields for partition function not found in table"
+            }
+            DuplicateDistributionKeyColumn => "Duplicate partition field name",
         }
     }
 }

@@ -25,6 +25,8 @@
 //! | option flags              | 1       | bit 0: READ_BACKUP, bit 1: FULLY_REPLICATED, bit 2: NOLOGGING |
 //! | partition balance         | 1       | 0 FOR_RP_BY_LDM, 1 FOR_RA_BY_LDM, 2 FOR_RP_BY_NODE, 3 FOR_RA_BY_NODE, 4/5/6 FOR_RA_BY_LDM_X_2/3/4 |
 //! | partitions                | 4       | u32, explicit `PARTITIONS n`; 0 when the balance decides  |
+//! | distribution key count    | 2       | u16; 0 when the primary key is the distribution key       |
+//! | distribution key columns  | 2 each  | `ColumnId`, in `PARTITION BY KEY` order                   |
 //!
 //! Column types (tag, then parameters; *unsigned* is a byte 0 or 1, a
 //! *collation* is MySQL's collation id, `Collation::wire_id`):
@@ -56,8 +58,9 @@
 //! Decoding accepts exactly what encoding produces: unknown tags, flag bits,
 //! versions or hash functions, bad UTF-8, truncation and trailing bytes are
 //! errors (`CorruptTableDefinition`), and the definition is rebuilt through
-//! `TableDef::new`, so a decoded table passed the same validation as a
-//! created one and its row layout is derived, never trusted from the wire.
+//! `TableDef::new` and its options checked with `TableOptions::validate_for`,
+//! so a decoded table passed the same validation as a created one and its
+//! row layout is derived, never trusted from the wire.
 
 use crate::distribution::{PartitionBalance, TableOptions};
 use crate::error::{Error, ErrorCode};
@@ -132,6 +135,8 @@ pub fn encode_table(def: &TableDef, options: &TableOptions, out: &mut Vec<u8>) {
     out.push(balance_wire_id(options.partition_balance));
     // PARTITIONS 0 is invalid, so 0 is free to mean "no explicit count".
     out.extend_from_slice(&options.partitions.unwrap_or(0).to_le_bytes());
+    // An empty list means the primary key, so a count of 0 needs no flag.
+    put_column_ids(out, &options.distribution_key);
 }
 
 /// Decodes what `encode_table` wrote, validating it as `CREATE TABLE` would.
@@ -187,6 +192,7 @@ pub fn decode_table(bytes: &[u8]) -> Result<(TableDef, TableOptions), Error> {
         ))
     })?;
     let partitions = reader.u32("the partition count")?;
+    let distribution_key = reader.column_ids("the distribution key")?;
     if reader.position != bytes.len() {
         return Err(corrupt(format!(
             "{} trailing byte(s) after the table definition",
@@ -199,9 +205,11 @@ pub fn decode_table(bytes: &[u8]) -> Result<(TableDef, TableOptions), Error> {
         partitions: (partitions != 0).then_some(partitions),
         fully_replicated: flags & OPTION_FULLY_REPLICATED != 0,
         nologging: flags & OPTION_NOLOGGING != 0,
+        distribution_key,
     };
     options.validate()?;
     let def = TableDef::new(&name, columns, primary_key, ordered_indexes)?;
+    options.validate_for(&def)?;
     Ok((def, options))
 }
 

@@ -1,16 +1,23 @@
 //! Tests of partition maps: partition counts for every PARTITION_BALANCE,
 //! even spreading of primaries over nodes and LDM threads, replica sets that
 //! are exactly one node group, fully replicated copies, explicit PARTITIONS,
-//! NDB_TABLE comment parsing, the hash map of buckets, and golden values
-//! for the hash-to-partition mapping that decides where rows live.
+//! NDB_TABLE comment parsing, the hash map of buckets, golden values for
+//! the hash-to-partition mapping that decides where rows live, and
+//! distribution keys (`PARTITION BY KEY`): their validation and that rows
+//! agreeing on them share a partition.
 
 use proptest::prelude::*;
-use schema::ErrorCode;
 use schema::distribution::{
     ClusterShape, HASH_MAP_BUCKETS, NodeId, PARTITIONS_MAX, PartitionBalance, PartitionMap,
-    TableOptions, bucket_of_hash,
+    TableOptions, bucket_of_hash, distribution_key, distribution_key_columns,
+    encode_distribution_key_from_attrinfo, encode_distribution_key_from_row,
+    encode_distribution_key_from_values,
 };
-use schema::key::key_hash;
+use schema::key::{encode_attrinfo_key, encode_row_key, key_hash};
+use schema::row::RowBuilder;
+use schema::{
+    AttrInfoWriter, Collation, ColumnDef, ColumnId, ColumnType, ErrorCode, RowView, TableDef, Value,
+};
 use std::collections::BTreeMap;
 
 fn shape(node_groups: &[&[NodeId]], ldm_threads: u32) -> ClusterShape {
@@ -421,6 +428,7 @@ fn ndb_table_comments_set_options() {
             partitions: None,
             fully_replicated: true,
             nologging: true,
+            distribution_key: Vec::new(),
         }
     );
     // Other text around it, lower case, only some options.
@@ -483,6 +491,7 @@ fn ndb_table_comments_round_trip() {
                 partitions: None,
                 fully_replicated: bits & 2 != 0,
                 nologging: bits & 4 != 0,
+                distribution_key: Vec::new(),
             };
             let comment = options.to_ndb_table_comment();
             // Applying onto options that differ everywhere still gives these back.
@@ -492,6 +501,7 @@ fn ndb_table_comments_round_trip() {
                 partitions: None,
                 fully_replicated: !options.fully_replicated,
                 nologging: !options.nologging,
+                distribution_key: Vec::new(),
             };
             other.apply_ndb_table_comment(&comment).unwrap();
             assert_eq!(other, options, "{comment}");
@@ -673,4 +683,361 @@ proptest! {
             prop_assert_eq!(partition, (hash % u64::from(HASH_MAP_BUCKETS)) as u32 % map.partition_count());
         }
     }
+}
+
+/// Orders by region and customer: `region` is case- and accent-insensitive,
+/// the primary key is (region, customer, order_number), and `amount` is an
+/// ordinary column.
+fn orders_table() -> TableDef {
+    TableDef::new(
+        "orders",
+        vec![
+            ColumnDef::new(
+                "region",
+                ColumnType::Varchar {
+                    length: 10,
+                    collation: Collation::Utf8mb4AiCi,
+                },
+                false,
+            ),
+            ColumnDef::new("customer", ColumnType::Int { unsigned: false }, false),
+            ColumnDef::new("order_number", ColumnType::BigInt { unsigned: true }, false),
+            ColumnDef::new("amount", ColumnType::Int { unsigned: false }, true),
+        ],
+        vec![0, 1, 2],
+        vec![],
+    )
+    .unwrap()
+}
+
+/// `PARTITION BY KEY (customer, region)`: a customer's orders share a partition.
+fn by_customer() -> TableOptions {
+    TableOptions {
+        distribution_key: vec![1, 0],
+        ..TableOptions::default()
+    }
+}
+
+fn order(region: &str, customer: i64, order_number: u64) -> Vec<(ColumnId, Value)> {
+    vec![
+        (0, Value::from(region)),
+        (1, Value::Int(customer)),
+        (2, Value::UInt(order_number)),
+        (3, Value::Int(100)),
+    ]
+}
+
+fn key_of(table: &TableDef, options: &TableOptions, values: &[(ColumnId, Value)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_distribution_key_from_values(table, options, values, &mut out).unwrap();
+    out
+}
+
+#[test]
+fn distribution_key_defaults_to_the_primary_key() {
+    let table = orders_table();
+    let default = TableOptions::default();
+    assert_eq!(distribution_key(&table, &default), vec![0, 1, 2]);
+    assert_eq!(distribution_key(&table, &by_customer()), vec![1, 0]);
+    assert_eq!(distribution_key_columns(&table, &by_customer()), [1, 0]);
+    default.validate_for(&table).unwrap();
+    by_customer().validate_for(&table).unwrap();
+    // The whole primary key, in another order, is a valid key too.
+    let reordered = TableOptions {
+        distribution_key: vec![2, 1, 0],
+        ..TableOptions::default()
+    };
+    reordered.validate_for(&table).unwrap();
+}
+
+#[test]
+fn invalid_distribution_keys_are_refused_naming_the_column() {
+    let table = orders_table();
+    let cases: [(Vec<ColumnId>, ErrorCode, u16, &str); 4] = [
+        (
+            vec![1, 3],
+            ErrorCode::DistributionKeyOutsidePrimaryKey,
+            1503,
+            "'amount'",
+        ),
+        (
+            vec![9],
+            ErrorCode::NoSuchDistributionKeyColumn,
+            1488,
+            "column #9",
+        ),
+        (
+            vec![0, 1, 0],
+            ErrorCode::DuplicateDistributionKeyColumn,
+            1652,
+            "'region' twice",
+        ),
+        (
+            vec![1, 1],
+            ErrorCode::DuplicateDistributionKeyColumn,
+            1652,
+            "'customer' twice",
+        ),
+    ];
+    for (key, code, mysql_code, needle) in cases {
+        let options = TableOptions {
+            distribution_key: key.clone(),
+            ..TableOptions::default()
+        };
+        let error = options.validate_for(&table).unwrap_err();
+        assert_eq!(error.code, code, "{key:?}");
+        assert_eq!(error.code.mysql_code(), mysql_code, "{key:?}");
+        assert!(error.detail.contains(needle), "{error} should say {needle}");
+    }
+    assert_eq!(
+        ErrorCode::DistributionKeyOutsidePrimaryKey.message(),
+        "A PRIMARY KEY must include all columns in the table's partitioning function"
+    );
+    // validate_for checks what validate checks, too.
+    let no_partitions = TableOptions {
+        partitions: Some(0),
+        ..by_customer()
+    };
+    assert_eq!(
+        no_partitions.validate_for(&table).unwrap_err().code,
+        ErrorCode::NoPartitions
+    );
+}
+
+#[test]
+fn a_customers_rows_share_a_partition() {
+    let table = orders_table();
+    let options = by_customer();
+    let map = map(&shape(&[&[1, 2], &[3, 4]], 2), &options);
+    assert_eq!(map.partition_count(), 8);
+    for customer in 0..200 {
+        let first = key_of(&table, &options, &order("north", customer, 0));
+        let partition = map.partition_of_key(&first);
+        for order_number in 1..20 {
+            // Other order numbers, other amounts, and the region in another
+            // case and accent: equal under the collation, so the same key.
+            let mut values = order("NÖRTH", customer, order_number * 7919);
+            values[3].1 = Value::Int(order_number as i64);
+            let key = key_of(&table, &options, &values);
+            assert_eq!(key, first, "customer {customer} order {order_number}");
+            assert_eq!(map.partition_of_key(&key), partition);
+        }
+        // The order of the values given does not matter, only the key's.
+        let mut reversed = order("north", customer, 5);
+        reversed.reverse();
+        assert_eq!(key_of(&table, &options, &reversed), first);
+    }
+    // With the default key the order number is part of the hash, and a
+    // customer's orders scatter.
+    let default = TableOptions::default();
+    let scattered: std::collections::BTreeSet<u32> = (0..64)
+        .map(|order_number| {
+            map.partition_of_key(&key_of(&table, &default, &order("north", 1, order_number)))
+        })
+        .collect();
+    assert!(scattered.len() > 4, "{scattered:?}");
+}
+
+#[test]
+fn different_distribution_keys_spread_over_partitions() {
+    let table = orders_table();
+    let options = by_customer();
+    let map = map(&shape(&[&[1, 2], &[3, 4]], 2), &options);
+    let customers = 4000;
+    let mut per_partition = vec![0u32; map.partition_count() as usize];
+    for customer in 0..customers {
+        let key = key_of(&table, &options, &order("south", customer, 1));
+        per_partition[map.partition_of_key(&key) as usize] += 1;
+    }
+    let fair_share = customers as u32 / map.partition_count();
+    for (partition, &count) in per_partition.iter().enumerate() {
+        assert!(
+            count > fair_share * 3 / 4 && count < fair_share * 5 / 4,
+            "partition {partition} has {count} of {customers} customers: {per_partition:?}"
+        );
+    }
+    // The region is part of the key: the same customer in other regions
+    // lands in more than one partition.
+    let regions: std::collections::BTreeSet<u32> = ["north", "south", "east", "west", "centre"]
+        .into_iter()
+        .chain(["a", "b", "c", "d", "e", "f", "g"])
+        .map(|region| map.partition_of_key(&key_of(&table, &options, &order(region, 7, 1))))
+        .collect();
+    assert!(regions.len() > 1, "{regions:?}");
+}
+
+/// The stored row and the primary-key AttrInfo of `values`.
+fn row_and_key(table: &TableDef, values: &[(ColumnId, Value)]) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let mut row = Vec::new();
+    let mut key = Vec::new();
+    let mut row_writer = AttrInfoWriter::new(&mut row);
+    for (column, value) in values {
+        let mut stored = Vec::new();
+        value
+            .encode(table.column_type(*column), &mut stored)
+            .unwrap();
+        row_writer.push(*column, Some(&stored));
+    }
+    // The key in an order of its own, as clients may send it.
+    let mut key_writer = AttrInfoWriter::new(&mut key);
+    for (column, value) in values.iter().rev() {
+        if table.primary_key.contains(column) {
+            let mut stored = Vec::new();
+            value
+                .encode(table.column_type(*column), &mut stored)
+                .unwrap();
+            key_writer.push(*column, Some(&stored));
+        }
+    }
+    let mut fixed = vec![0; table.layout.fixed_bytes as usize];
+    let mut var = Vec::new();
+    RowBuilder::default()
+        .build(table, None, &row, &mut fixed, &mut var)
+        .unwrap();
+    (fixed, var, key)
+}
+
+#[test]
+fn rows_attrinfo_keys_and_values_encode_alike() {
+    let table = orders_table();
+    for options in [TableOptions::default(), by_customer()] {
+        for (region, customer, order_number) in [("north", 1, 2), ("Åland", -5, u64::MAX)] {
+            let values = order(region, customer, order_number);
+            let (fixed, var, key) = row_and_key(&table, &values);
+            let row = RowView {
+                fixed: &fixed,
+                var: &var,
+            };
+            let from_values = key_of(&table, &options, &values);
+            let mut from_row = vec![0xAA];
+            encode_distribution_key_from_row(&table, &options, row, &mut from_row);
+            assert_eq!(from_row[1..], from_values, "appends after what is there");
+            let mut from_attrinfo = Vec::new();
+            encode_distribution_key_from_attrinfo(&table, &options, &key, &mut from_attrinfo)
+                .unwrap();
+            assert_eq!(from_attrinfo, from_values);
+            // It is the sortable encoding of the effective key's columns.
+            let mut expected = Vec::new();
+            encode_row_key(
+                &table,
+                distribution_key_columns(&table, &options),
+                row,
+                &mut expected,
+            );
+            assert_eq!(expected, from_values);
+        }
+    }
+    // With the default key, the bytes are the primary key's: the hash the
+    // LDM computes for its hash index.
+    let values = order("north", 1, 2);
+    let (_, _, key) = row_and_key(&table, &values);
+    let mut primary_key = Vec::new();
+    encode_attrinfo_key(&table, &table.primary_key, &key, false, &mut primary_key).unwrap();
+    assert_eq!(
+        key_of(&table, &TableOptions::default(), &values),
+        primary_key
+    );
+}
+
+#[test]
+fn golden_distribution_key_partition() {
+    // PRIMARY KEY (id, name), PARTITION BY KEY (id): only id is hashed, and
+    // INT NOT NULL 1 encodes to 80 00 00 01, whose hash tests/key_properties.rs
+    // pins (bucket 2150, partition 6 of 8). This decides where rows live.
+    let table = TableDef::new(
+        "golden",
+        vec![
+            ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
+            ColumnDef::new(
+                "name",
+                ColumnType::Varchar {
+                    length: 10,
+                    collation: Collation::Utf8mb4AiCi,
+                },
+                false,
+            ),
+        ],
+        vec![0, 1],
+        vec![],
+    )
+    .unwrap();
+    let options = TableOptions {
+        distribution_key: vec![0],
+        ..TableOptions::default()
+    };
+    options.validate_for(&table).unwrap();
+    let map = map(&shape(&[&[1, 2], &[3, 4]], 2), &options);
+    for name in ["abc", "xyz", ""] {
+        let key = key_of(
+            &table,
+            &options,
+            &[(1, Value::from(name)), (0, Value::Int(1))],
+        );
+        assert_eq!(key, [0x80, 0x00, 0x00, 0x01]);
+        assert_eq!(key_hash(&key), 0x25C7_5F1B_C399_BB66);
+        assert_eq!(bucket_of_hash(key_hash(&key)), 2150);
+        assert_eq!(map.partition_of_key(&key), 6);
+    }
+}
+
+#[test]
+fn bad_keys_are_refused_and_append_nothing() {
+    let table = orders_table();
+    let options = by_customer();
+    let values_error = |values: &[(ColumnId, Value)]| {
+        let mut out = vec![7];
+        let error =
+            encode_distribution_key_from_values(&table, &options, values, &mut out).unwrap_err();
+        assert_eq!(out, [7], "{values:?}");
+        error
+    };
+    // order_number and amount are not in the distribution key: not needed.
+    assert!(
+        encode_distribution_key_from_values(
+            &table,
+            &options,
+            &[(1, Value::Int(3)), (0, Value::from("x"))],
+            &mut Vec::new()
+        )
+        .is_ok()
+    );
+    let missing = values_error(&[(1, Value::Int(3))]);
+    assert_eq!(missing.code, ErrorCode::WrongKey);
+    assert!(missing.detail.contains("'region'"), "{missing}");
+    let twice = values_error(&[
+        (0, Value::from("x")),
+        (1, Value::Int(3)),
+        (1, Value::Int(4)),
+    ]);
+    assert_eq!(twice.code, ErrorCode::WrongKey);
+    assert!(
+        twice.detail.contains("'customer' is given twice"),
+        "{twice}"
+    );
+    let null = values_error(&[(0, Value::from("x")), (1, Value::Null)]);
+    assert_eq!(null.code, ErrorCode::NullNotAllowed);
+    let wrong_type = values_error(&[(0, Value::from("x")), (1, Value::Double(1.5))]);
+    assert_eq!(wrong_type.code, ErrorCode::WrongValue);
+    assert!(wrong_type.detail.contains("'customer'"), "{wrong_type}");
+    let too_long = values_error(&[(0, Value::from("far too long a name")), (1, Value::Int(1))]);
+    assert_eq!(too_long.code, ErrorCode::DataTooLong);
+
+    // An AttrInfo key must be the whole primary key, as the LDM requires,
+    // even though only part of it is hashed.
+    let (_, _, key) = row_and_key(&table, &order("north", 1, 2));
+    let mut partial = Vec::new();
+    let mut writer = AttrInfoWriter::new(&mut partial);
+    writer.push(0, Some(b"north"));
+    writer.push(1, Some(&1i32.to_le_bytes()));
+    let mut out = vec![7];
+    let error =
+        encode_distribution_key_from_attrinfo(&table, &options, &partial, &mut out).unwrap_err();
+    assert_eq!(error.code, ErrorCode::WrongKey);
+    assert_eq!(out, [7]);
+    let mut with_amount = key.clone();
+    AttrInfoWriter::new(&mut with_amount).push(3, Some(&1i32.to_le_bytes()));
+    let error = encode_distribution_key_from_attrinfo(&table, &options, &with_amount, &mut out)
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::WrongKey);
+    assert_eq!(out, [7]);
 }

@@ -1,7 +1,8 @@
 //! Tests of the table definition codec: every column type and collation
 //! round-trips, the bytes of a small table are pinned, random valid tables
-//! round-trip, and truncated, extended or corrupted encodings give errors
-//! (or another valid table) without ever panicking.
+//! round-trip with and without a distribution key, invalid distribution
+//! keys are refused, and truncated, extended or corrupted encodings give
+//! errors (or another valid table) without ever panicking.
 
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -111,6 +112,8 @@ fn unusual_options() -> TableOptions {
         partitions: Some(PARTITIONS_MAX),
         fully_replicated: true,
         nologging: true,
+        // The table's primary key is (3, 0, 28): a subset, in another order.
+        distribution_key: vec![28, 3],
     }
 }
 
@@ -198,6 +201,7 @@ fn golden_encoding_of_a_small_table() {
         0b001,             // READ_BACKUP
         0,                 // FOR_RP_BY_LDM
         0, 0, 0, 0,        // no explicit PARTITIONS
+        0, 0,              // distribution key: the primary key
     ];
     assert_eq!(encode(&small_table(), &TableOptions::default()), expected);
 
@@ -212,6 +216,7 @@ fn golden_encoding_of_a_small_table() {
         1, 0,
         1, 0, b'k', 1, 1, 0, 0, 0,           // UNIQUE k (a)
         0b110, 6, 7, 0, 0, 0,
+        1, 0, 0, 0,                          // PARTITION BY KEY (a)
     ];
     let def = TableDef::new(
         "ix",
@@ -247,6 +252,7 @@ fn golden_encoding_of_a_small_table() {
         partitions: Some(7),
         fully_replicated: true,
         nologging: true,
+        distribution_key: vec![0],
     };
     assert_eq!(encode(&def, &options), expected_with_index);
     assert_eq!(decode_table(expected_with_index).unwrap(), (def, options));
@@ -254,7 +260,7 @@ fn golden_encoding_of_a_small_table() {
     // The index on (b, a) instead: TEXT cannot be in a key, and decoding
     // refuses it exactly as CREATE TABLE would.
     let mut blob_in_key = expected_with_index.to_vec();
-    let index_columns = blob_in_key.len() - 6 - 4;
+    let index_columns = blob_in_key.len() - 4 - 6 - 4;
     blob_in_key.splice(index_columns..index_columns + 4, [2, 0, 1, 0, 0, 0]);
     assert_eq!(
         decode_table(&blob_in_key).unwrap_err().code,
@@ -341,19 +347,107 @@ fn invalid_definitions_are_refused_with_their_own_errors() {
     assert_eq!(error.code, ErrorCode::NoSuchColumn);
     // PARTITIONS above the limit.
     let mut bytes = encode(&small_table(), &TableOptions::default());
-    let partitions_at = bytes.len() - 4;
-    bytes[partitions_at..].copy_from_slice(&(PARTITIONS_MAX + 1).to_le_bytes());
+    let partitions_at = bytes.len() - 2 - 4;
+    bytes[partitions_at..partitions_at + 4].copy_from_slice(&(PARTITIONS_MAX + 1).to_le_bytes());
     assert_eq!(
         decode_table(&bytes).unwrap_err().code,
         ErrorCode::TooManyPartitions
     );
     // No columns at all.
-    let empty = [1, 1, 1, 0, b't', 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0];
+    let empty = [1, 1, 1, 0, b't', 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0];
     assert_eq!(
         decode_table(&empty).unwrap_err().code,
         ErrorCode::WrongColumnSpec
     );
     assert!(decode_table(&[]).is_err());
+}
+
+/// Orders with primary key (region, customer, order_number) and an
+/// ordinary column `amount`.
+fn orders_table() -> TableDef {
+    TableDef::new(
+        "orders",
+        vec![
+            ColumnDef::new(
+                "region",
+                ColumnType::Varchar {
+                    length: 10,
+                    collation: Collation::Utf8mb4AiCi,
+                },
+                false,
+            ),
+            ColumnDef::new("customer", ColumnType::Int { unsigned: false }, false),
+            ColumnDef::new("order_number", ColumnType::BigInt { unsigned: true }, false),
+            ColumnDef::new("amount", ColumnType::Int { unsigned: false }, true),
+        ],
+        vec![0, 1, 2],
+        vec![],
+    )
+    .unwrap()
+}
+
+fn with_distribution_key(distribution_key: Vec<ColumnId>) -> TableOptions {
+    TableOptions {
+        distribution_key,
+        ..TableOptions::default()
+    }
+}
+
+#[test]
+fn distribution_keys_round_trip() {
+    let def = orders_table();
+    for key in [vec![], vec![1], vec![1, 0], vec![2, 0, 1], vec![0, 1, 2]] {
+        let options = with_distribution_key(key.clone());
+        let bytes = encode(&def, &options);
+        let count_at = bytes.len() - 2 * key.len() - 2;
+        assert_eq!(
+            bytes[count_at..count_at + 2],
+            (key.len() as u16).to_le_bytes()
+        );
+        let (decoded, decoded_options) = decode_table(&bytes).unwrap();
+        assert_eq!(decoded, def);
+        assert_eq!(decoded_options.distribution_key, key);
+        assert_eq!(decoded_options, options);
+        assert_eq!(encode(&decoded, &decoded_options), bytes);
+    }
+    #[rustfmt::skip]
+    let expected_tail: &[u8] = &[
+        0b001, 0, 0, 0, 0, 0, // default options
+        2, 0, 1, 0, 0, 0,     // PARTITION BY KEY (customer, region)
+    ];
+    assert!(encode(&def, &with_distribution_key(vec![1, 0])).ends_with(expected_tail));
+}
+
+#[test]
+fn invalid_distribution_keys_are_refused_on_decode() {
+    let def = orders_table();
+    let cases = [
+        (
+            vec![1, 3],
+            ErrorCode::DistributionKeyOutsidePrimaryKey,
+            "'amount'",
+        ),
+        (vec![4], ErrorCode::NoSuchDistributionKeyColumn, "#4"),
+        (
+            vec![0, 0],
+            ErrorCode::DuplicateDistributionKeyColumn,
+            "'region' twice",
+        ),
+    ];
+    for (key, code, needle) in cases {
+        // The encoder writes what it is given; the decoder is the gate.
+        let bytes = encode(&def, &with_distribution_key(key.clone()));
+        let error = decode_table(&bytes).unwrap_err();
+        assert_eq!(error.code, code, "{key:?}");
+        assert!(error.detail.contains(needle), "{error} should say {needle}");
+    }
+    // A count larger than the bytes that follow is truncation.
+    let mut bytes = encode(&def, &with_distribution_key(vec![1]));
+    let count_at = bytes.len() - 4;
+    bytes[count_at] = 2;
+    let error = decode_table(&bytes).unwrap_err();
+    assert_eq!(error.code, ErrorCode::CorruptTableDefinition);
+    assert!(error.detail.contains("truncated"), "{error}");
 }
 
 /// Decodes `bytes`, which must not panic; a successful decode must be a
@@ -484,19 +578,41 @@ fn options() -> impl Strategy<Value = TableOptions> {
                 partitions,
                 fully_replicated,
                 nologging,
+                distribution_key: Vec::new(),
             },
         )
+}
+
+/// `options` with a distribution key of the primary-key columns `picks`
+/// chooses, in the order picked (none: the primary key).
+fn with_picked_distribution_key(
+    def: &TableDef,
+    mut options: TableOptions,
+    picks: &[Index],
+) -> TableOptions {
+    for pick in picks {
+        let column = def.primary_key[pick.index(def.primary_key.len())];
+        if !options.distribution_key.contains(&column) {
+            options.distribution_key.push(column);
+        }
+    }
+    options
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1024))]
 
     #[test]
-    fn random_tables_round_trip(def in table(), options in options()) {
+    fn random_tables_round_trip(
+        def in table(),
+        options in options(),
+        picks in proptest::collection::vec(any::<Index>(), 0..4),
+    ) {
+        let options = with_picked_distribution_key(&def, options, &picks);
         let bytes = encode(&def, &options);
         let (decoded, decoded_options) = decode_table(&bytes).unwrap();
         prop_assert_eq!(&decoded, &def);
-        prop_assert_eq!(decoded_options, options);
+        prop_assert_eq!(&decoded_options, &options);
         prop_assert_eq!(encode(&decoded, &decoded_options), bytes);
     }
 
@@ -504,9 +620,11 @@ proptest! {
     fn random_corruption_never_panics(
         def in table(),
         options in options(),
+        picks in proptest::collection::vec(any::<Index>(), 0..4),
         changes in proptest::collection::vec((any::<Index>(), any::<u8>()), 1..4),
         cut in any::<Index>(),
     ) {
+        let options = with_picked_distribution_key(&def, options, &picks);
         let mut bytes = encode(&def, &options);
         for (position, value) in changes {
             let at = position.index(bytes.len());
