@@ -7,7 +7,9 @@
 //! status.
 
 mod cli;
+mod mgm;
 mod roles;
+mod up;
 
 use std::process::ExitCode;
 

@@ -12,11 +12,11 @@ use crate::cli::{BenchArgs, BenchCommand, BenchStorageArgs, Command, SimArgs};
 /// Runs the role chosen on the command line.
 pub fn run(command: Command) -> ExitCode {
     match command {
-        Command::Up(_) => not_built("up", "the sandbox (a local cluster)"),
+        Command::Up(args) => crate::up::run(&args),
         Command::Mgmd(args) => mgmd(&args),
         Command::Datad(args) => datad(&args),
         Command::Sqld(_) => not_built("sqld", "the SQL node"),
-        Command::Mgm(_) => not_built("mgm", "the management client"),
+        Command::Mgm(args) => crate::mgm::run(&args),
         Command::Bench(BenchArgs { command }) => match command {
             BenchCommand::Storage(args) => bench_storage(&args),
         },
@@ -54,7 +54,7 @@ fn datad(args: &crate::cli::DatadArgs) -> ExitCode {
 }
 
 fn sim(args: &SimArgs) -> ExitCode {
-    if args.nodes % args.replicas != 0 {
+    if !args.nodes.is_multiple_of(args.replicas) {
         eprintln!(
             "shoal sim: {} data nodes do not split into node groups of {} replicas",
             args.nodes, args.replicas

@@ -1,15 +1,21 @@
 //! The command line of the `shoal` binary as a user sees it: the roles listed
-//! by `--help`, the one-line answer of roles that are not built yet, and the
-//! exit status of a command that does not exist.
+//! by `--help`, the one-line answer of roles that are not built yet, the exit
+//! status of a command that does not exist, and the errors of `shoal mgm` and
+//! `shoal up` that need no running cluster (a management node without data
+//! nodes at most).
 
-use std::process::{Command, Output};
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Every role, as a subcommand, in the order `--help` lists them.
 const ROLES: [&str; 6] = ["up", "mgmd", "datad", "sqld", "mgm", "bench"];
 
 /// The roles that answer "not built yet" today. A role leaves this list the
 /// day it is built, and gets its own tests.
-const UNBUILT_ROLES: [&str; 5] = ["up", "mgmd", "datad", "sqld", "mgm"];
+const UNBUILT_ROLES: [&str; 1] = ["sqld"];
 
 fn shoal(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_shoal"))
@@ -64,4 +70,293 @@ fn invalid_flag_values_are_refused() {
     assert_eq!(output.status.code(), Some(2), "NoOfReplicas is 1 to 4");
     let output = shoal(&["bench", "storage", "--rows", "many"]);
     assert_eq!(output.status.code(), Some(2), "--rows takes a number");
+}
+
+/// An address where nothing listens: port 1 (tcpmux) is long obsolete, and
+/// a connection to it is refused at once.
+const UNREACHABLE: &str = "127.0.0.1:1";
+
+fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn mgm_says_when_it_cannot_connect_and_exits_1() {
+    let output = shoal(&["mgm", "-c", UNREACHABLE, "-e", "SHOW"]);
+    let stderr = stderr_of(&output);
+    assert_eq!(output.status.code(), Some(1), "stderr {stderr:?}");
+    assert!(
+        stderr.starts_with("Unable to connect with connect string: nodeid=0,127.0.0.1:1\n"),
+        "{stderr:?}"
+    );
+    assert!(
+        stderr.contains("cannot connect to 127.0.0.1:1"),
+        "{stderr:?}"
+    );
+    assert!(output.stdout.is_empty(), "wrote to stdout");
+}
+
+#[test]
+fn mgm_shell_without_a_server_fails_before_the_prompt() {
+    let output = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(["mgm", "--ndb-connectstring", UNREACHABLE])
+        .stdin(Stdio::null())
+        .output()
+        .expect("the shoal binary runs");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr_of(&output).contains("Unable to connect"));
+    assert!(
+        output.stdout.is_empty(),
+        "printed a prompt without a server"
+    );
+}
+
+#[test]
+fn mgm_refuses_an_invalid_command_before_connecting() {
+    let output = shoal(&["mgm", "-c", UNREACHABLE, "-e", "SHOWW ALL"]);
+    let stderr = stderr_of(&output);
+    assert_eq!(output.status.code(), Some(1), "stderr {stderr:?}");
+    assert_eq!(stderr, "Invalid command: SHOWW ALL\nType HELP for help.\n");
+}
+
+#[test]
+fn mgm_help_needs_no_server() {
+    let output = shoal(&["mgm", "-c", UNREACHABLE, "-e", "help"]);
+    assert!(output.status.success(), "stderr {:?}", stderr_of(&output));
+    let help = stdout_of(&output);
+    for command in ["SHOW", "ALL REPORT MEMORY", "<id> STOP", "SHUTDOWN"] {
+        assert!(
+            help.contains(command),
+            "HELP does not list {command}:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn up_refuses_shapes_that_are_not_a_cluster_with_status_2() {
+    for (nodes, replicas, reason) in [
+        ("3", "2", "multiple of the replicas"),
+        ("50", "2", "at most 48"),
+    ] {
+        let output = shoal(&[
+            "up",
+            "--data-dir",
+            "/nonexistent/never-created",
+            "--nodes",
+            nodes,
+            "--replicas",
+            replicas,
+        ]);
+        let stderr = stderr_of(&output);
+        assert_eq!(output.status.code(), Some(2), "--nodes {nodes}: {stderr:?}");
+        assert!(stderr.contains(reason), "--nodes {nodes}: {stderr:?}");
+    }
+}
+
+/// A directory of its own under the system's temporary directory, removed
+/// when dropped.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new(name: &str) -> ScratchDir {
+        let path = std::env::temp_dir().join(format!("shoal-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        ScratchDir(path)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn up_refuses_a_management_port_in_use_before_writing_anything() {
+    let taken = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = taken.local_addr().expect("bound").port().to_string();
+    let dir = ScratchDir::new("port-in-use");
+    let output = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(["up", "--data-dir"])
+        .arg(&dir.0)
+        .args(["--mgm-port", &port])
+        .output()
+        .expect("the shoal binary runs");
+    let stderr = stderr_of(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr:?}");
+    assert!(
+        stderr.contains(&format!("port {port} is already in use")),
+        "{stderr:?}"
+    );
+    assert!(stderr.contains("--mgm-port"), "{stderr:?}");
+    assert!(!dir.0.exists(), "wrote the data directory anyway");
+}
+
+/// A management node of a two-data-node sandbox configuration, with no
+/// data node started: what `shoal mgm` prints for nodes that are absent.
+/// Killed and reaped on drop.
+struct ManagementNode {
+    child: Child,
+    port: u16,
+    _dir: ScratchDir,
+}
+
+impl ManagementNode {
+    fn start(name: &str) -> ManagementNode {
+        let dir = ScratchDir::new(name);
+        std::fs::create_dir_all(&dir.0).expect("scratch directory");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let config = dir.0.join("config.ini");
+        let mut file = std::fs::File::create(&config).expect("config.ini");
+        write!(
+            file,
+            "[ndbd default]\nNoOfReplicas=2\nDataMemory=16M\nHostName=127.0.0.1\n\
+             [ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nDataDir={}\n\
+             [ndbd]\nNodeId=2\n[ndbd]\nNodeId=3\n\
+             [mysqld]\nNodeId=145\nHostName=127.0.0.1\n[api]\n",
+            dir.0.display()
+        )
+        .expect("config.ini written");
+        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(["mgmd", "--config-file"])
+            .arg(&config)
+            .args(["--port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("shoal mgmd starts");
+        let mut node = ManagementNode {
+            child,
+            port,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "shoal mgmd did not listen within 10 s"
+            );
+            assert!(
+                matches!(node.child.try_wait(), Ok(None)),
+                "shoal mgmd exited at start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        node
+    }
+
+    fn mgm(&self, command: &str) -> Output {
+        let address = format!("127.0.0.1:{}", self.port);
+        shoal(&["mgm", "-c", &address, "-e", command])
+    }
+}
+
+impl Drop for ManagementNode {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn mgm_shows_and_reports_on_nodes_that_are_not_connected() {
+    let management = ManagementNode::start("mgm-show");
+
+    let output = management.mgm("show");
+    assert!(output.status.success(), "{:?}", stderr_of(&output));
+    let show = stdout_of(&output);
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        show.starts_with("Cluster Configuration\n---------------------\n"),
+        "{show}"
+    );
+    assert!(show.contains("[ndbd(NDB)]\t2 node(s)\n"), "{show}");
+    assert!(
+        show.contains("id=2 (not connected, accepting connect from 127.0.0.1)\n"),
+        "{show}"
+    );
+    assert!(
+        show.contains(&format!(
+            "[ndb_mgmd(MGM)]\t1 node(s)\nid=1\t@127.0.0.1  (shoal-{version})\n"
+        )),
+        "{show}"
+    );
+    assert!(show.contains("[mysqld(API)]\t2 node(s)\n"), "{show}");
+    assert!(
+        show.contains("id=? (not connected, accepting connect from any host)\n"),
+        "{show}"
+    );
+
+    let output = management.mgm("2 STATUS");
+    assert!(output.status.success(), "{:?}", stderr_of(&output));
+    assert_eq!(stdout_of(&output), "Node 2: not connected\n");
+
+    let output = management.mgm("9 status");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr_of(&output),
+        "Node 9: no such node in the configuration\n"
+    );
+
+    let output = management.mgm("ALL REPORT MEMORY");
+    assert!(output.status.success(), "{:?}", stderr_of(&output));
+    assert_eq!(stdout_of(&output), "", "absent nodes report nothing");
+
+    let output = management.mgm("3 REPORT MEMORY");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr_of(&output), "Node 3: not connected\n");
+
+    let output = management.mgm("2 STOP");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stderr_of(&output), "Node 2: not connected\n");
+    assert_eq!(
+        stdout_of(&output),
+        "",
+        "announced a shutdown it did not start"
+    );
+}
+
+#[test]
+fn mgm_shell_reads_commands_until_quit_and_survives_mistakes() {
+    let management = ManagementNode::start("mgm-shell");
+    let address = format!("127.0.0.1:{}", management.port);
+    let mut shell = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(["mgm", "-c", &address])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("shoal mgm starts");
+    shell
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(b"nonsense\n\n2 status\nquit\nshow\n")
+        .expect("commands written");
+    let output = shell.wait_with_output().expect("shoal mgm ends");
+    assert!(output.status.success(), "{:?}", stderr_of(&output));
+    let stdout = stdout_of(&output);
+    assert!(
+        stdout.starts_with(&format!("Connected to Management Server at: {address}\n")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("shoal> Node 2: not connected\n"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("Cluster Configuration"),
+        "ran a command after QUIT: {stdout}"
+    );
+    assert_eq!(
+        stderr_of(&output),
+        "Invalid command: nonsense\nType HELP for help.\n"
+    );
 }

@@ -1,0 +1,311 @@
+//! Real processes: `shoal up` starts a cluster, `shoal mgm` shows it, a
+//! table's partition map reaches every data node, a data node killed with
+//! SIGKILL is removed by the others within the detection time and comes
+//! back, and stopping `shoal up` leaves no process behind. Everything runs
+//! on 127.0.0.1 with free ports, and every wait is bounded.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use schema::distribution::TableOptions;
+use schema::{ColumnDef, ColumnType, TableDef};
+use shoal_client::Cluster;
+
+/// Sends `signal` to `pid` without relying on a `kill` binary being installed.
+fn signal(pid: u32, signal: rustix::process::Signal) -> bool {
+    rustix::process::Pid::from_raw(pid as i32)
+        .is_some_and(|pid| rustix::process::kill_process(pid, signal).is_ok())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("shoal-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// A `shoal up` child that is stopped (and, failing that, killed) on drop.
+struct Sandbox {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    mgm_port: u16,
+    dir: PathBuf,
+}
+
+impl Sandbox {
+    fn start(name: &str, nodes: u8, replicas: u8) -> Sandbox {
+        let dir = scratch_dir(name);
+        let mgm_port = free_port();
+        let sql_port = free_port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(["up", "--data-dir"])
+            .arg(&dir)
+            .args([
+                "--nodes",
+                &nodes.to_string(),
+                "--replicas",
+                &replicas.to_string(),
+            ])
+            .args(["--mgm-port", &mgm_port.to_string()])
+            .args(["--sql-port", &sql_port.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("shoal up starts");
+        let stdout = child.stdout.take().expect("piped");
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                eprintln!("[shoal up] {line}");
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Sandbox {
+            child,
+            lines,
+            mgm_port,
+            dir,
+        }
+    }
+
+    fn wait_for_line(&self, prefix: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.starts_with(prefix) => return line,
+                Ok(_) => continue,
+                Err(_) => panic!("no line starting with {prefix:?} within {timeout:?}"),
+            }
+        }
+    }
+
+    fn connectstring(&self) -> String {
+        format!("127.0.0.1:{}", self.mgm_port)
+    }
+
+    fn mgm(&self, command: &str) -> (bool, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(["mgm", "-c", &self.connectstring(), "-e", command])
+            .output()
+            .expect("shoal mgm runs");
+        let text = String::from_utf8_lossy(&output.stdout).to_string()
+            + &String::from_utf8_lossy(&output.stderr);
+        (output.status.success(), text)
+    }
+
+    /// Pids of this sandbox's processes (they all name its management port).
+    fn processes(&self, extra: &str) -> Vec<u32> {
+        // Data nodes name the management node's address; the management
+        // node names its port.
+        let needles = [
+            format!("127.0.0.1:{}", self.mgm_port),
+            format!("--port {}", self.mgm_port),
+        ];
+        let mut pids = Vec::new();
+        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+                continue;
+            };
+            let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+            if needles.iter().any(|n| cmdline.contains(n.as_str())) && cmdline.contains(extra) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    fn stop(&mut self) {
+        signal(self.child.id(), rustix::process::Signal::TERM);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        panic!("shoal up did not stop within 30 s of SIGTERM");
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        for pid in self.processes("") {
+            signal(pid, rustix::process::Signal::KILL);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn table(name: &str) -> TableDef {
+    TableDef::new(
+        name,
+        vec![
+            ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
+            ColumnDef::new("value", ColumnType::Varbinary { length: 64 }, true),
+        ],
+        vec![0],
+        vec![],
+    )
+    .expect("a valid table")
+}
+
+/// Polls `check` until it returns `Some`, for at most `timeout`.
+fn eventually<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check() {
+            return Some(value);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_four_node_cluster_forms_agrees_and_survives_a_killed_node() {
+    let mut sandbox = Sandbox::start("four", 4, 2);
+    sandbox.wait_for_line("Cluster ready", Duration::from_secs(60));
+
+    let (ok, show) = sandbox.mgm("SHOW");
+    assert!(ok, "shoal mgm -e SHOW failed:\n{show}");
+    assert!(show.contains("[ndbd(NDB)]\t4 node(s)"), "{show}");
+    assert_eq!(show.matches("Nodegroup: 0").count(), 2, "{show}");
+    assert_eq!(show.matches("Nodegroup: 1").count(), 2, "{show}");
+    assert_eq!(show.matches(", *)").count(), 1, "one president:\n{show}");
+    assert!(!show.contains("starting"), "{show}");
+
+    // A table's partition map reaches every data node, identical.
+    let mut cluster =
+        Cluster::connect(&sandbox.connectstring(), Duration::from_secs(10)).expect("connect");
+    let table_id = cluster
+        .create_table(&table("subscriber"), &TableOptions::default())
+        .expect("create table");
+    let nodes: Vec<u8> = cluster.data_nodes().iter().map(|(n, _)| *n).collect();
+    assert_eq!(nodes.len(), 4);
+    let mut maps = Vec::new();
+    for node in &nodes {
+        let state = cluster.cluster_state(*node).expect("dictionary");
+        let entry = state
+            .table_by_name("subscriber")
+            .unwrap_or_else(|| panic!("node {node} does not know the table"))
+            .clone();
+        assert_eq!(entry.id, table_id);
+        maps.push(entry);
+    }
+    assert!(
+        maps.windows(2).all(|w| w[0] == w[1]),
+        "nodes disagree: {maps:?}"
+    );
+    // FOR_RP_BY_LDM: 4 data nodes × 1 LDM thread = 4 partitions, one
+    // primary on each node, every replica set a whole node group.
+    let map = &maps[0];
+    assert_eq!(map.partition_count, 4);
+    let mut primaries: Vec<u8> = map.fragments.iter().map(|f| f.replicas[0]).collect();
+    primaries.sort_unstable();
+    assert_eq!(primaries, nodes);
+    for fragment in &map.fragments {
+        let mut replicas = fragment.replicas.clone();
+        replicas.sort_unstable();
+        let group = usize::from(fragment.node_group);
+        assert_eq!(replicas, nodes[group * 2..group * 2 + 2].to_vec());
+    }
+
+    // kill -9 the last data node: the others agree on removing it within
+    // the detection time (a closed connection counts at once).
+    let victim = *nodes.last().expect("four nodes");
+    let before = cluster.cluster_state(nodes[0]).expect("state");
+    let old = before.member_of(victim).expect("a member");
+    let pids = sandbox.processes(&format!("--ndb-nodeid {victim}"));
+    assert_eq!(pids.len(), 1, "one process for node {victim}: {pids:?}");
+    let killed_at = Instant::now();
+    assert!(
+        signal(pids[0], rustix::process::Signal::KILL),
+        "SIGKILL was delivered"
+    );
+    let survivors = &nodes[..3];
+    let agreed = eventually(Duration::from_secs(6), || {
+        let states: Vec<_> = survivors
+            .iter()
+            .map(|n| cluster.cluster_state(*n).ok())
+            .collect::<Option<Vec<_>>>()?;
+        let removed = states.iter().all(|s| !s.contains(old));
+        let same = states
+            .windows(2)
+            .all(|w| w[0].position() == w[1].position() && w[0].members == w[1].members);
+        (removed && same).then(|| states[0].clone())
+    })
+    .expect("the survivors agree on removing the killed node within 6 s");
+    eprintln!(
+        "survivors agreed on {:?} {} ms after the kill",
+        agreed.members,
+        killed_at.elapsed().as_millis()
+    );
+    assert_eq!(agreed.members.len(), 3);
+
+    // `shoal up` restarts it, like NDB's angel; it rejoins as a new incarnation.
+    eventually(Duration::from_secs(30), || {
+        let state = cluster.cluster_state(nodes[0]).ok()?;
+        let back = state.member_of(victim)?;
+        (back.incarnation != old.incarnation && state.members.len() == 4).then_some(())
+    })
+    .expect("the killed node rejoins within 30 s");
+
+    // SIGTERM stops every process of the sandbox.
+    drop(cluster);
+    sandbox.stop();
+    let left = eventually(Duration::from_secs(5), || {
+        sandbox.processes("").is_empty().then_some(())
+    });
+    assert!(
+        left.is_some(),
+        "processes left behind: {:?}",
+        sandbox.processes("")
+    );
+}
+
+#[test]
+fn a_bad_config_file_names_file_line_and_key() {
+    let dir = scratch_dir("badconfig");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let file = dir.join("config.ini");
+    std::fs::write(
+        &file,
+        "[ndbd default]\nNoOfReplicas=2\n\n[ndb_mgmd]\nNodeId=1\n\n[ndbd]\nNodeId=2\nDataMemroy=80M\n\n[ndbd]\nNodeId=3\n",
+    )
+    .expect("write config");
+    let output = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(["mgmd", "--config-file"])
+        .arg(&file)
+        .args(["--port", &free_port().to_string()])
+        .output()
+        .expect("shoal mgmd runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("config.ini:9"), "names the line: {stderr}");
+    assert!(stderr.contains("DataMemroy"), "names the key: {stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
