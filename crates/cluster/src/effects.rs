@@ -50,4 +50,8 @@ pub enum Event {
     Stop { reason: String },
     /// A line for the node's log.
     Log(String),
+    /// The arbitrator's votes (`protocol::persisted::ArbitratorVotes`):
+    /// the runtime writes them durably before it sends any message of the
+    /// same `Effects`, because those messages may carry the votes.
+    PersistVotes(Vec<u8>),
 }

@@ -4,11 +4,13 @@
 //! node has started.
 //!
 //! Arbitration: the management node is a Paxos voter of weight 1 in every
-//! cluster-state change (see `data_node`). Its promises live in memory, so
-//! after it starts it first listens for `arbitration_timeout_ms` and then
-//! votes only on versions at least two above any it heard mentioned: any
-//! version an earlier run of this node could have voted on has, by then,
-//! been mentioned by the data nodes that proposed or learned it.
+//! cluster-state change (see `data_node`). Its votes are written to disk
+//! (`Event::PersistVotes`) before they are sent, and given back to `new`
+//! after a restart. Started without them (a new DataDir), it first listens
+//! for `arbitration_timeout_ms` and then votes only on versions at least two
+//! above any it heard mentioned: any version an earlier run could have voted
+//! on has, by then, been mentioned by the data nodes that proposed or
+//! learned it.
 //!
 //! Formation: a cluster forms (state version 1, or one above any version
 //! seen before, on a system restart) when every connected data node reports
@@ -23,6 +25,8 @@ use protocol::{
     Address, ClusterState, DataNodeReport, ErrorReply, Message, NodeId, NodeRole, NodeState,
     NodeStatus,
 };
+
+use protocol::persisted::{ArbitratorVotes, VoteRecord};
 
 use crate::acceptor::{Acceptor, Vote};
 use crate::effects::{Effects, Event};
@@ -100,6 +104,9 @@ pub struct ManagementNode {
     /// still listening after its start.
     vote_floor: Option<(u64, u64)>,
     position_mentioned_max: (u64, u64),
+    /// The newest position known decided; never voted on again (it
+    /// survives restarts with the votes, unlike `latest_state`).
+    decided_max: (u64, u64),
     latest_state: Option<ClusterState>,
     unstarted_since_ms: Option<u64>,
     /// The state this node formed last. While any of its members is still
@@ -122,11 +129,31 @@ fn refusal(ndb_code: u16, message: String) -> ErrorReply {
 impl ManagementNode {
     /// `incarnation` must grow from one start of the management node to the
     /// next (the runtime uses the clock); it names the generations this run forms.
-    pub fn new(settings: ManagementSettings, incarnation: u64, now_ms: u64) -> ManagementNode {
+    pub fn new(
+        settings: ManagementSettings,
+        incarnation: u64,
+        now_ms: u64,
+        votes: Option<ArbitratorVotes>,
+    ) -> ManagementNode {
         assert!(
             incarnation < 1 << 47,
             "incarnation leaves room for 65,536 formations"
         );
+        let remembered = votes.is_some();
+        let votes = votes.unwrap_or_default();
+        let acceptors = votes
+            .records
+            .into_iter()
+            .map(|record| {
+                (
+                    (record.generation, record.version),
+                    Acceptor {
+                        promised: record.promised,
+                        accepted: record.accepted,
+                    },
+                )
+            })
+            .collect();
         ManagementNode {
             settings,
             started_ms: now_ms,
@@ -137,9 +164,11 @@ impl ManagementNode {
             stopping: BTreeSet::new(),
             incarnation,
             formations: 0,
-            acceptors: BTreeMap::new(),
-            vote_floor: None,
-            position_mentioned_max: (0, 0),
+            acceptors,
+            // With its votes remembered, nothing forgotten can be voted twice.
+            vote_floor: remembered.then_some((0, 0)),
+            position_mentioned_max: votes.position_mentioned_max,
+            decided_max: votes.decided_max,
             latest_state: None,
             unstarted_since_ms: None,
             formed: None,
@@ -284,6 +313,7 @@ impl ManagementNode {
                         state.tables.len()
                     )));
                     let position = state.position();
+                    self.decided_max = self.decided_max.max(position);
                     self.acceptors.retain(|key, _| *key > position);
                     self.latest_state = Some(state);
                 }
@@ -297,6 +327,9 @@ impl ManagementNode {
                 if let Some(vote) =
                     self.vote((generation, version), |acceptor| acceptor.prepare(ballot))
                 {
+                    effects
+                        .events
+                        .push(Event::PersistVotes(self.votes().encode()));
                     effects.send(connection, vote_message(version, ballot, vote));
                 }
             }
@@ -310,6 +343,9 @@ impl ManagementNode {
                 if let Some(vote) = self.vote((generation, version), |acceptor| {
                     acceptor.accept(ballot, &change)
                 }) {
+                    effects
+                        .events
+                        .push(Event::PersistVotes(self.votes().encode()));
                     effects.send(connection, vote_message(version, ballot, vote));
                 }
             }
@@ -355,6 +391,24 @@ impl ManagementNode {
         }
     }
 
+    /// What must survive a restart of this node.
+    pub fn votes(&self) -> ArbitratorVotes {
+        ArbitratorVotes {
+            position_mentioned_max: self.position_mentioned_max,
+            decided_max: self.decided_max,
+            records: self
+                .acceptors
+                .iter()
+                .map(|((generation, version), acceptor)| VoteRecord {
+                    generation: *generation,
+                    version: *version,
+                    promised: acceptor.promised,
+                    accepted: acceptor.accepted.clone(),
+                })
+                .collect(),
+        }
+    }
+
     fn mention(&mut self, generation: u64, version: u64) {
         self.position_mentioned_max = self.position_mentioned_max.max((generation, version));
     }
@@ -370,7 +424,10 @@ impl ManagementNode {
             return None;
         }
         let floor = self.vote_floor?;
-        if position < floor || position.0 != self.position_mentioned_max.0 {
+        if position < floor
+            || position <= self.decided_max
+            || position.0 != self.position_mentioned_max.0
+        {
             return None;
         }
         if self
@@ -594,6 +651,7 @@ impl ManagementNode {
             );
         }
         self.mention(state.generation, state.version);
+        self.decided_max = self.decided_max.max(state.position());
         self.vote_floor = Some((state.generation, state.version + 1));
         self.acceptors.clear();
         self.formed = Some(state.clone());

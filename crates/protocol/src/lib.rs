@@ -9,6 +9,7 @@
 pub mod codec;
 pub mod frame;
 pub mod message;
+pub mod persisted;
 pub mod types;
 
 pub use codec::DecodeError;

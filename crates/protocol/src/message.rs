@@ -636,12 +636,12 @@ fn get_members(r: &mut Reader) -> Result<Vec<Member>, DecodeError> {
     (0..count).map(|_| get_member(r)).collect()
 }
 
-fn put_ballot(w: &mut Writer, ballot: Ballot) {
+pub(crate) fn put_ballot(w: &mut Writer, ballot: Ballot) {
     w.u32(ballot.round);
     w.u8(ballot.node);
 }
 
-fn get_ballot(r: &mut Reader) -> Result<Ballot, DecodeError> {
+pub(crate) fn get_ballot(r: &mut Reader) -> Result<Ballot, DecodeError> {
     Ok(Ballot {
         round: r.u32("ballot round")?,
         node: r.u8("ballot node")?,
@@ -718,7 +718,7 @@ const CHANGE_MEMBERSHIP: u8 = 1;
 const CHANGE_CREATE_TABLE: u8 = 2;
 const CHANGE_DROP_TABLE: u8 = 3;
 
-fn put_change(w: &mut Writer, change: &Change) {
+pub(crate) fn put_change(w: &mut Writer, change: &Change) {
     match change {
         Change::Membership { members } => {
             w.u8(CHANGE_MEMBERSHIP);
@@ -735,7 +735,7 @@ fn put_change(w: &mut Writer, change: &Change) {
     }
 }
 
-fn get_change(r: &mut Reader) -> Result<Change, DecodeError> {
+pub(crate) fn get_change(r: &mut Reader) -> Result<Change, DecodeError> {
     match r.u8("change kind")? {
         CHANGE_MEMBERSHIP => Ok(Change::Membership {
             members: get_members(r)?,

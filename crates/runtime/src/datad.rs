@@ -521,6 +521,8 @@ impl Runtime {
                 }
                 Event::Stop { reason } => self.stop = Some(reason),
                 Event::Log(line) => log(self.node, &line),
+                // Only the management node votes as arbitrator.
+                Event::PersistVotes(_) => {}
             }
         }
         for (to, message) in effects.sends {

@@ -17,6 +17,7 @@ use cluster::{Effects, Event, ManagementNode, ManagementSettings};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
 use protocol::Message;
+use protocol::persisted::ArbitratorVotes;
 
 use crate::transport::{Connection, Peer};
 
@@ -27,6 +28,8 @@ pub struct MgmdOptions {
 }
 
 const LISTENER: Token = Token(0);
+/// The arbitrator's votes, in the management node's DataDir.
+const VOTES_FILE: &str = "arbitrator.votes";
 const POLL_INTERVAL_MS: u64 = 50;
 /// Most connections the management node serves at once.
 const CONNECTIONS_MAX: usize = 1024;
@@ -122,8 +125,24 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)
         .map_err(|e| e.to_string())?;
+    let votes_path = data_dir.join(VOTES_FILE);
+    let votes = match std::fs::read(&votes_path) {
+        Ok(bytes) => match ArbitratorVotes::decode(&bytes) {
+            Ok(votes) => Some(votes),
+            Err(e) => {
+                // Without its votes the arbitrator listens first and then
+                // votes only above anything it heard of: safe, just slower.
+                cluster_log.line(&format!(
+                    "Ignoring {}: {e}; arbitration resumes after ArbitrationTimeout",
+                    votes_path.display()
+                ));
+                None
+            }
+        },
+        Err(_) => None,
+    };
     let started = Instant::now();
-    let mut block = ManagementNode::new(settings, crate::incarnation_now(), 0);
+    let mut block = ManagementNode::new(settings, crate::incarnation_now(), 0, votes);
     cluster_log.line(&format!(
         "Management node {} started on {bind}: {} data node(s) in {} node group(s), \
          NoOfReplicas={}, cluster log {}",
@@ -231,6 +250,15 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
                     cluster_log.line(&format!("Shutting down: {reason}"));
                     stopping = Some(Instant::now());
                 }
+                Event::PersistVotes(bytes) => {
+                    // Durable before the votes leave in this turn's sends.
+                    write_durably(&votes_path, &bytes).map_err(|e| {
+                        format!(
+                            "cannot save the arbitrator's votes to {}: {e}",
+                            votes_path.display()
+                        )
+                    })?;
+                }
                 Event::Installed(_) | Event::Excluded { .. } => {}
             }
         }
@@ -258,6 +286,21 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
             }
         }
     }
+}
+
+/// Replaces `path` with `bytes` so that a crash leaves the old or the new
+/// file, never a mix: write a temporary file, sync it, rename, sync the
+/// directory.
+fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let temporary = path.with_extension("tmp");
+    let mut file = File::create(&temporary)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&temporary, path)?;
+    if let Some(parent) = path.parent() {
+        File::open(parent)?.sync_all()?;
+    }
+    Ok(())
 }
 
 /// A DataDir relative to the config file's directory, as NDB resolves it.

@@ -161,6 +161,8 @@ struct SimDataNode {
 struct Management {
     block: Option<ManagementNode>,
     incarnation: u64,
+    /// The arbitrator's votes file: it survives crashes.
+    votes_on_disk: Option<Vec<u8>>,
 }
 
 #[derive(Debug, Clone)]
@@ -276,6 +278,7 @@ impl Simulation {
             management: Management {
                 block: None,
                 incarnation: 0,
+                votes_on_disk: None,
             },
             next_incarnation: 1,
             decided: BTreeMap::new(),
@@ -542,10 +545,15 @@ impl Simulation {
     fn start_management(&mut self) {
         let incarnation = self.next_incarnation;
         self.next_incarnation += 1;
+        let votes = self.management.votes_on_disk.as_ref().map(|bytes| {
+            protocol::persisted::ArbitratorVotes::decode(bytes)
+                .expect("the simulated disk is sound")
+        });
         self.management.block = Some(ManagementNode::new(
             self.management_settings(),
             incarnation,
             self.now_ms,
+            votes,
         ));
         self.management.incarnation = incarnation;
         self.trace(format!(
@@ -665,6 +673,7 @@ impl Simulation {
                 }
                 Event::Stop { reason } => self.crash_data_node(node, &format!("stopped: {reason}")),
                 Event::Log(line) => self.trace(line),
+                Event::PersistVotes(_) => self.fail(format!("data node {node} wrote votes")),
             }
         }
         if self.incarnation_of(node) != Some(incarnation) {
@@ -681,6 +690,7 @@ impl Simulation {
         for event in effects.events {
             match event {
                 Event::Log(line) => self.trace(format!("management: {line}")),
+                Event::PersistVotes(bytes) => self.management.votes_on_disk = Some(bytes),
                 other => self.trace(format!("management: {other:?}")),
             }
         }
