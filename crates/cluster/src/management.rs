@@ -654,6 +654,11 @@ impl ManagementNode {
         self.decided_max = self.decided_max.max(state.position());
         self.vote_floor = Some((state.generation, state.version + 1));
         self.acceptors.clear();
+        // Remembered, so that after a restart this node knows it has voted
+        // on nothing it could forget and can arbitrate at once.
+        effects
+            .events
+            .push(Event::PersistVotes(self.votes().encode()));
         self.formed = Some(state.clone());
         self.latest_state = Some(state);
         self.unstarted_since_ms = None;

@@ -309,3 +309,107 @@ fn a_bad_config_file_names_file_line_and_key() {
     assert!(stderr.contains("DataMemroy"), "names the key: {stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Processes started directly (no `shoal up`), killed on drop.
+struct Processes {
+    children: Vec<(String, Child)>,
+}
+
+impl Processes {
+    fn spawn(&mut self, name: &str, args: &[&str], log: &std::path::Path) {
+        let file = std::fs::File::create(log).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("shoal starts");
+        self.children.push((name.to_string(), child));
+    }
+
+    fn kill(&mut self, name: &str) {
+        let index = self
+            .children
+            .iter()
+            .position(|(n, _)| n == name)
+            .expect("a started process");
+        let (_, mut child) = self.children.remove(index);
+        assert!(signal(child.id(), rustix::process::Signal::KILL));
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[test]
+fn two_nodes_survive_a_failure_through_the_arbitrator_after_it_restarted() {
+    let dir = scratch_dir("arbitrator");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let port = free_port();
+    let text = config::sandbox_config_text(dir.to_str().expect("UTF-8"), 2, 2, port, 32 << 20);
+    let config_file = dir.join("config.ini");
+    std::fs::write(&config_file, text).expect("config");
+    let config_arg = config_file.to_str().expect("UTF-8").to_string();
+    let port_arg = port.to_string();
+    let connectstring = format!("127.0.0.1:{port}");
+    let mut processes = Processes {
+        children: Vec::new(),
+    };
+    let mgmd_args = ["mgmd", "--config-file", &config_arg, "--port", &port_arg];
+    processes.spawn("mgmd", &mgmd_args, &dir.join("mgmd.log"));
+    std::thread::sleep(Duration::from_millis(300));
+    for node in ["2", "3"] {
+        let args = ["datad", "-c", &connectstring, "--ndb-nodeid", node];
+        processes.spawn(node, &args, &dir.join(format!("datad-{node}.log")));
+    }
+    let mut cluster = eventually(Duration::from_secs(20), || {
+        Cluster::connect(&connectstring, Duration::from_secs(5)).ok()
+    })
+    .expect("the cluster accepts an API node");
+    eventually(Duration::from_secs(20), || {
+        let state = cluster.cluster_state(2).ok()?;
+        (state.members.len() == 2).then_some(())
+    })
+    .expect("both data nodes start");
+
+    // The management node restarts: its votes come back from its DataDir.
+    processes.kill("mgmd");
+    processes.spawn("mgmd", &mgmd_args, &dir.join("mgmd-again.log"));
+    eventually(Duration::from_secs(20), || {
+        let output = Command::new(env!("CARGO_BIN_EXE_shoal"))
+            .args(["mgm", "-c", &connectstring, "-e", "SHOW"])
+            .output()
+            .ok()?;
+        let show = String::from_utf8_lossy(&output.stdout).to_string();
+        (show.matches("Nodegroup: 0").count() == 2 && !show.contains("starting")).then_some(())
+    })
+    .expect("both data nodes report to the restarted management node");
+
+    // One of two nodes fails: the survivor is exactly half and goes on only
+    // with the arbitrator's vote.
+    let before = cluster.cluster_state(2).expect("state");
+    let old = before.member_of(3).expect("node 3 is a member");
+    processes.kill("3");
+    let after = eventually(Duration::from_secs(6), || {
+        let state = cluster.cluster_state(2).ok()?;
+        (!state.contains(old)).then_some(state)
+    })
+    .unwrap_or_else(|| {
+        let log = std::fs::read_to_string(dir.join("datad-2.log")).unwrap_or_default();
+        panic!("node 2 did not go on alone within 6 s:\n{log}")
+    });
+    assert_eq!(after.members.len(), 1);
+    assert!(
+        dir.join("ndb_mgmd-1").join("arbitrator.votes").exists(),
+        "the votes are on disk"
+    );
+    drop(processes);
+    let _ = std::fs::remove_dir_all(&dir);
+}
