@@ -87,6 +87,36 @@ impl DataNodeSettings {
     }
 }
 
+/// Counts of rare paths taken (coverage marks): the simulator's tests
+/// assert that their seeds reach each of them, so the checks cover them.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Marks {
+    /// Phase 1 found a change an earlier proposer got accepted and proposed
+    /// that one instead of its own (the Paxos recovery path).
+    pub adopted_earlier_change: u64,
+    /// A change was decided only thanks to the arbitrator's vote.
+    pub decided_with_arbitrator: u64,
+    /// A proposal that did not decide in time was started again.
+    pub proposals_retried: u64,
+    /// The node left because no quorum agreed within ArbitrationTimeout.
+    pub excluded_without_quorum: u64,
+    /// The node left because a whole node group was lost.
+    pub excluded_node_group_lost: u64,
+    /// The node learned that the others had removed it.
+    pub excluded_by_others: u64,
+}
+
+impl Marks {
+    pub fn add(&mut self, other: &Marks) {
+        self.adopted_earlier_change += other.adopted_earlier_change;
+        self.decided_with_arbitrator += other.decided_with_arbitrator;
+        self.proposals_retried += other.proposals_retried;
+        self.excluded_without_quorum += other.excluded_without_quorum;
+        self.excluded_node_group_lost += other.excluded_node_group_lost;
+        self.excluded_by_others += other.excluded_by_others;
+    }
+}
+
 #[derive(Debug)]
 enum Phase {
     Preparing {
@@ -140,6 +170,7 @@ pub struct DataNode {
     stopped: bool,
     /// DataMemory pages (used, total), set by the runtime for status reports.
     memory_pages: (u64, u64),
+    marks: Marks,
 }
 
 impl DataNode {
@@ -166,7 +197,13 @@ impl DataNode {
             next_heartbeat_ms: now_ms,
             stopped: false,
             memory_pages: (0, 0),
+            marks: Marks::default(),
         }
+    }
+
+    /// The rare paths this incarnation took.
+    pub fn marks(&self) -> Marks {
+        self.marks
     }
 
     pub fn member(&self) -> Member {
@@ -306,6 +343,7 @@ impl DataNode {
             if let Some(since) = self.first_suspicion_ms
                 && now_ms.saturating_sub(since) > self.settings.arbitration_timeout_ms
             {
+                self.marks.excluded_without_quorum += 1;
                 let lost: Vec<String> = self.suspected.iter().map(|m| m.node.to_string()).collect();
                 self.exclude(
                     format!(
@@ -651,6 +689,7 @@ impl DataNode {
         if let Change::Membership { members } = &desired
             && let Some(group) = uncovered_node_group(members, &self.settings.node_groups)
         {
+            self.marks.excluded_node_group_lost += 1;
             self.exclude(
                 format!(
                     "node group {group} has no live node left: cluster failure, as in NDB \
@@ -659,6 +698,9 @@ impl DataNode {
                 effects,
             );
             return;
+        }
+        if self.proposal.is_some() {
+            self.marks.proposals_retried += 1;
         }
         let state = self.state.as_ref().expect("president has a state");
         let version = state.version + 1;
@@ -745,6 +787,9 @@ impl DataNode {
                         .max_by_key(|(b, _)| *b)
                         .map(|(_, change)| change.clone())
                         .unwrap_or_else(|| proposal.desired.clone());
+                    if change != proposal.desired {
+                        self.marks.adopted_earlier_change += 1;
+                    }
                     proposal.phase = Phase::Accepting {
                         change: change.clone(),
                         accepted: BTreeMap::new(),
@@ -774,6 +819,14 @@ impl DataNode {
                 accepted.insert(sender.node, weight);
                 let total: u32 = accepted.values().sum();
                 if proposal.electorate.is_quorum(total) {
+                    let without_arbitrator: u32 = accepted
+                        .iter()
+                        .filter(|(node, _)| Some(**node) != self.settings.arbitrator)
+                        .map(|(_, weight)| weight)
+                        .sum();
+                    if !proposal.electorate.is_quorum(without_arbitrator) {
+                        self.marks.decided_with_arbitrator += 1;
+                    }
                     let change = change.clone();
                     let desired = proposal.desired.clone();
                     self.decided(now_ms, change, desired, effects);
@@ -855,6 +908,7 @@ impl DataNode {
                 .iter()
                 .any(|r| r.node == self.me.node && r.incarnation >= self.me.incarnation);
             if was_started || removed {
+                self.marks.excluded_by_others += 1;
                 self.exclude(
                     format!(
                         "the cluster removed this node in state version {}",

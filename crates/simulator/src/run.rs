@@ -92,6 +92,8 @@ pub struct Outcome {
     pub tables: usize,
     pub schema_changes_acknowledged: u32,
     pub exclusions: u32,
+    /// Rare protocol paths the data nodes took (summed over incarnations).
+    pub marks: cluster::data_node::Marks,
     /// The last events, when `keep_trace` was set.
     pub trace: Vec<String>,
 }
@@ -504,9 +506,10 @@ impl Simulation {
 
     fn crash_data_node(&mut self, node: NodeId, why: &str) {
         let sim = self.nodes.get_mut(&node).expect("configured node");
-        if sim.block.take().is_none() {
+        let Some(block) = sim.block.take() else {
             return;
-        }
+        };
+        self.outcome.marks.add(&block.marks());
         let incarnation = sim.incarnation;
         self.outcome.crashes += 1;
         self.trace(format!(
@@ -1125,6 +1128,9 @@ impl Simulation {
             }
         }
         self.outcome.versions_seen = self.decided.len();
+        for block in live.values() {
+            self.outcome.marks.add(&block.marks());
+        }
         if !problems.is_empty() {
             let mut message =
                 String::from("the cluster did not converge after the faults stopped:");

@@ -11,7 +11,22 @@ fn seeds_per_shape() -> u64 {
         .unwrap_or(1_000)
 }
 
+/// Which rare paths a shape's seeds must reach (coverage marks): without
+/// them the checkers would pass without ever seeing those paths.
+struct Expected {
+    arbitrator: bool,
+    /// With one replica any failure is a cluster failure: no removals, no
+    /// competing proposals to recover from.
+    recovery: bool,
+}
+
 fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
+    // Ties (exactly half the nodes) need the arbitrator: even node counts.
+    let expected = Expected {
+        arbitrator: data_nodes.is_multiple_of(2),
+        recovery: replicas > 1,
+    };
+    let mut marks = cluster::data_node::Marks::default();
     let mut decided = 0;
     let mut crashes = 0;
     let mut acknowledged = 0;
@@ -22,6 +37,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
                 decided += outcome.versions_seen;
                 crashes += outcome.crashes;
                 acknowledged += outcome.schema_changes_acknowledged;
+                marks.add(&outcome.marks);
             }
             Err(failure) => panic!("{failure}"),
         }
@@ -29,6 +45,18 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     // The faults must have done something, or the checks prove nothing.
     assert!(crashes > 0, "no node crashed in any seed");
     assert!(decided > 0 && acknowledged > 0, "nothing was decided");
+    eprintln!("{data_nodes} nodes, {replicas} replicas: {marks:?}");
+    assert!(marks.proposals_retried > 0, "{marks:?}");
+    assert!(marks.excluded_without_quorum > 0, "{marks:?}");
+    if expected.recovery {
+        assert!(marks.adopted_earlier_change > 0, "{marks:?}");
+        assert!(marks.excluded_by_others > 0, "{marks:?}");
+    } else {
+        assert!(marks.excluded_node_group_lost > 0, "{marks:?}");
+    }
+    if expected.arbitrator {
+        assert!(marks.decided_with_arbitrator > 0, "{marks:?}");
+    }
     eprintln!(
         "{data_nodes} nodes, {replicas} replicas: {} seeds, {decided} states, {crashes} crashes, \
          {acknowledged} schema changes acknowledged",
