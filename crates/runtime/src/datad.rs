@@ -68,7 +68,7 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         signal_hook::flag::register(signal, Arc::clone(&terminate))
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
-    let (mut management, node, config_file, config_text) = allocate(options)?;
+    let (mut management, node, config_file, config_text) = allocate_with_retries(options)?;
     let config = config::parse(&config_text, &config_file)
         .map_err(|e| format!("the management node sent a bad configuration: {e}"))?;
     let own = config
@@ -154,17 +154,62 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
     runtime.event_loop(&terminate)
 }
 
+/// Like NDB's `--connect-retries`/`--connect-retry-delay`: a data node
+/// started before its management node waits for it instead of failing.
+const START_CONNECT_ATTEMPTS: u32 = 30;
+const START_CONNECT_DELAY: Duration = Duration::from_secs(1);
+
+fn allocate_with_retries(
+    options: &DatadOptions,
+) -> Result<(BlockingConnection, NodeId, String, String), String> {
+    let mut attempt = 1;
+    loop {
+        match allocate(options) {
+            Ok(allocated) => return Ok(allocated),
+            // A refusal is an answer; only an unreachable node is retried.
+            Err(AllocateError::Refused(message)) => return Err(message),
+            Err(AllocateError::Unreachable(message)) if attempt >= START_CONNECT_ATTEMPTS => {
+                return Err(format!("{message}; gave up after {attempt} attempts"));
+            }
+            Err(AllocateError::Unreachable(message)) => {
+                if attempt == 1 || attempt % 5 == 0 {
+                    eprintln!("datad: {message}; retrying every second");
+                }
+                attempt += 1;
+                std::thread::sleep(START_CONNECT_DELAY);
+            }
+        }
+    }
+}
+
+enum AllocateError {
+    Unreachable(String),
+    Refused(String),
+}
+
+impl From<AllocateError> for String {
+    fn from(error: AllocateError) -> String {
+        match error {
+            AllocateError::Unreachable(message) | AllocateError::Refused(message) => message,
+        }
+    }
+}
+
 /// Connects to the management node and gets a node id and the configuration.
 fn allocate(
     options: &DatadOptions,
-) -> Result<(BlockingConnection, NodeId, String, String), String> {
+) -> Result<(BlockingConnection, NodeId, String, String), AllocateError> {
     let mut connection = BlockingConnection::connect(
         &options.connectstring,
         options.node_id.unwrap_or(0),
         NodeRole::Data,
         CONNECT_TIMEOUT,
     )
-    .map_err(|e| format!("{e} (is `shoal mgmd` running there? see --ndb-connectstring)"))?;
+    .map_err(|e| {
+        AllocateError::Unreachable(format!(
+            "{e} (is `shoal mgmd` running there? see --ndb-connectstring)"
+        ))
+    })?;
     let reply = connection
         .request(
             Message::AllocateNodeId {
@@ -175,17 +220,17 @@ fn allocate(
             CONNECT_TIMEOUT,
             |m| matches!(m, Message::NodeIdAllocated { .. } | Message::Refused { .. }),
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| AllocateError::Unreachable(e.to_string()))?;
     match reply {
         Message::NodeIdAllocated {
             node,
             config_file,
             config_text,
         } => Ok((connection, node, config_file, config_text)),
-        Message::Refused { error } => Err(format!(
+        Message::Refused { error } => Err(AllocateError::Refused(format!(
             "the management node refused a node id: {} (error {})",
             error.message, error.ndb_code
-        )),
+        ))),
         _ => unreachable!("filtered by the request"),
     }
 }
@@ -407,7 +452,10 @@ impl Runtime {
                     log(self.node, &format!("management connection: {e}"));
                 }
             }
-            Err(e) => log(self.node, &format!("management node unreachable: {e}")),
+            Err(e) => log(
+                self.node,
+                &format!("management node unreachable: {}", String::from(e)),
+            ),
         }
     }
 
