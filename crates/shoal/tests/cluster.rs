@@ -130,6 +130,11 @@ impl Sandbox {
         pids
     }
 
+    /// Waits for `shoal up` to exit by itself.
+    fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        eventually(timeout, || self.child.try_wait().ok().flatten())
+    }
+
     fn stop(&mut self) {
         signal(self.child.id(), rustix::process::Signal::TERM);
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -412,4 +417,48 @@ fn two_nodes_survive_a_failure_through_the_arbitrator_after_it_restarted() {
     );
     drop(processes);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn mgm_stops_a_node_and_shuts_the_cluster_down() {
+    let mut sandbox = Sandbox::start("shutdown", 2, 2);
+    sandbox.wait_for_line("Cluster ready", Duration::from_secs(60));
+
+    let (ok, memory) = sandbox.mgm("ALL REPORT MEMORY");
+    assert!(ok, "{memory}");
+    assert_eq!(memory.matches("Data usage is").count(), 2, "{memory}");
+    assert!(memory.contains("32K pages of total"), "{memory}");
+    let (ok, status) = sandbox.mgm("3 STATUS");
+    assert!(ok && status.contains("Node 3: started"), "{status}");
+
+    // A stopped node stays down (it is not restarted like a crashed one),
+    // and the other goes on with the arbitrator's vote.
+    let (ok, stop) = sandbox.mgm("3 STOP");
+    assert!(ok, "{stop}");
+    assert!(stop.contains("Node 3: Node shutdown completed."), "{stop}");
+    let show = eventually(Duration::from_secs(10), || {
+        let (_, show) = sandbox.mgm("SHOW");
+        (show.contains("id=3 (not connected") && show.contains("Nodegroup: 0, *)")).then_some(show)
+    })
+    .expect("node 3 shows as not connected while node 2 presides");
+    assert!(!show.contains("starting"), "{show}");
+
+    let (ok, shutdown) = sandbox.mgm("SHUTDOWN");
+    assert!(ok, "{shutdown}");
+    assert!(
+        shutdown.contains("NDB Cluster node(s) have shutdown."),
+        "{shutdown}"
+    );
+    let status = sandbox
+        .wait_exit(Duration::from_secs(30))
+        .expect("shoal up exits after SHUTDOWN");
+    assert!(status.success(), "shoal up: {status:?}");
+    let left = eventually(Duration::from_secs(5), || {
+        sandbox.processes("").is_empty().then_some(())
+    });
+    assert!(
+        left.is_some(),
+        "processes left behind: {:?}",
+        sandbox.processes("")
+    );
 }
