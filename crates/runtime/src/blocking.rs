@@ -81,6 +81,7 @@ impl BlockingConnection {
     pub fn receive(&mut self, timeout: Duration) -> Result<Option<Message>, ConnectionError> {
         let deadline = Instant::now() + timeout;
         let mut buffer = [0u8; 64 * 1024];
+        let mut polled_once = false;
         loop {
             if let Some(message) = self.pending.pop_front() {
                 return Ok(Some(message));
@@ -97,11 +98,13 @@ impl BlockingConnection {
                 continue;
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            if left.is_zero() && polled_once {
                 return Ok(None);
             }
+            // A zero timeout still reads what has already arrived.
+            polled_once = true;
             self.stream
-                .set_read_timeout(Some(left))
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
                 .map_err(|e| ConnectionError(e.to_string()))?;
             match self.stream.read(&mut buffer) {
                 Ok(0) => {

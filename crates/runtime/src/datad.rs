@@ -68,7 +68,8 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         signal_hook::flag::register(signal, Arc::clone(&terminate))
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
-    let (mut management, node, config_file, config_text) = allocate_with_retries(options)?;
+    let (mut management, node, config_file, config_text) =
+        allocate_with_retries(options, &terminate)?;
     let config = config::parse(&config_text, &config_file)
         .map_err(|e| format!("the management node sent a bad configuration: {e}"))?;
     let own = config
@@ -161,9 +162,13 @@ const START_CONNECT_DELAY: Duration = Duration::from_secs(1);
 
 fn allocate_with_retries(
     options: &DatadOptions,
+    terminate: &AtomicBool,
 ) -> Result<(BlockingConnection, NodeId, String, String), String> {
     let mut attempt = 1;
     loop {
+        if terminate.load(Ordering::Relaxed) {
+            return Err("stopped on a signal before the management node answered".into());
+        }
         match allocate(options) {
             Ok(allocated) => return Ok(allocated),
             // A refusal is an answer; only an unreachable node is retried.

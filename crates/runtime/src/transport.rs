@@ -102,6 +102,17 @@ impl Connection {
     /// Encodes the queued messages and writes as much as the socket takes.
     pub fn flush(&mut self, registry: &Registry) -> Result<(), String> {
         if !self.queued.is_empty() {
+            // The limit is on the backlog a peer has not read: one batch may
+            // be large (a whole dictionary), a peer that stops reading may not
+            // make the buffer grow batch after batch.
+            let backlog = self.write_buffer.len() - self.write_position;
+            if backlog > self.write_buffer_bytes_max {
+                return Err(format!(
+                    "{backlog} bytes wait to be sent to {}, more than SendBufferMemory ({} bytes): \
+                     the peer is not reading",
+                    self.peer_address, self.write_buffer_bytes_max
+                ));
+            }
             if self.write_position > 0 {
                 self.write_buffer.drain(..self.write_position);
                 self.write_position = 0;
@@ -120,15 +131,6 @@ impl Connection {
             }
             if start < queued.len() {
                 encode_frame(&queued[start..], &mut self.write_buffer);
-            }
-            if self.write_buffer.len() > self.write_buffer_bytes_max {
-                return Err(format!(
-                    "{} bytes wait to be sent to {}, more than SendBufferMemory ({} bytes): the \
-                     peer is not reading",
-                    self.write_buffer.len(),
-                    self.peer_address,
-                    self.write_buffer_bytes_max
-                ));
             }
         }
         while self.write_position < self.write_buffer.len() {

@@ -94,7 +94,13 @@ pub fn run(args: &UpArgs) -> ExitCode {
     }
     // Installed first, so a Ctrl-C during start-up also stops cleanly.
     let stop_requested = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    // SIGHUP too: a closed terminal must stop the cluster, not orphan it.
+    for signal in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGQUIT,
+    ] {
         if let Err(error) = signal_hook::flag::register(signal, Arc::clone(&stop_requested)) {
             eprintln!("shoal up: cannot install the signal handler: {error}");
             return ExitCode::FAILURE;

@@ -275,9 +275,14 @@ fn a_four_node_cluster_forms_agrees_and_survives_a_killed_node() {
     eventually(Duration::from_secs(30), || {
         let state = cluster.cluster_state(nodes[0]).ok()?;
         let back = state.member_of(victim)?;
-        (back.incarnation != old.incarnation && state.members.len() == 4).then_some(())
+        // The restarted node listens on a new port: the client must find it.
+        let own = cluster.cluster_state(victim).ok()?;
+        (back.incarnation != old.incarnation
+            && state.members.len() == 4
+            && own.position() == state.position())
+        .then_some(())
     })
-    .expect("the killed node rejoins within 30 s");
+    .expect("the killed node rejoins within 30 s and answers the client");
 
     // SIGTERM stops every process of the sandbox.
     drop(cluster);
