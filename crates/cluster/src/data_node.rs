@@ -141,6 +141,22 @@ struct Proposal {
     retry_at_ms: u64,
 }
 
+/// A decided schema change whose answer waits for every member to install it.
+#[derive(Debug, Clone)]
+struct AwaitingInstall {
+    from: NodeId,
+    request: u64,
+    table_id: u32,
+    position: (u64, u64),
+    deadline_ms: u64,
+}
+
+/// Longest wait, in heartbeat intervals, for every member to install a
+/// schema change before it is acknowledged anyway.
+const INSTALL_WAIT_INTERVALS_MAX: u64 = 4;
+/// Most acknowledgements waiting at once (each is one queued schema request).
+const AWAITING_INSTALLS_MAX: usize = SCHEMA_REQUESTS_QUEUED_MAX;
+
 #[derive(Debug, Clone)]
 struct SchemaRequest {
     from: NodeId,
@@ -171,6 +187,9 @@ pub struct DataNode {
     /// DataMemory pages (used, total), set by the runtime for status reports.
     memory_pages: (u64, u64),
     marks: Marks,
+    /// The position each member last said it installed (its heartbeats).
+    member_positions: BTreeMap<Member, (u64, u64)>,
+    awaiting_installs: Vec<AwaitingInstall>,
 }
 
 impl DataNode {
@@ -198,6 +217,8 @@ impl DataNode {
             stopped: false,
             memory_pages: (0, 0),
             marks: Marks::default(),
+            member_positions: BTreeMap::new(),
+            awaiting_installs: Vec::new(),
         }
     }
 
@@ -296,6 +317,7 @@ impl DataNode {
         let interval = self.settings.heartbeat_interval_ms;
         self.next_heartbeat_ms = now_ms + interval;
         self.send_report(effects);
+        self.release_acknowledgements(now_ms, effects);
         if self.is_started() {
             let state = self.state.as_ref().expect("started");
             let version = state.version;
@@ -401,7 +423,10 @@ impl DataNode {
             Message::Heartbeat {
                 generation,
                 version,
-            } => self.on_heartbeat(sender, (generation, version), effects),
+            } => {
+                self.on_heartbeat(sender, (generation, version), effects);
+                self.release_acknowledgements(now_ms, effects);
+            }
             Message::Join { member } => {
                 if member == sender && self.is_started() {
                     let state = self.state.as_ref().expect("started");
@@ -549,6 +574,10 @@ impl DataNode {
             effects.send(sender.node, Message::Behind { version: 0 });
             return;
         };
+        if state.contains(sender) {
+            let known = self.member_positions.entry(sender).or_default();
+            *known = (*known).max(position);
+        }
         // A peer that is behind, or no longer a member and unaware of it,
         // learns the current state from the heartbeat's answer.
         if position < state.position() {
@@ -868,16 +897,60 @@ impl DataNode {
                 Change::DropTable { table_id } => *table_id,
                 Change::Membership { .. } => unreachable!("matched above"),
             };
-            effects.send(
-                request.from,
-                Message::SchemaReply {
+            // Acknowledged once every member has installed it, so a client
+            // that goes on to any data node finds the table there.
+            if self.awaiting_installs.len() < AWAITING_INSTALLS_MAX {
+                self.awaiting_installs.push(AwaitingInstall {
+                    from: request.from,
                     request: request.request,
-                    result: Ok(table_id),
-                },
-            );
+                    table_id,
+                    position: next.position(),
+                    deadline_ms: now_ms
+                        + self.settings.heartbeat_interval_ms * INSTALL_WAIT_INTERVALS_MAX,
+                });
+            } else {
+                effects.send(
+                    request.from,
+                    Message::SchemaReply {
+                        request: request.request,
+                        result: Ok(table_id),
+                    },
+                );
+            }
         }
         self.proposal = None;
         self.install(now_ms, next, effects);
+        self.release_acknowledgements(now_ms, effects);
+    }
+
+    /// Answers the schema requests whose change every current member has
+    /// installed (or that waited `INSTALL_WAIT_INTERVALS_MAX` heartbeats:
+    /// the change is decided either way, a slow member catches up).
+    fn release_acknowledgements(&mut self, now_ms: u64, effects: &mut Effects) {
+        if self.awaiting_installs.is_empty() {
+            return;
+        }
+        let Some(state) = &self.state else { return };
+        let members: Vec<Member> = state.members.clone();
+        let positions = &self.member_positions;
+        let me = self.me;
+        self.awaiting_installs.retain(|waiting| {
+            let installed_everywhere = members
+                .iter()
+                .all(|m| *m == me || positions.get(m).is_some_and(|p| *p >= waiting.position));
+            if installed_everywhere || now_ms >= waiting.deadline_ms {
+                effects.send(
+                    waiting.from,
+                    Message::SchemaReply {
+                        request: waiting.request,
+                        result: Ok(waiting.table_id),
+                    },
+                );
+                false
+            } else {
+                true
+            }
+        });
     }
 
     fn install(&mut self, now_ms: u64, next: ClusterState, effects: &mut Effects) {
@@ -956,6 +1029,19 @@ impl DataNode {
         effects
             .events
             .push(Event::Installed(Box::new(next.clone())));
+        self.member_positions.retain(|m, _| next.contains(*m));
+        // The president waits for this before it acknowledges a schema change.
+        if let Some(president) = next.president()
+            && president != self.me
+        {
+            effects.send(
+                president.node,
+                Message::Heartbeat {
+                    generation: next.generation,
+                    version: next.version,
+                },
+            );
+        }
         self.state = Some(next);
         self.send_report(effects);
         self.drive_proposal(now_ms, effects);
