@@ -114,6 +114,10 @@ pub struct ManagementNode {
     /// cluster is not formed again; a member that says it has not started
     /// gets the state again (the first one may have been lost).
     formed: Option<ClusterState>,
+    /// The members named by the newest report of a started data node
+    /// ((generation, version, node ids)): the management node may not have
+    /// learned that state itself.
+    report_members: (u64, u64, Vec<NodeId>),
     pending_stops: Vec<PendingStop>,
     shutting_down: bool,
 }
@@ -140,7 +144,8 @@ impl ManagementNode {
             "incarnation leaves room for 65,536 formations"
         );
         let remembered = votes.is_some();
-        let votes = votes.unwrap_or_default();
+        let mut votes = votes.unwrap_or_default();
+        let latest_state = votes.latest_state.take();
         let acceptors = votes
             .records
             .into_iter()
@@ -169,9 +174,10 @@ impl ManagementNode {
             vote_floor: remembered.then_some((0, 0)),
             position_mentioned_max: votes.position_mentioned_max,
             decided_max: votes.decided_max,
-            latest_state: None,
+            latest_state,
             unstarted_since_ms: None,
             formed: None,
+            report_members: (0, 0, Vec::new()),
             pending_stops: Vec::new(),
             shutting_down: false,
         }
@@ -267,6 +273,13 @@ impl ManagementNode {
                     return;
                 };
                 self.mention(report.generation, report.version);
+                if report.started
+                    && (report.generation, report.version)
+                        > (self.report_members.0, self.report_members.1)
+                {
+                    self.report_members =
+                        (report.generation, report.version, report.members.clone());
+                }
                 let before = self.reports.get(&node).map(|r| r.started);
                 if before != Some(report.started) {
                     effects.events.push(Event::Log(format!(
@@ -315,6 +328,9 @@ impl ManagementNode {
                     let position = state.position();
                     self.decided_max = self.decided_max.max(position);
                     self.acceptors.retain(|key, _| *key > position);
+                    effects
+                        .events
+                        .push(Event::PersistVotes(self.votes_with(&state).encode()));
                     self.latest_state = Some(state);
                 }
             }
@@ -391,11 +407,18 @@ impl ManagementNode {
         }
     }
 
+    fn votes_with(&self, latest: &ClusterState) -> ArbitratorVotes {
+        let mut votes = self.votes();
+        votes.latest_state = Some(latest.clone());
+        votes
+    }
+
     /// What must survive a restart of this node.
     pub fn votes(&self) -> ArbitratorVotes {
         ArbitratorVotes {
             position_mentioned_max: self.position_mentioned_max,
             decided_max: self.decided_max,
+            latest_state: self.latest_state.clone(),
             records: self
                 .acceptors
                 .iter()
@@ -600,7 +623,22 @@ impl ManagementNode {
                     .is_some_and(|r| r.incarnation == m.incarnation)
             })
         });
-        if connected_data.is_empty() || !all_reported_unstarted || formed_member_connected {
+        // Every node that was a member of the newest cluster this node
+        // knows of must be back, not started: a member that is merely out
+        // of reach may still run that cluster, and forming another beside
+        // it would be a split brain.
+        let previous_members: BTreeSet<NodeId> = self
+            .latest_state
+            .iter()
+            .flat_map(|s| s.members.iter().map(|m| m.node))
+            .chain(self.report_members.2.iter().copied())
+            .collect();
+        let unaccounted = previous_members.iter().any(|n| !connected_data.contains(n));
+        if connected_data.is_empty()
+            || !all_reported_unstarted
+            || formed_member_connected
+            || unaccounted
+        {
             self.unstarted_since_ms = None;
             return;
         }
@@ -658,7 +696,7 @@ impl ManagementNode {
         // on nothing it could forget and can arbitrate at once.
         effects
             .events
-            .push(Event::PersistVotes(self.votes().encode()));
+            .push(Event::PersistVotes(self.votes_with(&state).encode()));
         self.formed = Some(state.clone());
         self.latest_state = Some(state);
         self.unstarted_since_ms = None;

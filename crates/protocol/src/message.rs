@@ -750,7 +750,7 @@ pub(crate) fn get_change(r: &mut Reader) -> Result<Change, DecodeError> {
     }
 }
 
-fn put_state(w: &mut Writer, state: &ClusterState) {
+pub(crate) fn put_state(w: &mut Writer, state: &ClusterState) {
     w.u64(state.generation);
     w.u64(state.version);
     put_members(w, &state.members);
@@ -763,7 +763,7 @@ fn put_state(w: &mut Writer, state: &ClusterState) {
     }
 }
 
-fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
+pub(crate) fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
     let generation = r.u64("generation")?;
     let version = r.u64("state version")?;
     let members = get_members(r)?;

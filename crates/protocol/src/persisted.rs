@@ -12,13 +12,14 @@
 //! | 1 | format version (1) |
 //! | 16 | highest (generation, version) mentioned to the arbitrator |
 //! | 16 | highest (generation, version) known decided: no vote at or below it |
+//! | 1 + n | latest cluster state known: presence byte, then as in `message` (`Decided`) |
 //! | 4 | entry count |
 //! | per entry | generation u64, version u64, promised ballot (u32 round, u8 node), accepted flag u8, then ballot and change as in `message` |
 //! | 4 | CRC-32C of everything before it |
 
 use crate::codec::{DecodeError, Reader, Writer};
-use crate::message::{get_ballot, get_change, put_ballot, put_change};
-use crate::types::{Ballot, Change};
+use crate::message::{get_ballot, get_change, get_state, put_ballot, put_change, put_state};
+use crate::types::{Ballot, Change, ClusterState};
 
 const MAGIC: [u8; 4] = *b"SHAV";
 const FORMAT_VERSION: u8 = 1;
@@ -39,6 +40,10 @@ pub struct ArbitratorVotes {
     /// Votes at or below this position were dropped once the arbitrator
     /// learned the version was decided; it must never vote there again.
     pub decided_max: (u64, u64),
+    /// The newest cluster state the management node learned: its members
+    /// must be accounted for before the cluster may form again, and its
+    /// dictionary survives a re-formation.
+    pub latest_state: Option<ClusterState>,
     pub records: Vec<VoteRecord>,
 }
 
@@ -52,6 +57,13 @@ impl ArbitratorVotes {
         w.u64(self.position_mentioned_max.1);
         w.u64(self.decided_max.0);
         w.u64(self.decided_max.1);
+        match &self.latest_state {
+            None => w.bool(false),
+            Some(state) => {
+                w.bool(true);
+                put_state(&mut w, state);
+            }
+        }
         w.count(self.records.len());
         for record in &self.records {
             w.u64(record.generation);
@@ -91,6 +103,11 @@ impl ArbitratorVotes {
         }
         let position_mentioned_max = (r.u64("generation")?, r.u64("version")?);
         let decided_max = (r.u64("generation")?, r.u64("version")?);
+        let latest_state = if r.bool("latest state present")? {
+            Some(get_state(&mut r)?)
+        } else {
+            None
+        };
         let count = r.count(22, "records")?;
         let mut records = Vec::with_capacity(count);
         for _ in 0..count {
@@ -113,6 +130,7 @@ impl ArbitratorVotes {
         Ok(ArbitratorVotes {
             position_mentioned_max,
             decided_max,
+            latest_state,
             records,
         })
     }
@@ -127,6 +145,15 @@ mod tests {
         ArbitratorVotes {
             position_mentioned_max: (7, 12),
             decided_max: (7, 11),
+            latest_state: Some(ClusterState {
+                generation: 7,
+                version: 11,
+                members: vec![Member {
+                    node: 2,
+                    incarnation: 9,
+                }],
+                ..ClusterState::default()
+            }),
             records: vec![
                 VoteRecord {
                     generation: 7,

@@ -452,6 +452,19 @@ impl Simulation {
             SimEvent::Heal { a, b } => {
                 self.network.heal(a, b);
                 self.trace(format!("link {a}-{b} healed"));
+                // A data node whose management connection broke reconnects.
+                for (node, other) in [(a, b), (b, a)] {
+                    if other == self.management_node
+                        && self.nodes.get(&node).is_some_and(|s| s.block.is_some())
+                        && self
+                            .management
+                            .block
+                            .as_ref()
+                            .is_some_and(|m| m.node_of(ConnectionId::from(node)).is_none())
+                    {
+                        self.register_with_management(node);
+                    }
+                }
             }
             SimEvent::Fault => self.inject_fault(),
             SimEvent::Client => self.client_step(),
@@ -543,6 +556,24 @@ impl Simulation {
         }
         let at = self.now_ms + between(&mut self.rng, 200, 3_000);
         self.schedule(at, SimEvent::Restart { node });
+    }
+
+    /// If `a`-`b` is a data node's link to the management node, the
+    /// management node sees that connection close.
+    fn break_management_connection(&mut self, a: NodeId, b: NodeId) {
+        let node = if a == self.management_node {
+            b
+        } else if b == self.management_node {
+            a
+        } else {
+            return;
+        };
+        let now = self.now_ms;
+        if let Some(management) = self.management.block.as_mut() {
+            let mut effects = Effects::new();
+            management.on_disconnected(now, ConnectionId::from(node), &mut effects);
+            self.apply_management_effects(effects);
+        }
     }
 
     fn start_management(&mut self) {
@@ -730,6 +761,7 @@ impl Simulation {
                     // Sometimes the operating system notices and closes the
                     // connection; sometimes only silence tells.
                     if chance(&mut self.rng, 0.5) {
+                        self.break_management_connection(a, b);
                         for (at, peer) in [(a, b), (b, a)] {
                             if let Some(at_incarnation) = self.incarnation_of(at)
                                 && self.nodes.contains_key(&at)
@@ -767,6 +799,9 @@ impl Simulation {
                             && !self.network.is_cut(*a, *b)
                         {
                             self.network.cut(*a, *b);
+                            if chance(&mut self.rng, 0.5) {
+                                self.break_management_connection(*a, *b);
+                            }
                             self.schedule(heal_at, SimEvent::Heal { a: *a, b: *b });
                         }
                     }
