@@ -536,6 +536,7 @@ impl DataNode {
                     state: self.state.clone().unwrap_or_default(),
                 },
             ),
+            Message::Stop if from != self.settings.management_node => {}
             Message::Stop => {
                 self.stopped = true;
                 if let Some(state) = &self.state {
@@ -993,10 +994,15 @@ impl DataNode {
             // A node waiting for admission just learns the cluster exists.
             return;
         }
-        assert!(
-            covers_node_groups(&next.members, &self.settings.node_groups),
-            "an agreed state always has a node of every node group"
-        );
+        if !covers_node_groups(&next.members, &self.settings.node_groups) {
+            // Agreed states always cover every node group; this one came
+            // from a peer with another configuration or a bug. Refuse it.
+            effects.events.push(Event::Log(format!(
+                "ignoring state {:?}: it lacks a node group of this configuration",
+                next.position()
+            )));
+            return;
+        }
         for member in &next.members {
             self.last_heard_ms.entry(member.node).or_insert(now_ms);
         }

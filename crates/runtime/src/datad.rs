@@ -502,6 +502,15 @@ impl Runtime {
             self.close(token, "spoke before saying Hello");
             return;
         };
+        // API nodes may ask; only data nodes take part in membership.
+        if peer.role != NodeRole::Data
+            && !matches!(
+                message,
+                Message::SchemaRequest { .. } | Message::DictionaryRequest { .. }
+            )
+        {
+            return;
+        }
         self.deliver(peer.node, peer.incarnation, message);
     }
 
