@@ -560,7 +560,7 @@ impl Message {
             },
             KIND_STATUS_REPLY => {
                 let request = r.u64("request")?;
-                let count = r.count(30, "node statuses")?;
+                let count = r.count(29, "node statuses")?;
                 let mut nodes = Vec::with_capacity(count);
                 for _ in 0..count {
                     nodes.push(NodeStatus {
@@ -770,7 +770,7 @@ pub(crate) fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
     let removed = get_members(r)?;
     let schema_version = r.u64("schema version")?;
     let next_table_id = r.u32("next table id")?;
-    let count = r.count(40, "tables")?;
+    let count = r.count(30, "tables")?;
     let mut tables = Vec::with_capacity(count);
     for _ in 0..count {
         tables.push(get_table(r)?);
