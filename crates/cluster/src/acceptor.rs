@@ -8,7 +8,7 @@
 //! arbitrator, which has no incarnation in the member list, instead refuses
 //! to vote for a while after it starts (see `management`).
 
-use protocol::{Ballot, Change};
+use protocol::{Ballot, Change, Message};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Acceptor {
@@ -23,6 +23,25 @@ pub enum Vote {
     Accepted,
     /// Refused: the acceptor promised this higher ballot.
     Nack(Ballot),
+}
+
+impl Vote {
+    /// The answer on the wire for `version` and `ballot`.
+    pub fn message(self, version: u64, ballot: Ballot) -> Message {
+        match self {
+            Vote::Promise(accepted) => Message::Promise {
+                version,
+                ballot,
+                accepted,
+            },
+            Vote::Accepted => Message::Accepted { version, ballot },
+            Vote::Nack(promised) => Message::Nack {
+                version,
+                ballot,
+                promised,
+            },
+        }
+    }
 }
 
 impl Acceptor {

@@ -430,11 +430,7 @@ impl DataNode {
             Message::Join { member } => {
                 if member == sender && self.is_started() {
                     let state = self.state.as_ref().expect("started");
-                    let removed = state
-                        .removed
-                        .iter()
-                        .any(|r| r.node == member.node && r.incarnation >= member.incarnation);
-                    if state.contains(member) || removed {
+                    if state.contains(member) || state.was_removed(member) {
                         // Admitted but the news was lost on the way, or
                         // removed before it ever heard: either way it must
                         // learn the state (and, if removed, restart).
@@ -471,7 +467,7 @@ impl DataNode {
                 if let Some(version) = self.acceptor_version(sender, generation, version, effects) {
                     self.round_seen = self.round_seen.max(ballot.round);
                     let vote = self.acceptor.prepare(ballot);
-                    send_vote(effects, sender.node, version, ballot, vote);
+                    effects.send(sender.node, vote.message(version, ballot));
                 }
             }
             Message::Accept {
@@ -483,7 +479,7 @@ impl DataNode {
                 if let Some(version) = self.acceptor_version(sender, generation, version, effects) {
                     self.round_seen = self.round_seen.max(ballot.round);
                     let vote = self.acceptor.accept(ballot, &change);
-                    send_vote(effects, sender.node, version, ballot, vote);
+                    effects.send(sender.node, vote.message(version, ballot));
                 }
             }
             Message::Promise {
@@ -672,13 +668,11 @@ impl DataNode {
                 .collect();
             return Some(Change::Membership { members });
         }
-        if let Some((member, _)) = self.join_requests.values().find(|(m, _)| {
-            state.member_of(m.node).is_none()
-                && !state
-                    .removed
-                    .iter()
-                    .any(|r| r.node == m.node && r.incarnation >= m.incarnation)
-        }) {
+        if let Some((member, _)) = self
+            .join_requests
+            .values()
+            .find(|(m, _)| state.member_of(m.node).is_none() && !state.was_removed(*m))
+        {
             let mut members = state.members.clone();
             members.push(*member);
             return Some(Change::Membership { members });
@@ -977,11 +971,7 @@ impl DataNode {
             return;
         }
         if !next.contains(self.me) {
-            let removed = next
-                .removed
-                .iter()
-                .any(|r| r.node == self.me.node && r.incarnation >= self.me.incarnation);
-            if was_started || removed {
+            if was_started || next.was_removed(self.me) {
                 self.marks.excluded_by_others += 1;
                 self.exclude(
                     format!(
@@ -1069,7 +1059,7 @@ impl DataNode {
                 from,
                 Message::SchemaReply {
                     request,
-                    result: Err(dictionary::not_president(president)),
+                    result: Err(ErrorReply::not_president(president)),
                 },
             );
             return;
@@ -1098,21 +1088,4 @@ impl DataNode {
         });
         self.drive_proposal(now_ms, effects);
     }
-}
-
-fn send_vote(effects: &mut Effects, to: NodeId, version: u64, ballot: Ballot, vote: Vote) {
-    let message = match vote {
-        Vote::Promise(accepted) => Message::Promise {
-            version,
-            ballot,
-            accepted,
-        },
-        Vote::Accepted => Message::Accepted { version, ballot },
-        Vote::Nack(promised) => Message::Nack {
-            version,
-            ballot,
-            promised,
-        },
-    };
-    effects.send(to, message);
 }

@@ -4,7 +4,7 @@
 //! same entry; planning validates everything, so a decided change always
 //! applies.
 
-use protocol::{Change, ClusterState, ErrorReply, Fragment, NodeId, SchemaChange, TableEntry};
+use protocol::{Change, ClusterState, ErrorReply, Fragment, SchemaChange, TableEntry};
 use schema::distribution::{ClusterShape, PartitionMap};
 use schema::{Error, ErrorCode};
 
@@ -28,18 +28,6 @@ pub fn table_bytes(table: &TableEntry) -> usize {
             .iter()
             .map(|f| 16 + f.replicas.len())
             .sum::<usize>()
-}
-
-/// The error for a dictionary request sent to a node that does not preside.
-pub fn not_president(president: NodeId) -> ErrorReply {
-    ErrorReply {
-        ndb_code: 702,
-        mysql_code: 1297,
-        message: format!(
-            "request to a node that does not preside: retry at node {president} \
-             (a temporary error)"
-        ),
-    }
 }
 
 fn reply(error: Error) -> ErrorReply {

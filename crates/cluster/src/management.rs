@@ -346,7 +346,7 @@ impl ManagementNode {
                     effects
                         .events
                         .push(Event::PersistVotes(self.votes().encode()));
-                    effects.send(connection, vote_message(version, ballot, vote));
+                    effects.send(connection, vote.message(version, ballot));
                 }
             }
             Message::Accept {
@@ -362,7 +362,7 @@ impl ManagementNode {
                     effects
                         .events
                         .push(Event::PersistVotes(self.votes().encode()));
-                    effects.send(connection, vote_message(version, ballot, vote));
+                    effects.send(connection, vote.message(version, ballot));
                 }
             }
             Message::Addresses { entries } => {
@@ -777,17 +777,8 @@ impl ManagementNode {
                 Some(node) => {
                     nodes.push(self.api_status(node, api.host_name.clone().unwrap_or_default()))
                 }
-                None => nodes.push(NodeStatus {
-                    node: 0,
-                    role: NodeRole::Api,
-                    configured_host: api.host_name.clone().unwrap_or_default(),
-                    address: String::new(),
-                    state: NodeState::NotConnected,
-                    node_group: None,
-                    president: false,
-                    pages_used: 0,
-                    pages_total: 0,
-                }),
+                // A free slot has no id yet: node 0, never allocated.
+                None => nodes.push(self.api_status(0, api.host_name.clone().unwrap_or_default())),
             }
         }
         nodes
@@ -939,21 +930,5 @@ fn role_name(role: Option<NodeRole>) -> &'static str {
         Some(NodeRole::Management) => "management node",
         Some(NodeRole::Api) => "API node",
         None => "client",
-    }
-}
-
-fn vote_message(version: u64, ballot: protocol::Ballot, vote: Vote) -> Message {
-    match vote {
-        Vote::Promise(accepted) => Message::Promise {
-            version,
-            ballot,
-            accepted,
-        },
-        Vote::Accepted => Message::Accepted { version, ballot },
-        Vote::Nack(promised) => Message::Nack {
-            version,
-            ballot,
-            promised,
-        },
     }
 }

@@ -116,6 +116,14 @@ impl ClusterState {
         self.members.contains(&member)
     }
 
+    /// Whether `member` (or a later incarnation of its node) was removed:
+    /// such an incarnation may never be admitted again.
+    pub fn was_removed(&self, member: Member) -> bool {
+        self.removed
+            .iter()
+            .any(|r| r.node == member.node && r.incarnation >= member.incarnation)
+    }
+
     pub fn member_of(&self, node: NodeId) -> Option<Member> {
         self.members.iter().copied().find(|m| m.node == node)
     }
@@ -160,6 +168,40 @@ pub struct ErrorReply {
     pub ndb_code: u16,
     pub mysql_code: u16,
     pub message: String,
+}
+
+/// NDB's "request to a non-master" (702): temporary, retry at the president.
+pub const NOT_PRESIDENT_NDB_CODE: u16 = 702;
+const NOT_PRESIDENT_RETRY_AT: &str = "retry at node ";
+
+impl ErrorReply {
+    /// The answer to a dictionary request sent to a node that does not
+    /// preside; `president` is 0 when the node knows of none.
+    pub fn not_president(president: NodeId) -> ErrorReply {
+        ErrorReply {
+            ndb_code: NOT_PRESIDENT_NDB_CODE,
+            mysql_code: 1297,
+            message: format!(
+                "request to a node that does not preside: {NOT_PRESIDENT_RETRY_AT}{president} \
+                 (a temporary error)"
+            ),
+        }
+    }
+
+    /// The president a `not_president` answer points at, if it names one.
+    pub fn president_hint(&self) -> Option<NodeId> {
+        if self.ndb_code != NOT_PRESIDENT_NDB_CODE {
+            return None;
+        }
+        self.message
+            .split(NOT_PRESIDENT_RETRY_AT)
+            .nth(1)?
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+            .filter(|node| *node != 0)
+    }
 }
 
 /// A data node's life cycle as `SHOW` prints it.

@@ -446,3 +446,22 @@ fn the_smallest_items_decode() {
         assert_eq!(Message::decode(&bytes).unwrap(), message);
     }
 }
+
+#[test]
+fn redirects_name_the_president() {
+    let error = ErrorReply::not_president(3);
+    assert!(
+        error
+            .message
+            .starts_with("request to a node that does not preside: retry at node 3"),
+        "{error:?}"
+    );
+    assert_eq!(error.president_hint(), Some(3));
+    assert_eq!(ErrorReply::not_president(0).president_hint(), None);
+    let other = ErrorReply {
+        ndb_code: 721,
+        mysql_code: 1050,
+        message: "table exists".into(),
+    };
+    assert_eq!(other.president_hint(), None);
+}

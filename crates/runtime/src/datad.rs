@@ -354,19 +354,7 @@ impl Runtime {
                         );
                         continue;
                     }
-                    let _ = stream.set_nodelay(true);
-                    let token = Token(self.next_token);
-                    self.next_token += 1;
-                    let mut connection = Connection::new(
-                        stream,
-                        token,
-                        address.to_string(),
-                        self.send_buffer_bytes_max,
-                    );
-                    connection.queue(self.hello());
-                    if connection.register(self.poll.registry()).is_ok() {
-                        self.connections.insert(token, connection);
-                    }
+                    self.open(stream, address.to_string(), None);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => {
@@ -374,6 +362,20 @@ impl Runtime {
                     break;
                 }
             }
+        }
+    }
+
+    /// Registers a new connection and says Hello on it.
+    fn open(&mut self, stream: TcpStream, peer_address: String, dialed_node: Option<NodeId>) {
+        let _ = stream.set_nodelay(true);
+        let token = Token(self.next_token);
+        self.next_token += 1;
+        let mut connection =
+            Connection::new(stream, token, peer_address, self.send_buffer_bytes_max);
+        connection.dialed_node = dialed_node;
+        connection.queue(self.hello());
+        if connection.register(self.poll.registry()).is_ok() {
+            self.connections.insert(token, connection);
         }
     }
 
@@ -396,8 +398,7 @@ impl Runtime {
             .connections
             .values()
             .filter(|c| c.peer.is_none())
-            .filter_map(|c| c.peer_address.strip_prefix("dial:"))
-            .filter_map(|rest| rest.split('@').next()?.parse().ok())
+            .filter_map(|c| c.dialed_node)
             .collect();
         let targets: Vec<Address> = self
             .addresses
@@ -414,19 +415,7 @@ impl Runtime {
             let Ok(stream) = TcpStream::connect(address) else {
                 continue;
             };
-            let _ = stream.set_nodelay(true);
-            let token = Token(self.next_token);
-            self.next_token += 1;
-            let mut connection = Connection::new(
-                stream,
-                token,
-                format!("dial:{}@{address}", target.node),
-                self.send_buffer_bytes_max,
-            );
-            connection.queue(self.hello());
-            if connection.register(self.poll.registry()).is_ok() {
-                self.connections.insert(token, connection);
-            }
+            self.open(stream, address.to_string(), Some(target.node));
         }
     }
 

@@ -157,6 +157,9 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
     let mut events = Events::with_capacity(1024);
     let mut next_tick_ms = 0u64;
     let mut stopping: Option<Instant> = None;
+    // Connections to close; a failed flush puts one here for the next turn,
+    // whose effects then go out through the one path below.
+    let mut closed: Vec<Token> = Vec::new();
     loop {
         let now = started.elapsed().as_millis() as u64;
         if terminate.load(Ordering::Relaxed) {
@@ -169,14 +172,17 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
             cluster_log.line("Management node shut down");
             return Ok(());
         }
-        let wait = next_tick_ms.saturating_sub(now).min(POLL_INTERVAL_MS);
+        let wait = if closed.is_empty() {
+            next_tick_ms.saturating_sub(now).min(POLL_INTERVAL_MS)
+        } else {
+            0
+        };
         match poll.poll(&mut events, Some(Duration::from_millis(wait))) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(format!("event loop: {e}")),
         }
         let mut effects: Effects<ConnectionId> = Effects::new();
-        let mut closed = Vec::new();
         for event in events.iter() {
             let now = started.elapsed().as_millis() as u64;
             if event.token() == LISTENER {
@@ -233,7 +239,7 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
             }
         }
         let now = started.elapsed().as_millis() as u64;
-        for token in closed {
+        for token in closed.drain(..) {
             if let Some(mut connection) = connections.remove(&token) {
                 let _ = poll.registry().deregister(&mut connection.stream);
                 block.on_disconnected(now, token.0 as u64, &mut effects);
@@ -267,22 +273,9 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
                 target.queue(message);
             }
         }
-        let mut failed = Vec::new();
         for (token, connection) in &mut connections {
             if connection.flush(poll.registry()).is_err() {
-                failed.push(*token);
-            }
-        }
-        let mut effects: Effects<ConnectionId> = Effects::new();
-        for token in failed {
-            if let Some(mut connection) = connections.remove(&token) {
-                let _ = poll.registry().deregister(&mut connection.stream);
-                block.on_disconnected(now, token.0 as u64, &mut effects);
-            }
-        }
-        for event in effects.events {
-            if let Event::Log(line) = event {
-                cluster_log.line(&line);
+                closed.push(*token);
             }
         }
     }

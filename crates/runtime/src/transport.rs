@@ -26,6 +26,8 @@ pub struct Connection {
     pub token: Token,
     pub peer: Option<Peer>,
     pub peer_address: String,
+    /// The data node this side dialed, until its `Hello` sets `peer`.
+    pub dialed_node: Option<NodeId>,
     decoder: FrameDecoder,
     queued: Vec<Message>,
     write_buffer: Vec<u8>,
@@ -50,6 +52,7 @@ impl Connection {
             token,
             peer: None,
             peer_address,
+            dialed_node: None,
             decoder: FrameDecoder::new(),
             queued: Vec::new(),
             write_buffer: Vec::new(),

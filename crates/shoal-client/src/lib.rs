@@ -247,18 +247,21 @@ impl Cluster {
                 request,
                 change: change.clone(),
             });
-            let error = match reply {
+            let (error, president) = match reply {
                 Ok(Message::SchemaReply { result: Ok(id), .. }) => return Ok(id),
                 Ok(Message::SchemaReply {
                     result: Err(error), ..
-                }) => ClientError::reply(error),
+                }) => {
+                    let president = error.president_hint();
+                    (ClientError::reply(error), president)
+                }
                 Ok(_) => unreachable!("filtered by the request"),
-                Err(error) => error,
+                Err(error) => (error, None),
             };
             if !error.is_temporary() {
                 return Err(error);
             }
-            target = redirect_target(&error.message)
+            target = president
                 .filter(|n| self.data_nodes.contains_key(n))
                 .map_or_else(|| self.any_connected(), Ok)?;
             last_error = Some(error);
@@ -281,38 +284,9 @@ impl Cluster {
     }
 }
 
-/// The node a "not the president" error points at.
-fn redirect_target(message: &str) -> Option<NodeId> {
-    message
-        .split("retry at node ")
-        .nth(1)?
-        .split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
-        .filter(|n| *n != 0)
-}
-
 fn parse_data_nodes(config_text: &str, config_file: &str) -> Result<Vec<NodeId>, ClientError> {
     let config = config::parse(config_text, config_file).map_err(|e| {
         ClientError::connection(format!("the management node sent a bad configuration: {e}"))
     })?;
     Ok(config.data_nodes.iter().map(|d| d.node_id).collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn redirects_name_the_president() {
-        assert_eq!(
-            redirect_target(
-                "request to a node that does not preside: retry at node 3 (a temporary error)"
-            ),
-            Some(3)
-        );
-        assert_eq!(redirect_target("retry at node 0 (a temporary error)"), None);
-        assert_eq!(redirect_target("table exists"), None);
-    }
 }

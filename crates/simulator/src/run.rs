@@ -924,11 +924,7 @@ impl Simulation {
                     // Not the president: retry where it points, or anywhere.
                     702 | 711 => {
                         let president = error
-                            .message
-                            .split("retry at node ")
-                            .nth(1)
-                            .and_then(|rest| rest.split_whitespace().next())
-                            .and_then(|n| n.parse::<NodeId>().ok())
+                            .president_hint()
                             .filter(|n| self.nodes.contains_key(n));
                         let to = match president {
                             Some(node) => node,
