@@ -10,9 +10,15 @@ pub mod codec;
 pub mod frame;
 pub mod message;
 pub mod persisted;
+pub mod transaction;
 pub mod types;
 
 pub use codec::DecodeError;
 pub use frame::{FrameDecoder, PROTOCOL_VERSION, encode_frame};
 pub use message::Message;
+pub use transaction::{
+    Bound, Execute, ExecuteEnd, Executed, KeyConfirm, KeyRefuse, KeyRequest, Operation,
+    OperationKind, OperationResult, Phase, PhaseDone, ScanNext, ScanOpen, ScanRows,
+    TransactionState,
+};
 pub use types::*;

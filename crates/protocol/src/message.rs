@@ -8,6 +8,7 @@
 //! `put_*`/`get_*` pairs below, field by field in the order written.
 
 use crate::codec::{DecodeError, Reader, Writer};
+use crate::transaction::*;
 use crate::types::*;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,6 +127,29 @@ pub enum Message {
     Stop,
     /// A node says goodbye before closing its connections.
     Leaving,
+    /// API → TC: a batch of operations (see `transaction`).
+    Execute(Execute),
+    /// TC → API: the batch's results.
+    Executed(Executed),
+    ScanOpen(ScanOpen),
+    ScanRows(ScanRows),
+    ScanNext(ScanNext),
+    /// API → TC → LQH: stop a scan early; no more batches follow.
+    ScanClose {
+        transaction: u64,
+        scan: u32,
+    },
+    KeyRequest(KeyRequest),
+    KeyConfirm(KeyConfirm),
+    KeyRefuse(KeyRefuse),
+    Commit(Phase),
+    Committed(PhaseDone),
+    Complete(Phase),
+    Completed(PhaseDone),
+    Abort(Phase),
+    Aborted(PhaseDone),
+    /// TC → LQH: open a scan on one fragment.
+    FragmentScanOpen(ScanOpen),
 }
 
 const KIND_HELLO: u8 = 1;
@@ -154,6 +178,22 @@ const KIND_STOP_REQUEST: u8 = 23;
 const KIND_STOP_REPLY: u8 = 24;
 const KIND_STOP: u8 = 25;
 const KIND_LEAVING: u8 = 26;
+const KIND_EXECUTE: u8 = 40;
+const KIND_EXECUTED: u8 = 41;
+const KIND_SCAN_OPEN: u8 = 42;
+const KIND_SCAN_ROWS: u8 = 43;
+const KIND_SCAN_NEXT: u8 = 44;
+const KIND_SCAN_CLOSE: u8 = 45;
+const KIND_KEY_REQUEST: u8 = 50;
+const KIND_KEY_CONFIRM: u8 = 51;
+const KIND_KEY_REFUSE: u8 = 52;
+const KIND_COMMIT: u8 = 53;
+const KIND_COMMITTED: u8 = 54;
+const KIND_COMPLETE: u8 = 55;
+const KIND_COMPLETED: u8 = 56;
+const KIND_ABORT: u8 = 57;
+const KIND_ABORTED: u8 = 58;
+const KIND_FRAGMENT_SCAN_OPEN: u8 = 59;
 
 impl Message {
     /// A short name for logs and counters.
@@ -185,6 +225,22 @@ impl Message {
             Message::StopReply { .. } => "StopReply",
             Message::Stop => "Stop",
             Message::Leaving => "Leaving",
+            Message::Execute(_) => "Execute",
+            Message::Executed(_) => "Executed",
+            Message::ScanOpen(_) => "ScanOpen",
+            Message::ScanRows(_) => "ScanRows",
+            Message::ScanNext(_) => "ScanNext",
+            Message::ScanClose { .. } => "ScanClose",
+            Message::KeyRequest(_) => "KeyRequest",
+            Message::KeyConfirm(_) => "KeyConfirm",
+            Message::KeyRefuse(_) => "KeyRefuse",
+            Message::Commit(_) => "Commit",
+            Message::Committed(_) => "Committed",
+            Message::Complete(_) => "Complete",
+            Message::Completed(_) => "Completed",
+            Message::Abort(_) => "Abort",
+            Message::Aborted(_) => "Aborted",
+            Message::FragmentScanOpen(_) => "FragmentScanOpen",
         }
     }
 
@@ -416,6 +472,71 @@ impl Message {
             }
             Message::Stop => w.u8(KIND_STOP),
             Message::Leaving => w.u8(KIND_LEAVING),
+            Message::Execute(execute) => {
+                w.u8(KIND_EXECUTE);
+                put_execute(&mut w, execute);
+            }
+            Message::Executed(executed) => {
+                w.u8(KIND_EXECUTED);
+                put_executed(&mut w, executed);
+            }
+            Message::ScanOpen(open) => {
+                w.u8(KIND_SCAN_OPEN);
+                put_scan_open(&mut w, open);
+            }
+            Message::FragmentScanOpen(open) => {
+                w.u8(KIND_FRAGMENT_SCAN_OPEN);
+                put_scan_open(&mut w, open);
+            }
+            Message::ScanRows(rows) => {
+                w.u8(KIND_SCAN_ROWS);
+                put_scan_rows(&mut w, rows);
+            }
+            Message::ScanNext(next) => {
+                w.u8(KIND_SCAN_NEXT);
+                put_scan_next(&mut w, next);
+            }
+            Message::ScanClose { transaction, scan } => {
+                w.u8(KIND_SCAN_CLOSE);
+                w.u64(*transaction);
+                w.u32(*scan);
+            }
+            Message::KeyRequest(request) => {
+                w.u8(KIND_KEY_REQUEST);
+                put_key_request(&mut w, request);
+            }
+            Message::KeyConfirm(confirm) => {
+                w.u8(KIND_KEY_CONFIRM);
+                put_key_confirm(&mut w, confirm);
+            }
+            Message::KeyRefuse(refuse) => {
+                w.u8(KIND_KEY_REFUSE);
+                put_key_refuse(&mut w, refuse);
+            }
+            Message::Commit(phase) => {
+                w.u8(KIND_COMMIT);
+                put_phase(&mut w, phase);
+            }
+            Message::Complete(phase) => {
+                w.u8(KIND_COMPLETE);
+                put_phase(&mut w, phase);
+            }
+            Message::Abort(phase) => {
+                w.u8(KIND_ABORT);
+                put_phase(&mut w, phase);
+            }
+            Message::Committed(done) => {
+                w.u8(KIND_COMMITTED);
+                put_phase_done(&mut w, done);
+            }
+            Message::Completed(done) => {
+                w.u8(KIND_COMPLETED);
+                put_phase_done(&mut w, done);
+            }
+            Message::Aborted(done) => {
+                w.u8(KIND_ABORTED);
+                put_phase_done(&mut w, done);
+            }
         }
     }
 
@@ -605,6 +726,25 @@ impl Message {
             }
             KIND_STOP => Message::Stop,
             KIND_LEAVING => Message::Leaving,
+            KIND_EXECUTE => Message::Execute(get_execute(&mut r)?),
+            KIND_EXECUTED => Message::Executed(get_executed(&mut r)?),
+            KIND_SCAN_OPEN => Message::ScanOpen(get_scan_open(&mut r)?),
+            KIND_FRAGMENT_SCAN_OPEN => Message::FragmentScanOpen(get_scan_open(&mut r)?),
+            KIND_SCAN_ROWS => Message::ScanRows(get_scan_rows(&mut r)?),
+            KIND_SCAN_NEXT => Message::ScanNext(get_scan_next(&mut r)?),
+            KIND_SCAN_CLOSE => Message::ScanClose {
+                transaction: r.u64("transaction")?,
+                scan: r.u32("scan")?,
+            },
+            KIND_KEY_REQUEST => Message::KeyRequest(get_key_request(&mut r)?),
+            KIND_KEY_CONFIRM => Message::KeyConfirm(get_key_confirm(&mut r)?),
+            KIND_KEY_REFUSE => Message::KeyRefuse(get_key_refuse(&mut r)?),
+            KIND_COMMIT => Message::Commit(get_phase(&mut r)?),
+            KIND_COMPLETE => Message::Complete(get_phase(&mut r)?),
+            KIND_ABORT => Message::Abort(get_phase(&mut r)?),
+            KIND_COMMITTED => Message::Committed(get_phase_done(&mut r)?),
+            KIND_COMPLETED => Message::Completed(get_phase_done(&mut r)?),
+            KIND_ABORTED => Message::Aborted(get_phase_done(&mut r)?),
             other => return Err(DecodeError::new(format!("unknown message kind {other}"))),
         };
         r.finish(message.name())?;
@@ -653,13 +793,13 @@ fn get_role(r: &mut Reader) -> Result<NodeRole, DecodeError> {
     NodeRole::from_wire_id(id).ok_or_else(|| DecodeError::new(format!("unknown node role {id}")))
 }
 
-fn put_error(w: &mut Writer, error: &ErrorReply) {
+pub(crate) fn put_error(w: &mut Writer, error: &ErrorReply) {
     w.u16(error.ndb_code);
     w.u16(error.mysql_code);
     w.string(&error.message);
 }
 
-fn get_error(r: &mut Reader) -> Result<ErrorReply, DecodeError> {
+pub(crate) fn get_error(r: &mut Reader) -> Result<ErrorReply, DecodeError> {
     Ok(ErrorReply {
         ndb_code: r.u16("ndb code")?,
         mysql_code: r.u16("mysql code")?,

@@ -105,7 +105,7 @@ fn role() -> impl Strategy<Value = NodeRole> {
     ]
 }
 
-fn message() -> impl Strategy<Value = Message> {
+fn cluster_message() -> impl Strategy<Value = Message> {
     prop_oneof![
         (any::<u8>(), any::<u64>(), role()).prop_map(|(node, incarnation, role)| Message::Hello {
             node,
@@ -300,6 +300,241 @@ fn message() -> impl Strategy<Value = Message> {
     ]
 }
 
+fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(any::<u8>(), 0..max)
+}
+
+fn operation_kind() -> impl Strategy<Value = OperationKind> {
+    prop::sample::select(OperationKind::ALL.to_vec())
+}
+
+fn operation() -> impl Strategy<Value = Operation> {
+    (
+        any::<u32>(),
+        operation_kind(),
+        bytes(12),
+        bytes(12),
+        prop::collection::vec(any::<u16>(), 0..4),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(table, kind, key, values, columns, ignore_error)| Operation {
+                table,
+                kind,
+                key,
+                values,
+                columns,
+                ignore_error,
+            },
+        )
+}
+
+fn bound() -> impl Strategy<Value = Bound> {
+    prop_oneof![
+        Just(Bound::Unbounded),
+        bytes(8).prop_map(Bound::Inclusive),
+        bytes(8).prop_map(Bound::Exclusive),
+    ]
+}
+
+fn scan_open() -> impl Strategy<Value = ScanOpen> {
+    (
+        (
+            any::<u64>(),
+            any::<u32>(),
+            any::<u32>(),
+            prop::option::of(any::<u16>()),
+        ),
+        (bound(), bound(), any::<bool>(), bytes(8)),
+        (
+            prop::collection::vec(any::<u16>(), 0..4),
+            prop::sample::select(vec![
+                OperationKind::ReadCommitted,
+                OperationKind::ReadShared,
+                OperationKind::ReadExclusive,
+            ]),
+            prop::option::of(any::<u32>()),
+        ),
+        (any::<u32>(), any::<u32>(), any::<u32>(), any::<u8>()),
+    )
+        .prop_map(
+            |(
+                (transaction, scan, table, index),
+                (lower, upper, descending, filter),
+                (columns, mode, partition),
+                (batch_rows, batch_bytes, fragment, coordinator),
+            )| ScanOpen {
+                transaction,
+                scan,
+                table,
+                index,
+                lower,
+                upper,
+                descending,
+                filter,
+                columns,
+                mode,
+                partition,
+                batch_rows,
+                batch_bytes,
+                fragment,
+                coordinator,
+            },
+        )
+}
+
+fn phase() -> impl Strategy<Value = Phase> {
+    (
+        any::<u64>(),
+        any::<u8>(),
+        any::<u32>(),
+        any::<u32>(),
+        bytes(4),
+    )
+        .prop_map(|(transaction, coordinator, table, fragment, chain)| Phase {
+            transaction,
+            coordinator,
+            table,
+            fragment,
+            chain,
+        })
+}
+
+fn phase_done() -> impl Strategy<Value = PhaseDone> {
+    (any::<u64>(), any::<u32>(), any::<u32>()).prop_map(|(transaction, table, fragment)| {
+        PhaseDone {
+            transaction,
+            table,
+            fragment,
+        }
+    })
+}
+
+fn transaction_message() -> impl Strategy<Value = Message> {
+    prop_oneof![
+        (
+            any::<u64>(),
+            prop::sample::select(vec![
+                ExecuteEnd::NoCommit,
+                ExecuteEnd::Commit,
+                ExecuteEnd::Rollback
+            ]),
+            prop::collection::vec(operation(), 0..4)
+        )
+            .prop_map(|(transaction, end, operations)| Message::Execute(Execute {
+                transaction,
+                end,
+                operations
+            })),
+        (
+            any::<u64>(),
+            prop::sample::select(vec![
+                TransactionState::Open,
+                TransactionState::Committed,
+                TransactionState::Aborted
+            ]),
+            prop::option::of(error_reply()),
+            prop::collection::vec(
+                (any::<u16>(), bytes(8)).prop_map(|(error, data)| OperationResult { error, data }),
+                0..4
+            ),
+            any::<u32>()
+        )
+            .prop_map(|(transaction, state, error, results, hops)| {
+                Message::Executed(Executed {
+                    transaction,
+                    state,
+                    error,
+                    results,
+                    hops,
+                })
+            }),
+        scan_open().prop_map(Message::ScanOpen),
+        scan_open().prop_map(Message::FragmentScanOpen),
+        (
+            (any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>()),
+            (bytes(16), any::<bool>(), prop::option::of(error_reply()))
+        )
+            .prop_map(
+                |((transaction, scan, fragment, rows), (data, finished, error))| {
+                    Message::ScanRows(ScanRows {
+                        transaction,
+                        scan,
+                        fragment,
+                        rows,
+                        data,
+                        finished,
+                        error,
+                    })
+                }
+            ),
+        (
+            any::<u64>(),
+            any::<u32>(),
+            prop::collection::vec(any::<u32>(), 0..4),
+            any::<u8>()
+        )
+            .prop_map(|(transaction, scan, fragments, coordinator)| {
+                Message::ScanNext(ScanNext {
+                    transaction,
+                    scan,
+                    fragments,
+                    coordinator,
+                })
+            }),
+        (any::<u64>(), any::<u32>())
+            .prop_map(|(transaction, scan)| Message::ScanClose { transaction, scan }),
+        (
+            (any::<u64>(), any::<u8>(), any::<u32>()),
+            operation(),
+            any::<u32>(),
+            bytes(4)
+        )
+            .prop_map(
+                |((transaction, coordinator, number), operation, fragment, chain)| {
+                    Message::KeyRequest(KeyRequest {
+                        transaction,
+                        coordinator,
+                        operation: number,
+                        table: operation.table,
+                        fragment,
+                        kind: operation.kind,
+                        key: operation.key,
+                        values: operation.values,
+                        columns: operation.columns,
+                        ignore_error: operation.ignore_error,
+                        chain,
+                    })
+                }
+            ),
+        (any::<u64>(), any::<u32>(), bytes(8)).prop_map(|(transaction, operation, data)| {
+            Message::KeyConfirm(KeyConfirm {
+                transaction,
+                operation,
+                data,
+            })
+        }),
+        (any::<u64>(), any::<u32>(), any::<u8>(), error_reply()).prop_map(
+            |(transaction, operation, node, error)| Message::KeyRefuse(KeyRefuse {
+                transaction,
+                operation,
+                node,
+                error,
+            })
+        ),
+        phase().prop_map(Message::Commit),
+        phase().prop_map(Message::Complete),
+        phase().prop_map(Message::Abort),
+        phase_done().prop_map(Message::Committed),
+        phase_done().prop_map(Message::Completed),
+        phase_done().prop_map(Message::Aborted),
+    ]
+}
+
+fn message() -> impl Strategy<Value = Message> {
+    prop_oneof![cluster_message(), transaction_message()]
+}
+
 proptest! {
     #[test]
     fn messages_round_trip_through_frames(
@@ -440,6 +675,24 @@ fn the_smallest_items_decode() {
             request: 1,
             nodes: vec![status],
         },
+        Message::Execute(Execute {
+            transaction: 1,
+            end: ExecuteEnd::Commit,
+            operations: vec![Operation::default()],
+        }),
+        Message::Executed(Executed {
+            transaction: 1,
+            state: TransactionState::Committed,
+            error: None,
+            results: vec![OperationResult::default()],
+            hops: 0,
+        }),
+        Message::ScanNext(ScanNext {
+            transaction: 1,
+            scan: 1,
+            fragments: vec![0],
+            coordinator: 2,
+        }),
     ] {
         let mut bytes = Vec::new();
         message.encode(&mut bytes);

@@ -1,0 +1,670 @@
+//! Transaction messages: an API node and the transaction coordinator (TC),
+//! and the coordinator and the local query handlers (LQH) of each replica.
+//!
+//! ## The conversation
+//! - API → TC: `Execute` carries every operation defined since the last
+//!   execute (one round trip) and how the batch ends: `NoCommit` keeps the
+//!   transaction open, `Commit` commits it, `Rollback` aborts it. The TC
+//!   answers with one `Executed`. Scans: `ScanOpen`, then `ScanRows` batches
+//!   per fragment, `ScanNext` asks for the next batch of named fragments,
+//!   `ScanClose` ends the scan early.
+//! - TC → LQH (prepare): `KeyRequest` goes to the first replica of the
+//!   operation's chain (the primary for writes and locked reads); each replica
+//!   executes it and forwards it to the next; the last replica answers the TC
+//!   with `KeyConfirm`, and any replica that fails answers with `KeyRefuse`.
+//! - Commit runs the chain backwards (`Commit` to the last backup, which
+//!   forwards towards the primary; the primary answers `Committed`), then
+//!   `Complete` runs through the backups (the last answers `Completed`).
+//!   `Abort` runs the chain forwards like the prepare, so it reaches every
+//!   replica after any operation forwarded there; the last answers `Aborted`.
+//!
+//! ## Byte layout
+//! Fields in declaration order, as `message` lays them out. Operation kinds,
+//! read modes, execute ends and bounds are one byte each, numbered by their
+//! `wire_id`s below, never reused.
+
+use crate::codec::{DecodeError, Reader, Writer};
+use crate::message::{get_error, put_error};
+use crate::types::{ErrorReply, NodeId};
+
+/// What a key operation does to the row with its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OperationKind {
+    /// No lock: the last committed version (NDB's committed read).
+    ReadCommitted,
+    /// A shared lock held until the transaction ends.
+    ReadShared,
+    /// An exclusive lock held until the transaction ends.
+    ReadExclusive,
+    Insert,
+    Update,
+    /// Insert, or update if the row exists (NDB's writeTuple).
+    Write,
+    Delete,
+}
+
+impl OperationKind {
+    pub const ALL: [OperationKind; 7] = [
+        OperationKind::ReadCommitted,
+        OperationKind::ReadShared,
+        OperationKind::ReadExclusive,
+        OperationKind::Insert,
+        OperationKind::Update,
+        OperationKind::Write,
+        OperationKind::Delete,
+    ];
+
+    pub fn wire_id(self) -> u8 {
+        match self {
+            OperationKind::ReadCommitted => 1,
+            OperationKind::ReadShared => 2,
+            OperationKind::ReadExclusive => 3,
+            OperationKind::Insert => 4,
+            OperationKind::Update => 5,
+            OperationKind::Write => 6,
+            OperationKind::Delete => 7,
+        }
+    }
+
+    pub fn from_wire_id(id: u8) -> Option<OperationKind> {
+        OperationKind::ALL.into_iter().find(|k| k.wire_id() == id)
+    }
+
+    /// Whether the operation changes the row (and so visits every replica).
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            OperationKind::Insert
+                | OperationKind::Update
+                | OperationKind::Write
+                | OperationKind::Delete
+        )
+    }
+
+    /// Whether the operation takes a row lock (writes and locked reads).
+    pub fn locks(self) -> bool {
+        self != OperationKind::ReadCommitted
+    }
+}
+
+/// How an `Execute` ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExecuteEnd {
+    /// Run the operations; the transaction stays open.
+    NoCommit,
+    /// Run the operations, then commit.
+    Commit,
+    /// Abort the transaction (operations sent with it are not run).
+    Rollback,
+}
+
+impl ExecuteEnd {
+    pub fn wire_id(self) -> u8 {
+        match self {
+            ExecuteEnd::NoCommit => 1,
+            ExecuteEnd::Commit => 2,
+            ExecuteEnd::Rollback => 3,
+        }
+    }
+
+    pub fn from_wire_id(id: u8) -> Option<ExecuteEnd> {
+        match id {
+            1 => Some(ExecuteEnd::NoCommit),
+            2 => Some(ExecuteEnd::Commit),
+            3 => Some(ExecuteEnd::Rollback),
+            _ => None,
+        }
+    }
+}
+
+/// One key operation as the API defines it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Operation {
+    pub table: u32,
+    pub kind: OperationKind,
+    /// The primary key as AttrInfo: every key column, once.
+    pub key: Vec<u8>,
+    /// Columns to set, as AttrInfo (insert, update, write).
+    pub values: Vec<u8>,
+    /// Columns to return (reads), by position in the table.
+    pub columns: Vec<u16>,
+    /// An error of this operation leaves the transaction open (NDB's
+    /// AO_IgnoreError); otherwise it aborts the transaction.
+    pub ignore_error: bool,
+}
+
+impl Default for OperationKind {
+    fn default() -> Self {
+        OperationKind::ReadCommitted
+    }
+}
+
+/// API → TC: run a batch of operations in a transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execute {
+    /// The API's id for the transaction, unique on its connection. The first
+    /// `Execute` with a new id starts the transaction at this TC.
+    pub transaction: u64,
+    pub end: ExecuteEnd,
+    pub operations: Vec<Operation>,
+}
+
+/// Where a transaction stands after an `Execute`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionState {
+    /// Still open: more operations may follow.
+    Open,
+    Committed,
+    Aborted,
+}
+
+impl TransactionState {
+    pub fn wire_id(self) -> u8 {
+        match self {
+            TransactionState::Open => 1,
+            TransactionState::Committed => 2,
+            TransactionState::Aborted => 3,
+        }
+    }
+
+    pub fn from_wire_id(id: u8) -> Option<TransactionState> {
+        match id {
+            1 => Some(TransactionState::Open),
+            2 => Some(TransactionState::Committed),
+            3 => Some(TransactionState::Aborted),
+            _ => None,
+        }
+    }
+}
+
+/// The outcome of one operation: NDB error code 0 for success.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OperationResult {
+    pub error: u16,
+    /// Read results as AttrInfo of the requested columns.
+    pub data: Vec<u8>,
+}
+
+/// TC → API: the answer to one `Execute`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Executed {
+    pub transaction: u64,
+    pub state: TransactionState,
+    /// Why the transaction aborted (when `state` is `Aborted` for an error).
+    pub error: Option<ErrorReply>,
+    /// One per operation of the `Execute`, in order (empty for a rollback).
+    pub results: Vec<OperationResult>,
+    /// Round trips between data nodes on this execute's critical path
+    /// (operations the TC had to send to another node), for the
+    /// distribution-awareness counters.
+    pub hops: u32,
+}
+
+/// One end of an ordered-index range, as AttrInfo of a prefix of the index's columns.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Bound {
+    #[default]
+    Unbounded,
+    Inclusive(Vec<u8>),
+    Exclusive(Vec<u8>),
+}
+
+/// API → TC (and TC → LQH for one fragment): open a scan.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ScanOpen {
+    pub transaction: u64,
+    /// The API's id for the scan, unique within the transaction.
+    pub scan: u32,
+    pub table: u32,
+    /// The ordered index to range-scan (position in the table's ordered
+    /// indexes), or none for a full table scan.
+    pub index: Option<u16>,
+    pub lower: Bound,
+    pub upper: Bound,
+    pub descending: bool,
+    /// A pushed filter program (`storage::filter`), or empty.
+    pub filter: Vec<u8>,
+    pub columns: Vec<u16>,
+    /// `ReadCommitted`, `ReadShared` or `ReadExclusive` (scan and lock).
+    pub mode: OperationKind,
+    /// The one partition to scan when the whole distribution key is fixed
+    /// (a pruned scan); none scans every partition in parallel.
+    pub partition: Option<u32>,
+    /// Rows and bytes a fragment returns per batch.
+    pub batch_rows: u32,
+    pub batch_bytes: u32,
+    /// TC → LQH only: the fragment (index in the table's fragment list) and
+    /// the coordinator to answer.
+    pub fragment: u32,
+    pub coordinator: NodeId,
+}
+
+/// A batch of rows from one fragment (LQH → TC → API).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanRows {
+    pub transaction: u64,
+    pub scan: u32,
+    pub fragment: u32,
+    pub rows: u32,
+    /// The rows, each as AttrInfo of the scan's columns, back to back.
+    pub data: Vec<u8>,
+    /// The fragment has no more rows.
+    pub finished: bool,
+    pub error: Option<ErrorReply>,
+}
+
+/// API → TC → LQH: the next batch of each named fragment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanNext {
+    pub transaction: u64,
+    pub scan: u32,
+    pub fragments: Vec<u32>,
+    /// TC → LQH: whom to answer.
+    pub coordinator: NodeId,
+}
+
+/// TC → LQH: run one operation on one fragment replica, then pass it on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRequest {
+    /// The TC's id for the transaction, unique in the cluster.
+    pub transaction: u64,
+    pub coordinator: NodeId,
+    /// The operation's number within the transaction.
+    pub operation: u32,
+    pub table: u32,
+    /// The fragment's index in the table's fragment list.
+    pub fragment: u32,
+    pub kind: OperationKind,
+    pub key: Vec<u8>,
+    pub values: Vec<u8>,
+    pub columns: Vec<u16>,
+    pub ignore_error: bool,
+    /// The replicas still to visit after the receiver, in order.
+    pub chain: Vec<NodeId>,
+}
+
+/// The last replica (or the reading one) → TC: the operation is prepared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyConfirm {
+    pub transaction: u64,
+    pub operation: u32,
+    pub data: Vec<u8>,
+}
+
+/// A replica → TC: the operation failed there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRefuse {
+    pub transaction: u64,
+    pub operation: u32,
+    /// The replica that failed: the primary fails before anything changed
+    /// anywhere; a backup fails after the primary changed (never ignorable).
+    pub node: NodeId,
+    pub error: ErrorReply,
+}
+
+/// TC → LQH, passed along a fragment's chain: commit, complete or abort
+/// the transaction's work on one fragment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Phase {
+    pub transaction: u64,
+    pub coordinator: NodeId,
+    pub table: u32,
+    pub fragment: u32,
+    /// The replicas still to visit after the receiver, in order.
+    pub chain: Vec<NodeId>,
+}
+
+/// The end of a chain → TC: the phase is done on every replica of the fragment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseDone {
+    pub transaction: u64,
+    pub table: u32,
+    pub fragment: u32,
+}
+
+pub(crate) fn put_operation_kind(w: &mut Writer, kind: OperationKind) {
+    w.u8(kind.wire_id());
+}
+
+pub(crate) fn get_operation_kind(r: &mut Reader) -> Result<OperationKind, DecodeError> {
+    let id = r.u8("operation kind")?;
+    OperationKind::from_wire_id(id)
+        .ok_or_else(|| DecodeError::new(format!("unknown operation kind {id}")))
+}
+
+pub(crate) fn put_columns(w: &mut Writer, columns: &[u16]) {
+    w.count(columns.len());
+    for column in columns {
+        w.u16(*column);
+    }
+}
+
+pub(crate) fn get_columns(r: &mut Reader) -> Result<Vec<u16>, DecodeError> {
+    let count = r.count(2, "columns")?;
+    (0..count).map(|_| r.u16("column")).collect()
+}
+
+pub(crate) fn put_execute(w: &mut Writer, execute: &Execute) {
+    w.u64(execute.transaction);
+    w.u8(execute.end.wire_id());
+    w.count(execute.operations.len());
+    for operation in &execute.operations {
+        w.u32(operation.table);
+        put_operation_kind(w, operation.kind);
+        w.bytes(&operation.key);
+        w.bytes(&operation.values);
+        put_columns(w, &operation.columns);
+        w.bool(operation.ignore_error);
+    }
+}
+
+pub(crate) fn get_execute(r: &mut Reader) -> Result<Execute, DecodeError> {
+    let transaction = r.u64("transaction")?;
+    let id = r.u8("execute end")?;
+    let end = ExecuteEnd::from_wire_id(id)
+        .ok_or_else(|| DecodeError::new(format!("unknown execute end {id}")))?;
+    let count = r.count(18, "operations")?;
+    let mut operations = Vec::with_capacity(count);
+    for _ in 0..count {
+        operations.push(Operation {
+            table: r.u32("table")?,
+            kind: get_operation_kind(r)?,
+            key: r.bytes("key")?.to_vec(),
+            values: r.bytes("values")?.to_vec(),
+            columns: get_columns(r)?,
+            ignore_error: r.bool("ignore error")?,
+        });
+    }
+    Ok(Execute {
+        transaction,
+        end,
+        operations,
+    })
+}
+
+pub(crate) fn put_executed(w: &mut Writer, executed: &Executed) {
+    w.u64(executed.transaction);
+    w.u8(executed.state.wire_id());
+    put_optional_error(w, executed.error.as_ref());
+    w.count(executed.results.len());
+    for result in &executed.results {
+        w.u16(result.error);
+        w.bytes(&result.data);
+    }
+    w.u32(executed.hops);
+}
+
+pub(crate) fn get_executed(r: &mut Reader) -> Result<Executed, DecodeError> {
+    let transaction = r.u64("transaction")?;
+    let id = r.u8("transaction state")?;
+    let state = TransactionState::from_wire_id(id)
+        .ok_or_else(|| DecodeError::new(format!("unknown transaction state {id}")))?;
+    let error = get_optional_error(r)?;
+    let count = r.count(6, "operation results")?;
+    let mut results = Vec::with_capacity(count);
+    for _ in 0..count {
+        results.push(OperationResult {
+            error: r.u16("operation error")?,
+            data: r.bytes("operation data")?.to_vec(),
+        });
+    }
+    Ok(Executed {
+        transaction,
+        state,
+        error,
+        results,
+        hops: r.u32("hops")?,
+    })
+}
+
+fn put_optional_error(w: &mut Writer, error: Option<&ErrorReply>) {
+    match error {
+        None => w.bool(false),
+        Some(error) => {
+            w.bool(true);
+            put_error(w, error);
+        }
+    }
+}
+
+fn get_optional_error(r: &mut Reader) -> Result<Option<ErrorReply>, DecodeError> {
+    if r.bool("error present")? {
+        Ok(Some(get_error(r)?))
+    } else {
+        Ok(None)
+    }
+}
+
+fn put_bound(w: &mut Writer, bound: &Bound) {
+    match bound {
+        Bound::Unbounded => w.u8(0),
+        Bound::Inclusive(key) => {
+            w.u8(1);
+            w.bytes(key);
+        }
+        Bound::Exclusive(key) => {
+            w.u8(2);
+            w.bytes(key);
+        }
+    }
+}
+
+fn get_bound(r: &mut Reader) -> Result<Bound, DecodeError> {
+    match r.u8("bound kind")? {
+        0 => Ok(Bound::Unbounded),
+        1 => Ok(Bound::Inclusive(r.bytes("bound key")?.to_vec())),
+        2 => Ok(Bound::Exclusive(r.bytes("bound key")?.to_vec())),
+        other => Err(DecodeError::new(format!("unknown bound kind {other}"))),
+    }
+}
+
+pub(crate) fn put_scan_open(w: &mut Writer, open: &ScanOpen) {
+    w.u64(open.transaction);
+    w.u32(open.scan);
+    w.u32(open.table);
+    match open.index {
+        None => w.bool(false),
+        Some(index) => {
+            w.bool(true);
+            w.u16(index);
+        }
+    }
+    put_bound(w, &open.lower);
+    put_bound(w, &open.upper);
+    w.bool(open.descending);
+    w.bytes(&open.filter);
+    put_columns(w, &open.columns);
+    put_operation_kind(w, open.mode);
+    match open.partition {
+        None => w.bool(false),
+        Some(partition) => {
+            w.bool(true);
+            w.u32(partition);
+        }
+    }
+    w.u32(open.batch_rows);
+    w.u32(open.batch_bytes);
+    w.u32(open.fragment);
+    w.u8(open.coordinator);
+}
+
+pub(crate) fn get_scan_open(r: &mut Reader) -> Result<ScanOpen, DecodeError> {
+    let transaction = r.u64("transaction")?;
+    let scan = r.u32("scan")?;
+    let table = r.u32("table")?;
+    let index = if r.bool("index present")? {
+        Some(r.u16("index")?)
+    } else {
+        None
+    };
+    let lower = get_bound(r)?;
+    let upper = get_bound(r)?;
+    let descending = r.bool("descending")?;
+    let filter = r.bytes("filter")?.to_vec();
+    let columns = get_columns(r)?;
+    let mode = get_operation_kind(r)?;
+    if mode.is_write() {
+        return Err(DecodeError::new(format!("a scan cannot {mode:?}")));
+    }
+    let partition = if r.bool("partition present")? {
+        Some(r.u32("partition")?)
+    } else {
+        None
+    };
+    Ok(ScanOpen {
+        transaction,
+        scan,
+        table,
+        index,
+        lower,
+        upper,
+        descending,
+        filter,
+        columns,
+        mode,
+        partition,
+        batch_rows: r.u32("batch rows")?,
+        batch_bytes: r.u32("batch bytes")?,
+        fragment: r.u32("fragment")?,
+        coordinator: r.u8("coordinator")?,
+    })
+}
+
+pub(crate) fn put_scan_rows(w: &mut Writer, rows: &ScanRows) {
+    w.u64(rows.transaction);
+    w.u32(rows.scan);
+    w.u32(rows.fragment);
+    w.u32(rows.rows);
+    w.bytes(&rows.data);
+    w.bool(rows.finished);
+    put_optional_error(w, rows.error.as_ref());
+}
+
+pub(crate) fn get_scan_rows(r: &mut Reader) -> Result<ScanRows, DecodeError> {
+    Ok(ScanRows {
+        transaction: r.u64("transaction")?,
+        scan: r.u32("scan")?,
+        fragment: r.u32("fragment")?,
+        rows: r.u32("rows")?,
+        data: r.bytes("rows data")?.to_vec(),
+        finished: r.bool("finished")?,
+        error: get_optional_error(r)?,
+    })
+}
+
+pub(crate) fn put_scan_next(w: &mut Writer, next: &ScanNext) {
+    w.u64(next.transaction);
+    w.u32(next.scan);
+    w.count(next.fragments.len());
+    for fragment in &next.fragments {
+        w.u32(*fragment);
+    }
+    w.u8(next.coordinator);
+}
+
+pub(crate) fn get_scan_next(r: &mut Reader) -> Result<ScanNext, DecodeError> {
+    let transaction = r.u64("transaction")?;
+    let scan = r.u32("scan")?;
+    let count = r.count(4, "fragments")?;
+    let fragments = (0..count)
+        .map(|_| r.u32("fragment"))
+        .collect::<Result<_, _>>()?;
+    Ok(ScanNext {
+        transaction,
+        scan,
+        fragments,
+        coordinator: r.u8("coordinator")?,
+    })
+}
+
+pub(crate) fn put_key_request(w: &mut Writer, request: &KeyRequest) {
+    w.u64(request.transaction);
+    w.u8(request.coordinator);
+    w.u32(request.operation);
+    w.u32(request.table);
+    w.u32(request.fragment);
+    put_operation_kind(w, request.kind);
+    w.bytes(&request.key);
+    w.bytes(&request.values);
+    put_columns(w, &request.columns);
+    w.bool(request.ignore_error);
+    w.bytes(&request.chain);
+}
+
+pub(crate) fn get_key_request(r: &mut Reader) -> Result<KeyRequest, DecodeError> {
+    Ok(KeyRequest {
+        transaction: r.u64("transaction")?,
+        coordinator: r.u8("coordinator")?,
+        operation: r.u32("operation")?,
+        table: r.u32("table")?,
+        fragment: r.u32("fragment")?,
+        kind: get_operation_kind(r)?,
+        key: r.bytes("key")?.to_vec(),
+        values: r.bytes("values")?.to_vec(),
+        columns: get_columns(r)?,
+        ignore_error: r.bool("ignore error")?,
+        chain: r.bytes("chain")?.to_vec(),
+    })
+}
+
+pub(crate) fn put_key_confirm(w: &mut Writer, confirm: &KeyConfirm) {
+    w.u64(confirm.transaction);
+    w.u32(confirm.operation);
+    w.bytes(&confirm.data);
+}
+
+pub(crate) fn get_key_confirm(r: &mut Reader) -> Result<KeyConfirm, DecodeError> {
+    Ok(KeyConfirm {
+        transaction: r.u64("transaction")?,
+        operation: r.u32("operation")?,
+        data: r.bytes("data")?.to_vec(),
+    })
+}
+
+pub(crate) fn put_key_refuse(w: &mut Writer, refuse: &KeyRefuse) {
+    w.u64(refuse.transaction);
+    w.u32(refuse.operation);
+    w.u8(refuse.node);
+    put_error(w, &refuse.error);
+}
+
+pub(crate) fn get_key_refuse(r: &mut Reader) -> Result<KeyRefuse, DecodeError> {
+    Ok(KeyRefuse {
+        transaction: r.u64("transaction")?,
+        operation: r.u32("operation")?,
+        node: r.u8("node")?,
+        error: get_error(r)?,
+    })
+}
+
+pub(crate) fn put_phase(w: &mut Writer, phase: &Phase) {
+    w.u64(phase.transaction);
+    w.u8(phase.coordinator);
+    w.u32(phase.table);
+    w.u32(phase.fragment);
+    w.bytes(&phase.chain);
+}
+
+pub(crate) fn get_phase(r: &mut Reader) -> Result<Phase, DecodeError> {
+    Ok(Phase {
+        transaction: r.u64("transaction")?,
+        coordinator: r.u8("coordinator")?,
+        table: r.u32("table")?,
+        fragment: r.u32("fragment")?,
+        chain: r.bytes("chain")?.to_vec(),
+    })
+}
+
+pub(crate) fn put_phase_done(w: &mut Writer, done: &PhaseDone) {
+    w.u64(done.transaction);
+    w.u32(done.table);
+    w.u32(done.fragment);
+}
+
+pub(crate) fn get_phase_done(r: &mut Reader) -> Result<PhaseDone, DecodeError> {
+    Ok(PhaseDone {
+        transaction: r.u64("transaction")?,
+        table: r.u32("table")?,
+        fragment: r.u32("fragment")?,
+    })
+}
