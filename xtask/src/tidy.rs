@@ -38,7 +38,14 @@ pub const CHECKS: [Check; 4] = [
 
 /// Crates that must stay deterministic and free of I/O: they take the time
 /// and every input as arguments, so the simulator can drive them.
-pub const SANS_IO_CRATES: [&str; 5] = ["schema", "storage", "config", "protocol", "cluster"];
+pub const SANS_IO_CRATES: [&str; 6] = [
+    "schema",
+    "storage",
+    "config",
+    "protocol",
+    "cluster",
+    "transaction",
+];
 
 /// Text that betrays I/O, threads, clocks or randomness in Rust source.
 const SANS_IO_FORBIDDEN_SOURCE: [&str; 9] = [

@@ -561,6 +561,24 @@ impl DataNode {
             | Message::StatusReply { .. }
             | Message::StopRequest { .. }
             | Message::StopReply { .. } => {}
+            // Transaction messages belong to the coordinator and the local
+            // query handler, which the runtime calls before this block.
+            Message::Execute(_)
+            | Message::Executed(_)
+            | Message::ScanOpen(_)
+            | Message::ScanRows(_)
+            | Message::ScanNext(_)
+            | Message::ScanClose { .. }
+            | Message::KeyRequest(_)
+            | Message::KeyConfirm(_)
+            | Message::KeyRefuse(_)
+            | Message::Commit(_)
+            | Message::Committed(_)
+            | Message::Complete(_)
+            | Message::Completed(_)
+            | Message::Abort(_)
+            | Message::Aborted(_)
+            | Message::FragmentScanOpen(_) => {}
         }
     }
 

@@ -5,7 +5,7 @@
 //! (one connection per pair), and restarts the block as a new incarnation
 //! when the cluster excludes it, as NDB's angel process restarts ndbd.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +15,7 @@ use cluster::{DataNode, DataNodeSettings, Effects, Event};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use protocol::{Address, Message, NodeId, NodeRole};
+use transaction::{Coordinator, CoordinatorConfig, QueryHandler, Routing};
 
 use crate::blocking::BlockingConnection;
 use crate::transport::{Connection, Peer};
@@ -49,7 +50,16 @@ struct Runtime {
     node: NodeId,
     settings: DataNodeSettings,
     block: DataNode,
-    engine: storage::Engine,
+    coordinator: Coordinator,
+    handler: QueryHandler,
+    routing: Routing,
+    coordinator_config: CoordinatorConfig,
+    /// Messages this node sends itself (coordinator ↔ local query handler),
+    /// delivered in order within the same loop turn.
+    local: VecDeque<Message>,
+    /// The connection of each identified peer.
+    peers: BTreeMap<NodeId, Token>,
+    transaction_out: Vec<(NodeId, Message)>,
     addresses: BTreeMap<NodeId, Address>,
     send_buffer_bytes_max: usize,
     started: Instant,
@@ -101,13 +111,16 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)
         .map_err(|e| e.to_string())?;
-    let engine = storage::Engine::new(storage::engine::EngineConfig {
-        data_memory_bytes: own.data_memory_bytes,
-        operations_max: own.concurrent_operations_max,
-        transactions_max: own.concurrent_transactions_max,
-        lock_wait_timeout_ms: own.transaction_deadlock_detection_timeout_ms,
-        ..Default::default()
-    })
+    let handler = QueryHandler::new(
+        node,
+        storage::engine::EngineConfig {
+            data_memory_bytes: own.data_memory_bytes,
+            operations_max: own.concurrent_operations_max,
+            transactions_max: own.concurrent_transactions_max,
+            lock_wait_timeout_ms: own.transaction_deadlock_detection_timeout_ms,
+            ..Default::default()
+        },
+    )
     .map_err(|e| {
         format!(
             "cannot reserve DataMemory ({} bytes): {e}",
@@ -118,6 +131,12 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         .ok_or_else(|| "the configuration has no management node".to_string())?;
     let started = Instant::now();
     let block = DataNode::new(settings.clone(), 0);
+    let coordinator_config = CoordinatorConfig {
+        transactions_max: own.concurrent_transactions_max,
+        operations_max: own.concurrent_operations_max,
+        ..CoordinatorConfig::default()
+    };
+    let coordinator = Coordinator::new(node, settings.incarnation, coordinator_config);
     let management_node = settings.management_node;
     let send_buffer_bytes_max = own.send_buffer_memory_bytes as usize;
     let mut runtime = Runtime {
@@ -133,7 +152,13 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         node,
         settings,
         block,
-        engine,
+        coordinator,
+        handler,
+        routing: Routing::new(),
+        coordinator_config,
+        local: VecDeque::new(),
+        peers: BTreeMap::new(),
+        transaction_out: Vec::new(),
         addresses: BTreeMap::new(),
         send_buffer_bytes_max,
         started,
@@ -291,11 +316,11 @@ impl Runtime {
                 return Ok(());
             }
             let now = self.now_ms();
-            let wait_ms = self
+            let next_ms = self
                 .block
                 .next_tick_ms()
-                .saturating_sub(now)
-                .min(POLL_INTERVAL_MS);
+                .min(self.handler.next_deadline_ms().unwrap_or(u64::MAX));
+            let wait_ms = next_ms.saturating_sub(now).min(POLL_INTERVAL_MS);
             match self
                 .poll
                 .poll(&mut events, Some(Duration::from_millis(wait_ms)))
@@ -329,8 +354,14 @@ impl Runtime {
                 }
             }
             let now = self.now_ms();
+            if self.handler.next_deadline_ms().is_some_and(|at| at <= now) {
+                let mut out = std::mem::take(&mut self.transaction_out);
+                self.handler.tick(now, &mut out);
+                self.send_transaction_messages(&mut out);
+                self.transaction_out = out;
+            }
             if now >= self.block.next_tick_ms() {
-                let report = self.engine.memory_report();
+                let report = self.handler.memory_report();
                 self.block
                     .set_memory_pages(u64::from(report.pages_used), u64::from(report.pages_total));
                 let mut effects = Effects::new();
@@ -475,6 +506,7 @@ impl Runtime {
                 incarnation,
                 role,
             });
+            self.peers.insert(node, token);
             // A newer connection from the same node replaces an older one.
             let stale: Vec<Token> = self
                 .connections
@@ -491,6 +523,10 @@ impl Runtime {
             self.close(token, "spoke before saying Hello");
             return;
         };
+        if transaction::is_transaction_message(&message) {
+            self.on_transaction_message(peer.node, peer.role, message);
+            return;
+        }
         // API nodes may ask; only data nodes take part in membership.
         if peer.role != NodeRole::Data
             && !matches!(
@@ -501,6 +537,56 @@ impl Runtime {
             return;
         }
         self.deliver(peer.node, peer.incarnation, message);
+    }
+
+    /// Hands a transaction message to the coordinator or the query handler,
+    /// then delivers what they send, messages to this node included.
+    fn on_transaction_message(&mut self, from: NodeId, role: NodeRole, message: Message) {
+        let now = self.now_ms();
+        let mut out = std::mem::take(&mut self.transaction_out);
+        match role {
+            NodeRole::Api => {
+                // API nodes talk to coordinators only.
+                if !transaction::for_query_handler(&message)
+                    || matches!(message, Message::ScanNext(_) | Message::ScanClose { .. })
+                {
+                    self.coordinator.on_message(from, message, &mut out);
+                }
+            }
+            NodeRole::Data => {
+                if transaction::for_query_handler(&message) {
+                    self.handler.on_message(now, message, &mut out);
+                } else {
+                    self.coordinator.on_message(from, message, &mut out);
+                }
+            }
+            NodeRole::Management => {}
+        }
+        self.send_transaction_messages(&mut out);
+        self.transaction_out = out;
+    }
+
+    /// Sends the blocks' output; messages to this node go through the local
+    /// queue, in order, until it is empty.
+    fn send_transaction_messages(&mut self, out: &mut Vec<(NodeId, Message)>) {
+        loop {
+            for (to, message) in out.drain(..) {
+                if to == self.node {
+                    self.local.push_back(message);
+                } else {
+                    self.send(to, message);
+                }
+            }
+            let Some(message) = self.local.pop_front() else {
+                return;
+            };
+            let now = self.now_ms();
+            if transaction::for_query_handler(&message) {
+                self.handler.on_message(now, message, out);
+            } else {
+                self.coordinator.on_message(self.node, message, out);
+            }
+        }
     }
 
     fn on_management_message(&mut self, message: Message) {
@@ -528,6 +614,17 @@ impl Runtime {
             return;
         };
         let _ = self.poll.registry().deregister(&mut connection.stream);
+        if let Some(peer) = connection.peer
+            && self.peers.get(&peer.node) == Some(&token)
+        {
+            self.peers.remove(&peer.node);
+            if peer.role == NodeRole::Api {
+                let mut out = std::mem::take(&mut self.transaction_out);
+                self.coordinator.on_api_failed(peer.node, &mut out);
+                self.send_transaction_messages(&mut out);
+                self.transaction_out = out;
+            }
+        }
         if Some(token) == self.management {
             self.management = None;
             log(self.node, &format!("lost the management node: {why}"));
@@ -551,6 +648,17 @@ impl Runtime {
         for event in effects.events {
             match event {
                 Event::Installed(state) => {
+                    for problem in self.routing.install(&state) {
+                        log(self.node, &problem);
+                    }
+                    self.handler.install(&self.routing);
+                    for line in self.handler.take_log() {
+                        log(self.node, &line);
+                    }
+                    let mut out = std::mem::take(&mut self.transaction_out);
+                    self.coordinator.install(&self.routing, &mut out);
+                    self.send_transaction_messages(&mut out);
+                    self.transaction_out = out;
                     let members: Vec<String> =
                         state.members.iter().map(|m| m.node.to_string()).collect();
                     log(
@@ -585,10 +693,7 @@ impl Runtime {
         let token = if to == self.management_node {
             self.management
         } else {
-            self.connections
-                .iter()
-                .find(|(_, c)| c.peer.is_some_and(|p| p.node == to))
-                .map(|(t, _)| *t)
+            self.peers.get(&to).copied()
         };
         if let Some(connection) = token.and_then(|t| self.connections.get_mut(&t)) {
             connection.queue(message);
@@ -609,8 +714,20 @@ impl Runtime {
                 let _ = self.poll.registry().deregister(&mut connection.stream);
             }
         }
+        self.peers
+            .retain(|_, token| self.connections.contains_key(token));
         self.settings.incarnation = crate::incarnation_now();
         self.block = DataNode::new(self.settings.clone(), self.now_ms());
+        // The new incarnation starts without data or transactions: its
+        // fragments come back when it is admitted again (and, with node
+        // recovery, refilled from live replicas).
+        self.coordinator = Coordinator::new(
+            self.node,
+            self.settings.incarnation,
+            self.coordinator_config,
+        );
+        self.routing = Routing::new();
+        self.handler.install(&self.routing);
         log(
             self.node,
             &format!("restarted as incarnation {}", self.settings.incarnation),

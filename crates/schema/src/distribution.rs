@@ -556,7 +556,7 @@ impl PartitionMap {
             }
         }
         let bucket_map = (0..HASH_MAP_BUCKETS)
-            .map(|bucket| (bucket % partition_count) as u16)
+            .map(|bucket| default_partition_of_bucket(partition_count, bucket) as u16)
             .collect();
         Ok(PartitionMap {
             partition_count,
@@ -831,6 +831,15 @@ fn append_distribution_key_from_values(
         );
     }
     Ok(())
+}
+
+/// The partition owning `bucket` in the hash map a table gets at creation:
+/// buckets dealt round-robin. Clients and coordinators that know only a
+/// table's partition count route with this; `PartitionMap` is built from it.
+#[inline]
+pub fn default_partition_of_bucket(partition_count: u32, bucket: u32) -> u32 {
+    assert!(partition_count > 0, "a table has at least one partition");
+    bucket % partition_count
 }
 
 /// The hash map bucket of a key hash.

@@ -75,6 +75,13 @@ pub enum ErrorCode {
     NoSuchDistributionKeyColumn,
     /// A distribution key (`PARTITION BY KEY`) names a column twice.
     DuplicateDistributionKeyColumn,
+    /// The transaction coordinator has no operation record free.
+    TooManyCoordinatorOperations,
+    /// A node the transaction used failed; the transaction was aborted.
+    NodeFailure,
+    /// The transaction coordinator is busy with this transaction (an
+    /// execute arrived before the previous one was answered).
+    TransactionBusy,
 }
 
 impl ErrorCode {
@@ -92,8 +99,11 @@ impl ErrorCode {
             NoSuchTable => 723,
             TableExists => 721,
             NoSuchColumn => 4004,
-            TooManyOperations => 233,
-            TooManyTransactions => 4010,
+            TooManyOperations => 1217,
+            TooManyTransactions => 4006,
+            TooManyCoordinatorOperations => 233,
+            NodeFailure => 4010,
+            TransactionBusy => 4102,
             TooManyScans => 488,
             NoSuchTransaction => 4350,
             WrongKey => 4259,
@@ -144,7 +154,12 @@ impl ErrorCode {
             DistributionKeyOutsidePrimaryKey => 1503,
             NoSuchDistributionKeyColumn => 1488,
             DuplicateDistributionKeyColumn => 1652,
-            TooManyOperations | TooManyTransactions | TooManyScans => 1297,
+            TooManyOperations
+            | TooManyTransactions
+            | TooManyScans
+            | TooManyCoordinatorOperations
+            | NodeFailure => 1297,
+            TransactionBusy => 1105,
             WrongKey
             | NoSuchTransaction
             | NoSuchScan
@@ -161,6 +176,8 @@ impl ErrorCode {
             ErrorCode::LockWaitTimeout
                 | ErrorCode::TooManyOperations
                 | ErrorCode::TooManyTransactions
+                | ErrorCode::TooManyCoordinatorOperations
+                | ErrorCode::NodeFailure
                 | ErrorCode::TooManyScans
         )
     }
@@ -217,6 +234,13 @@ impl ErrorCode {
                 "Field in list of fields for partition function not found in table"
             }
             DuplicateDistributionKeyColumn => "Duplicate partition field name",
+            TooManyCoordinatorOperations => {
+                "Out of operation records in transaction coordinator (increase MaxNoOfConcurrentOperations)"
+            }
+            NodeFailure => "Node failure caused abort of transaction; try it again",
+            TransactionBusy => {
+                "The transaction is still executing its previous batch: wait for its answer first"
+            }
         }
     }
 }

@@ -1,0 +1,1043 @@
+//! The transaction coordinator (TC) of one data node: it takes an API
+//! node's batches, routes each operation to the replicas of its fragment,
+//! and runs the linear two-phase commit (see `query_handler` for the
+//! replicas' side).
+//!
+//! ## A transaction's life
+//! 1. `Execute` with a new API transaction id starts a transaction here
+//!    (limit: `MaxNoOfConcurrentTransactions`). Each operation is routed:
+//!    writes to every live replica, primary first; locked reads to the
+//!    primary; committed reads to a replica on this node when the table is
+//!    READ_BACKUP (or fully replicated), else to the primary. Every
+//!    operation of the batch leaves at once; the batch is answered when
+//!    each has been confirmed or refused.
+//! 2. A refusal of an operation marked ignore-error, by the replica it was
+//!    sent to first, only fails that operation. Any other refusal aborts
+//!    the transaction at once.
+//! 3. Commit: each fragment the transaction locked rows on gets `Commit`
+//!    along its chain backwards; when every fragment answered, fragments
+//!    with backups get `Complete`. The API gets its answer after the commit
+//!    phase, or after the complete phase when the transaction wrote to a
+//!    READ_BACKUP table, so that it reads its own writes from any replica.
+//! 4. Abort: each fragment gets `Abort` along its chain forwards.
+//!
+//! ## Node failures
+//! A new cluster state without a node the transaction used aborts it with
+//! NDB error 4010 while it is still preparing; later phases resend their
+//! message for unfinished fragments along the live part of the chain
+//! (replicas pass on phases for work they no longer have). Taking over the
+//! transactions of a failed coordinator is not done here.
+
+use protocol::{
+    ErrorReply, Execute, ExecuteEnd, Executed, KeyConfirm, KeyRefuse, KeyRequest, Message, NodeId,
+    Operation, OperationKind, OperationResult, Phase, PhaseDone, ScanNext, ScanOpen, ScanRows,
+    TransactionState,
+};
+use schema::ErrorCode;
+
+use crate::errors::{reply, reply_for};
+use crate::maps::Map;
+use crate::routing::{Routing, TableRoute};
+
+/// Limits of one coordinator, from the configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct CoordinatorConfig {
+    /// [MaxNoOfConcurrentTransactions]
+    pub transactions_max: u32,
+    /// [MaxNoOfConcurrentOperations] operations of open transactions.
+    pub operations_max: u32,
+    /// Scans open at once on this coordinator.
+    pub scans_max: u32,
+}
+
+impl Default for CoordinatorConfig {
+    fn default() -> Self {
+        CoordinatorConfig {
+            transactions_max: 4_096,
+            operations_max: 32_768,
+            scans_max: 256,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Open between batches.
+    Open,
+    /// A batch's operations are out.
+    Executing,
+    Committing,
+    Completing,
+    Aborting,
+}
+
+/// A fragment the transaction holds locks or changes on.
+#[derive(Debug, Clone)]
+struct Participant {
+    table: u32,
+    fragment: u32,
+    /// The replicas involved, primary first: every live replica once the
+    /// transaction wrote here, else the primary alone (locked reads).
+    chain: Vec<NodeId>,
+    writes: bool,
+    read_backup: bool,
+    /// The current phase is done on this fragment.
+    done: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OperationSlot {
+    ignore_error: bool,
+    /// The node the operation was sent to first.
+    first: NodeId,
+    answered: bool,
+}
+
+struct Batch {
+    /// The number of the batch's first operation.
+    first: u32,
+    end: ExecuteEnd,
+    slots: Vec<OperationSlot>,
+    results: Vec<OperationResult>,
+    outstanding: u32,
+    hops: u32,
+}
+
+struct CoordinatorScan {
+    /// The API's scan id.
+    scan: u32,
+    /// Per fragment scanned: (fragment, node, finished).
+    fragments: Vec<(u32, NodeId, bool)>,
+}
+
+struct Transaction {
+    api: NodeId,
+    /// The API's id for it.
+    client: u64,
+    stage: Stage,
+    next_operation: u32,
+    operations: u32,
+    batch: Option<Batch>,
+    participants: Vec<Participant>,
+    outstanding: u32,
+    /// The API has its final answer.
+    answered: bool,
+    error: Option<ErrorReply>,
+    scans: Vec<CoordinatorScan>,
+}
+
+/// Counters of one coordinator (NDB's `ndbinfo.counters` for the TC).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CoordinatorCounters {
+    pub transactions: u64,
+    pub commits: u64,
+    pub aborts: u64,
+    pub operations: u64,
+    pub local_operations: u64,
+    pub remote_operations: u64,
+    pub scans: u64,
+}
+
+pub struct Coordinator {
+    node: NodeId,
+    config: CoordinatorConfig,
+    routing: Routing,
+    transactions: Map<u64, Transaction>,
+    /// (API node, API transaction id) → transaction id.
+    clients: Map<(NodeId, u64), u64>,
+    next_transaction: u64,
+    operations_in_use: u32,
+    scans_in_use: u32,
+    key_scratch: Vec<u8>,
+    counters: CoordinatorCounters,
+}
+
+impl Coordinator {
+    /// `incarnation` makes transaction ids unique across restarts of the node.
+    pub fn new(node: NodeId, incarnation: u64, config: CoordinatorConfig) -> Coordinator {
+        Coordinator {
+            node,
+            config,
+            routing: Routing::new(),
+            transactions: Map::default(),
+            clients: Map::default(),
+            next_transaction: (u64::from(node) << 56) | ((incarnation & 0xFFFF_FFFF) << 24),
+            operations_in_use: 0,
+            scans_in_use: 0,
+            key_scratch: Vec::new(),
+            counters: CoordinatorCounters::default(),
+        }
+    }
+
+    pub fn routing(&self) -> &Routing {
+        &self.routing
+    }
+
+    pub fn counters(&self) -> CoordinatorCounters {
+        self.counters
+    }
+
+    /// Transactions not yet finished (for checkers and reports).
+    pub fn open_transactions(&self) -> usize {
+        self.transactions.len()
+    }
+
+    /// Adopts a new cluster state; transactions that used a node no longer
+    /// in it are aborted or have their phase resent (see the module notes).
+    pub fn install(&mut self, routing: &Routing, out: &mut Vec<(NodeId, Message)>) {
+        self.routing = routing.clone();
+        let mut ids: Vec<u64> = self.transactions.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let transaction = &self.transactions[&id];
+            let lost = |node: &NodeId| !routing.is_live(*node);
+            let uses_lost = transaction
+                .participants
+                .iter()
+                .any(|p| p.chain.iter().any(lost))
+                || transaction
+                    .batch
+                    .as_ref()
+                    .is_some_and(|b| b.slots.iter().any(|s| !s.answered && lost(&s.first)));
+            if !uses_lost {
+                continue;
+            }
+            match transaction.stage {
+                Stage::Open | Stage::Executing => {
+                    self.abort(
+                        id,
+                        Some(reply(
+                            ErrorCode::NodeFailure,
+                            "a data node the transaction used failed",
+                        )),
+                        out,
+                    );
+                }
+                Stage::Committing | Stage::Completing | Stage::Aborting => {
+                    self.resend_phase(id, out);
+                }
+            }
+        }
+    }
+
+    /// An API node disconnected: its open transactions are rolled back.
+    pub fn on_api_failed(&mut self, api: NodeId, out: &mut Vec<(NodeId, Message)>) {
+        let mut ids: Vec<u64> = self
+            .transactions
+            .iter()
+            .filter(|(_, t)| t.api == api)
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        for id in ids {
+            let transaction = self.transactions.get_mut(&id).expect("listed");
+            transaction.answered = true;
+            if matches!(transaction.stage, Stage::Open | Stage::Executing) {
+                self.abort(id, None, out);
+            }
+        }
+    }
+
+    /// Handles a message for the coordinator. Returns it back if it is not one.
+    pub fn on_message(
+        &mut self,
+        from: NodeId,
+        message: Message,
+        out: &mut Vec<(NodeId, Message)>,
+    ) -> Option<Message> {
+        match message {
+            Message::Execute(execute) => self.on_execute(from, execute, out),
+            Message::KeyConfirm(confirm) => self.on_key_confirm(confirm, out),
+            Message::KeyRefuse(refuse) => self.on_key_refuse(refuse, out),
+            Message::Committed(done) => self.on_phase_done(Stage::Committing, done, out),
+            Message::Completed(done) => self.on_phase_done(Stage::Completing, done, out),
+            Message::Aborted(done) => self.on_phase_done(Stage::Aborting, done, out),
+            Message::ScanOpen(open) => self.on_scan_open(from, open, out),
+            Message::ScanRows(rows) => self.on_scan_rows(rows, out),
+            Message::ScanNext(next) => self.on_scan_next(from, next, out),
+            Message::ScanClose { transaction, scan } => {
+                self.on_scan_close(from, transaction, scan, out)
+            }
+            other => return Some(other),
+        }
+        None
+    }
+
+    fn answer(
+        &self,
+        api: NodeId,
+        client: u64,
+        state: TransactionState,
+        error: Option<ErrorReply>,
+        results: Vec<OperationResult>,
+        hops: u32,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        out.push((
+            api,
+            Message::Executed(Executed {
+                transaction: client,
+                state,
+                error,
+                results,
+                hops,
+            }),
+        ));
+    }
+
+    /// Finds the transaction for an API's id, or starts one.
+    fn transaction_for(&mut self, api: NodeId, client: u64) -> Result<u64, ErrorReply> {
+        if let Some(id) = self.clients.get(&(api, client)) {
+            return Ok(*id);
+        }
+        if self.transactions.len() >= self.config.transactions_max as usize {
+            return Err(reply(
+                ErrorCode::TooManyTransactions,
+                format!(
+                    "node {} coordinates {} transactions, its MaxNoOfConcurrentTransactions",
+                    self.node, self.config.transactions_max
+                ),
+            ));
+        }
+        let id = self.next_transaction;
+        self.next_transaction += 1;
+        self.counters.transactions += 1;
+        self.transactions.insert(
+            id,
+            Transaction {
+                api,
+                client,
+                stage: Stage::Open,
+                next_operation: 0,
+                operations: 0,
+                batch: None,
+                participants: Vec::new(),
+                outstanding: 0,
+                answered: false,
+                error: None,
+                scans: Vec::new(),
+            },
+        );
+        self.clients.insert((api, client), id);
+        Ok(id)
+    }
+
+    fn on_execute(&mut self, api: NodeId, execute: Execute, out: &mut Vec<(NodeId, Message)>) {
+        let client = execute.transaction;
+        let id = match self.transaction_for(api, client) {
+            Ok(id) => id,
+            Err(error) => {
+                self.answer(
+                    api,
+                    client,
+                    TransactionState::Aborted,
+                    Some(error),
+                    Vec::new(),
+                    0,
+                    out,
+                );
+                return;
+            }
+        };
+        let transaction = self.transactions.get_mut(&id).expect("just found");
+        if transaction.stage != Stage::Open {
+            let error = reply(
+                ErrorCode::TransactionBusy,
+                format!("transaction {client} is not waiting for operations"),
+            );
+            self.answer(
+                api,
+                client,
+                TransactionState::Aborted,
+                Some(error),
+                Vec::new(),
+                0,
+                out,
+            );
+            return;
+        }
+        if execute.end == ExecuteEnd::Rollback {
+            self.abort(id, None, out);
+            return;
+        }
+        let count = execute.operations.len() as u32;
+        if self.operations_in_use.saturating_add(count) > self.config.operations_max {
+            let error = reply(
+                ErrorCode::TooManyCoordinatorOperations,
+                format!(
+                    "node {} has {} operations in open transactions; {count} more exceed \
+                     MaxNoOfConcurrentOperations ({})",
+                    self.node, self.operations_in_use, self.config.operations_max
+                ),
+            );
+            self.abort(id, Some(error), out);
+            return;
+        }
+        self.operations_in_use += count;
+        transaction.operations += count;
+        let first = transaction.next_operation;
+        transaction.next_operation += count;
+        transaction.stage = Stage::Executing;
+        transaction.batch = Some(Batch {
+            first,
+            end: execute.end,
+            slots: Vec::with_capacity(execute.operations.len()),
+            results: vec![OperationResult::default(); execute.operations.len()],
+            outstanding: count,
+            hops: 0,
+        });
+        for (index, operation) in execute.operations.into_iter().enumerate() {
+            let number = first + index as u32;
+            self.send_operation(id, number, operation, out);
+            // A failed operation may have aborted the transaction already.
+            if self
+                .transactions
+                .get(&id)
+                .is_none_or(|t| t.stage != Stage::Executing)
+            {
+                return;
+            }
+        }
+        self.finish_batch_if_done(id, out);
+    }
+
+    /// Routes one operation and sends it, or fails it at once.
+    fn send_operation(
+        &mut self,
+        id: u64,
+        number: u32,
+        operation: Operation,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        self.counters.operations += 1;
+        let routed = match self.routing.table(operation.table) {
+            None => Err(reply(
+                ErrorCode::NoSuchTable,
+                format!("no table with id {}", operation.table),
+            )),
+            Some(route) => route
+                .partition_of_key(&operation.key, &mut self.key_scratch)
+                .map_err(|e| reply_for(&e))
+                .map(|partition| (route.clone(), partition)),
+        };
+        let (route, partition) = match routed {
+            Ok(routed) => routed,
+            Err(error) => {
+                self.fail_operation_early(id, number, operation.ignore_error, error, out);
+                return;
+            }
+        };
+        let fragment = route.fragment_near(partition, self.node);
+        let transaction = self.transactions.get_mut(&id).expect("executing");
+        let chain = match plan_chain(
+            &self.routing,
+            &route,
+            fragment,
+            operation.kind,
+            self.node,
+            transaction,
+        ) {
+            Some(chain) => chain,
+            None => {
+                let error = reply(
+                    ErrorCode::NodeFailure,
+                    format!(
+                        "no live replica of fragment {fragment} of table {}",
+                        route.name
+                    ),
+                );
+                self.fail_operation_early(id, number, operation.ignore_error, error, out);
+                return;
+            }
+        };
+        let first = chain[0];
+        let batch = transaction.batch.as_mut().expect("executing");
+        batch.slots.push(OperationSlot {
+            ignore_error: operation.ignore_error,
+            first,
+            answered: false,
+        });
+        if first == self.node {
+            self.counters.local_operations += 1;
+        } else {
+            self.counters.remote_operations += 1;
+            batch.hops += 1;
+        }
+        let request = KeyRequest {
+            transaction: id,
+            coordinator: self.node,
+            operation: number,
+            table: operation.table,
+            fragment,
+            kind: operation.kind,
+            key: operation.key,
+            values: operation.values,
+            columns: operation.columns,
+            ignore_error: operation.ignore_error,
+            chain: chain[1..].to_vec(),
+        };
+        out.push((first, Message::KeyRequest(request)));
+    }
+
+    /// An operation that could not be routed: it fails without leaving.
+    fn fail_operation_early(
+        &mut self,
+        id: u64,
+        number: u32,
+        ignore_error: bool,
+        error: ErrorReply,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        let transaction = self.transactions.get_mut(&id).expect("executing");
+        let batch = transaction.batch.as_mut().expect("executing");
+        batch.slots.push(OperationSlot {
+            ignore_error,
+            first: self.node,
+            answered: false,
+        });
+        self.on_key_refuse(
+            KeyRefuse {
+                transaction: id,
+                operation: number,
+                node: self.node,
+                error,
+            },
+            out,
+        );
+    }
+
+    fn on_key_confirm(&mut self, confirm: KeyConfirm, out: &mut Vec<(NodeId, Message)>) {
+        let Some(transaction) = self.transactions.get_mut(&confirm.transaction) else {
+            return;
+        };
+        let Some(batch) = transaction.batch.as_mut() else {
+            return;
+        };
+        let Some(index) = confirm.operation.checked_sub(batch.first) else {
+            return;
+        };
+        let index = index as usize;
+        if transaction.stage != Stage::Executing
+            || index >= batch.slots.len()
+            || batch.slots[index].answered
+        {
+            return;
+        }
+        batch.slots[index].answered = true;
+        batch.results[index].data = confirm.data;
+        batch.outstanding -= 1;
+        self.finish_batch_if_done(confirm.transaction, out);
+    }
+
+    fn on_key_refuse(&mut self, refuse: KeyRefuse, out: &mut Vec<(NodeId, Message)>) {
+        let Some(transaction) = self.transactions.get_mut(&refuse.transaction) else {
+            return;
+        };
+        let Some(batch) = transaction.batch.as_mut() else {
+            return;
+        };
+        let Some(index) = refuse.operation.checked_sub(batch.first) else {
+            return;
+        };
+        let index = index as usize;
+        if transaction.stage != Stage::Executing
+            || index >= batch.slots.len()
+            || batch.slots[index].answered
+        {
+            return;
+        }
+        let slot = &mut batch.slots[index];
+        slot.answered = true;
+        batch.results[index].error = refuse.error.ndb_code;
+        batch.outstanding -= 1;
+        // A backup failing after its primary changed the row cannot be
+        // ignored: the replicas would differ.
+        let ignorable = slot.ignore_error && refuse.node == slot.first;
+        if ignorable {
+            self.finish_batch_if_done(refuse.transaction, out);
+        } else {
+            self.abort(refuse.transaction, Some(refuse.error), out);
+        }
+    }
+
+    fn finish_batch_if_done(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = self.transactions.get_mut(&id).expect("present");
+        let Some(batch) = transaction.batch.as_ref() else {
+            return;
+        };
+        if batch.outstanding > 0 || batch.slots.len() < batch.results.len() {
+            return;
+        }
+        match batch.end {
+            ExecuteEnd::Commit => self.commit(id, out),
+            _ => {
+                let batch = transaction.batch.take().expect("checked");
+                transaction.stage = Stage::Open;
+                let (api, client) = (transaction.api, transaction.client);
+                self.answer(
+                    api,
+                    client,
+                    TransactionState::Open,
+                    None,
+                    batch.results,
+                    batch.hops,
+                    out,
+                );
+            }
+        }
+    }
+
+    fn commit(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = self.transactions.get_mut(&id).expect("present");
+        transaction.stage = Stage::Committing;
+        transaction.outstanding = transaction.participants.len() as u32;
+        if transaction.participants.is_empty() {
+            self.finish(id, TransactionState::Committed, out);
+            return;
+        }
+        for participant in &mut transaction.participants {
+            participant.done = false;
+            out.push(commit_message(id, self.node, participant));
+        }
+    }
+
+    fn complete(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = self.transactions.get_mut(&id).expect("present");
+        transaction.stage = Stage::Completing;
+        let mut outstanding = 0;
+        let mut reply_after_complete = false;
+        for participant in &mut transaction.participants {
+            if participant.chain.len() > 1 {
+                participant.done = false;
+                outstanding += 1;
+                reply_after_complete |= participant.writes && participant.read_backup;
+                out.push(complete_message(id, self.node, participant));
+            } else {
+                participant.done = true;
+            }
+        }
+        transaction.outstanding = outstanding;
+        if outstanding == 0 {
+            self.finish(id, TransactionState::Committed, out);
+        } else if !reply_after_complete {
+            self.answer_final(id, TransactionState::Committed, out);
+        }
+    }
+
+    /// Aborts the transaction on every fragment it touched; the API gets
+    /// `error` (none for a rollback it asked for) once all replicas undid.
+    fn abort(&mut self, id: u64, error: Option<ErrorReply>, out: &mut Vec<(NodeId, Message)>) {
+        let Some(transaction) = self.transactions.get_mut(&id) else {
+            return;
+        };
+        if transaction.stage == Stage::Aborting {
+            return;
+        }
+        transaction.stage = Stage::Aborting;
+        if transaction.error.is_none() {
+            transaction.error = error;
+        }
+        self.close_scans(id, out);
+        let transaction = self.transactions.get_mut(&id).expect("present");
+        transaction.outstanding = transaction.participants.len() as u32;
+        if transaction.participants.is_empty() {
+            self.finish(id, TransactionState::Aborted, out);
+            return;
+        }
+        for participant in &mut transaction.participants {
+            participant.done = false;
+            out.push(abort_message(id, self.node, participant));
+        }
+    }
+
+    fn resend_phase(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = self.transactions.get_mut(&id).expect("present");
+        let stage = transaction.stage;
+        for participant in &mut transaction.participants {
+            participant.chain.retain(|node| self.routing.is_live(*node));
+            if participant.done {
+                continue;
+            }
+            if participant.chain.is_empty() {
+                // Every replica of the fragment is gone: the cluster has
+                // failed, but this transaction need not wait for it.
+                participant.done = true;
+                transaction.outstanding -= 1;
+                continue;
+            }
+            match stage {
+                Stage::Committing => out.push(commit_message(id, self.node, participant)),
+                Stage::Completing if participant.chain.len() > 1 => {
+                    out.push(complete_message(id, self.node, participant))
+                }
+                Stage::Completing => {
+                    participant.done = true;
+                    transaction.outstanding -= 1;
+                }
+                Stage::Aborting => out.push(abort_message(id, self.node, participant)),
+                Stage::Open | Stage::Executing => unreachable!("resend in a phase only"),
+            }
+        }
+        if transaction.outstanding == 0 {
+            self.advance(id, stage, out);
+        }
+    }
+
+    fn on_phase_done(&mut self, stage: Stage, done: PhaseDone, out: &mut Vec<(NodeId, Message)>) {
+        let Some(transaction) = self.transactions.get_mut(&done.transaction) else {
+            return;
+        };
+        if transaction.stage != stage {
+            return;
+        }
+        let Some(participant) = transaction
+            .participants
+            .iter_mut()
+            .find(|p| p.table == done.table && p.fragment == done.fragment && !p.done)
+        else {
+            return;
+        };
+        participant.done = true;
+        transaction.outstanding -= 1;
+        if transaction.outstanding == 0 {
+            self.advance(done.transaction, stage, out);
+        }
+    }
+
+    fn advance(&mut self, id: u64, finished: Stage, out: &mut Vec<(NodeId, Message)>) {
+        match finished {
+            Stage::Committing => self.complete(id, out),
+            Stage::Completing => self.finish(id, TransactionState::Committed, out),
+            Stage::Aborting => self.finish(id, TransactionState::Aborted, out),
+            Stage::Open | Stage::Executing => unreachable!("no phase to advance"),
+        }
+    }
+
+    /// Answers the API (if it has no answer yet) with the transaction's end.
+    fn answer_final(&mut self, id: u64, state: TransactionState, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = self.transactions.get_mut(&id).expect("present");
+        if transaction.answered {
+            return;
+        }
+        transaction.answered = true;
+        self.clients.remove(&(transaction.api, transaction.client));
+        let (results, hops) = match transaction.batch.take() {
+            Some(batch) => (batch.results, batch.hops),
+            None => (Vec::new(), 0),
+        };
+        let (api, client, error) = (
+            transaction.api,
+            transaction.client,
+            transaction.error.clone(),
+        );
+        match state {
+            TransactionState::Committed => self.counters.commits += 1,
+            TransactionState::Aborted => self.counters.aborts += 1,
+            TransactionState::Open => {}
+        }
+        self.answer(api, client, state, error, results, hops, out);
+    }
+
+    fn finish(&mut self, id: u64, state: TransactionState, out: &mut Vec<(NodeId, Message)>) {
+        self.answer_final(id, state, out);
+        self.close_scans(id, out);
+        let transaction = self.transactions.remove(&id).expect("present");
+        self.clients.remove(&(transaction.api, transaction.client));
+        self.operations_in_use -= transaction.operations;
+    }
+
+    fn on_scan_open(&mut self, api: NodeId, open: ScanOpen, out: &mut Vec<(NodeId, Message)>) {
+        let client = open.transaction;
+        let fail = |error: ErrorReply, out: &mut Vec<(NodeId, Message)>| {
+            out.push((
+                api,
+                Message::ScanRows(ScanRows {
+                    transaction: client,
+                    scan: open.scan,
+                    fragment: 0,
+                    rows: 0,
+                    data: Vec::new(),
+                    finished: true,
+                    error: Some(error),
+                }),
+            ));
+        };
+        let id = match self.transaction_for(api, client) {
+            Ok(id) => id,
+            Err(error) => {
+                fail(error, out);
+                return;
+            }
+        };
+        if self.scans_in_use >= self.config.scans_max {
+            fail(
+                reply(
+                    ErrorCode::TooManyScans,
+                    format!("node {} has {} scans open", self.node, self.scans_in_use),
+                ),
+                out,
+            );
+            return;
+        }
+        let Some(route) = self.routing.table(open.table).cloned() else {
+            fail(
+                reply(
+                    ErrorCode::NoSuchTable,
+                    format!("no table with id {}", open.table),
+                ),
+                out,
+            );
+            return;
+        };
+        let transaction = self.transactions.get_mut(&id).expect("found");
+        if transaction.stage != Stage::Open || transaction.scans.iter().any(|s| s.scan == open.scan)
+        {
+            fail(
+                reply(
+                    ErrorCode::TransactionBusy,
+                    "the transaction is busy or the scan id is taken",
+                ),
+                out,
+            );
+            return;
+        }
+        let partitions: Vec<u32> = match open.partition {
+            Some(partition) if partition < route.partition_count => vec![partition],
+            Some(partition) => {
+                fail(
+                    reply(
+                        ErrorCode::WrongKey,
+                        format!("table {} has no partition {partition}", route.name),
+                    ),
+                    out,
+                );
+                return;
+            }
+            None => (0..route.partition_count).collect(),
+        };
+        let mut fragments = Vec::with_capacity(partitions.len());
+        for partition in partitions {
+            let fragment = route.fragment_near(partition, self.node);
+            let chain = plan_chain(
+                &self.routing,
+                &route,
+                fragment,
+                open.mode,
+                self.node,
+                transaction,
+            );
+            let Some(chain) = chain else {
+                fail(
+                    reply(ErrorCode::NodeFailure, "a fragment has no live replica"),
+                    out,
+                );
+                return;
+            };
+            let node = chain[0];
+            fragments.push((fragment, node, false));
+            let mut request = open.clone();
+            request.transaction = id;
+            request.fragment = fragment;
+            request.coordinator = self.node;
+            out.push((node, Message::FragmentScanOpen(request)));
+        }
+        self.counters.scans += 1;
+        self.scans_in_use += 1;
+        transaction.scans.push(CoordinatorScan {
+            scan: open.scan,
+            fragments,
+        });
+    }
+
+    fn on_scan_rows(&mut self, mut rows: ScanRows, out: &mut Vec<(NodeId, Message)>) {
+        let Some(transaction) = self.transactions.get_mut(&rows.transaction) else {
+            return;
+        };
+        let Some(position) = transaction.scans.iter().position(|s| s.scan == rows.scan) else {
+            return;
+        };
+        let scan = &mut transaction.scans[position];
+        let Some(entry) = scan
+            .fragments
+            .iter_mut()
+            .find(|f| f.0 == rows.fragment && !f.2)
+        else {
+            return;
+        };
+        entry.2 = rows.finished;
+        let all_finished = scan.fragments.iter().all(|f| f.2);
+        if all_finished {
+            transaction.scans.remove(position);
+            self.scans_in_use -= 1;
+        }
+        // A failed scan ends on its fragment; the API decides what becomes
+        // of the transaction (NDB leaves it to the application too).
+        rows.transaction = transaction.client;
+        out.push((transaction.api, Message::ScanRows(rows)));
+    }
+
+    fn on_scan_next(&mut self, api: NodeId, next: ScanNext, out: &mut Vec<(NodeId, Message)>) {
+        let Some(id) = self.clients.get(&(api, next.transaction)).copied() else {
+            return;
+        };
+        let transaction = &self.transactions[&id];
+        let Some(scan) = transaction.scans.iter().find(|s| s.scan == next.scan) else {
+            return;
+        };
+        for fragment in next.fragments {
+            if let Some(&(fragment, node, false)) = scan.fragments.iter().find(|f| f.0 == fragment)
+            {
+                out.push((
+                    node,
+                    Message::ScanNext(ScanNext {
+                        transaction: id,
+                        scan: next.scan,
+                        fragments: vec![fragment],
+                        coordinator: self.node,
+                    }),
+                ));
+            }
+        }
+    }
+
+    fn on_scan_close(
+        &mut self,
+        api: NodeId,
+        client: u64,
+        scan: u32,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        let Some(id) = self.clients.get(&(api, client)).copied() else {
+            return;
+        };
+        let transaction = self.transactions.get_mut(&id).expect("mapped");
+        let Some(position) = transaction.scans.iter().position(|s| s.scan == scan) else {
+            return;
+        };
+        let closed = transaction.scans.remove(position);
+        self.scans_in_use -= 1;
+        close_fragments(id, &closed, out);
+    }
+
+    fn close_scans(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = self.transactions.get_mut(&id).expect("present");
+        let scans = std::mem::take(&mut transaction.scans);
+        self.scans_in_use -= scans.len() as u32;
+        for scan in &scans {
+            close_fragments(id, scan, out);
+        }
+    }
+}
+
+fn close_fragments(id: u64, scan: &CoordinatorScan, out: &mut Vec<(NodeId, Message)>) {
+    let mut nodes: Vec<NodeId> = scan
+        .fragments
+        .iter()
+        .filter(|f| !f.2)
+        .map(|f| f.1)
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    for node in nodes {
+        out.push((
+            node,
+            Message::ScanClose {
+                transaction: id,
+                scan: scan.scan,
+            },
+        ));
+    }
+}
+
+/// The replicas an operation (or scan) visits, first to last, and the
+/// participant it makes of the fragment. `None` when no replica is alive.
+fn plan_chain(
+    routing: &Routing,
+    route: &TableRoute,
+    fragment: u32,
+    kind: OperationKind,
+    near: NodeId,
+    transaction: &mut Transaction,
+) -> Option<Vec<NodeId>> {
+    let existing = transaction
+        .participants
+        .iter()
+        .position(|p| p.table == route.id && p.fragment == fragment);
+    if kind == OperationKind::ReadCommitted {
+        // After a write here, read where the write is (the primary), so the
+        // transaction sees its own change.
+        if let Some(position) = existing
+            && transaction.participants[position].writes
+        {
+            return Some(vec![transaction.participants[position].chain[0]]);
+        }
+        return routing
+            .read_replica(route, fragment, near)
+            .map(|node| vec![node]);
+    }
+    let live = routing.live_replicas(route, fragment);
+    if live.is_empty() {
+        return None;
+    }
+    let chain = if kind.is_write() { live } else { vec![live[0]] };
+    match existing {
+        Some(position) => {
+            let participant = &mut transaction.participants[position];
+            if chain.len() > participant.chain.len() {
+                participant.chain = chain.clone();
+            }
+            participant.writes |= kind.is_write();
+        }
+        None => transaction.participants.push(Participant {
+            table: route.id,
+            fragment,
+            chain: chain.clone(),
+            writes: kind.is_write(),
+            read_backup: route.reads_any_replica(),
+            done: false,
+        }),
+    }
+    Some(chain)
+}
+
+fn phase(id: u64, coordinator: NodeId, participant: &Participant, chain: Vec<NodeId>) -> Phase {
+    Phase {
+        transaction: id,
+        coordinator,
+        table: participant.table,
+        fragment: participant.fragment,
+        chain,
+    }
+}
+
+/// Commit runs from the last replica back to the primary.
+fn commit_message(id: u64, coordinator: NodeId, participant: &Participant) -> (NodeId, Message) {
+    let mut backwards: Vec<NodeId> = participant.chain.iter().rev().copied().collect();
+    let first = backwards.remove(0);
+    (
+        first,
+        Message::Commit(phase(id, coordinator, participant, backwards)),
+    )
+}
+
+/// Complete runs through the backups, first to last.
+fn complete_message(id: u64, coordinator: NodeId, participant: &Participant) -> (NodeId, Message) {
+    let backups = &participant.chain[1..];
+    (
+        backups[0],
+        Message::Complete(phase(id, coordinator, participant, backups[1..].to_vec())),
+    )
+}
+
+/// Abort runs the chain forwards, behind the operations sent along it.
+fn abort_message(id: u64, coordinator: NodeId, participant: &Participant) -> (NodeId, Message) {
+    (
+        participant.chain[0],
+        Message::Abort(phase(
+            id,
+            coordinator,
+            participant,
+            participant.chain[1..].to_vec(),
+        )),
+    )
+}

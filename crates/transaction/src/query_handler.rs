@@ -1,0 +1,740 @@
+//! The local query handler (LQH): one data node's fragment replicas in the
+//! storage engine, and its part of the linear two-phase commit.
+//!
+//! ## Fragments
+//! Each fragment replica the cluster state places on this node is a table
+//! of its own in the engine, created when the state that adds the table is
+//! installed and dropped with it.
+//!
+//! ## One transaction, one engine transaction per fragment
+//! A transaction's work on one fragment is one engine transaction, so each
+//! fragment commits or aborts on its own as the phase messages reach it. A
+//! row lives in exactly one fragment, so two engine transactions of one
+//! transaction never wait for each other.
+//!
+//! ## The phases on a replica
+//! - Prepare (`KeyRequest`): run the operation; a write passes on to the next
+//!   replica of the chain, and the last replica (or the one that read)
+//!   confirms to the coordinator. A failure is reported to the coordinator
+//!   at once and goes no further.
+//! - Commit runs from the last backup to the primary. A backup only marks
+//!   the work as committing (engine prepare): its locks stay and readers
+//!   still see the previous version. The primary commits in the engine:
+//!   the new version is visible there and its locks are released.
+//! - Complete runs through the backups: each commits in the engine. Only
+//!   then does a read of a backup see the change, which is why a READ_BACKUP
+//!   table's commit is acknowledged after this phase.
+//! - Abort runs the chain forwards, behind any operation forwarded before
+//!   it (each link is FIFO), and undoes the work on every replica.
+//!
+//! Phase messages for work this node no longer has (already done, or never
+//! reached) pass on unchanged, so the coordinator can resend a phase along
+//! the live part of a chain after a node failure.
+
+use protocol::{
+    ErrorReply, KeyConfirm, KeyRefuse, KeyRequest, Message, NodeId, OperationKind, Phase,
+    PhaseDone, ScanNext, ScanOpen, ScanRows,
+};
+use schema::{Error, ErrorCode, TableDef};
+use storage::engine::{
+    Completion, EngineConfig, NO_TRANSACTION, OperationRequest, Outcome, ReadMode, ScanBound,
+    ScanRequest, TransactionId,
+};
+use storage::{Engine, MemoryReport};
+
+use crate::errors::reply_for;
+use crate::maps::Map;
+use crate::routing::Routing;
+
+/// Most fragment replicas one node holds (engine tables).
+pub const FRAGMENT_REPLICAS_PER_NODE_MAX: u32 = 8_192;
+/// Rows a scan batch holds at most, whatever the API asks.
+pub const SCAN_BATCH_ROWS_MAX: u32 = 992;
+/// Bytes a scan batch holds at most, whatever the API asks.
+pub const SCAN_BATCH_BYTES_MAX: u32 = 1 << 20;
+
+/// (transaction, table, fragment)
+type WorkKey = (u64, u32, u32);
+
+#[derive(Debug, Clone, Copy)]
+struct FragmentReplica {
+    engine_table: u32,
+    schema_version: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WorkState {
+    Active,
+    /// A backup got Commit: prepared, waiting for Complete.
+    Committing,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Work {
+    engine_transaction: TransactionId,
+    state: WorkState,
+}
+
+/// (transaction, scan, fragment)
+type ScanKey = (u64, u32, u32);
+
+struct LocalScan {
+    table: u32,
+    engine_scan: u32,
+    token: u64,
+    coordinator: NodeId,
+    batch_rows: u32,
+    batch_bytes: u32,
+    /// A batch is owed to the coordinator (asked for, not yet sent).
+    wanted: bool,
+}
+
+enum Waiting {
+    Key(KeyRequest),
+    Scan(ScanKey),
+}
+
+/// Counters of one query handler.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryHandlerCounters {
+    pub key_operations: u64,
+    pub forwarded: u64,
+    pub scans_opened: u64,
+    pub scan_rows: u64,
+    pub commits: u64,
+    pub aborts: u64,
+}
+
+pub struct QueryHandler {
+    node: NodeId,
+    engine: Engine,
+    fragments: Map<(u32, u32), FragmentReplica>,
+    free_engine_tables: Vec<u32>,
+    work: Map<WorkKey, Work>,
+    next_engine_transaction: TransactionId,
+    waiting: Map<u64, Waiting>,
+    scans: Map<ScanKey, LocalScan>,
+    next_token: u64,
+    counters: QueryHandlerCounters,
+    log: Vec<String>,
+}
+
+impl QueryHandler {
+    /// `config.tables_max` is replaced by `FRAGMENT_REPLICAS_PER_NODE_MAX`.
+    pub fn new(node: NodeId, mut config: EngineConfig) -> Result<QueryHandler, Error> {
+        config.tables_max = FRAGMENT_REPLICAS_PER_NODE_MAX;
+        // Every engine transaction holds at least one operation record.
+        config.transactions_max = config.operations_max;
+        let engine = Engine::new(config)?;
+        Ok(QueryHandler {
+            node,
+            engine,
+            fragments: Map::default(),
+            free_engine_tables: (0..FRAGMENT_REPLICAS_PER_NODE_MAX).rev().collect(),
+            work: Map::default(),
+            next_engine_transaction: 1,
+            waiting: Map::default(),
+            scans: Map::default(),
+            next_token: 1,
+            counters: QueryHandlerCounters::default(),
+            log: Vec::new(),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn memory_report(&self) -> MemoryReport {
+        self.engine.memory_report()
+    }
+
+    pub fn counters(&self) -> QueryHandlerCounters {
+        self.counters
+    }
+
+    /// Lines for the node's log (fragment creation problems).
+    pub fn take_log(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.log)
+    }
+
+    /// Rows of one fragment replica here, if it is here (for checkers).
+    pub fn fragment_rows(&self, table: u32, fragment: u32) -> Option<u64> {
+        let replica = self.fragments.get(&(table, fragment))?;
+        self.engine.row_count(replica.engine_table)
+    }
+
+    /// The engine table holding a fragment replica here.
+    pub fn engine_table(&self, table: u32, fragment: u32) -> Option<u32> {
+        self.fragments
+            .get(&(table, fragment))
+            .map(|r| r.engine_table)
+    }
+
+    /// Engine transactions this handler has open (work not yet committed
+    /// or aborted everywhere).
+    pub fn open_work(&self) -> usize {
+        self.work.len()
+    }
+
+    /// Creates the fragment replicas `state` places here and drops those of
+    /// tables no longer in it.
+    pub fn install(&mut self, routing: &Routing) {
+        let mut wanted = Vec::new();
+        for route in routing.tables() {
+            for (index, fragment) in route.fragments.iter().enumerate() {
+                if fragment.replicas.contains(&self.node) {
+                    wanted.push((route.id, index as u32, route.schema_version, &route.def));
+                }
+            }
+        }
+        let stale: Vec<(u32, u32)> = self
+            .fragments
+            .iter()
+            .filter(|(key, replica)| {
+                !wanted
+                    .iter()
+                    .any(|w| (w.0, w.1) == **key && w.2 == replica.schema_version)
+            })
+            .map(|(key, _)| *key)
+            .collect();
+        let mut stale = stale;
+        stale.sort_unstable();
+        for key in stale {
+            let replica = self.fragments.remove(&key).expect("listed above");
+            self.drop_fragment_work(key);
+            if let Err(error) = self.engine.drop_table(replica.engine_table) {
+                self.log.push(format!(
+                    "dropping fragment {} of table {}: {}",
+                    key.1, key.0, error.detail
+                ));
+            }
+            self.free_engine_tables.push(replica.engine_table);
+        }
+        for (table, fragment, schema_version, def) in wanted {
+            if self.fragments.contains_key(&(table, fragment)) {
+                continue;
+            }
+            if let Err(error) = self.create_fragment(table, fragment, schema_version, def) {
+                self.log.push(format!(
+                    "cannot create fragment {fragment} of table {table}: {}",
+                    error.detail
+                ));
+            }
+        }
+    }
+
+    fn create_fragment(
+        &mut self,
+        table: u32,
+        fragment: u32,
+        schema_version: u64,
+        def: &TableDef,
+    ) -> Result<(), Error> {
+        let engine_table = self.free_engine_tables.pop().ok_or_else(|| {
+            Error::new(
+                ErrorCode::TooManyPartitions,
+                format!("more than {FRAGMENT_REPLICAS_PER_NODE_MAX} fragment replicas on one node"),
+            )
+        })?;
+        if let Err(error) = self.engine.create_table(engine_table, def.clone()) {
+            self.free_engine_tables.push(engine_table);
+            return Err(error);
+        }
+        self.fragments.insert(
+            (table, fragment),
+            FragmentReplica {
+                engine_table,
+                schema_version,
+            },
+        );
+        Ok(())
+    }
+
+    /// Forgets the work and scans of a dropped fragment (the engine drops
+    /// its rows and records with the table).
+    fn drop_fragment_work(&mut self, key: (u32, u32)) {
+        let mut doomed: Vec<WorkKey> = self
+            .work
+            .keys()
+            .filter(|w| (w.1, w.2) == key)
+            .copied()
+            .collect();
+        doomed.sort_unstable();
+        self.waiting.retain(|_, waiting| match waiting {
+            Waiting::Key(request) => (request.table, request.fragment) != key,
+            Waiting::Scan(_) => true,
+        });
+        for work_key in doomed {
+            let work = self.work.remove(&work_key).expect("listed above");
+            let _ = self.engine.abort(work.engine_transaction);
+        }
+        self.close_scans_of_fragment(key.0, key.1);
+    }
+
+    /// When the engine next needs `tick` (a lock wait deadline).
+    pub fn next_deadline_ms(&self) -> Option<u64> {
+        self.engine.next_deadline_ms()
+    }
+
+    /// Ends lock waits whose time is up.
+    pub fn tick(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
+        self.engine.expire_lock_waits(now_ms);
+        self.drain_completions(now_ms, out);
+    }
+
+    /// Handles a message from the coordinator or another replica. Returns
+    /// the message back if it is not one for the query handler.
+    pub fn on_message(
+        &mut self,
+        now_ms: u64,
+        message: Message,
+        out: &mut Vec<(NodeId, Message)>,
+    ) -> Option<Message> {
+        match message {
+            Message::KeyRequest(request) => self.on_key_request(now_ms, request, out),
+            Message::Commit(phase) => self.on_commit(phase, out),
+            Message::Complete(phase) => self.on_complete(phase, out),
+            Message::Abort(phase) => self.on_abort(phase, out),
+            Message::FragmentScanOpen(open) => self.on_scan_open(now_ms, open, out),
+            Message::ScanNext(next) => self.on_scan_next(now_ms, next, out),
+            Message::ScanClose { transaction, scan } => self.on_scan_close(transaction, scan),
+            other => return Some(other),
+        }
+        self.drain_completions(now_ms, out);
+        None
+    }
+
+    fn on_key_request(
+        &mut self,
+        now_ms: u64,
+        request: KeyRequest,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        self.counters.key_operations += 1;
+        let Some(replica) = self
+            .fragments
+            .get(&(request.table, request.fragment))
+            .copied()
+        else {
+            let error = Error::new(
+                ErrorCode::NoSuchTable,
+                format!(
+                    "node {} holds no fragment {} of table {}",
+                    self.node, request.fragment, request.table
+                ),
+            );
+            self.refuse(request, &error, out);
+            return;
+        };
+        let key = (request.transaction, request.table, request.fragment);
+        let engine_transaction = if request.kind.locks() {
+            self.work_or_begin(key)
+        } else {
+            // A committed read sees the transaction's own changes on this
+            // fragment, if it has any here.
+            self.work
+                .get(&key)
+                .map_or(NO_TRANSACTION, |w| w.engine_transaction)
+        };
+        let token = self.next_token;
+        self.next_token += 1;
+        let mut data = Vec::new();
+        let result = self.engine.execute(
+            now_ms,
+            &OperationRequest {
+                transaction: engine_transaction,
+                token,
+                table: replica.engine_table,
+                kind: engine_kind(request.kind),
+                key: &request.key,
+                values: &request.values,
+                columns: &request.columns,
+            },
+            &mut data,
+        );
+        match result {
+            Ok(Outcome::Done) => self.key_done(request, data, out),
+            Ok(Outcome::Waiting) => {
+                self.waiting.insert(token, Waiting::Key(request));
+            }
+            Err(error) => self.refuse(request, &error, out),
+        }
+    }
+
+    fn work_or_begin(&mut self, key: WorkKey) -> TransactionId {
+        if let Some(work) = self.work.get(&key) {
+            return work.engine_transaction;
+        }
+        let engine_transaction = self.next_engine_transaction;
+        self.next_engine_transaction += 1;
+        self.work.insert(
+            key,
+            Work {
+                engine_transaction,
+                state: WorkState::Active,
+            },
+        );
+        engine_transaction
+    }
+
+    fn key_done(
+        &mut self,
+        mut request: KeyRequest,
+        data: Vec<u8>,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        if request.kind.is_write() && !request.chain.is_empty() {
+            let next = request.chain.remove(0);
+            self.counters.forwarded += 1;
+            out.push((next, Message::KeyRequest(request)));
+        } else {
+            out.push((
+                request.coordinator,
+                Message::KeyConfirm(KeyConfirm {
+                    transaction: request.transaction,
+                    operation: request.operation,
+                    data,
+                }),
+            ));
+        }
+    }
+
+    fn refuse(&mut self, request: KeyRequest, error: &Error, out: &mut Vec<(NodeId, Message)>) {
+        out.push((
+            request.coordinator,
+            Message::KeyRefuse(KeyRefuse {
+                transaction: request.transaction,
+                operation: request.operation,
+                node: self.node,
+                error: reply_for(error),
+            }),
+        ));
+    }
+
+    fn on_commit(&mut self, mut phase: Phase, out: &mut Vec<(NodeId, Message)>) {
+        let key = (phase.transaction, phase.table, phase.fragment);
+        if let Some(work) = self.work.get_mut(&key) {
+            // Every operation here was confirmed before the coordinator
+            // started the commit, so none still waits: prepare cannot fail
+            // but for a transaction the engine never began (a failed first
+            // operation), which has nothing to commit.
+            let _ = self.engine.prepare(work.engine_transaction);
+            if phase.chain.is_empty() {
+                // The primary, last in the commit chain.
+                let work = self.work.remove(&key).expect("present");
+                let _ = self.engine.commit(work.engine_transaction);
+                self.close_scans_of(phase.transaction, phase.table, phase.fragment);
+                self.counters.commits += 1;
+            } else {
+                work.state = WorkState::Committing;
+            }
+        }
+        if phase.chain.is_empty() {
+            out.push((phase.coordinator, Message::Committed(done(&phase))));
+        } else {
+            let next = phase.chain.remove(0);
+            out.push((next, Message::Commit(phase)));
+        }
+    }
+
+    fn on_complete(&mut self, mut phase: Phase, out: &mut Vec<(NodeId, Message)>) {
+        let key = (phase.transaction, phase.table, phase.fragment);
+        if let Some(work) = self.work.remove(&key) {
+            debug_assert_eq!(work.state, WorkState::Committing);
+            let _ = self.engine.prepare(work.engine_transaction);
+            let _ = self.engine.commit(work.engine_transaction);
+            self.counters.commits += 1;
+        }
+        if phase.chain.is_empty() {
+            out.push((phase.coordinator, Message::Completed(done(&phase))));
+        } else {
+            let next = phase.chain.remove(0);
+            out.push((next, Message::Complete(phase)));
+        }
+    }
+
+    fn on_abort(&mut self, mut phase: Phase, out: &mut Vec<(NodeId, Message)>) {
+        let key = (phase.transaction, phase.table, phase.fragment);
+        // Operations of this work still waiting for a lock are cancelled by
+        // the engine's abort; forget them so no late answer goes out.
+        self.waiting.retain(|_, waiting| match waiting {
+            Waiting::Key(request) => (request.transaction, request.table, request.fragment) != key,
+            // Scans of this work are closed below, with their waits.
+            Waiting::Scan(_) => true,
+        });
+        self.close_scans_of(phase.transaction, phase.table, phase.fragment);
+        if let Some(work) = self.work.remove(&key) {
+            let _ = self.engine.abort(work.engine_transaction);
+            self.counters.aborts += 1;
+        }
+        if phase.chain.is_empty() {
+            out.push((phase.coordinator, Message::Aborted(done(&phase))));
+        } else {
+            let next = phase.chain.remove(0);
+            out.push((next, Message::Abort(phase)));
+        }
+    }
+
+    fn on_scan_open(&mut self, now_ms: u64, open: ScanOpen, out: &mut Vec<(NodeId, Message)>) {
+        self.counters.scans_opened += 1;
+        let scan_key = (open.transaction, open.scan, open.fragment);
+        let fail = |error: &Error, out: &mut Vec<(NodeId, Message)>| {
+            out.push((
+                open.coordinator,
+                Message::ScanRows(ScanRows {
+                    transaction: open.transaction,
+                    scan: open.scan,
+                    fragment: open.fragment,
+                    rows: 0,
+                    data: Vec::new(),
+                    finished: true,
+                    error: Some(reply_for(error)),
+                }),
+            ));
+        };
+        let Some(replica) = self.fragments.get(&(open.table, open.fragment)).copied() else {
+            let error = Error::new(
+                ErrorCode::NoSuchTable,
+                format!(
+                    "node {} holds no fragment {} of table {}",
+                    self.node, open.fragment, open.table
+                ),
+            );
+            fail(&error, out);
+            return;
+        };
+        if self.scans.contains_key(&scan_key) {
+            let error = Error::new(ErrorCode::NoSuchScan, "the scan is already open");
+            fail(&error, out);
+            return;
+        }
+        let work_key = (open.transaction, open.table, open.fragment);
+        let engine_transaction = if open.mode.locks() {
+            self.work_or_begin(work_key)
+        } else {
+            self.work
+                .get(&work_key)
+                .map_or(NO_TRANSACTION, |w| w.engine_transaction)
+        };
+        let token = self.next_token;
+        self.next_token += 1;
+        let mode = match open.mode {
+            OperationKind::ReadShared => ReadMode::Shared,
+            OperationKind::ReadExclusive => ReadMode::Exclusive,
+            _ => ReadMode::Committed,
+        };
+        let opened = self.engine.open_scan(&ScanRequest {
+            transaction: engine_transaction,
+            token,
+            table: replica.engine_table,
+            index: open.index,
+            lower: bound(&open.lower),
+            upper: bound(&open.upper),
+            descending: open.descending,
+            filter: &open.filter,
+            columns: &open.columns,
+            mode,
+        });
+        match opened {
+            Ok(engine_scan) => {
+                self.scans.insert(
+                    scan_key,
+                    LocalScan {
+                        table: open.table,
+                        engine_scan,
+                        token,
+                        coordinator: open.coordinator,
+                        batch_rows: open.batch_rows.clamp(1, SCAN_BATCH_ROWS_MAX),
+                        batch_bytes: open.batch_bytes.clamp(1, SCAN_BATCH_BYTES_MAX),
+                        wanted: true,
+                    },
+                );
+                self.run_scan(now_ms, scan_key, out);
+            }
+            Err(error) => fail(&error, out),
+        }
+    }
+
+    fn on_scan_next(&mut self, now_ms: u64, next: ScanNext, out: &mut Vec<(NodeId, Message)>) {
+        for fragment in next.fragments {
+            let scan_key = (next.transaction, next.scan, fragment);
+            match self.scans.get_mut(&scan_key) {
+                Some(scan) => {
+                    scan.wanted = true;
+                    self.run_scan(now_ms, scan_key, out);
+                }
+                None => out.push((
+                    next.coordinator,
+                    Message::ScanRows(ScanRows {
+                        transaction: next.transaction,
+                        scan: next.scan,
+                        fragment,
+                        rows: 0,
+                        data: Vec::new(),
+                        finished: true,
+                        error: Some(reply_for(&Error::new(
+                            ErrorCode::NoSuchScan,
+                            "the scan is not open on this node",
+                        ))),
+                    }),
+                )),
+            }
+        }
+    }
+
+    fn on_scan_close(&mut self, transaction: u64, scan: u32) {
+        let mut keys: Vec<ScanKey> = self
+            .scans
+            .keys()
+            .filter(|k| k.0 == transaction && k.1 == scan)
+            .copied()
+            .collect();
+        keys.sort_unstable();
+        for key in keys {
+            self.close_scan(key);
+        }
+    }
+
+    fn close_scans_of(&mut self, transaction: u64, table: u32, fragment: u32) {
+        let mut keys: Vec<ScanKey> = self
+            .scans
+            .iter()
+            .filter(|(k, scan)| k.0 == transaction && k.2 == fragment && scan.table == table)
+            .map(|(k, _)| *k)
+            .collect();
+        keys.sort_unstable();
+        for key in keys {
+            self.close_scan(key);
+        }
+    }
+
+    fn close_scans_of_fragment(&mut self, table: u32, fragment: u32) {
+        let mut keys: Vec<ScanKey> = self
+            .scans
+            .iter()
+            .filter(|(k, scan)| k.2 == fragment && scan.table == table)
+            .map(|(k, _)| *k)
+            .collect();
+        keys.sort_unstable();
+        for key in keys {
+            self.close_scan(key);
+        }
+    }
+
+    fn close_scan(&mut self, key: ScanKey) {
+        if let Some(scan) = self.scans.remove(&key) {
+            self.waiting.remove(&scan.token);
+            let _ = self.engine.close_scan(scan.engine_scan);
+        }
+    }
+
+    /// Produces the batch the coordinator asked for, unless the scan waits
+    /// for a lock (then the completion resumes it).
+    fn run_scan(&mut self, now_ms: u64, key: ScanKey, out: &mut Vec<(NodeId, Message)>) {
+        let Some(scan) = self.scans.get(&key) else {
+            return;
+        };
+        if !scan.wanted {
+            return;
+        }
+        let (engine_scan, token, coordinator) = (scan.engine_scan, scan.token, scan.coordinator);
+        let mut data = Vec::new();
+        let result = self.engine.scan_next(
+            now_ms,
+            engine_scan,
+            scan.batch_rows,
+            scan.batch_bytes,
+            &mut data,
+        );
+        let (rows, finished, error) = match result {
+            Ok(batch) if batch.waiting && batch.rows == 0 => {
+                self.waiting.insert(token, Waiting::Scan(key));
+                return;
+            }
+            Ok(batch) => (batch.rows, batch.finished, None),
+            Err(error) => (0, true, Some(reply_for(&error))),
+        };
+        self.counters.scan_rows += u64::from(rows);
+        if finished {
+            self.close_scan(key);
+        } else if let Some(scan) = self.scans.get_mut(&key) {
+            scan.wanted = false;
+        }
+        out.push((
+            coordinator,
+            Message::ScanRows(ScanRows {
+                transaction: key.0,
+                scan: key.1,
+                fragment: key.2,
+                rows,
+                data,
+                finished,
+                error,
+            }),
+        ));
+    }
+
+    /// Answers operations and scans whose lock wait ended.
+    fn drain_completions(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
+        loop {
+            let completions = self.engine.take_completions();
+            if completions.is_empty() {
+                return;
+            }
+            for Completion {
+                token,
+                result,
+                data,
+                ..
+            } in completions
+            {
+                match self.waiting.remove(&token) {
+                    Some(Waiting::Key(request)) => match result {
+                        Ok(()) => self.key_done(request, data, out),
+                        Err(code) => {
+                            let error = Error::new(code, code.message());
+                            self.refuse(request, &error, out);
+                        }
+                    },
+                    Some(Waiting::Scan(key)) => self.run_scan(now_ms, key, out),
+                    None => {}
+                }
+            }
+        }
+    }
+}
+
+fn done(phase: &Phase) -> PhaseDone {
+    PhaseDone {
+        transaction: phase.transaction,
+        table: phase.table,
+        fragment: phase.fragment,
+    }
+}
+
+fn engine_kind(kind: OperationKind) -> storage::engine::OperationKind {
+    use storage::engine::OperationKind as Engine;
+    match kind {
+        OperationKind::ReadCommitted => Engine::Read(ReadMode::Committed),
+        OperationKind::ReadShared => Engine::Read(ReadMode::Shared),
+        OperationKind::ReadExclusive => Engine::Read(ReadMode::Exclusive),
+        OperationKind::Insert => Engine::Insert,
+        OperationKind::Update => Engine::Update,
+        OperationKind::Write => Engine::Write,
+        OperationKind::Delete => Engine::Delete,
+    }
+}
+
+fn bound(bound: &protocol::Bound) -> ScanBound<'_> {
+    match bound {
+        protocol::Bound::Unbounded => ScanBound::Unbounded,
+        protocol::Bound::Inclusive(key) => ScanBound::Inclusive(key),
+        protocol::Bound::Exclusive(key) => ScanBound::Exclusive(key),
+    }
+}
+
+/// The error a replica answers when it cannot run an operation.
+pub fn refusal(error: &Error) -> ErrorReply {
+    reply_for(error)
+}
