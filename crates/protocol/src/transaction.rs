@@ -246,7 +246,8 @@ pub struct ScanRows {
     pub scan: u32,
     pub fragment: u32,
     pub rows: u32,
-    /// The rows, each as AttrInfo of the scan's columns, back to back.
+    /// The rows back to back, each a u32 little-endian length and the
+    /// row's AttrInfo (the scan's columns).
     pub data: Vec<u8>,
     /// The fragment has no more rows.
     pub finished: bool,

@@ -619,6 +619,10 @@ impl Runtime {
         {
             self.peers.remove(&peer.node);
             if peer.role == NodeRole::Api {
+                log(
+                    self.node,
+                    &format!("connection to API node {} closed: {why}", peer.node),
+                );
                 let mut out = std::mem::take(&mut self.transaction_out);
                 self.coordinator.on_api_failed(peer.node, &mut out);
                 self.send_transaction_messages(&mut out);

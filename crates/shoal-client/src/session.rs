@@ -1,0 +1,1004 @@
+//! Sessions, transactions, operations and scans (NDB's `Ndb`,
+//! `NdbTransaction`, `NdbOperation` and `NdbScanOperation`).
+//!
+//! A session belongs to one thread. A transaction collects operations;
+//! `Session::execute` sends every operation defined since the last execute
+//! to the transaction's coordinator in one message and waits for the one
+//! answer: one round trip per batch. The asynchronous interface
+//! (`prepare_async` + `send_poll`, NDB's `executeAsynchPrepare` and
+//! `sendPollNdb`) keeps many transactions in flight from one thread.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use protocol::{
+    Bound, Execute, ExecuteEnd, Executed, Message, NodeId, Operation, OperationKind, ScanNext,
+    ScanOpen, ScanRows, TransactionState, encode_frame,
+};
+use schema::table::ColumnId;
+use schema::{AttrInfoReader, AttrInfoWriter, Storage, Value};
+use transaction::TableRoute;
+use transaction::maps::Map;
+
+use crate::connection::{Cluster, Delivery, Mailbox, REQUEST_TIMEOUT, SESSION_SHIFT};
+use crate::error::{ClientError, NODE_FAILURE, RECEIVE_FAILED};
+
+pub(crate) const EXECUTES: usize = 0;
+pub(crate) const PK_OPERATIONS: usize = 1;
+pub(crate) const SCANS: usize = 2;
+pub(crate) const PRUNED_SCANS: usize = 3;
+pub(crate) const STARTED: usize = 4;
+pub(crate) const COMMITTED: usize = 5;
+pub(crate) const ABORTED: usize = 6;
+pub(crate) const BYTES_SENT: usize = 7;
+pub(crate) const BYTES_RECEIVED: usize = 8;
+pub(crate) const DATA_NODE_HOPS: usize = 9;
+pub(crate) const SCAN_BATCHES: usize = 10;
+pub(crate) const COUNTERS: usize = 11;
+
+/// NDB API counters (`Ndb_api_*_count`), per session or summed over a
+/// cluster connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Round trips to the cluster for operations (`execute_count`).
+    pub execute_count: u64,
+    /// Primary-key operations sent (`pk_op_count`).
+    pub pk_op_count: u64,
+    pub scan_count: u64,
+    /// Scans that ran on one partition (`pruned_scan_count`).
+    pub pruned_scan_count: u64,
+    /// Scan batches asked for after the first (round trips of scans).
+    pub scan_batch_count: u64,
+    pub trans_start_count: u64,
+    pub trans_commit_count: u64,
+    pub trans_abort_count: u64,
+    pub bytes_sent_count: u64,
+    pub bytes_received_count: u64,
+    /// Operations a coordinator had to send to another data node: the extra
+    /// round trips inside the cluster that distribution awareness avoids.
+    pub data_node_hops: u64,
+}
+
+impl Counters {
+    pub(crate) fn from_values(values: &[u64; COUNTERS]) -> Counters {
+        Counters {
+            execute_count: values[EXECUTES],
+            pk_op_count: values[PK_OPERATIONS],
+            scan_count: values[SCANS],
+            pruned_scan_count: values[PRUNED_SCANS],
+            scan_batch_count: values[SCAN_BATCHES],
+            trans_start_count: values[STARTED],
+            trans_commit_count: values[COMMITTED],
+            trans_abort_count: values[ABORTED],
+            bytes_sent_count: values[BYTES_SENT],
+            bytes_received_count: values[BYTES_RECEIVED],
+            data_node_hops: values[DATA_NODE_HOPS],
+        }
+    }
+}
+
+/// How a read locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// No lock: the last committed version.
+    Committed,
+    /// Shared lock until the transaction ends (`LOCK IN SHARE MODE`).
+    Shared,
+    /// Exclusive lock until the transaction ends (`FOR UPDATE`).
+    Exclusive,
+}
+
+impl LockMode {
+    fn read_kind(self) -> OperationKind {
+        match self {
+            LockMode::Committed => OperationKind::ReadCommitted,
+            LockMode::Shared => OperationKind::ReadShared,
+            LockMode::Exclusive => OperationKind::ReadExclusive,
+        }
+    }
+}
+
+/// Where a transaction stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Operations may be added and executed.
+    Open,
+    Committed,
+    Aborted,
+}
+
+/// An operation within its transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OperationId(usize);
+
+/// A distribution hint: start the transaction on a node holding this key.
+pub struct Hint<'a> {
+    pub table: &'a TableRoute,
+    /// At least every distribution-key column.
+    pub key: &'a [(ColumnId, Value)],
+}
+
+struct OperationRecord {
+    table: Arc<TableRoute>,
+    error: u16,
+    data: Vec<u8>,
+}
+
+/// A transaction: its operations, their results, and where it runs.
+pub struct Transaction {
+    id: u64,
+    node: NodeId,
+    status: Status,
+    /// The coordinator knows the transaction (an execute or scan was sent).
+    started: bool,
+    defined: Vec<Operation>,
+    records: Vec<OperationRecord>,
+    error: Option<ClientError>,
+    /// Set by `prepare_async`: how the queued batch ends.
+    pending_end: Option<ExecuteEnd>,
+    next_scan: u32,
+}
+
+/// A row read: the requested columns and their values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub values: Vec<(ColumnId, Value)>,
+}
+
+impl Row {
+    pub fn get(&self, column: ColumnId) -> Option<&Value> {
+        self.values
+            .iter()
+            .find(|(c, _)| *c == column)
+            .map(|(_, v)| v)
+    }
+
+    /// The primary-key columns of the row (they must have been read), to
+    /// update or delete a row found by a scan.
+    pub fn key(&self, table: &TableRoute) -> Vec<(ColumnId, Value)> {
+        table
+            .def
+            .primary_key
+            .iter()
+            .filter_map(|c| self.get(*c).map(|v| (*c, v.clone())))
+            .collect()
+    }
+}
+
+impl Transaction {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The data node coordinating the transaction.
+    pub fn coordinator(&self) -> NodeId {
+        self.node
+    }
+
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// Why the transaction aborted, if it did for an error.
+    pub fn error(&self) -> Option<&ClientError> {
+        self.error.as_ref()
+    }
+
+    fn check_open(&self) -> Result<(), ClientError> {
+        if self.status != Status::Open {
+            return Err(ClientError::usage(format!(
+                "transaction {} is {:?}: no more operations",
+                self.id, self.status
+            )));
+        }
+        Ok(())
+    }
+
+    fn define(
+        &mut self,
+        table: &Arc<TableRoute>,
+        kind: OperationKind,
+        key: Vec<u8>,
+        values: Vec<u8>,
+        columns: Vec<ColumnId>,
+    ) -> OperationId {
+        self.defined.push(Operation {
+            table: table.id,
+            kind,
+            key,
+            values,
+            columns,
+            ignore_error: false,
+        });
+        self.records.push(OperationRecord {
+            table: Arc::clone(table),
+            error: 0,
+            data: Vec::new(),
+        });
+        OperationId(self.records.len() - 1)
+    }
+
+    /// Inserts a row (every NOT NULL column given).
+    pub fn insert(
+        &mut self,
+        table: &Arc<TableRoute>,
+        row: &[(ColumnId, Value)],
+    ) -> Result<OperationId, ClientError> {
+        self.check_open()?;
+        let key = encode_key(table, row)?;
+        let values = encode_values(table, row)?;
+        Ok(self.define(table, OperationKind::Insert, key, values, Vec::new()))
+    }
+
+    /// Inserts the row, or overwrites the row with its key (NDB's writeTuple).
+    pub fn write(
+        &mut self,
+        table: &Arc<TableRoute>,
+        row: &[(ColumnId, Value)],
+    ) -> Result<OperationId, ClientError> {
+        self.check_open()?;
+        let key = encode_key(table, row)?;
+        let values = encode_values(table, row)?;
+        Ok(self.define(table, OperationKind::Write, key, values, Vec::new()))
+    }
+
+    /// Sets `values` in the row with primary key `key`.
+    pub fn update(
+        &mut self,
+        table: &Arc<TableRoute>,
+        key: &[(ColumnId, Value)],
+        values: &[(ColumnId, Value)],
+    ) -> Result<OperationId, ClientError> {
+        self.check_open()?;
+        let key = encode_key(table, key)?;
+        let values = encode_values(table, values)?;
+        Ok(self.define(table, OperationKind::Update, key, values, Vec::new()))
+    }
+
+    pub fn delete(
+        &mut self,
+        table: &Arc<TableRoute>,
+        key: &[(ColumnId, Value)],
+    ) -> Result<OperationId, ClientError> {
+        self.check_open()?;
+        let key = encode_key(table, key)?;
+        Ok(self.define(table, OperationKind::Delete, key, Vec::new(), Vec::new()))
+    }
+
+    /// Reads `columns` of the row with primary key `key`.
+    pub fn read(
+        &mut self,
+        table: &Arc<TableRoute>,
+        key: &[(ColumnId, Value)],
+        columns: &[ColumnId],
+        lock: LockMode,
+    ) -> Result<OperationId, ClientError> {
+        self.check_open()?;
+        let key = encode_key(table, key)?;
+        Ok(self.define(table, lock.read_kind(), key, Vec::new(), columns.to_vec()))
+    }
+
+    /// Defines an operation from AttrInfo already encoded (key: every
+    /// primary-key column; values: the columns to set; columns: to read).
+    /// The fastest path, for benchmarks and the SQL node.
+    pub fn define_encoded(
+        &mut self,
+        table: &Arc<TableRoute>,
+        kind: OperationKind,
+        key: Vec<u8>,
+        values: Vec<u8>,
+        columns: Vec<ColumnId>,
+    ) -> Result<OperationId, ClientError> {
+        self.check_open()?;
+        Ok(self.define(table, kind, key, values, columns))
+    }
+
+    /// An error of this operation only fails the operation (NDB's
+    /// AO_IgnoreError); by default it aborts the transaction.
+    pub fn ignore_error(&mut self, operation: OperationId) -> Result<(), ClientError> {
+        let pending_from = self.records.len() - self.defined.len();
+        let index = operation
+            .0
+            .checked_sub(pending_from)
+            .filter(|i| *i < self.defined.len())
+            .ok_or_else(|| ClientError::usage("the operation was already executed"))?;
+        self.defined[index].ignore_error = true;
+        Ok(())
+    }
+
+    /// The operation's outcome: `Ok` or its error (626 not found, 630
+    /// duplicate key, ...).
+    pub fn result(&self, operation: OperationId) -> Result<(), ClientError> {
+        let record = self
+            .records
+            .get(operation.0)
+            .ok_or_else(|| ClientError::usage("no such operation"))?;
+        match record.error {
+            0 => Ok(()),
+            code => Err(ClientError::from_code(code)),
+        }
+    }
+
+    /// The AttrInfo a read returned.
+    pub fn data(&self, operation: OperationId) -> Result<&[u8], ClientError> {
+        self.result(operation)?;
+        Ok(&self.records[operation.0].data)
+    }
+
+    /// The row a read returned, decoded.
+    pub fn row(&self, operation: OperationId) -> Result<Row, ClientError> {
+        self.result(operation)?;
+        let record = &self.records[operation.0];
+        decode_row(&record.table, &record.data)
+    }
+
+    fn absorb(&mut self, executed: Executed) {
+        let first = self.records.len() - executed.results.len().min(self.records.len());
+        for (record, result) in self.records[first..].iter_mut().zip(executed.results) {
+            record.error = result.error;
+            record.data = result.data;
+        }
+        match executed.state {
+            TransactionState::Open => {}
+            TransactionState::Committed => self.status = Status::Committed,
+            TransactionState::Aborted => self.status = Status::Aborted,
+        }
+        if let Some(error) = executed.error {
+            self.error = Some(ClientError::reply(error));
+        }
+    }
+}
+
+/// Encodes `values` as AttrInfo, each checked against its column's type.
+fn encode_values(table: &TableRoute, values: &[(ColumnId, Value)]) -> Result<Vec<u8>, ClientError> {
+    let mut out = Vec::with_capacity(values.len() * 12);
+    let mut bytes = Vec::new();
+    let mut writer = AttrInfoWriter::new(&mut out);
+    for (column, value) in values {
+        let definition = table.def.columns.get(usize::from(*column)).ok_or_else(|| {
+            ClientError::usage(format!("table {} has no column #{column}", table.name))
+        })?;
+        if matches!(value, Value::Null) {
+            writer.push(*column, None);
+            continue;
+        }
+        bytes.clear();
+        value
+            .encode(&definition.column_type, &mut bytes)
+            .map_err(|e| ClientError {
+                ndb_code: e.code.ndb_code().unwrap_or(4000),
+                mysql_code: e.code.mysql_code(),
+                message: format!("column {}: {}", definition.name, e.detail),
+            })?;
+        writer.push(*column, Some(&bytes));
+    }
+    Ok(out)
+}
+
+/// Encodes the primary-key columns found in `values`.
+fn encode_key(table: &TableRoute, values: &[(ColumnId, Value)]) -> Result<Vec<u8>, ClientError> {
+    let key: Vec<(ColumnId, Value)> = table
+        .def
+        .primary_key
+        .iter()
+        .map(|column| {
+            values
+                .iter()
+                .find(|(c, _)| c == column)
+                .cloned()
+                .ok_or_else(|| {
+                    ClientError::usage(format!(
+                        "the key of table {} needs column {}",
+                        table.name,
+                        table.def.columns[usize::from(*column)].name
+                    ))
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    encode_values(table, &key)
+}
+
+/// Decodes one row's AttrInfo; a value that does not fit its column is an error.
+fn decode_row(table: &TableRoute, data: &[u8]) -> Result<Row, ClientError> {
+    let mut values = Vec::new();
+    for entry in AttrInfoReader::new(data) {
+        let (column, bytes) = entry.map_err(|e| ClientError::new(4000, e.detail.to_string()))?;
+        let definition = table
+            .def
+            .columns
+            .get(usize::from(column))
+            .ok_or_else(|| ClientError::new(4000, format!("no column #{column}")))?;
+        let value = match bytes {
+            None => Value::Null,
+            Some(bytes) => {
+                if let Storage::Fixed(size) = definition.column_type.storage()
+                    && size as usize != bytes.len()
+                {
+                    return Err(ClientError::new(
+                        4000,
+                        format!(
+                            "column {}: {} bytes for a {size}-byte type",
+                            definition.name,
+                            bytes.len()
+                        ),
+                    ));
+                }
+                Value::decode(&definition.column_type, bytes)
+            }
+        };
+        values.push((column, value));
+    }
+    Ok(Row { values })
+}
+
+/// Rows of a scan not yet handed out, and the fragments' progress.
+#[derive(Default)]
+struct ScanState {
+    batches: VecDeque<ScanRows>,
+    /// Fragments whose last batch was handed out and that have more rows.
+    consumed: Vec<u32>,
+    fragments_expected: u32,
+    fragments_finished: u32,
+    /// Byte position in the front batch.
+    position: usize,
+    error: Option<ClientError>,
+}
+
+/// An open scan of a transaction (NDB's `NdbScanOperation`).
+pub struct Scan {
+    transaction: u64,
+    scan: u32,
+    node: NodeId,
+    table: Arc<TableRoute>,
+}
+
+/// What to scan.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    /// The ordered index to range-scan (position in the table's ordered
+    /// indexes), or none for a table scan.
+    pub index: Option<u16>,
+    /// Bounds as values of a prefix of the index's columns.
+    pub lower: Option<(Vec<(ColumnId, Value)>, bool)>,
+    pub upper: Option<(Vec<(ColumnId, Value)>, bool)>,
+    pub descending: bool,
+    /// A pushed filter program (`storage::filter`), or empty.
+    pub filter: Vec<u8>,
+    /// Columns to return; empty for all.
+    pub columns: Vec<ColumnId>,
+    /// `Shared` or `Exclusive` lock the rows returned (scan and lock).
+    pub lock: Option<LockMode>,
+    /// Fix the whole distribution key to scan one partition (pruning).
+    pub partition_key: Option<Vec<(ColumnId, Value)>>,
+    /// Rows per batch and fragment; 0 for the default.
+    pub batch_rows: u32,
+}
+
+/// Rows per scan batch and fragment when the options say 0.
+pub const SCAN_BATCH_ROWS_DEFAULT: u32 = 256;
+
+/// A thread's handle on a cluster connection (NDB's `Ndb`).
+pub struct Session {
+    cluster: Cluster,
+    id: u32,
+    mailbox: Arc<Mailbox>,
+    next_sequence: u64,
+    counters: [u64; COUNTERS],
+    frame: Vec<u8>,
+    received: VecDeque<Delivery>,
+    /// Asynchronous transactions sent and not yet answered.
+    in_flight: Map<u64, Transaction>,
+    /// Asynchronous transactions prepared and not yet sent.
+    prepared: Vec<Transaction>,
+    scans: Map<(u64, u32), ScanState>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.cluster.release_session(self.id);
+    }
+}
+
+impl Session {
+    pub(crate) fn new(cluster: Cluster, id: u32, mailbox: Arc<Mailbox>) -> Session {
+        Session {
+            cluster,
+            id,
+            mailbox,
+            next_sequence: 1,
+            counters: [0; COUNTERS],
+            frame: Vec::with_capacity(4096),
+            received: VecDeque::new(),
+            in_flight: Map::default(),
+            prepared: Vec::new(),
+            scans: Map::default(),
+        }
+    }
+
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// A table by name (see `Cluster::table`).
+    pub fn table(&self, name: &str) -> Result<Arc<TableRoute>, ClientError> {
+        self.cluster.table(name)
+    }
+
+    /// This session's counters.
+    pub fn counters(&self) -> Counters {
+        Counters::from_values(&self.counters)
+    }
+
+    fn count(&mut self, counter: usize, amount: u64) {
+        self.counters[counter] += amount;
+        self.cluster.inner.shared.counters.values[counter].fetch_add(amount, Ordering::Relaxed);
+    }
+
+    /// Starts a transaction. With a hint it starts on the node holding the
+    /// hinted key's primary replica (distribution awareness); without one,
+    /// on the next data node in turn.
+    pub fn start_transaction(
+        &mut self,
+        hint: Option<Hint<'_>>,
+    ) -> Result<Transaction, ClientError> {
+        let node = match hint {
+            Some(hint) => {
+                let partition =
+                    hint.table
+                        .partition_of_values(hint.key)
+                        .map_err(|e| ClientError {
+                            ndb_code: e.code.ndb_code().unwrap_or(4000),
+                            mysql_code: e.code.mysql_code(),
+                            message: e.detail.to_string(),
+                        })?;
+                self.node_for_partition(hint.table, partition)?
+            }
+            None => self.cluster.next_node()?,
+        };
+        Ok(self.transaction_at(node))
+    }
+
+    /// Starts a transaction whose coordinator is `node` (for tests and for
+    /// measuring what distribution awareness saves).
+    pub fn transaction_at(&mut self, node: NodeId) -> Transaction {
+        let id = (u64::from(self.id) << SESSION_SHIFT) | self.next_sequence;
+        self.next_sequence += 1;
+        self.count(STARTED, 1);
+        Transaction {
+            id,
+            node,
+            status: Status::Open,
+            started: false,
+            defined: Vec::new(),
+            records: Vec::new(),
+            error: None,
+            pending_end: None,
+            next_scan: 1,
+        }
+    }
+
+    /// The node holding the primary replica of `partition` (of the copy
+    /// nearest nobody in particular), if it is connected.
+    fn node_for_partition(
+        &self,
+        table: &TableRoute,
+        partition: u32,
+    ) -> Result<NodeId, ClientError> {
+        let routing = self.cluster.routing();
+        let fragment = table.fragment_near(partition, 0);
+        let live = routing.live_replicas(table, fragment);
+        for node in live {
+            if self.cluster.link(node).is_some() {
+                return Ok(node);
+            }
+        }
+        self.cluster.next_node()
+    }
+
+    /// Sends the operations defined since the last execute and waits for
+    /// the answer. `Commit` commits, `Rollback` aborts, `NoCommit` keeps
+    /// the transaction open. An operation error that was not ignored
+    /// aborts the transaction and is returned.
+    pub fn execute(
+        &mut self,
+        transaction: &mut Transaction,
+        end: ExecuteEnd,
+    ) -> Result<(), ClientError> {
+        transaction.check_open()?;
+        if end == ExecuteEnd::Rollback && !transaction.started {
+            transaction.defined.clear();
+            transaction.status = Status::Aborted;
+            self.count(ABORTED, 1);
+            return Ok(());
+        }
+        if transaction.defined.is_empty() && end == ExecuteEnd::NoCommit {
+            return Ok(());
+        }
+        if transaction.defined.is_empty() && end == ExecuteEnd::Commit && !transaction.started {
+            transaction.status = Status::Committed;
+            self.count(COMMITTED, 1);
+            return Ok(());
+        }
+        let node = transaction.node;
+        let message = self.execute_message(transaction, end);
+        self.frame.clear();
+        encode_frame(&[message], &mut self.frame);
+        self.count(BYTES_SENT, self.frame.len() as u64);
+        let link = self.cluster.link_or_connect(node)?;
+        link.send(&self.frame)?;
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let executed = loop {
+            match self.next_delivery(deadline)? {
+                Delivery::Message(Message::Executed(executed))
+                    if executed.transaction == transaction.id =>
+                {
+                    break executed;
+                }
+                Delivery::NodeDown(down) if down == node => {
+                    let error = lost_answer(node, end);
+                    transaction.status = Status::Aborted;
+                    transaction.error = Some(error.clone());
+                    return Err(error);
+                }
+                other => self.park(other),
+            }
+        };
+        self.finish_execute(transaction, executed)
+    }
+
+    fn execute_message(&mut self, transaction: &mut Transaction, end: ExecuteEnd) -> Message {
+        transaction.started = true;
+        let operations = std::mem::take(&mut transaction.defined);
+        self.count(EXECUTES, 1);
+        self.count(PK_OPERATIONS, operations.len() as u64);
+        Message::Execute(Execute {
+            transaction: transaction.id,
+            end,
+            operations,
+        })
+    }
+
+    fn finish_execute(
+        &mut self,
+        transaction: &mut Transaction,
+        executed: Executed,
+    ) -> Result<(), ClientError> {
+        self.count(DATA_NODE_HOPS, u64::from(executed.hops));
+        transaction.absorb(executed);
+        match transaction.status {
+            Status::Committed => self.count(COMMITTED, 1),
+            Status::Aborted => self.count(ABORTED, 1),
+            Status::Open => {}
+        }
+        match (&transaction.error, transaction.status) {
+            (Some(error), Status::Aborted) => Err(error.clone()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The next delivery, from the parked ones or the mailbox.
+    fn next_delivery(&mut self, deadline: Instant) -> Result<Delivery, ClientError> {
+        loop {
+            if let Some(delivery) = self.received.pop_front() {
+                return Ok(delivery);
+            }
+            if !self.mailbox.take(deadline, &mut self.received) {
+                return Err(ClientError::new(
+                    crate::error::REQUEST_TIMEOUT_CODE,
+                    format!("no answer from the cluster within {REQUEST_TIMEOUT:?}"),
+                ));
+            }
+        }
+    }
+
+    /// Keeps a delivery for whoever waits for it (another transaction or scan).
+    fn park(&mut self, delivery: Delivery) {
+        match delivery {
+            Delivery::Message(Message::Executed(executed)) => {
+                if let Some(mut transaction) = self.in_flight.remove(&executed.transaction) {
+                    let _ = self.finish_execute(&mut transaction, executed);
+                    self.prepared_done(transaction);
+                }
+            }
+            Delivery::Message(Message::ScanRows(rows)) => self.absorb_scan_rows(rows),
+            Delivery::Message(_) => {}
+            Delivery::NodeDown(node) => {
+                let mut lost: Vec<u64> = self
+                    .in_flight
+                    .iter()
+                    .filter(|(_, t)| t.node == node)
+                    .map(|(id, _)| *id)
+                    .collect();
+                lost.sort_unstable();
+                for id in lost {
+                    let mut transaction = self.in_flight.remove(&id).expect("listed");
+                    let end = transaction.pending_end.unwrap_or(ExecuteEnd::NoCommit);
+                    transaction.status = Status::Aborted;
+                    transaction.error = Some(lost_answer(node, end));
+                    self.count(ABORTED, 1);
+                    self.prepared_done(transaction);
+                }
+                for state in self.scans.values_mut() {
+                    if state.error.is_none() {
+                        state.error = Some(crate::connection::node_down(node));
+                    }
+                }
+            }
+        }
+    }
+
+    fn prepared_done(&mut self, mut transaction: Transaction) {
+        transaction.pending_end = None;
+        self.prepared.push(transaction);
+    }
+
+    /// Queues `transaction`'s batch for the next `send_poll` (NDB's
+    /// `executeAsynchPrepare`); the transaction comes back from `send_poll`.
+    pub fn prepare_async(
+        &mut self,
+        mut transaction: Transaction,
+        end: ExecuteEnd,
+    ) -> Result<(), ClientError> {
+        transaction.check_open()?;
+        transaction.pending_end = Some(end);
+        self.prepared.push(transaction);
+        Ok(())
+    }
+
+    /// Sends every prepared batch (one frame per data node) and waits until
+    /// at least `min_done` of the transactions in flight are answered or
+    /// `timeout` passes (NDB's `sendPollNdb`). Returns the answered ones.
+    pub fn send_poll(
+        &mut self,
+        min_done: usize,
+        timeout: Duration,
+    ) -> Result<Vec<Transaction>, ClientError> {
+        let mut finished = Vec::new();
+        let mut by_node: Vec<(NodeId, Vec<Message>)> = Vec::new();
+        for mut transaction in std::mem::take(&mut self.prepared) {
+            let Some(end) = transaction.pending_end else {
+                finished.push(transaction);
+                continue;
+            };
+            let message = self.execute_message(&mut transaction, end);
+            match by_node.iter_mut().find(|(n, _)| *n == transaction.node) {
+                Some((_, messages)) => messages.push(message),
+                None => by_node.push((transaction.node, vec![message])),
+            }
+            self.in_flight.insert(transaction.id, transaction);
+        }
+        for (node, messages) in by_node {
+            self.frame.clear();
+            encode_frame(&messages, &mut self.frame);
+            self.count(BYTES_SENT, self.frame.len() as u64);
+            let sent = self
+                .cluster
+                .link_or_connect(node)
+                .and_then(|link| link.send(&self.frame));
+            if sent.is_err() {
+                self.park(Delivery::NodeDown(node));
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            // Answers parked by `park` land in `prepared` without an end.
+            let (done, waiting): (Vec<Transaction>, Vec<Transaction>) =
+                std::mem::take(&mut self.prepared)
+                    .into_iter()
+                    .partition(|t| t.pending_end.is_none());
+            self.prepared = waiting;
+            finished.extend(done);
+            if finished.len() >= min_done || self.in_flight.is_empty() {
+                return Ok(finished);
+            }
+            if self.received.is_empty() && !self.mailbox.take(deadline, &mut self.received) {
+                return Ok(finished);
+            }
+            while let Some(delivery) = self.received.pop_front() {
+                self.park(delivery);
+            }
+        }
+    }
+
+    /// Transactions sent with `send_poll` and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Opens a scan in `transaction` at its coordinator: every partition in
+    /// parallel, or the one partition `partition_key` fixes.
+    pub fn scan(
+        &mut self,
+        transaction: &mut Transaction,
+        table: &Arc<TableRoute>,
+        options: &ScanOptions,
+    ) -> Result<Scan, ClientError> {
+        transaction.check_open()?;
+        let columns: Vec<ColumnId> = if options.columns.is_empty() {
+            (0..table.def.columns.len() as u16).collect()
+        } else {
+            options.columns.clone()
+        };
+        let bound = |side: &Option<(Vec<(ColumnId, Value)>, bool)>| -> Result<Bound, ClientError> {
+            Ok(match side {
+                None => Bound::Unbounded,
+                Some((values, true)) => Bound::Inclusive(encode_values(table, values)?),
+                Some((values, false)) => Bound::Exclusive(encode_values(table, values)?),
+            })
+        };
+        let partition = match &options.partition_key {
+            Some(key) => Some(table.partition_of_values(key).map_err(|e| ClientError {
+                ndb_code: e.code.ndb_code().unwrap_or(4000),
+                mysql_code: e.code.mysql_code(),
+                message: e.detail.to_string(),
+            })?),
+            None => None,
+        };
+        let scan = transaction.next_scan;
+        transaction.next_scan += 1;
+        transaction.started = true;
+        let open = ScanOpen {
+            transaction: transaction.id,
+            scan,
+            table: table.id,
+            index: options.index,
+            lower: bound(&options.lower)?,
+            upper: bound(&options.upper)?,
+            descending: options.descending,
+            filter: options.filter.clone(),
+            columns: columns.clone(),
+            mode: options.lock.unwrap_or(LockMode::Committed).read_kind(),
+            partition,
+            batch_rows: if options.batch_rows == 0 {
+                SCAN_BATCH_ROWS_DEFAULT
+            } else {
+                options.batch_rows
+            },
+            batch_bytes: 256 * 1024,
+            fragment: 0,
+            coordinator: 0,
+        };
+        self.count(SCANS, 1);
+        if partition.is_some() {
+            self.count(PRUNED_SCANS, 1);
+        }
+        self.scans.insert(
+            (transaction.id, scan),
+            ScanState {
+                fragments_expected: if partition.is_some() {
+                    1
+                } else {
+                    table.partition_count
+                },
+                ..ScanState::default()
+            },
+        );
+        self.frame.clear();
+        encode_frame(&[Message::ScanOpen(open)], &mut self.frame);
+        self.count(BYTES_SENT, self.frame.len() as u64);
+        let link = self.cluster.link_or_connect(transaction.node)?;
+        link.send(&self.frame)?;
+        Ok(Scan {
+            transaction: transaction.id,
+            scan,
+            node: transaction.node,
+            table: Arc::clone(table),
+        })
+    }
+
+    fn absorb_scan_rows(&mut self, rows: ScanRows) {
+        let Some(state) = self.scans.get_mut(&(rows.transaction, rows.scan)) else {
+            return;
+        };
+        if let Some(error) = &rows.error {
+            state.error = Some(ClientError::reply(error.clone()));
+        }
+        if rows.finished {
+            state.fragments_finished += 1;
+        }
+        state.batches.push_back(rows);
+    }
+
+    /// The scan's next row, or `None` when every fragment is done. Asks the
+    /// fragments for their next batches as their rows are used up.
+    pub fn next_row(&mut self, scan: &Scan) -> Result<Option<Row>, ClientError> {
+        let key = (scan.transaction, scan.scan);
+        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        loop {
+            let state = self
+                .scans
+                .get_mut(&key)
+                .ok_or_else(|| ClientError::usage("the scan is closed"))?;
+            if let Some(error) = state.error.take() {
+                self.scans.remove(&key);
+                return Err(error);
+            }
+            if let Some(front) = state.batches.front() {
+                if state.position < front.data.len() {
+                    let (row, used) = split_row(&front.data[state.position..])?;
+                    state.position += used;
+                    return decode_row(&scan.table, row).map(Some);
+                }
+                let done = state.batches.pop_front().expect("front");
+                state.position = 0;
+                if !done.finished {
+                    state.consumed.push(done.fragment);
+                }
+                continue;
+            }
+            if state.fragments_finished >= state.fragments_expected {
+                self.scans.remove(&key);
+                return Ok(None);
+            }
+            if !state.consumed.is_empty() {
+                let fragments = std::mem::take(&mut state.consumed);
+                self.frame.clear();
+                encode_frame(
+                    &[Message::ScanNext(ScanNext {
+                        transaction: scan.transaction,
+                        scan: scan.scan,
+                        fragments,
+                        coordinator: 0,
+                    })],
+                    &mut self.frame,
+                );
+                self.count(BYTES_SENT, self.frame.len() as u64);
+                self.count(SCAN_BATCHES, 1);
+                let link = self.cluster.link_or_connect(scan.node)?;
+                link.send(&self.frame)?;
+            }
+            let delivery = self.next_delivery(deadline)?;
+            self.park(delivery);
+        }
+    }
+
+    /// Stops a scan before its end.
+    pub fn close_scan(&mut self, scan: Scan) -> Result<(), ClientError> {
+        if self.scans.remove(&(scan.transaction, scan.scan)).is_none() {
+            return Ok(());
+        }
+        self.frame.clear();
+        encode_frame(
+            &[Message::ScanClose {
+                transaction: scan.transaction,
+                scan: scan.scan,
+            }],
+            &mut self.frame,
+        );
+        let link = self.cluster.link_or_connect(scan.node)?;
+        link.send(&self.frame)
+    }
+}
+
+/// Splits the first row off a batch: a u32 little-endian length, then the
+/// row's AttrInfo. Returns the row and the bytes used.
+fn split_row(data: &[u8]) -> Result<(&[u8], usize), ClientError> {
+    let truncated = || ClientError::new(4000, "a scan batch ends inside a row");
+    let length = data
+        .get(..4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("four bytes")) as usize)
+        .ok_or_else(truncated)?;
+    let row = data.get(4..4 + length).ok_or_else(truncated)?;
+    Ok((row, 4 + length))
+}
+
+/// The error for a batch whose answer was lost with its connection: a
+/// commit may have happened (unknown result); anything else was aborted.
+fn lost_answer(node: NodeId, end: ExecuteEnd) -> ClientError {
+    if end == ExecuteEnd::Commit {
+        ClientError::new(
+            RECEIVE_FAILED,
+            format!(
+                "the connection to data node {node} failed while a commit was in flight: \
+                 the transaction may or may not have committed"
+            ),
+        )
+    } else {
+        ClientError::new(
+            NODE_FAILURE,
+            format!("the connection to data node {node} failed: the transaction was aborted"),
+        )
+    }
+}
