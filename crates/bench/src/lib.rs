@@ -4,4 +4,5 @@
 
 pub mod allocation_counter;
 pub mod huge_pages;
+pub mod pk;
 pub mod storage;

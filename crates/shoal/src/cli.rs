@@ -234,6 +234,46 @@ pub enum BenchCommand {
     /// reads, inserts, updates, deletes, scans, memory per row and heap
     /// allocations per read.
     Storage(BenchStorageArgs),
+    /// Primary-key operations through the native API against a cluster
+    /// (seed 000 Table 1): synchronous threads, asynchronous batches, and
+    /// round trips per read with and without distribution awareness.
+    Pk(BenchPkArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchPkArgs {
+    /// A running cluster's management node ("host:port"); without it the
+    /// benchmark starts its own clusters (2 data nodes, then 4).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub connect: Option<String>,
+
+    /// Thread counts of the synchronous runs, comma separated.
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', default_values_t = [1usize, 16])]
+    pub threads: Vec<usize>,
+
+    /// Rows each thread inserts, reads, updates and deletes.
+    #[arg(long, value_name = "N", default_value_t = 2_000)]
+    pub rows: u32,
+
+    /// Committed reads per asynchronous transaction.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub batch: u32,
+
+    /// Asynchronous transactions in flight.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub in_flight: u32,
+
+    /// Seconds of the asynchronous run.
+    #[arg(long, value_name = "S", default_value_t = 3.0)]
+    pub async_seconds: f64,
+
+    /// Skip the 4-data-node cluster for the round-trip figures.
+    #[arg(long)]
+    pub no_four_nodes: bool,
+
+    /// Print one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

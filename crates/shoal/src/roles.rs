@@ -19,6 +19,7 @@ pub fn run(command: Command) -> ExitCode {
         Command::Mgm(args) => crate::mgm::run(&args),
         Command::Bench(BenchArgs { command }) => match command {
             BenchCommand::Storage(args) => bench_storage(&args),
+            BenchCommand::Pk(args) => bench_pk(&args),
         },
         Command::Sim(args) => sim(&args),
     }
@@ -109,6 +110,38 @@ fn sim(args: &SimArgs) -> ExitCode {
 fn not_built(subcommand: &str, role: &str) -> ExitCode {
     eprintln!("shoal {subcommand}: {role} is not built yet (see the project's issues)");
     ExitCode::from(2)
+}
+
+fn bench_pk(args: &crate::cli::BenchPkArgs) -> ExitCode {
+    let executable = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(error) => {
+            eprintln!("shoal bench pk: cannot find the shoal executable: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.threads.is_empty() || args.threads.iter().any(|t| *t == 0 || *t > 1024) {
+        eprintln!("shoal bench pk: --threads takes counts from 1 to 1024");
+        return ExitCode::FAILURE;
+    }
+    let options = bench::pk::PkOptions {
+        connect: args.connect.clone(),
+        executable,
+        threads: args.threads.clone(),
+        rows_per_thread: args.rows.max(1),
+        async_batch: args.batch.max(1),
+        async_in_flight: args.in_flight.max(1),
+        async_seconds: args.async_seconds,
+        four_nodes: !args.no_four_nodes,
+        json: args.json,
+    };
+    match bench::pk::run(&options) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shoal bench pk: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn bench_storage(args: &BenchStorageArgs) -> ExitCode {
