@@ -204,7 +204,7 @@ fn a_four_node_cluster_forms_agrees_and_survives_a_killed_node() {
     assert!(!show.contains("starting"), "{show}");
 
     // A table's partition map reaches every data node, identical.
-    let mut cluster =
+    let cluster =
         Cluster::connect(&sandbox.connectstring(), Duration::from_secs(10)).expect("connect");
     let table_id = cluster
         .create_table(&table("subscriber"), &TableOptions::default())
@@ -379,7 +379,7 @@ fn two_nodes_survive_a_failure_through_the_arbitrator_after_it_restarted() {
         let args = ["datad", "-c", &connectstring, "--ndb-nodeid", node];
         processes.spawn(node, &args, &dir.join(format!("datad-{node}.log")));
     }
-    let mut cluster = eventually(Duration::from_secs(20), || {
+    let cluster = eventually(Duration::from_secs(20), || {
         Cluster::connect(&connectstring, Duration::from_secs(5)).ok()
     })
     .expect("the cluster accepts an API node");
@@ -466,4 +466,204 @@ fn mgm_stops_a_node_and_shuts_the_cluster_down() {
         "processes left behind: {:?}",
         sandbox.processes("")
     );
+}
+
+/// The native API against real processes: multi-partition transactions,
+/// batched reads in one round trip, rollback, errors with NDB codes,
+/// read-your-writes on every replica, parallel and pruned scans, async.
+#[test]
+fn transactions_through_the_native_api() {
+    use shoal_client::{ErrorClass, ExecuteEnd, Hint, LockMode, ScanOptions, Status, Value};
+
+    let sandbox = Sandbox::start("transactions", 2, 2);
+    sandbox.wait_for_line("Cluster ready", Duration::from_secs(60));
+    let cluster =
+        Cluster::connect(&sandbox.connectstring(), Duration::from_secs(10)).expect("connect");
+    cluster
+        .create_table(&table("accounts"), &TableOptions::default())
+        .expect("create table");
+    let accounts = cluster.table("accounts").expect("table");
+    assert!(accounts.partition_count >= 2, "several partitions");
+    let mut session = cluster.session().expect("session");
+    let row =
+        |id: i64, value: &[u8]| vec![(0u16, Value::Int(id)), (1u16, Value::Bytes(value.to_vec()))];
+    let key = |id: i64| vec![(0u16, Value::Int(id))];
+
+    // 40 rows over every partition in one transaction and one round trip.
+    let before = session.counters();
+    let mut insert = session.start_transaction(None).expect("start");
+    for id in 0..40 {
+        insert.insert(&accounts, &row(id, b"v1")).expect("define");
+    }
+    session
+        .execute(&mut insert, ExecuteEnd::Commit)
+        .expect("commit");
+    assert_eq!(insert.status(), Status::Committed);
+    assert_eq!(session.counters().execute_count - before.execute_count, 1);
+
+    // A committed write is read back from every replica (READ_BACKUP).
+    for node in [2u8, 3] {
+        let mut read = session.transaction_at(node);
+        let op = read
+            .read(&accounts, &key(17), &[1], LockMode::Committed)
+            .expect("define");
+        session
+            .execute(&mut read, ExecuteEnd::Commit)
+            .expect("read");
+        assert_eq!(
+            read.row(op).expect("row").get(1),
+            Some(&Value::Bytes(b"v1".to_vec())),
+            "node {node}"
+        );
+    }
+
+    // A rollback leaves nothing behind; a duplicate key aborts with 630.
+    let mut rolled_back = session.start_transaction(None).expect("start");
+    rolled_back
+        .insert(&accounts, &row(100, b"x"))
+        .expect("define");
+    rolled_back
+        .update(&accounts, &key(1), &[(1, Value::Bytes(b"gone".to_vec()))])
+        .expect("define");
+    session
+        .execute(&mut rolled_back, ExecuteEnd::NoCommit)
+        .expect("no commit");
+    session
+        .execute(&mut rolled_back, ExecuteEnd::Rollback)
+        .expect("rollback");
+    let mut duplicate = session.start_transaction(None).expect("start");
+    duplicate
+        .insert(&accounts, &row(101, b"y"))
+        .expect("define");
+    duplicate
+        .insert(&accounts, &row(5, b"dup"))
+        .expect("define");
+    let error = session
+        .execute(&mut duplicate, ExecuteEnd::Commit)
+        .expect_err("duplicate key");
+    assert_eq!(error.ndb_code, 630, "{error}");
+    assert_eq!(error.class(), ErrorClass::Permanent);
+    assert_eq!(duplicate.status(), Status::Aborted);
+
+    // Ten reads in one batch: one round trip; rows 100 and 101 are absent
+    // (626, ignored) and row 1 kept its value.
+    let before = session.counters();
+    let mut batch = session.start_transaction(None).expect("start");
+    let mut operations = Vec::new();
+    for id in [0, 1, 2, 3, 4, 5, 6, 7, 100, 101] {
+        let op = batch
+            .read(&accounts, &key(id), &[0, 1], LockMode::Committed)
+            .expect("define");
+        batch.ignore_error(op).expect("ignore");
+        operations.push(op);
+    }
+    session
+        .execute(&mut batch, ExecuteEnd::Commit)
+        .expect("reads");
+    assert_eq!(session.counters().execute_count - before.execute_count, 1);
+    assert_eq!(session.counters().pk_op_count - before.pk_op_count, 10);
+    for op in &operations[..8] {
+        assert_eq!(
+            batch.row(*op).expect("row").get(1),
+            Some(&Value::Bytes(b"v1".to_vec()))
+        );
+    }
+    for op in &operations[8..] {
+        assert_eq!(batch.result(*op).expect_err("absent").ndb_code, 626);
+    }
+
+    // A parallel scan sees the 40 rows; a pruned scan sees only its partition.
+    let mut scanning = session.start_transaction(None).expect("start");
+    let scan = session
+        .scan(&mut scanning, &accounts, &ScanOptions::default())
+        .expect("scan");
+    let mut ids = Vec::new();
+    while let Some(found) = session.next_row(&scan).expect("row") {
+        match found.get(0) {
+            Some(Value::Int(id)) => ids.push(*id),
+            other => panic!("id {other:?}"),
+        }
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (0..40).collect::<Vec<i64>>());
+    let pruned_before = session.counters().pruned_scan_count;
+    let pruned = session
+        .scan(
+            &mut scanning,
+            &accounts,
+            &ScanOptions {
+                partition_key: Some(key(17)),
+                ..ScanOptions::default()
+            },
+        )
+        .expect("pruned scan");
+    let mut in_partition = 0;
+    let mut has_17 = false;
+    while let Some(found) = session.next_row(&pruned).expect("row") {
+        in_partition += 1;
+        has_17 |= found.get(0) == Some(&Value::Int(17));
+    }
+    session
+        .execute(&mut scanning, ExecuteEnd::Commit)
+        .expect("end scans");
+    assert!(has_17 && in_partition < 40, "{in_partition} rows");
+    assert_eq!(session.counters().pruned_scan_count, pruned_before + 1);
+
+    // Scan and lock, then delete every row found: the table ends empty.
+    let mut deleting = session.start_transaction(None).expect("start");
+    let locked = session
+        .scan(
+            &mut deleting,
+            &accounts,
+            &ScanOptions {
+                lock: Some(LockMode::Exclusive),
+                ..ScanOptions::default()
+            },
+        )
+        .expect("locking scan");
+    let mut found = Vec::new();
+    while let Some(row) = session.next_row(&locked).expect("row") {
+        found.push(row.key(&accounts));
+    }
+    for row_key in &found {
+        deleting.delete(&accounts, row_key).expect("define");
+    }
+    session
+        .execute(&mut deleting, ExecuteEnd::Commit)
+        .expect("delete all");
+    assert_eq!(found.len(), 40);
+
+    // Many transactions in flight from one thread.
+    for id in 0..20 {
+        let mut transaction = session
+            .start_transaction(Some(Hint {
+                table: &accounts,
+                key: &key(id),
+            }))
+            .expect("start");
+        transaction
+            .insert(&accounts, &row(id, b"async"))
+            .expect("define");
+        session
+            .prepare_async(transaction, ExecuteEnd::Commit)
+            .expect("prepare");
+    }
+    let mut done = Vec::new();
+    while done.len() < 20 {
+        done.extend(
+            session
+                .send_poll(20, Duration::from_secs(10))
+                .expect("poll"),
+        );
+    }
+    assert!(done.iter().all(|t| t.status() == Status::Committed));
+    let mut check = session.start_transaction(None).expect("start");
+    let count = session
+        .scan(&mut check, &accounts, &ScanOptions::default())
+        .expect("scan");
+    let mut rows = 0;
+    while session.next_row(&count).expect("row").is_some() {
+        rows += 1;
+    }
+    assert_eq!(rows, 20);
 }
