@@ -254,8 +254,12 @@ impl Coordinator {
             Message::Aborted(done) => self.on_phase_done(Stage::Aborting, done, out),
             Message::ScanOpen(open) => self.on_scan_open(from, open, out),
             Message::ScanRows(rows) => self.on_scan_rows(rows, out),
-            Message::ScanNext(next) => self.on_scan_next(from, next, out),
-            Message::ScanClose { transaction, scan } => {
+            // ScanNext and ScanClose also go from a coordinator to the query
+            // handlers: from a data node they are the query handler's.
+            Message::ScanNext(next) if !self.routing.is_live(from) => {
+                self.on_scan_next(from, next, out)
+            }
+            Message::ScanClose { transaction, scan } if !self.routing.is_live(from) => {
                 self.on_scan_close(from, transaction, scan, out)
             }
             other => return Some(other),

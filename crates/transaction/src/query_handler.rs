@@ -164,6 +164,59 @@ impl QueryHandler {
         self.engine.row_count(replica.engine_table)
     }
 
+    /// The committed rows of a fragment replica here, each as AttrInfo of
+    /// every column in column order, sorted; `None` if the replica is not
+    /// here. For checkers: every replica of a fragment must hold the same
+    /// rows once no transaction is in flight.
+    pub fn committed_rows(&mut self, table: u32, fragment: u32) -> Option<Vec<Vec<u8>>> {
+        let replica = self.fragments.get(&(table, fragment)).copied()?;
+        let column_count = self.engine.table_def(replica.engine_table)?.columns.len();
+        let columns: Vec<u16> = (0..column_count as u16).collect();
+        let token = self.next_token;
+        self.next_token += 1;
+        let scan = self
+            .engine
+            .open_scan(&ScanRequest {
+                transaction: NO_TRANSACTION,
+                token,
+                table: replica.engine_table,
+                index: None,
+                lower: ScanBound::Unbounded,
+                upper: ScanBound::Unbounded,
+                descending: false,
+                filter: &[],
+                columns: &columns,
+                mode: ReadMode::Committed,
+            })
+            .ok()?;
+        let mut rows = Vec::new();
+        let mut data = Vec::new();
+        loop {
+            data.clear();
+            // A committed read never waits, so the time does not matter.
+            let Ok(batch) =
+                self.engine
+                    .scan_next(0, scan, SCAN_BATCH_ROWS_MAX, SCAN_BATCH_BYTES_MAX, &mut data)
+            else {
+                let _ = self.engine.close_scan(scan);
+                return None;
+            };
+            // Scan output: each row a little-endian u32 length, then its AttrInfo.
+            let mut rest = data.as_slice();
+            while rest.len() >= 4 {
+                let length = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                rows.push(rest[4..4 + length].to_vec());
+                rest = &rest[4 + length..];
+            }
+            if batch.finished {
+                break;
+            }
+        }
+        let _ = self.engine.close_scan(scan);
+        rows.sort_unstable();
+        Some(rows)
+    }
+
     /// The engine table holding a fragment replica here.
     pub fn engine_table(&self, table: u32, fragment: u32) -> Option<u32> {
         self.fragments
@@ -237,7 +290,11 @@ impl QueryHandler {
                 format!("more than {FRAGMENT_REPLICAS_PER_NODE_MAX} fragment replicas on one node"),
             )
         })?;
-        if let Err(error) = self.engine.create_table(engine_table, def.clone()) {
+        // The engine wants a name of its own for each of its tables, and a
+        // node may hold several fragments of one table.
+        let mut def = def.clone();
+        def.name = format!("{}#{table}/{fragment}", def.name);
+        if let Err(error) = self.engine.create_table(engine_table, def) {
             self.free_engine_tables.push(engine_table);
             return Err(error);
         }
