@@ -28,9 +28,10 @@ use crate::message::{get_error, put_error};
 use crate::types::{ErrorReply, NodeId};
 
 /// What a key operation does to the row with its key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum OperationKind {
     /// No lock: the last committed version (NDB's committed read).
+    #[default]
     ReadCommitted,
     /// A shared lock held until the transaction ends.
     ReadShared,
@@ -131,12 +132,6 @@ pub struct Operation {
     /// An error of this operation leaves the transaction open (NDB's
     /// AO_IgnoreError); otherwise it aborts the transaction.
     pub ignore_error: bool,
-}
-
-impl Default for OperationKind {
-    fn default() -> Self {
-        OperationKind::ReadCommitted
-    }
 }
 
 /// API → TC: run a batch of operations in a transaction.

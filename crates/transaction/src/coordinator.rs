@@ -269,8 +269,7 @@ impl Coordinator {
 
     fn answer(
         &self,
-        api: NodeId,
-        client: u64,
+        (api, client): (NodeId, u64),
         state: TransactionState,
         error: Option<ErrorReply>,
         results: Vec<OperationResult>,
@@ -332,8 +331,7 @@ impl Coordinator {
             Ok(id) => id,
             Err(error) => {
                 self.answer(
-                    api,
-                    client,
+                    (api, client),
                     TransactionState::Aborted,
                     Some(error),
                     Vec::new(),
@@ -350,8 +348,7 @@ impl Coordinator {
                 format!("transaction {client} is not waiting for operations"),
             );
             self.answer(
-                api,
-                client,
+                (api, client),
                 TransactionState::Aborted,
                 Some(error),
                 Vec::new(),
@@ -579,8 +576,7 @@ impl Coordinator {
                 transaction.stage = Stage::Open;
                 let (api, client) = (transaction.api, transaction.client);
                 self.answer(
-                    api,
-                    client,
+                    (api, client),
                     TransactionState::Open,
                     None,
                     batch.results,
@@ -739,7 +735,7 @@ impl Coordinator {
             TransactionState::Aborted => self.counters.aborts += 1,
             TransactionState::Open => {}
         }
-        self.answer(api, client, state, error, results, hops, out);
+        self.answer((api, client), state, error, results, hops, out);
     }
 
     fn finish(&mut self, id: u64, state: TransactionState, out: &mut Vec<(NodeId, Message)>) {

@@ -194,10 +194,13 @@ impl QueryHandler {
         loop {
             data.clear();
             // A committed read never waits, so the time does not matter.
-            let Ok(batch) =
-                self.engine
-                    .scan_next(0, scan, SCAN_BATCH_ROWS_MAX, SCAN_BATCH_BYTES_MAX, &mut data)
-            else {
+            let Ok(batch) = self.engine.scan_next(
+                0,
+                scan,
+                SCAN_BATCH_ROWS_MAX,
+                SCAN_BATCH_BYTES_MAX,
+                &mut data,
+            ) else {
                 let _ = self.engine.close_scan(scan);
                 return None;
             };

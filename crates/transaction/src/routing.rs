@@ -37,11 +37,9 @@ pub struct TableRoute {
 impl TableRoute {
     pub fn from_entry(entry: &TableEntry) -> Result<TableRoute, Error> {
         let (def, options) = schema::table_codec::decode_table(&entry.definition)?;
-        let copies = if entry.partition_count == 0 {
-            0
-        } else {
-            entry.fragments.len() as u32 / entry.partition_count
-        };
+        let copies = (entry.fragments.len() as u32)
+            .checked_div(entry.partition_count)
+            .unwrap_or(0);
         if copies == 0 || copies * entry.partition_count != entry.fragments.len() as u32 {
             return Err(Error::new(
                 ErrorCode::CorruptTableDefinition,
