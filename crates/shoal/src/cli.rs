@@ -92,6 +92,12 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
+    /// Run the transaction workload and its checkers (bank, atomicity,
+    /// uncommitted reads, lost updates, identical replicas); --fault-ms is
+    /// how long the clients run after the tables are loaded.
+    #[arg(long)]
+    pub transactions: bool,
+
     /// First seed to run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

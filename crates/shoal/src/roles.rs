@@ -70,6 +70,7 @@ fn sim(args: &SimArgs) -> ExitCode {
         options.faults = !args.no_faults;
         options.schema_changes = !args.no_schema_changes;
         options.keep_trace = args.trace;
+        options.transactions = args.transactions;
         match simulator::run(&options) {
             Ok(outcome) => {
                 passed += 1;

@@ -18,8 +18,18 @@
 //! - every table creation the cluster acknowledged is in that state (unless
 //!   an acknowledged drop removed it), each table's fragments sit on whole
 //!   node groups.
+//!
+//! Transaction runs (`SimulationOptions::transactions`) also run a
+//! transaction coordinator and a local query handler in every data node,
+//! over TCP-like links (in order per link, exactly once, retransmission
+//! delays), with API clients running a bank, tagged row groups and
+//! counters. Checkers: the bank keeps its total, a transaction's writes
+//! are all there or none, no read returns an uncommitted value or misses
+//! the transaction's own writes, no increment is lost, every `Execute` gets
+//! one answer, and after quiescence no transaction or lock is left and
+//! every replica of every fragment holds the same rows.
 
 mod network;
 mod run;
 
-pub use run::{Outcome, SimulationOptions, run};
+pub use run::{Outcome, SimulationOptions, TransactionMarks, TransactionOutcome, run};

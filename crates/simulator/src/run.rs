@@ -1,5 +1,11 @@
 //! One simulated run: the event loop, fault injection, a schema client and
-//! the checkers.
+//! the checkers. Transaction runs add a coordinator and a query handler to
+//! every data node, a TCP-like network for their messages, API clients
+//! with a workload and the checkers of its results (`transactions`,
+//! `workload`).
+
+mod transactions;
+mod workload;
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
@@ -13,7 +19,10 @@ use rand_core::{Rng, SeedableRng};
 use schema::distribution::TableOptions;
 use schema::{ColumnDef, ColumnType, TableDef};
 
-use crate::network::{Network, NetworkFaults};
+use crate::network::{Network, NetworkFaults, TcpLinks};
+use transactions::{TransactionBlocks, is_transaction_message};
+pub use transactions::{TransactionMarks, TransactionOutcome};
+use workload::Workload;
 
 /// The API node that issues schema changes.
 const CLIENT_NODE: NodeId = 250;
@@ -40,8 +49,16 @@ pub struct SimulationOptions {
     pub settle_ms: u64,
     pub faults: bool,
     pub schema_changes: bool,
-    /// Return the event trace with a passing outcome too.
+    /// Return the event trace with a passing outcome too. In transaction
+    /// runs it also traces every transaction message.
     pub keep_trace: bool,
+    /// Run the transaction workload and its checkers: the schema client
+    /// creates the workload's tables, API clients run transactions for
+    /// `fault_ms` once the tables are loaded, then the run waits (at most
+    /// `settle_ms`) for every transaction to finish and checks the data.
+    /// Membership messages keep a milder version of the lossy network;
+    /// there are no crashes, link cuts or partitions.
+    pub transactions: bool,
 }
 
 impl SimulationOptions {
@@ -55,6 +72,17 @@ impl SimulationOptions {
             faults: true,
             schema_changes: true,
             keep_trace: false,
+            transactions: false,
+        }
+    }
+
+    /// A transaction run (see `transactions`) with its usual lengths.
+    pub fn transactions(seed: u64, data_nodes: u8, replicas: u8) -> SimulationOptions {
+        SimulationOptions {
+            fault_ms: 2_000,
+            settle_ms: 20_000,
+            transactions: true,
+            ..SimulationOptions::new(seed, data_nodes, replicas)
         }
     }
 
@@ -62,7 +90,7 @@ impl SimulationOptions {
     pub fn replay_command(&self) -> String {
         format!(
             "cargo run --release -p shoal -- sim --seed {} --nodes {} --replicas {} --fault-ms {} \
-             --settle-ms {}{}{}",
+             --settle-ms {}{}{}{}",
             self.seed,
             self.data_nodes,
             self.replicas,
@@ -73,6 +101,11 @@ impl SimulationOptions {
                 ""
             } else {
                 " --no-schema-changes"
+            },
+            if self.transactions {
+                " --transactions"
+            } else {
+                ""
             },
         )
     }
@@ -94,6 +127,8 @@ pub struct Outcome {
     pub exclusions: u32,
     /// Rare protocol paths the data nodes took (summed over incarnations).
     pub marks: cluster::data_node::Marks,
+    /// What the transaction workload did (transaction runs).
+    pub transactions: TransactionOutcome,
     /// The last events, when `keep_trace` was set.
     pub trace: Vec<String>,
 }
@@ -129,6 +164,16 @@ enum SimEvent {
     },
     Fault,
     Client,
+    /// A query handler's lock-wait deadline (`at_ms` tells a stale one).
+    QueryHandlerTick {
+        node: NodeId,
+        incarnation: u64,
+        at_ms: u64,
+    },
+    /// A workload session's pause between transactions ends.
+    Session {
+        index: usize,
+    },
 }
 
 struct Scheduled {
@@ -158,6 +203,8 @@ impl Ord for Scheduled {
 struct SimDataNode {
     block: Option<DataNode>,
     incarnation: u64,
+    /// The coordinator and query handler (transaction runs).
+    transaction: Option<Box<TransactionBlocks>>,
 }
 
 struct Management {
@@ -206,13 +253,27 @@ struct Simulation {
     trace: VecDeque<String>,
     outcome: Outcome,
     failure: Option<String>,
+    /// Transaction runs: the API clients, their workload and its model.
+    workload: Option<Box<Workload>>,
+    /// Transaction messages travel over these, in order per link.
+    tcp: TcpLinks,
 }
 
 /// Runs one seeded simulation; `Err` carries the failure, the replay
 /// command and the tail of the event trace.
 pub fn run(options: &SimulationOptions) -> Result<Outcome, String> {
     let mut simulation = Simulation::new(options.clone())?;
-    simulation.run();
+    // A panic in a block (an assertion) fails the run like a checker does,
+    // with the replay command and the trace.
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| simulation.run()));
+    if let Err(panic) = panicked {
+        let text = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "a panic".into());
+        simulation.failure = Some(format!("panicked at {} ms: {text}", simulation.now_ms));
+    }
     match simulation.failure.take() {
         None => {
             let mut outcome = simulation.outcome;
@@ -254,7 +315,19 @@ impl Simulation {
         );
         let config = config::parse(&config_text, "config.ini").map_err(|e| e.to_string())?;
         let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
-        let faults = if options.faults {
+        let faults = if options.faults && options.transactions {
+            // Membership must stay stable through a transaction run (node
+            // failures are not handled by the transaction blocks yet): a
+            // little loss, duplication and delay, never four heartbeats
+            // in a row.
+            NetworkFaults {
+                loss: (rng.next_u64() % 10) as f64 / 1000.0,
+                duplication: (rng.next_u64() % 20) as f64 / 1000.0,
+                slow: (rng.next_u64() % 20) as f64 / 1000.0,
+                latency_ms_max: between(&mut rng, 1, 10),
+                slow_ms_max: 150,
+            }
+        } else if options.faults {
             NetworkFaults {
                 loss: (rng.next_u64() % 80) as f64 / 1000.0,
                 duplication: (rng.next_u64() % 30) as f64 / 1000.0,
@@ -266,6 +339,10 @@ impl Simulation {
             NetworkFaults::none()
         };
         let management_node = config.management_nodes[0].node_id;
+        let tcp = TcpLinks::new(&mut rng, options.faults);
+        let workload = options
+            .transactions
+            .then(|| Box::new(Workload::new(&mut rng, options.replicas)));
         Ok(Simulation {
             options,
             rng,
@@ -295,6 +372,8 @@ impl Simulation {
             trace: VecDeque::new(),
             outcome: Outcome::default(),
             failure: None,
+            workload,
+            tcp,
         })
     }
 
@@ -353,33 +432,51 @@ impl Simulation {
                 SimDataNode {
                     block: None,
                     incarnation: 0,
+                    transaction: None,
                 },
             );
             self.schedule(at, SimEvent::Restart { node });
         }
-        if self.options.faults {
+        let transactions = self.options.transactions;
+        if self.options.faults && !transactions {
             self.schedule(FAULT_PERIOD_MS, SimEvent::Fault);
         }
-        if self.options.schema_changes {
+        if self.options.schema_changes || transactions {
             self.schedule(CLIENT_PERIOD_MS, SimEvent::Client);
         }
-        let end_ms = self.options.fault_ms + self.options.settle_ms;
+        let end_ms = if transactions {
+            // Forming the cluster and creating the tables come first.
+            workload::PREPARATION_MS_MAX + self.options.fault_ms + self.options.settle_ms
+        } else {
+            self.options.fault_ms + self.options.settle_ms
+        };
         let mut healed = false;
         while let Some(next) = self.queue.pop() {
             if next.at_ms > end_ms || self.failure.is_some() {
                 break;
             }
+            if self.workload.as_ref().is_some_and(|w| w.is_done()) {
+                break;
+            }
             self.now_ms = next.at_ms;
-            if !healed && self.now_ms >= self.options.fault_ms {
+            if !healed && !transactions && self.now_ms >= self.options.fault_ms {
                 healed = true;
                 self.network.heal_all();
                 self.network.faults = NetworkFaults::none();
                 self.trace("faults stop, every link healed".into());
             }
             self.handle(next.event);
+            if transactions && self.failure.is_none() {
+                self.workload_progress();
+            }
+        }
+        if self.failure.is_none() && transactions {
+            self.check_workload_finished();
         }
         if self.failure.is_none() {
-            self.now_ms = end_ms;
+            if !transactions {
+                self.now_ms = end_ms;
+            }
             self.check_history();
         }
         if self.failure.is_none() {
@@ -468,6 +565,12 @@ impl Simulation {
             }
             SimEvent::Fault => self.inject_fault(),
             SimEvent::Client => self.client_step(),
+            SimEvent::QueryHandlerTick {
+                node,
+                incarnation,
+                at_ms,
+            } => self.query_handler_tick(node, incarnation, at_ms),
+            SimEvent::Session { index } => self.session_step(index),
         }
     }
 
@@ -479,10 +582,15 @@ impl Simulation {
         let now = self.now_ms;
         let mut block = DataNode::new(self.settings(node, incarnation), now);
         block.set_memory_pages(u64::from(node), 2048);
+        let blocks = self
+            .workload
+            .as_ref()
+            .map(|w| Box::new(TransactionBlocks::new(node, incarnation, w.engine_config())));
         let sim = self.nodes.get_mut(&node).expect("configured node");
         assert!(sim.block.is_none(), "a running node is not restarted");
         sim.block = Some(block);
         sim.incarnation = incarnation;
+        sim.transaction = blocks;
         self.trace(format!("node {node} starts as incarnation {incarnation}"));
         self.register_with_management(node);
         self.schedule(now, SimEvent::Tick { node, incarnation });
@@ -522,8 +630,15 @@ impl Simulation {
         let Some(block) = sim.block.take() else {
             return;
         };
-        self.outcome.marks.add(&block.marks());
+        sim.transaction = None;
         let incarnation = sim.incarnation;
+        self.outcome.marks.add(&block.marks());
+        if self.workload.as_ref().is_some_and(|w| w.has_data()) {
+            self.fail(format!(
+                "node {node} went down during the transaction workload ({why}); node failures \
+                 are not part of transaction runs"
+            ));
+        }
         self.outcome.crashes += 1;
         self.trace(format!(
             "node {node} (incarnation {incarnation}) goes down: {why}"
@@ -623,7 +738,7 @@ impl Simulation {
                 .as_ref()
                 .map(|_| self.management.incarnation);
         }
-        if node == CLIENT_NODE {
+        if node == CLIENT_NODE || self.workload.as_ref().is_some_and(|w| w.is_api(node)) {
             return Some(0);
         }
         let sim = self.nodes.get(&node)?;
@@ -631,6 +746,10 @@ impl Simulation {
     }
 
     fn send(&mut self, from: NodeId, from_incarnation: u64, to: NodeId, message: Message) {
+        if is_transaction_message(&message) {
+            self.send_transaction(from, from_incarnation, to, message);
+            return;
+        }
         let Some(to_incarnation) = self.incarnation_of(to) else {
             self.outcome.messages_dropped += 1;
             return;
@@ -670,6 +789,10 @@ impl Simulation {
         to_incarnation: u64,
         message: Message,
     ) {
+        if is_transaction_message(&message) {
+            self.deliver_transaction(from, to, to_incarnation, message);
+            return;
+        }
         if self.incarnation_of(to) != Some(to_incarnation) {
             self.outcome.messages_dropped += 1;
             return;
@@ -700,7 +823,12 @@ impl Simulation {
     fn apply_data_effects(&mut self, node: NodeId, incarnation: u64, effects: Effects) {
         for event in effects.events {
             match event {
-                Event::Installed(state) => self.check_installed(node, incarnation, *state),
+                Event::Installed(state) => {
+                    if self.workload.is_some() {
+                        self.install_transaction_blocks(node, incarnation, &state);
+                    }
+                    self.check_installed(node, incarnation, *state);
+                }
                 Event::Excluded { reason } => {
                     self.outcome.exclusions += 1;
                     self.crash_data_node(node, &format!("excluded: {reason}"));
@@ -850,6 +978,10 @@ impl Simulation {
             let to = self.random_data_node();
             self.client_send(to, change);
         }
+        if self.workload.is_some() {
+            self.create_workload_tables();
+            return;
+        }
         if self.now_ms >= self.options.fault_ms || !self.client_requests.is_empty() {
             return;
         }
@@ -943,6 +1075,9 @@ impl Simulation {
                     }
                 }
             }
+        }
+        if self.workload.is_some() {
+            self.create_workload_tables();
         }
     }
 

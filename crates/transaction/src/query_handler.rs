@@ -12,6 +12,12 @@
 //! row lives in exactly one fragment, so two engine transactions of one
 //! transaction never wait for each other.
 //!
+//! ## Operations run in order
+//! A transaction's operations on one fragment replica run in the order
+//! they arrive: while one waits for a row lock, the ones behind it wait in
+//! a queue, so a read sees the write before it in the same batch, and every
+//! replica applies a transaction's writes in the order the primary did.
+//!
 //! ## The phases on a replica
 //! - Prepare (`KeyRequest`): run the operation; a write passes on to the next
 //!   replica of the chain, and the last replica (or the one that read)
@@ -30,6 +36,8 @@
 //! Phase messages for work this node no longer has (already done, or never
 //! reached) pass on unchanged, so the coordinator can resend a phase along
 //! the live part of a chain after a node failure.
+
+use std::collections::VecDeque;
 
 use protocol::{
     ErrorReply, KeyConfirm, KeyRefuse, KeyRequest, Message, NodeId, OperationKind, Phase,
@@ -111,6 +119,9 @@ pub struct QueryHandler {
     fragments: Map<(u32, u32), FragmentReplica>,
     free_engine_tables: Vec<u32>,
     work: Map<WorkKey, Work>,
+    /// Work with an operation waiting for a lock: the operations that
+    /// arrived after it, in order.
+    blocked: Map<WorkKey, VecDeque<KeyRequest>>,
     next_engine_transaction: TransactionId,
     waiting: Map<u64, Waiting>,
     scans: Map<ScanKey, LocalScan>,
@@ -132,6 +143,7 @@ impl QueryHandler {
             fragments: Map::default(),
             free_engine_tables: (0..FRAGMENT_REPLICAS_PER_NODE_MAX).rev().collect(),
             work: Map::default(),
+            blocked: Map::default(),
             next_engine_transaction: 1,
             waiting: Map::default(),
             scans: Map::default(),
@@ -321,6 +333,7 @@ impl QueryHandler {
             .copied()
             .collect();
         doomed.sort_unstable();
+        self.blocked.retain(|work, _| (work.1, work.2) != key);
         self.waiting.retain(|_, waiting| match waiting {
             Waiting::Key(request) => (request.table, request.fragment) != key,
             Waiting::Scan(_) => true,
@@ -371,6 +384,11 @@ impl QueryHandler {
         request: KeyRequest,
         out: &mut Vec<(NodeId, Message)>,
     ) {
+        let key = (request.transaction, request.table, request.fragment);
+        if let Some(queue) = self.blocked.get_mut(&key) {
+            queue.push_back(request);
+            return;
+        }
         self.counters.key_operations += 1;
         let Some(replica) = self
             .fragments
@@ -387,7 +405,6 @@ impl QueryHandler {
             self.refuse(request, &error, out);
             return;
         };
-        let key = (request.transaction, request.table, request.fragment);
         let engine_transaction = if request.kind.locks() {
             self.work_or_begin(key)
         } else {
@@ -417,6 +434,7 @@ impl QueryHandler {
             Ok(Outcome::Done) => self.key_done(request, data, out),
             Ok(Outcome::Waiting) => {
                 self.waiting.insert(token, Waiting::Key(request));
+                self.blocked.insert(key, VecDeque::new());
             }
             Err(error) => self.refuse(request, &error, out),
         }
@@ -523,6 +541,7 @@ impl QueryHandler {
             // Scans of this work are closed below, with their waits.
             Waiting::Scan(_) => true,
         });
+        self.blocked.remove(&key);
         self.close_scans_of(phase.transaction, phase.table, phase.fragment);
         if let Some(work) = self.work.remove(&key) {
             let _ = self.engine.abort(work.engine_transaction);
@@ -750,13 +769,23 @@ impl QueryHandler {
             } in completions
             {
                 match self.waiting.remove(&token) {
-                    Some(Waiting::Key(request)) => match result {
-                        Ok(()) => self.key_done(request, data, out),
-                        Err(code) => {
-                            let error = Error::new(code, code.message());
-                            self.refuse(request, &error, out);
+                    Some(Waiting::Key(request)) => {
+                        let key = (request.transaction, request.table, request.fragment);
+                        match result {
+                            Ok(()) => self.key_done(request, data, out),
+                            Err(code) => {
+                                let error = Error::new(code, code.message());
+                                self.refuse(request, &error, out);
+                            }
                         }
-                    },
+                        // The operations queued behind it run now, in
+                        // order, until one waits again.
+                        if let Some(queue) = self.blocked.remove(&key) {
+                            for request in queue {
+                                self.on_key_request(now_ms, request, out);
+                            }
+                        }
+                    }
                     Some(Waiting::Scan(key)) => self.run_scan(now_ms, key, out),
                     None => {}
                 }

@@ -1,0 +1,490 @@
+//! The transaction blocks of each simulated data node — a coordinator (TC)
+//! and a query handler (LQH) — fed by the event loop the way the
+//! production runtime feeds them: every installed cluster state goes to
+//! both; a transaction message goes to the TC, and to the LQH when the TC
+//! hands it back; the LQH is ticked at its lock-wait deadline. Their
+//! messages travel over `TcpLinks` (in order per link, exactly once).
+//!
+//! The runtime also watches what the blocks send, for coverage marks and
+//! two checks the API cannot make alone: which message a commit was
+//! answered on (a transaction that wrote a READ_BACKUP table must be
+//! answered only after its complete phase), and which replica refused an
+//! operation. After the workload, `check_transactions_final` checks that
+//! nothing is left open and that every replica of every fragment holds the
+//! same rows.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use protocol::{ClusterState, Message, NodeId};
+use schema::{AttrInfoReader, ColumnType, Value};
+use storage::engine::EngineConfig;
+use transaction::{Coordinator, CoordinatorConfig, QueryHandler, Routing};
+
+use super::{SimEvent, Simulation};
+
+/// A data node's transaction blocks.
+pub struct TransactionBlocks {
+    coordinator: Coordinator,
+    query_handler: QueryHandler,
+    routing: Routing,
+    /// The query handler tick scheduled, if any.
+    tick_at_ms: Option<u64>,
+}
+
+impl TransactionBlocks {
+    pub fn new(node: NodeId, incarnation: u64, engine: EngineConfig) -> TransactionBlocks {
+        TransactionBlocks {
+            coordinator: Coordinator::new(node, incarnation, CoordinatorConfig::default()),
+            query_handler: QueryHandler::new(node, engine).expect("the simulator's engine config"),
+            routing: Routing::new(),
+            tick_at_ms: None,
+        }
+    }
+
+    pub fn routing(&self) -> &Routing {
+        &self.routing
+    }
+}
+
+/// Rare transaction paths the workload reached (coverage marks): the tests
+/// assert that their seeds reach each, so the checkers cover them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransactionMarks {
+    /// An operation waited for a row lock until NDB error 266.
+    pub lock_wait_timeouts: u64,
+    /// A backup refused an operation its primary had run, so the
+    /// transaction had to abort (the refusal cannot be ignored).
+    pub backup_refusals: u64,
+    /// An operation marked ignore-error failed and its transaction went on.
+    pub ignored_errors: u64,
+    /// A client rolled back a transaction it had written in.
+    pub rollbacks: u64,
+    /// A commit was answered only after the complete phase (the
+    /// transaction wrote a READ_BACKUP table).
+    pub answered_after_complete: u64,
+    /// A coordinator sent Commit for several fragments of one transaction.
+    pub multi_fragment_commits: u64,
+}
+
+impl TransactionMarks {
+    pub fn add(&mut self, other: &TransactionMarks) {
+        self.lock_wait_timeouts += other.lock_wait_timeouts;
+        self.backup_refusals += other.backup_refusals;
+        self.ignored_errors += other.ignored_errors;
+        self.rollbacks += other.rollbacks;
+        self.answered_after_complete += other.answered_after_complete;
+        self.multi_fragment_commits += other.multi_fragment_commits;
+    }
+}
+
+/// What the transaction workload of a run did.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TransactionOutcome {
+    pub marks: TransactionMarks,
+    pub executes: u64,
+    pub committed: u64,
+    pub aborted: u64,
+    /// Scans of every account that read all of them.
+    pub scans: u64,
+    /// Transaction messages delivered, and how many waited for a retransmission.
+    pub messages: u64,
+    pub retransmissions: u64,
+    /// Rows compared across replicas at the end.
+    pub rows_checked: u64,
+}
+
+/// The message a coordinator was handling when it answered an API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnsweredOn {
+    Execute,
+    KeyAnswer,
+    Committed,
+    Completed,
+    Aborted,
+    Other,
+}
+
+pub fn is_transaction_message(message: &Message) -> bool {
+    matches!(
+        message,
+        Message::Execute(_)
+            | Message::Executed(_)
+            | Message::ScanOpen(_)
+            | Message::ScanRows(_)
+            | Message::ScanNext(_)
+            | Message::ScanClose { .. }
+            | Message::KeyRequest(_)
+            | Message::KeyConfirm(_)
+            | Message::KeyRefuse(_)
+            | Message::Commit(_)
+            | Message::Committed(_)
+            | Message::Complete(_)
+            | Message::Completed(_)
+            | Message::Abort(_)
+            | Message::Aborted(_)
+            | Message::FragmentScanOpen(_)
+    )
+}
+
+fn answered_on(message: &Message) -> AnsweredOn {
+    match message {
+        Message::Execute(_) => AnsweredOn::Execute,
+        Message::KeyConfirm(_) | Message::KeyRefuse(_) => AnsweredOn::KeyAnswer,
+        Message::Committed(_) => AnsweredOn::Committed,
+        Message::Completed(_) => AnsweredOn::Completed,
+        Message::Aborted(_) => AnsweredOn::Aborted,
+        _ => AnsweredOn::Other,
+    }
+}
+
+impl Simulation {
+    pub(super) fn send_transaction(
+        &mut self,
+        from: NodeId,
+        from_incarnation: u64,
+        to: NodeId,
+        message: Message,
+    ) {
+        let Some(to_incarnation) = self.incarnation_of(to) else {
+            self.fail(format!(
+                "node {from} sent a transaction message to {to}, which is not running: {message:?}"
+            ));
+            return;
+        };
+        let at_ms = self.tcp.arrival_ms(&mut self.rng, self.now_ms, from, to);
+        if self.options.keep_trace {
+            self.trace(format!("{from} -> {to} (arrives {at_ms}): {message:?}"));
+        }
+        self.schedule(
+            at_ms,
+            SimEvent::Deliver {
+                from,
+                from_incarnation,
+                to,
+                to_incarnation,
+                message,
+            },
+        );
+    }
+
+    pub(super) fn deliver_transaction(
+        &mut self,
+        from: NodeId,
+        to: NodeId,
+        to_incarnation: u64,
+        message: Message,
+    ) {
+        self.tcp.in_flight -= 1;
+        if self.incarnation_of(to) != Some(to_incarnation) {
+            self.outcome.messages_dropped += 1;
+            return;
+        }
+        self.tcp.delivered += 1;
+        if self.workload.as_ref().is_some_and(|w| w.is_api(to)) {
+            match message {
+                Message::Executed(executed) => self.workload_receive(from, to, executed),
+                Message::ScanRows(rows) => self.workload_scan_rows(from, to, rows),
+                other => self.fail(format!("API node {to} got {other:?} from {from}")),
+            }
+            return;
+        }
+        let now = self.now_ms;
+        let on = answered_on(&message);
+        let refused = match &message {
+            Message::KeyRefuse(refuse) => {
+                Some((refuse.transaction, refuse.operation, Some(refuse.node)))
+            }
+            Message::KeyConfirm(confirm) => Some((confirm.transaction, confirm.operation, None)),
+            _ => None,
+        };
+        let Some(sim) = self.nodes.get_mut(&to) else {
+            self.fail(format!(
+                "a transaction message for {to}, which is no data node"
+            ));
+            return;
+        };
+        let incarnation = sim.incarnation;
+        let Some(blocks) = sim.transaction.as_mut() else {
+            self.fail(format!("data node {to} runs no transaction blocks"));
+            return;
+        };
+        let mut from_coordinator = Vec::new();
+        let mut from_handler = Vec::new();
+        let mut unhandled = None;
+        if let Some(rest) = blocks
+            .coordinator
+            .on_message(from, message, &mut from_coordinator)
+        {
+            unhandled = blocks
+                .query_handler
+                .on_message(now, rest, &mut from_handler);
+        }
+        if let Some(unhandled) = unhandled {
+            self.fail(format!(
+                "node {to}: neither the coordinator nor the query handler took {unhandled:?} from {from}"
+            ));
+            return;
+        }
+        let workload = self.workload.as_mut().expect("a transaction run");
+        if let Some((transaction, operation, refusing)) = refused {
+            let first = workload.first_replica.remove(&(to, transaction, operation));
+            if let (Some(first), Some(refusing)) = (first, refusing)
+                && first != refusing
+            {
+                self.outcome.transactions.marks.backup_refusals += 1;
+                workload.must_abort.insert((to, transaction));
+            }
+        }
+        let mut commits = 0;
+        for (destination, message) in &from_coordinator {
+            match message {
+                Message::Commit(phase)
+                    if workload.must_abort.contains(&(to, phase.transaction)) =>
+                {
+                    let failure = format!(
+                        "node {to} commits transaction {} although a backup refused one of its \
+                         operations (the primary had run it: the replicas would differ)",
+                        phase.transaction
+                    );
+                    self.fail(failure);
+                    return;
+                }
+                Message::KeyRequest(request) => {
+                    workload
+                        .first_replica
+                        .insert((to, request.transaction, request.operation), *destination);
+                }
+                Message::Executed(executed) => {
+                    workload
+                        .answered_on
+                        .insert((*destination, executed.transaction), on);
+                }
+                Message::Commit(_) => commits += 1,
+                _ => {}
+            }
+        }
+        if commits > 1 {
+            self.outcome.transactions.marks.multi_fragment_commits += 1;
+        }
+        self.schedule_query_handler_tick(to);
+        for (destination, message) in from_coordinator.into_iter().chain(from_handler) {
+            self.send(to, incarnation, destination, message);
+        }
+    }
+
+    /// Gives a node's blocks the state it installed.
+    pub(super) fn install_transaction_blocks(
+        &mut self,
+        node: NodeId,
+        incarnation: u64,
+        state: &ClusterState,
+    ) {
+        let Some(blocks) = self
+            .nodes
+            .get_mut(&node)
+            .and_then(|sim| sim.transaction.as_mut())
+        else {
+            return;
+        };
+        let problems = blocks.routing.install(state);
+        let mut out = Vec::new();
+        blocks.coordinator.install(&blocks.routing, &mut out);
+        blocks.query_handler.install(&blocks.routing);
+        let log = blocks.query_handler.take_log();
+        for problem in problems.into_iter().chain(log) {
+            self.fail(format!(
+                "node {node} installing version {}: {problem}",
+                state.version
+            ));
+        }
+        for (to, message) in out {
+            self.send(node, incarnation, to, message);
+        }
+        self.workload_installed();
+    }
+
+    fn schedule_query_handler_tick(&mut self, node: NodeId) {
+        let now = self.now_ms;
+        let sim = self.nodes.get_mut(&node).expect("a data node");
+        let incarnation = sim.incarnation;
+        let blocks = sim.transaction.as_mut().expect("transaction blocks");
+        let Some(deadline) = blocks.query_handler.next_deadline_ms() else {
+            return;
+        };
+        if blocks.tick_at_ms.is_some_and(|at| at <= deadline) {
+            return;
+        }
+        blocks.tick_at_ms = Some(deadline);
+        self.schedule(
+            deadline.max(now),
+            SimEvent::QueryHandlerTick {
+                node,
+                incarnation,
+                at_ms: deadline,
+            },
+        );
+    }
+
+    /// Whether some query handler still has a lock wait that may end.
+    pub(super) fn lock_waits_pending(&self) -> bool {
+        self.nodes.values().any(|sim| {
+            sim.transaction
+                .as_ref()
+                .is_some_and(|blocks| blocks.tick_at_ms.is_some())
+        })
+    }
+
+    pub(super) fn query_handler_tick(&mut self, node: NodeId, incarnation: u64, at_ms: u64) {
+        let now = self.now_ms;
+        let Some(sim) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        if sim.incarnation != incarnation {
+            return;
+        }
+        let Some(blocks) = sim.transaction.as_mut() else {
+            return;
+        };
+        if blocks.tick_at_ms != Some(at_ms) {
+            return;
+        }
+        blocks.tick_at_ms = None;
+        let mut out = Vec::new();
+        blocks.query_handler.tick(now, &mut out);
+        self.schedule_query_handler_tick(node);
+        for (to, message) in out {
+            self.send(node, incarnation, to, message);
+        }
+    }
+
+    /// After quiescence: no transaction or engine work is left anywhere,
+    /// every replica of a fragment holds the same rows. Returns each
+    /// table's rows (by name) as (id, value) for the workload's checks.
+    pub(super) fn check_transactions_final(
+        &mut self,
+    ) -> Option<BTreeMap<String, BTreeMap<i64, i64>>> {
+        self.outcome.transactions.messages = self.tcp.delivered;
+        self.outcome.transactions.retransmissions = self.tcp.retransmissions;
+        let mut problems = Vec::new();
+        for (node, sim) in &self.nodes {
+            let Some(blocks) = sim.transaction.as_ref() else {
+                problems.push(format!("node {node} has no transaction blocks"));
+                continue;
+            };
+            let open = blocks.coordinator.open_transactions();
+            if open > 0 {
+                problems.push(format!(
+                    "the coordinator of node {node} has {open} open transactions"
+                ));
+            }
+            let work = blocks.query_handler.open_work();
+            if work > 0 {
+                problems.push(format!(
+                    "the query handler of node {node} has {work} open work records"
+                ));
+            }
+            let engine = blocks.query_handler.engine();
+            if engine.operations_in_use() > 0 || engine.transactions_in_use() > 0 {
+                problems.push(format!(
+                    "the engine of node {node} holds {} operation records and {} transactions",
+                    engine.operations_in_use(),
+                    engine.transactions_in_use()
+                ));
+            }
+            engine.check_invariants();
+        }
+        let Some(state) = self.decided.last_key_value().map(|(_, s)| s.clone()) else {
+            self.fail("no state was ever installed".into());
+            return None;
+        };
+        let mut tables = BTreeMap::new();
+        for table in &state.tables {
+            let mut rows_by_id = BTreeMap::new();
+            for (index, fragment) in table.fragments.iter().enumerate() {
+                let mut first: Option<(NodeId, Vec<Vec<u8>>)> = None;
+                for node in &fragment.replicas {
+                    let blocks = self
+                        .nodes
+                        .get_mut(node)
+                        .and_then(|sim| sim.transaction.as_mut())
+                        .expect("every data node runs the blocks");
+                    let Some(rows) = blocks.query_handler.committed_rows(table.id, index as u32)
+                    else {
+                        problems.push(format!(
+                            "node {node} has no replica of fragment {index} of table {}",
+                            table.name
+                        ));
+                        continue;
+                    };
+                    match &first {
+                        None => first = Some((*node, rows)),
+                        Some((primary, expected)) if *expected != rows => {
+                            problems.push(format!(
+                                "table {} fragment {index}: replicas differ: node {primary} {}, node \
+                                 {node} {}",
+                                table.name,
+                                describe_rows(expected),
+                                describe_rows(&rows)
+                            ));
+                        }
+                        Some(_) => {}
+                    }
+                }
+                for row in first.map(|(_, rows)| rows).unwrap_or_default() {
+                    self.outcome.transactions.rows_checked += 1;
+                    let (Some(id), Some(value)) = (int_column(&row, 0), int_column(&row, 1)) else {
+                        problems.push(format!("table {}: a row without id or value", table.name));
+                        continue;
+                    };
+                    if rows_by_id.insert(id, value).is_some() {
+                        problems.push(format!("table {}: id {id} is in two fragments", table.name));
+                    }
+                }
+            }
+            tables.insert(table.name.clone(), rows_by_id);
+        }
+        if !problems.is_empty() {
+            let mut message = String::from("after the transaction workload:");
+            for problem in problems {
+                let _ = write!(message, "\n  - {problem}");
+            }
+            self.fail(message);
+            return None;
+        }
+        Some(tables)
+    }
+}
+
+/// Column `column` of a workload row (0: id INT, 1: BIGINT value) in AttrInfo.
+pub fn int_column(attrinfo: &[u8], column: u16) -> Option<i64> {
+    let column_type = if column == 0 {
+        ColumnType::Int { unsigned: false }
+    } else {
+        ColumnType::BigInt { unsigned: false }
+    };
+    match AttrInfoReader::find(attrinfo, column).ok()?? {
+        Some(bytes) => match Value::decode(&column_type, bytes) {
+            Value::Int(value) => Some(value),
+            _ => None,
+        },
+        None => None,
+    }
+}
+
+fn describe_rows(rows: &[Vec<u8>]) -> String {
+    let shown: Vec<String> = rows
+        .iter()
+        .take(20)
+        .map(|row| match (int_column(row, 0), int_column(row, 1)) {
+            (Some(id), Some(value)) => format!("{id}={value}"),
+            _ => format!("{row:?}"),
+        })
+        .collect();
+    format!(
+        "{} rows [{}{}]",
+        rows.len(),
+        shown.join(" "),
+        if rows.len() > 20 { " ..." } else { "" }
+    )
+}

@@ -1,0 +1,891 @@
+//! The transaction workload: API clients (node ids from 200) with a few
+//! sessions each, every session running one transaction at a time on a
+//! coordinator picked at random, in batches (`NoCommit` batches, then
+//! `Commit`, sometimes `Rollback`), and a model of what must be true.
+//!
+//! ## Tables (created through the dictionary, like any client's)
+//! Each is `(id INT PRIMARY KEY, value BIGINT NOT NULL)` with 2 to 6
+//! partitions and READ_BACKUP chosen per seed:
+//! - `bank`: accounts with balances. Transfers read two accounts with
+//!   exclusive locks, then move an amount; audits read every account in
+//!   one batch or with one scan. Checked: a locked audit and the final
+//!   state sum to the total the accounts started with; every audit finds
+//!   every account once.
+//! - `tags`: groups of 2 to 4 rows, usually in several partitions. Every
+//!   transaction that writes here writes one unique tag into every row of
+//!   a group (insert, update) or deletes the whole group. Checked: at the
+//!   end each group is all there or all gone, present exactly when its
+//!   insert committed and no delete did, every row holding one tag that a
+//!   committed transaction wrote; a locked read of a group sees all rows
+//!   with one tag or none; no read ever returns a tag whose transaction
+//!   did not commit (but its own); within a transaction, a read sees its
+//!   own earlier writes; ignore-error updates of a group fail on all rows
+//!   or none.
+//! - `counters`: incremented under an exclusive lock. Checked: the final
+//!   value is the number of increments that committed (no lost update).
+//!
+//! Every `Execute` must get exactly one `Executed`, from the coordinator
+//! it was sent to, and only errors the workload can cause (266 lock wait
+//! timeouts, 626 on a group deleted meanwhile) may abort a transaction. A
+//! commit that wrote a READ_BACKUP table must be answered after its
+//! complete phase, any other before it.
+//!
+//! This module drives the sessions; `jobs` holds what each kind of
+//! transaction sends and checks, `scan` the audits by scan, `model` the
+//! clients' knowledge and the final checks.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use protocol::{
+    Execute, ExecuteEnd, Executed, Message, NodeId, Operation, OperationKind, SchemaChange,
+    TransactionState,
+};
+use rand_chacha::ChaCha8Rng;
+use schema::distribution::TableOptions;
+use schema::{AttrInfoWriter, ColumnDef, ColumnType, TableDef, Value};
+use storage::engine::EngineConfig;
+
+use super::transactions::{AnsweredOn, int_column};
+use super::{SimEvent, Simulation, between, chance};
+use jobs::{Job, Next};
+use model::{Model, TagState};
+use scan::ScanState;
+
+mod jobs;
+mod model;
+mod scan;
+
+/// Forming the cluster, creating and loading the tables take at most this.
+pub const PREPARATION_MS_MAX: u64 = 15_000;
+const FIRST_API_NODE: NodeId = 200;
+const INITIAL_BALANCE: i64 = 1_000;
+/// The rows of group `g` have ids `g * GROUP_STRIDE + 0..n`.
+const GROUP_STRIDE: i64 = 8;
+/// A transaction aborted by a lock wait timeout is tried this many times.
+const ATTEMPTS_MAX: u32 = 3;
+const NO_SUCH_ROW: u16 = 626;
+const LOCK_WAIT_TIMEOUT: u16 = 266;
+
+/// Where the workload stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    CreatingTables,
+    Loading,
+    Running,
+    /// No new transactions; waiting for the last ones and their messages.
+    Draining,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WorkTable {
+    Bank = 0,
+    Tags = 1,
+    Counters = 2,
+}
+
+const TABLE_NAMES: [&str; 3] = ["bank", "tags", "counters"];
+
+#[derive(Debug, Clone)]
+struct TableSetup {
+    read_backup: bool,
+    partitions: u32,
+    /// The id the dictionary gave it, once every node has it.
+    id: u32,
+}
+
+/// One operation as the workload means it.
+#[derive(Debug, Clone)]
+struct Op {
+    table: WorkTable,
+    kind: OperationKind,
+    id: i64,
+    /// The value an insert or update writes.
+    value: i64,
+    ignore_error: bool,
+}
+
+impl Op {
+    fn new(table: WorkTable, kind: OperationKind, id: i64) -> Op {
+        Op {
+            table,
+            kind,
+            id,
+            value: 0,
+            ignore_error: false,
+        }
+    }
+
+    fn writing(mut self, value: i64) -> Op {
+        self.value = value;
+        self
+    }
+
+    fn ignoring(mut self, ignore_error: bool) -> Op {
+        self.ignore_error = ignore_error;
+        self
+    }
+}
+
+/// The batch a session sent and waits for the answer to.
+struct Sent {
+    end: ExecuteEnd,
+    operations: Vec<Op>,
+}
+
+/// The transaction a session runs.
+struct Running {
+    job: Job,
+    transaction: u64,
+    coordinator: NodeId,
+    step: u8,
+    /// The tag this transaction writes (0: none).
+    tag: u64,
+    attempt: u32,
+    sent: Option<Sent>,
+    /// It sent a write to a READ_BACKUP table with backups.
+    wrote_read_backup: bool,
+    /// What it wrote to each row so far (`None`: deleted): its own reads
+    /// must see these.
+    own_writes: BTreeMap<(u8, i64), Option<i64>>,
+    /// Its scan, while one runs.
+    scan: Option<ScanState>,
+}
+
+/// One transaction at a time, on one API node's connection.
+struct Session {
+    api: NodeId,
+    running: Option<Running>,
+}
+
+/// The API clients of a transaction run, their workload and its model.
+pub struct Workload {
+    phase: Phase,
+    tables: [TableSetup; 3],
+    replicas: u8,
+    accounts: i64,
+    counters: i64,
+    apis: Vec<NodeId>,
+    next_transaction: BTreeMap<NodeId, u64>,
+    sessions: Vec<Session>,
+    think_ms_max: u64,
+    lock_wait_timeout_ms: u64,
+    rollback_chance: f64,
+    ignore_chance: f64,
+    run_until_ms: u64,
+    /// The loading transaction: (API, its id, coordinator).
+    load: Option<(NodeId, u64, NodeId)>,
+    model: Model,
+    /// Which message each coordinator answered an API transaction on,
+    /// last answer only: (API node, API transaction) → message.
+    pub(super) answered_on: BTreeMap<(NodeId, u64), AnsweredOn>,
+    /// (coordinator, its transaction, operation) → the replica the
+    /// operation went to first.
+    pub(super) first_replica: BTreeMap<(NodeId, u64, u32), NodeId>,
+    /// (coordinator, its transaction) that a backup refused an operation
+    /// of: it must not commit.
+    pub(super) must_abort: BTreeSet<(NodeId, u64)>,
+}
+
+impl Workload {
+    pub fn new(rng: &mut ChaCha8Rng, replicas: u8) -> Workload {
+        let mut table = || TableSetup {
+            read_backup: chance(rng, 0.5),
+            partitions: between(rng, 2, 6) as u32,
+            id: 0,
+        };
+        let tables = [table(), table(), table()];
+        let accounts = between(rng, 16, 64) as i64;
+        let counters = between(rng, 2, 4) as i64;
+        let api_count = between(rng, 2, 4) as u8;
+        let apis: Vec<NodeId> = (0..api_count).map(|i| FIRST_API_NODE + i).collect();
+        let mut sessions = Vec::new();
+        for api in &apis {
+            for _ in 0..between(rng, 1, 4) {
+                sessions.push(Session {
+                    api: *api,
+                    running: None,
+                });
+            }
+        }
+        // Short lock waits make backups time out now and then while a
+        // lock is held by a transaction waiting for its complete phase.
+        // (NDB's TransactionDeadlockDetectionTimeout goes down to 50 ms.)
+        let lock_wait_timeout_ms = if chance(rng, 0.5) {
+            between(rng, 50, 300)
+        } else {
+            between(rng, 300, 1_200)
+        };
+        Workload {
+            phase: Phase::CreatingTables,
+            tables,
+            replicas,
+            accounts,
+            counters,
+            next_transaction: apis.iter().map(|api| (*api, 1)).collect(),
+            apis,
+            sessions,
+            think_ms_max: between(rng, 0, 30),
+            lock_wait_timeout_ms,
+            rollback_chance: between(rng, 5, 20) as f64 / 100.0,
+            ignore_chance: between(rng, 10, 40) as f64 / 100.0,
+            run_until_ms: 0,
+            load: None,
+            model: Model {
+                total: accounts * INITIAL_BALANCE,
+                increments: vec![0; counters as usize],
+                groups: Vec::new(),
+                tags: vec![(0, TagState::Aborted)],
+                reads: Vec::new(),
+            },
+            answered_on: BTreeMap::new(),
+            first_replica: BTreeMap::new(),
+            must_abort: BTreeSet::new(),
+        }
+    }
+
+    pub fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            data_memory_bytes: 8 << 20,
+            operations_max: 4_096,
+            scans_max: 16,
+            lock_wait_timeout_ms: self.lock_wait_timeout_ms,
+            ..EngineConfig::default()
+        }
+    }
+
+    pub fn is_api(&self, node: NodeId) -> bool {
+        self.apis.contains(&node)
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// Whether rows exist: node failures would lose them from now on.
+    pub fn has_data(&self) -> bool {
+        self.phase != Phase::CreatingTables
+    }
+
+    fn table_id(&self, table: WorkTable) -> u32 {
+        self.tables[table as usize].id
+    }
+
+    fn definition(&self, index: usize) -> Vec<u8> {
+        let table = TableDef::new(
+            TABLE_NAMES[index],
+            vec![
+                ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
+                ColumnDef::new("value", ColumnType::BigInt { unsigned: false }, false),
+            ],
+            vec![0],
+            vec![],
+        )
+        .expect("a valid table");
+        let options = TableOptions {
+            read_backup: self.tables[index].read_backup,
+            partitions: Some(self.tables[index].partitions),
+            ..TableOptions::default()
+        };
+        let mut out = Vec::new();
+        schema::table_codec::encode_table(&table, &options, &mut out);
+        out
+    }
+
+    fn operation(&self, op: &Op) -> Operation {
+        let mut operation = Operation {
+            table: self.table_id(op.table),
+            kind: op.kind,
+            key: key(op.id),
+            ignore_error: op.ignore_error,
+            ..Operation::default()
+        };
+        match op.kind {
+            // The engine builds an inserted row from its values alone.
+            OperationKind::Insert | OperationKind::Write => {
+                operation.values = key(op.id);
+                push_value(&mut operation.values, op.value);
+            }
+            OperationKind::Update => push_value(&mut operation.values, op.value),
+            OperationKind::Delete => {}
+            _ => operation.columns = vec![1],
+        }
+        operation
+    }
+
+    fn describe(&self, sent: &Sent) -> String {
+        let operations: Vec<String> = sent
+            .operations
+            .iter()
+            .map(|op| {
+                let kind = match op.kind {
+                    OperationKind::ReadCommitted => "read",
+                    OperationKind::ReadShared => "read-shared",
+                    OperationKind::ReadExclusive => "read-exclusive",
+                    OperationKind::Insert => "insert",
+                    OperationKind::Update => "update",
+                    OperationKind::Write => "write",
+                    OperationKind::Delete => "delete",
+                };
+                let value = if op.kind.is_write() && op.kind != OperationKind::Delete {
+                    format!("={}", op.value)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{kind} {}.{}{value}{}",
+                    TABLE_NAMES[op.table as usize],
+                    op.id,
+                    if op.ignore_error {
+                        " (ignore error)"
+                    } else {
+                        ""
+                    }
+                )
+            })
+            .collect();
+        format!("{:?} [{}]", sent.end, operations.join(", "))
+    }
+}
+
+fn key(id: i64) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    Value::Int(id)
+        .encode(&ColumnType::Int { unsigned: false }, &mut bytes)
+        .expect("ids fit an INT");
+    let mut out = Vec::new();
+    AttrInfoWriter::new(&mut out).push(0, Some(&bytes));
+    out
+}
+
+fn push_value(out: &mut Vec<u8>, value: i64) {
+    let mut bytes = Vec::new();
+    Value::Int(value)
+        .encode(&ColumnType::BigInt { unsigned: false }, &mut bytes)
+        .expect("a BIGINT");
+    AttrInfoWriter::new(out).push(1, Some(&bytes));
+}
+
+impl Simulation {
+    fn workload(&self) -> &Workload {
+        self.workload.as_ref().expect("a transaction run")
+    }
+
+    fn workload_mut(&mut self) -> &mut Workload {
+        self.workload.as_mut().expect("a transaction run")
+    }
+
+    /// The schema client creates the workload's tables, one at a time.
+    pub(super) fn create_workload_tables(&mut self) {
+        if !self.client_requests.is_empty() || self.workload().phase != Phase::CreatingTables {
+            return;
+        }
+        let existing = self.decided.last_key_value().map(|(_, state)| state);
+        let missing = (0..TABLE_NAMES.len())
+            .find(|index| existing.is_none_or(|s| s.table_by_name(TABLE_NAMES[*index]).is_none()));
+        if let Some(index) = missing {
+            let definition = self.workload().definition(index);
+            let to = self.random_data_node();
+            self.client_send(to, SchemaChange::CreateTable { definition });
+        }
+    }
+
+    /// After a node installed a state: once every node has the workload's
+    /// tables, load them.
+    pub(super) fn workload_installed(&mut self) {
+        if self.workload().phase != Phase::CreatingTables {
+            return;
+        }
+        let mut ids = [0u32; 3];
+        for sim in self.nodes.values() {
+            let ready = sim.block.as_ref().is_some_and(|b| b.is_started())
+                && sim.transaction.as_ref().is_some_and(|blocks| {
+                    TABLE_NAMES.iter().enumerate().all(|(index, name)| {
+                        match blocks.routing().table_by_name(name) {
+                            Some(route) => {
+                                ids[index] = route.id;
+                                true
+                            }
+                            None => false,
+                        }
+                    })
+                });
+            if !ready {
+                return;
+            }
+        }
+        let workload = self.workload_mut();
+        for (setup, id) in workload.tables.iter_mut().zip(ids) {
+            setup.id = id;
+        }
+        workload.phase = Phase::Loading;
+        let mut operations = Vec::new();
+        for account in 0..workload.accounts {
+            operations.push(
+                Op::new(WorkTable::Bank, OperationKind::Insert, account).writing(INITIAL_BALANCE),
+            );
+        }
+        for counter in 0..workload.counters {
+            operations
+                .push(Op::new(WorkTable::Counters, OperationKind::Insert, counter).writing(0));
+        }
+        let api = workload.apis[0];
+        let transaction = workload.new_transaction_id(api);
+        let operations: Vec<Operation> =
+            operations.iter().map(|op| workload.operation(op)).collect();
+        let coordinator = self.random_data_node();
+        self.workload_mut().load = Some((api, transaction, coordinator));
+        self.trace(format!(
+            "workload: tables ready ({}); api {api} loads them through node {coordinator}",
+            self.describe_tables()
+        ));
+        self.outcome.transactions.executes += 1;
+        self.send(
+            api,
+            0,
+            coordinator,
+            Message::Execute(Execute {
+                transaction,
+                end: ExecuteEnd::Commit,
+                operations,
+            }),
+        );
+    }
+
+    fn describe_tables(&self) -> String {
+        let workload = self.workload();
+        let tables: Vec<String> = workload
+            .tables
+            .iter()
+            .enumerate()
+            .map(|(index, setup)| {
+                format!(
+                    "{} id {} partitions {} read_backup {}",
+                    TABLE_NAMES[index], setup.id, setup.partitions, setup.read_backup
+                )
+            })
+            .collect();
+        format!(
+            "{}; {} accounts, {} counters, {} sessions, lock wait timeout {} ms",
+            tables.join(", "),
+            workload.accounts,
+            workload.counters,
+            workload.sessions.len(),
+            workload.lock_wait_timeout_ms
+        )
+    }
+
+    /// Called after every event: ends the workload when its time is up and
+    /// everything has settled.
+    pub(super) fn workload_progress(&mut self) {
+        let now = self.now_ms;
+        let in_flight = self.tcp.in_flight;
+        let workload = self.workload_mut();
+        if workload.phase == Phase::Running && now >= workload.run_until_ms {
+            workload.phase = Phase::Draining;
+        }
+        let busy = workload.sessions.iter().any(|s| s.running.is_some());
+        if in_flight > 0 {
+            return;
+        }
+        if busy || workload.phase == Phase::Loading {
+            // Nothing in flight: only a lock wait ending can move things on.
+            if !self.lock_waits_pending() {
+                self.fail_stuck("transactions wait for answers, but no message is in flight");
+            }
+            return;
+        }
+        if workload.phase != Phase::Draining {
+            return;
+        }
+        workload.phase = Phase::Done;
+        self.trace("workload: done, every message delivered; checking".into());
+        if let Some(tables) = self.check_transactions_final() {
+            self.check_workload_data(&tables);
+        }
+    }
+
+    /// At the end of the run: the workload must have finished.
+    pub(super) fn check_workload_finished(&mut self) {
+        if self.workload().phase != Phase::Done {
+            self.fail_stuck("the transaction workload did not finish");
+        }
+    }
+
+    fn fail_stuck(&mut self, why: &str) {
+        let workload = self.workload();
+        let mut message = format!(
+            "{why} (phase {:?}, {} transaction messages in flight)",
+            workload.phase, self.tcp.in_flight
+        );
+        for session in &workload.sessions {
+            if let Some(running) = &session.running {
+                message.push_str(&format!(
+                    "\n  - api {} transaction {} on node {}: {:?} step {}, {}",
+                    session.api,
+                    running.transaction,
+                    running.coordinator,
+                    running.job,
+                    running.step,
+                    match (&running.sent, &running.scan) {
+                        (Some(sent), _) =>
+                            format!("waiting for the answer to {}", workload.describe(sent)),
+                        (None, Some(scan)) => format!(
+                            "scanning, fragments {:?} finished, {} rows so far",
+                            scan.finished,
+                            scan.rows.len()
+                        ),
+                        (None, None) => "nothing sent".into(),
+                    }
+                ));
+            }
+        }
+        if let Some((api, transaction, coordinator)) = workload.load
+            && workload.phase == Phase::Loading
+        {
+            message.push_str(&format!(
+                "\n  - the load transaction {transaction} of api {api} on node {coordinator} got no answer"
+            ));
+        }
+        self.fail(message);
+    }
+
+    pub(super) fn session_step(&mut self, index: usize) {
+        let workload = self.workload();
+        if workload.phase != Phase::Running || workload.sessions[index].running.is_some() {
+            return;
+        }
+        if self.now_ms >= workload.run_until_ms {
+            return;
+        }
+        let job = self.new_job();
+        self.start_job(index, job, 1);
+    }
+
+    fn start_job(&mut self, index: usize, job: Job, attempt: u32) {
+        let coordinator = self.random_data_node();
+        let workload = self.workload_mut();
+        let api = workload.sessions[index].api;
+        let transaction = workload.new_transaction_id(api);
+        let tag = if job.writes_tag() {
+            let group = match job {
+                Job::InsertGroup { group, .. }
+                | Job::UpdateGroup { group, .. }
+                | Job::DeleteGroup { group, .. } => group,
+                _ => unreachable!("writes a tag"),
+            };
+            workload.model.tags.push((group, TagState::Open));
+            workload.model.tags.len() as u64 - 1
+        } else {
+            0
+        };
+        workload.sessions[index].running = Some(Running {
+            job,
+            transaction,
+            coordinator,
+            step: 0,
+            tag,
+            attempt,
+            sent: None,
+            wrote_read_backup: false,
+            own_writes: BTreeMap::new(),
+            scan: None,
+        });
+        if let Job::Audit { mode, scan: true } = self.workload_mut().sessions[index]
+            .running
+            .as_ref()
+            .expect("just set")
+            .job
+        {
+            self.open_scan(index, mode);
+            return;
+        }
+        match self.first_batch(index) {
+            Next::Send(end, operations) => self.send_batch(index, end, operations),
+            Next::Finish => unreachable!("every job sends something"),
+        }
+    }
+
+    fn send_batch(&mut self, index: usize, end: ExecuteEnd, operations: Vec<Op>) {
+        let workload = self.workload_mut();
+        let protocol_operations: Vec<Operation> =
+            operations.iter().map(|op| workload.operation(op)).collect();
+        let read_backup_write = workload.replicas > 1
+            && operations
+                .iter()
+                .any(|op| op.kind.is_write() && workload.tables[op.table as usize].read_backup);
+        let session = &mut workload.sessions[index];
+        let api = session.api;
+        let running = session.running.as_mut().expect("running");
+        running.wrote_read_backup |= read_backup_write;
+        let (transaction, coordinator, tag) =
+            (running.transaction, running.coordinator, running.tag);
+        let sent = Sent { end, operations };
+        let line = format!(
+            "api {api} transaction {transaction} (tag {tag}) -> node {coordinator}: {}",
+            workload.describe(&sent)
+        );
+        let running = workload.sessions[index].running.as_mut().expect("running");
+        assert!(running.sent.is_none(), "one execute at a time");
+        running.sent = Some(sent);
+        self.trace(line);
+        self.outcome.transactions.executes += 1;
+        self.send(
+            api,
+            0,
+            coordinator,
+            Message::Execute(Execute {
+                transaction,
+                end,
+                operations: protocol_operations,
+            }),
+        );
+    }
+
+    /// An `Executed` reached API node `api` from `from`.
+    pub(super) fn workload_receive(&mut self, from: NodeId, api: NodeId, executed: Executed) {
+        let answered_on = self
+            .workload()
+            .answered_on
+            .get(&(api, executed.transaction))
+            .copied();
+        if let Some((load_api, transaction, coordinator)) = self.workload().load
+            && self.workload().phase == Phase::Loading
+            && (load_api, transaction) == (api, executed.transaction)
+        {
+            if from != coordinator || executed.state != TransactionState::Committed {
+                self.fail(format!(
+                    "loading the tables failed: {executed:?} from node {from}"
+                ));
+                return;
+            }
+            self.outcome.transactions.committed += 1;
+            let now = self.now_ms;
+            let fault_ms = self.options.fault_ms;
+            let workload = self.workload_mut();
+            workload.phase = Phase::Running;
+            workload.run_until_ms = now + fault_ms;
+            let think_ms_max = workload.think_ms_max;
+            let sessions = workload.sessions.len();
+            self.trace(format!(
+                "workload: loaded; {sessions} sessions run until {}",
+                now + fault_ms
+            ));
+            for index in 0..sessions {
+                let at = now + between(&mut self.rng, 0, think_ms_max);
+                self.schedule(at, SimEvent::Session { index });
+            }
+            return;
+        }
+        let Some(index) = self.workload().sessions.iter().position(|s| {
+            s.api == api
+                && s.running
+                    .as_ref()
+                    .is_some_and(|r| r.transaction == executed.transaction)
+        }) else {
+            self.fail(format!(
+                "api {api} got an answer for transaction {} it is not running, from node {from}: \
+                 {executed:?}",
+                executed.transaction
+            ));
+            return;
+        };
+        let running = self.workload_mut().sessions[index]
+            .running
+            .as_mut()
+            .expect("found");
+        let Some(sent) = running.sent.take() else {
+            self.fail(format!(
+                "api {api} transaction {} got a second answer from node {from}: {executed:?}",
+                executed.transaction
+            ));
+            return;
+        };
+        let (coordinator, transaction, tag) =
+            (running.coordinator, running.transaction, running.tag);
+        self.trace(format!(
+            "api {api} transaction {transaction} (tag {tag}) <- node {from}: {:?}{} results {:?}",
+            executed.state,
+            match &executed.error {
+                Some(error) => format!(" error {} {}", error.ndb_code, error.message),
+                None => String::new(),
+            },
+            executed
+                .results
+                .iter()
+                .map(|r| (r.error, int_column(&r.data, 1)))
+                .collect::<Vec<_>>()
+        ));
+        if from != coordinator {
+            self.fail(format!(
+                "api {api} transaction {transaction} was answered by node {from}, not its \
+                 coordinator {coordinator}"
+            ));
+            return;
+        }
+        match self.check_answer(index, &sent, &executed, answered_on) {
+            Err(failure) => {
+                let description = self.workload().describe(&sent);
+                self.fail(format!(
+                    "api {api} transaction {transaction} (tag {tag}) on node {coordinator}: \
+                     {failure}\n  sent: {description}\n  got: {executed:?}"
+                ));
+            }
+            Ok(Some(next)) => match next {
+                Next::Send(end, operations) => self.send_batch(index, end, operations),
+                Next::Finish => self.finish_job(index, true, None),
+            },
+            Ok(None) => {}
+        }
+    }
+
+    /// Checks an answer and works out what comes next (`None`: the
+    /// transaction ended aborted and was dealt with).
+    fn check_answer(
+        &mut self,
+        index: usize,
+        sent: &Sent,
+        executed: &Executed,
+        answered_on: Option<AnsweredOn>,
+    ) -> Result<Option<Next>, String> {
+        let running = self.workload().sessions[index]
+            .running
+            .as_ref()
+            .expect("running");
+        let job = running.job.clone();
+        let wrote_read_backup = running.wrote_read_backup;
+        if executed.state == TransactionState::Aborted {
+            if sent.end == ExecuteEnd::Rollback {
+                if executed.error.is_some() {
+                    return Err("a rollback was answered with an error".into());
+                }
+                self.outcome.transactions.marks.rollbacks += 1;
+                self.finish_job(index, false, None);
+                return Ok(None);
+            }
+            let Some(error) = &executed.error else {
+                return Err("aborted without an error".into());
+            };
+            if !job.may_abort_with(error.ndb_code) {
+                return Err(format!("unexpected error {}", error.ndb_code));
+            }
+            if error.ndb_code == LOCK_WAIT_TIMEOUT {
+                self.outcome.transactions.marks.lock_wait_timeouts += 1;
+            }
+            self.finish_job(index, false, Some(error.ndb_code));
+            return Ok(None);
+        }
+        let expected_state = match sent.end {
+            ExecuteEnd::Commit => TransactionState::Committed,
+            _ => TransactionState::Open,
+        };
+        if executed.state != expected_state || executed.error.is_some() {
+            return Err(format!("expected {expected_state:?} without error"));
+        }
+        if executed.results.len() != sent.operations.len() {
+            return Err(format!(
+                "{} results for {} operations",
+                executed.results.len(),
+                sent.operations.len()
+            ));
+        }
+        for (op, result) in sent.operations.iter().zip(&executed.results) {
+            if result.error == 0 {
+                continue;
+            }
+            if !op.ignore_error {
+                return Err(format!(
+                    "error {} on an operation not ignoring errors",
+                    result.error
+                ));
+            }
+            if result.error != NO_SUCH_ROW && result.error != LOCK_WAIT_TIMEOUT {
+                return Err(format!("unexpected ignored error {}", result.error));
+            }
+            if op.id < 0 && result.error != NO_SUCH_ROW {
+                return Err(format!("a missing row answered {}", result.error));
+            }
+            self.outcome.transactions.marks.ignored_errors += 1;
+            if result.error == LOCK_WAIT_TIMEOUT {
+                self.outcome.transactions.marks.lock_wait_timeouts += 1;
+            }
+        }
+        self.check_own_writes(index, sent, executed)?;
+        if executed.state == TransactionState::Committed {
+            match answered_on {
+                Some(AnsweredOn::Completed) if wrote_read_backup => {
+                    self.outcome.transactions.marks.answered_after_complete += 1;
+                }
+                Some(AnsweredOn::Completed) => {
+                    return Err(
+                        "the commit waited for the complete phase without a READ_BACKUP write"
+                            .into(),
+                    );
+                }
+                on if wrote_read_backup => {
+                    return Err(format!(
+                        "a READ_BACKUP write was acknowledged before the complete phase (on {on:?})"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        self.after_batch(index, sent, executed, job)
+    }
+
+    /// The transaction of session `index` ended.
+    fn finish_job(&mut self, index: usize, committed: bool, error: Option<u16>) {
+        if committed {
+            self.outcome.transactions.committed += 1;
+        } else {
+            self.outcome.transactions.aborted += 1;
+        }
+        let now = self.now_ms;
+        let workload = self.workload_mut();
+        let running = workload.sessions[index].running.take().expect("running");
+        if running.tag != 0 {
+            workload.model.tags[running.tag as usize].1 = if committed {
+                TagState::Committed
+            } else {
+                TagState::Aborted
+            };
+        }
+        match &running.job {
+            Job::InsertGroup { group, .. } => {
+                workload.model.groups[*group].inserted = Some(committed);
+            }
+            Job::DeleteGroup {
+                group,
+                reinsert: false,
+                ..
+            } if committed => {
+                workload.model.groups[*group].deleted = true;
+            }
+            Job::Increment { counter, .. } if committed => {
+                workload.model.increments[*counter as usize] += 1;
+            }
+            _ => {}
+        }
+        let retry = error == Some(LOCK_WAIT_TIMEOUT)
+            && running.job.retried()
+            && running.attempt < ATTEMPTS_MAX
+            && workload.phase == Phase::Running
+            && now < workload.run_until_ms;
+        if retry {
+            self.start_job(index, running.job, running.attempt + 1);
+            return;
+        }
+        let think_ms_max = self.workload().think_ms_max;
+        let think_ms = between(&mut self.rng, 0, think_ms_max);
+        self.schedule(now + think_ms, SimEvent::Session { index });
+    }
+}
+
+impl Workload {
+    fn new_transaction_id(&mut self, api: NodeId) -> u64 {
+        let next = self.next_transaction.get_mut(&api).expect("an API node");
+        let id = *next;
+        *next += 1;
+        id
+    }
+}

@@ -1,0 +1,171 @@
+//! Audits by scan: every account read with one scan (committed, shared or
+//! exclusive), batch by batch across the fragments, then committed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use protocol::{ExecuteEnd, Message, NodeId, OperationKind, ScanNext, ScanOpen, ScanRows};
+
+use super::jobs::Job;
+use super::{LOCK_WAIT_TIMEOUT, Simulation, WorkTable, between};
+use crate::run::transactions::int_column;
+
+/// A scan of every account, as its batches arrive.
+#[derive(Default)]
+pub(super) struct ScanState {
+    /// Fragments whose last batch came.
+    pub(super) finished: BTreeSet<u32>,
+    pub(super) rows: BTreeMap<i64, i64>,
+    /// The scan failed and the transaction is being rolled back.
+    pub(super) failed: bool,
+}
+
+impl Simulation {
+    /// Opens a scan of every account for session `index`.
+    pub(super) fn open_scan(&mut self, index: usize, mode: OperationKind) {
+        let batch_rows = between(&mut self.rng, 1, 8) as u32;
+        let workload = self.workload_mut();
+        let table = workload.table_id(WorkTable::Bank);
+        let api = workload.sessions[index].api;
+        let running = workload.sessions[index].running.as_mut().expect("running");
+        running.scan = Some(ScanState::default());
+        let (transaction, coordinator) = (running.transaction, running.coordinator);
+        self.trace(format!(
+            "api {api} transaction {transaction} -> node {coordinator}: scan bank {mode:?}, \
+             {batch_rows} rows a batch"
+        ));
+        self.send(
+            api,
+            0,
+            coordinator,
+            Message::ScanOpen(ScanOpen {
+                transaction,
+                scan: 1,
+                table,
+                columns: vec![0, 1],
+                mode,
+                batch_rows,
+                batch_bytes: 1 << 16,
+                ..ScanOpen::default()
+            }),
+        );
+    }
+
+    /// A batch of a scan reached API node `api` from `from`.
+    pub(in crate::run) fn workload_scan_rows(&mut self, from: NodeId, api: NodeId, rows: ScanRows) {
+        let result = self.on_scan_rows(from, api, &rows);
+        if let Err(failure) = result {
+            self.fail(format!(
+                "api {api} transaction {} scan: {failure}\n  got from node {from}: {} rows, \
+                 fragment {}, finished {}, error {:?}",
+                rows.transaction, rows.rows, rows.fragment, rows.finished, rows.error
+            ));
+        }
+    }
+
+    pub(super) fn on_scan_rows(
+        &mut self,
+        from: NodeId,
+        api: NodeId,
+        rows: &ScanRows,
+    ) -> Result<(), String> {
+        let partitions = self.workload().tables[WorkTable::Bank as usize].partitions as usize;
+        let (accounts, total) = (self.workload().accounts, self.workload().model.total);
+        let index = self
+            .workload()
+            .sessions
+            .iter()
+            .position(|s| {
+                s.api == api
+                    && s.running
+                        .as_ref()
+                        .is_some_and(|r| r.transaction == rows.transaction)
+            })
+            .ok_or("no such transaction is running")?;
+        let running = self.workload_mut().sessions[index]
+            .running
+            .as_mut()
+            .expect("found");
+        let Job::Audit { mode, .. } = running.job else {
+            return Err("the transaction runs no scan".into());
+        };
+        if from != running.coordinator || rows.scan != 1 {
+            return Err("rows from another coordinator or scan".into());
+        }
+        let transaction = running.transaction;
+        let scan = running.scan.as_mut().ok_or("the scan was over")?;
+        if scan.failed {
+            // Batches already on their way when the scan failed elsewhere.
+            return Ok(());
+        }
+        if let Some(error) = &rows.error {
+            if error.ndb_code != LOCK_WAIT_TIMEOUT || !mode.locks() {
+                return Err(format!("unexpected error {}", error.ndb_code));
+            }
+            scan.failed = true;
+            self.outcome.transactions.marks.lock_wait_timeouts += 1;
+            self.send_batch(index, ExecuteEnd::Rollback, Vec::new());
+            return Ok(());
+        }
+        if scan.finished.contains(&rows.fragment) {
+            return Err(format!(
+                "fragment {} sent rows after its last batch",
+                rows.fragment
+            ));
+        }
+        let mut data = rows.data.as_slice();
+        let mut count = 0;
+        while !data.is_empty() {
+            let length =
+                u32::from_le_bytes(data[..4].try_into().map_err(|_| "truncated rows")?) as usize;
+            let row = data.get(4..4 + length).ok_or("truncated rows")?;
+            data = &data[4 + length..];
+            count += 1;
+            let (Some(id), Some(balance)) = (int_column(row, 0), int_column(row, 1)) else {
+                return Err("a row without id or balance".into());
+            };
+            if scan.rows.insert(id, balance).is_some() {
+                return Err(format!("account {id} came twice"));
+            }
+        }
+        if count != rows.rows {
+            return Err(format!("{count} rows where {} were announced", rows.rows));
+        }
+        if !rows.finished {
+            self.send(
+                api,
+                0,
+                from,
+                Message::ScanNext(ScanNext {
+                    transaction,
+                    scan: 1,
+                    fragments: vec![rows.fragment],
+                    coordinator: 0,
+                }),
+            );
+            return Ok(());
+        }
+        scan.finished.insert(rows.fragment);
+        if scan.finished.len() < partitions {
+            return Ok(());
+        }
+        let scan = running.scan.take().expect("checked");
+        if scan.rows.len() != accounts as usize
+            || scan.rows.keys().any(|id| *id < 0 || *id >= accounts)
+        {
+            return Err(format!(
+                "the scan found accounts {:?}",
+                scan.rows.keys().collect::<Vec<_>>()
+            ));
+        }
+        let sum: i64 = scan.rows.values().sum();
+        if mode.locks() && sum != total {
+            return Err(format!(
+                "a locked scan of every account sums to {sum}, not {total}"
+            ));
+        }
+        running.step = 1;
+        self.outcome.transactions.scans += 1;
+        self.send_batch(index, ExecuteEnd::Commit, Vec::new());
+        Ok(())
+    }
+}

@@ -1,0 +1,78 @@
+//! Runs the transaction workload (`SimulationOptions::transactions`) over
+//! many seeds and cluster shapes. `SHOAL_SIM_SEEDS` sets the seeds per
+//! shape (default 1000), as for `seeds.rs`; a failure prints the command
+//! that replays it. The coverage marks prove the seeds reached the rare
+//! paths of the commit protocol.
+
+use simulator::{SimulationOptions, TransactionMarks, run};
+
+fn seeds_per_shape() -> u64 {
+    std::env::var("SHOAL_SIM_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000)
+}
+
+fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) -> TransactionMarks {
+    let mut marks = TransactionMarks::default();
+    let (mut committed, mut aborted, mut executes, mut rows, mut scans) = (0, 0, 0, 0, 0);
+    for seed in first_seed..first_seed + seeds_per_shape() {
+        let options = SimulationOptions::transactions(seed, data_nodes, replicas);
+        match run(&options) {
+            Ok(outcome) => {
+                let transactions = outcome.transactions;
+                marks.add(&transactions.marks);
+                committed += transactions.committed;
+                aborted += transactions.aborted;
+                executes += transactions.executes;
+                rows += transactions.rows_checked;
+                scans += transactions.scans;
+                assert!(transactions.committed > 0, "seed {seed}: nothing committed");
+            }
+            Err(failure) => panic!("{failure}"),
+        }
+    }
+    eprintln!(
+        "{data_nodes} nodes, {replicas} replicas: {} seeds, {executes} executes, {committed} \
+         committed, {aborted} aborted, {scans} scans, {rows} rows compared; {marks:?}",
+        seeds_per_shape()
+    );
+    assert!(scans > 0, "no scan read every account");
+    marks
+}
+
+/// Every rare path must be reached, or the checkers never saw it.
+fn assert_marks(marks: &TransactionMarks) {
+    assert!(marks.lock_wait_timeouts > 0, "{marks:?}");
+    assert!(marks.backup_refusals > 0, "{marks:?}");
+    assert!(marks.ignored_errors > 0, "{marks:?}");
+    assert!(marks.rollbacks > 0, "{marks:?}");
+    assert!(marks.answered_after_complete > 0, "{marks:?}");
+    assert!(marks.multi_fragment_commits > 0, "{marks:?}");
+}
+
+#[test]
+fn transactions_two_nodes_two_replicas() {
+    assert_marks(&run_shape(2, 2, 10_000));
+}
+
+#[test]
+fn transactions_four_nodes_two_replicas() {
+    assert_marks(&run_shape(4, 2, 20_000));
+}
+
+#[test]
+fn transactions_three_nodes_three_replicas() {
+    assert_marks(&run_shape(3, 3, 30_000));
+}
+
+#[test]
+fn a_quiet_transaction_run_replays_exactly() {
+    let mut options = SimulationOptions::transactions(42, 4, 2);
+    options.faults = false;
+    options.keep_trace = true;
+    let first = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
+    let second = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
+    assert!(first.transactions.committed > 0);
+    assert_eq!(first.trace, second.trace);
+}

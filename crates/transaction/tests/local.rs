@@ -1,0 +1,675 @@
+//! Two data nodes, each running a coordinator and a query handler, joined
+//! by an in-memory network that delivers every directed link in order
+//! (as TCP does) and the links one after another in a fixed order: small,
+//! deterministic runs of the commit protocol without randomness.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use protocol::{
+    ClusterState, Execute, ExecuteEnd, Executed, Fragment, Member, Message, NodeId, Operation,
+    OperationKind, ScanNext, ScanOpen, TableEntry, TransactionState,
+};
+use schema::distribution::TableOptions;
+use schema::{AttrInfoReader, AttrInfoWriter, ColumnDef, ColumnType, TableDef, Value};
+use storage::engine::EngineConfig;
+use transaction::{Coordinator, CoordinatorConfig, QueryHandler, Routing};
+
+const API: NodeId = 200;
+const TABLE: u32 = 1;
+const PARTITIONS: u32 = 2;
+
+struct DataNode {
+    coordinator: Coordinator,
+    query_handler: QueryHandler,
+}
+
+/// What happened at one delivery step: the message delivered and what the
+/// receiver sent in answer.
+struct Step {
+    to: NodeId,
+    delivered: Message,
+    sent: Vec<(NodeId, Message)>,
+}
+
+struct Cluster {
+    nodes: BTreeMap<NodeId, DataNode>,
+    links: BTreeMap<(NodeId, NodeId), VecDeque<Message>>,
+    answers: VecDeque<Message>,
+    steps: Vec<Step>,
+    routing: Routing,
+}
+
+fn table_definition(read_backup: bool) -> Vec<u8> {
+    let table = TableDef::new(
+        "t",
+        vec![
+            ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
+            ColumnDef::new("value", ColumnType::BigInt { unsigned: false }, true),
+        ],
+        vec![0],
+        vec![],
+    )
+    .expect("a valid table");
+    let options = TableOptions {
+        read_backup,
+        partitions: Some(PARTITIONS),
+        ..TableOptions::default()
+    };
+    let mut out = Vec::new();
+    schema::table_codec::encode_table(&table, &options, &mut out);
+    out
+}
+
+fn cluster_state(read_backup: bool) -> ClusterState {
+    ClusterState {
+        generation: 1,
+        version: 2,
+        members: vec![
+            Member {
+                node: 1,
+                incarnation: 1,
+            },
+            Member {
+                node: 2,
+                incarnation: 2,
+            },
+        ],
+        removed: Vec::new(),
+        schema_version: 1,
+        next_table_id: TABLE + 1,
+        tables: vec![TableEntry {
+            id: TABLE,
+            name: "t".into(),
+            schema_version: 1,
+            definition: table_definition(read_backup),
+            partition_count: PARTITIONS,
+            fully_replicated: false,
+            read_backup,
+            // Partition 0 has its primary on node 1, partition 1 on node 2.
+            fragments: vec![
+                Fragment {
+                    partition: 0,
+                    node_group: 0,
+                    replicas: vec![1, 2],
+                    ldm: 0,
+                },
+                Fragment {
+                    partition: 1,
+                    node_group: 0,
+                    replicas: vec![2, 1],
+                    ldm: 0,
+                },
+            ],
+        }],
+    }
+}
+
+fn engine_config() -> EngineConfig {
+    EngineConfig {
+        data_memory_bytes: 4 << 20,
+        operations_max: 256,
+        scans_max: 16,
+        ..EngineConfig::default()
+    }
+}
+
+impl Cluster {
+    fn new(read_backup: bool, config: CoordinatorConfig) -> Cluster {
+        let mut routing = Routing::new();
+        assert!(routing.install(&cluster_state(read_backup)).is_empty());
+        let mut nodes = BTreeMap::new();
+        for node in [1, 2] {
+            let mut query_handler = QueryHandler::new(node, engine_config()).expect("engine");
+            query_handler.install(&routing);
+            let log = query_handler.take_log();
+            assert!(log.is_empty(), "{log:?}");
+            let mut coordinator = Coordinator::new(node, 1, config);
+            let mut out = Vec::new();
+            coordinator.install(&routing, &mut out);
+            assert!(out.is_empty());
+            nodes.insert(
+                node,
+                DataNode {
+                    coordinator,
+                    query_handler,
+                },
+            );
+        }
+        Cluster {
+            nodes,
+            links: BTreeMap::new(),
+            answers: VecDeque::new(),
+            steps: Vec::new(),
+            routing,
+        }
+    }
+
+    fn send(&mut self, from: NodeId, messages: Vec<(NodeId, Message)>) {
+        for (to, message) in messages {
+            self.links.entry((from, to)).or_default().push_back(message);
+        }
+    }
+
+    /// Delivers the oldest message of the first non-empty link (in link
+    /// order); false when nothing is in flight.
+    fn deliver_one(&mut self) -> bool {
+        let Some((&(from, to), _)) = self.links.iter().find(|(_, queue)| !queue.is_empty()) else {
+            return false;
+        };
+        let message = self
+            .links
+            .get_mut(&(from, to))
+            .and_then(VecDeque::pop_front)
+            .expect("non-empty");
+        if to == API {
+            self.answers.push_back(message.clone());
+            self.steps.push(Step {
+                to,
+                delivered: message,
+                sent: Vec::new(),
+            });
+            return true;
+        }
+        let node = self.nodes.get_mut(&to).expect("a data node");
+        let mut out = Vec::new();
+        let rest = node.coordinator.on_message(from, message.clone(), &mut out);
+        if let Some(rest) = rest {
+            let unhandled = node.query_handler.on_message(0, rest, &mut out);
+            assert!(unhandled.is_none(), "nobody took {unhandled:?}");
+        }
+        self.steps.push(Step {
+            to,
+            delivered: message,
+            sent: out.clone(),
+        });
+        self.send(to, out);
+        true
+    }
+
+    /// Delivers until the API has an answer; other messages stay in flight.
+    fn until_answer(&mut self) -> Message {
+        loop {
+            if let Some(answer) = self.answers.pop_front() {
+                return answer;
+            }
+            assert!(
+                self.deliver_one(),
+                "the API got no answer and nothing is in flight"
+            );
+        }
+    }
+
+    fn quiesce(&mut self) {
+        while self.deliver_one() {}
+    }
+
+    fn execute(
+        &mut self,
+        coordinator: NodeId,
+        transaction: u64,
+        end: ExecuteEnd,
+        operations: Vec<Operation>,
+    ) -> Executed {
+        self.send(
+            API,
+            vec![(
+                coordinator,
+                Message::Execute(Execute {
+                    transaction,
+                    end,
+                    operations,
+                }),
+            )],
+        );
+        match self.until_answer() {
+            Message::Executed(executed) => {
+                assert_eq!(executed.transaction, transaction);
+                executed
+            }
+            other => panic!("expected Executed, got {other:?}"),
+        }
+    }
+
+    fn committed_rows(&mut self, node: NodeId) -> Vec<(i64, Option<i64>)> {
+        let query_handler = &mut self.nodes.get_mut(&node).expect("node").query_handler;
+        let mut rows = Vec::new();
+        for fragment in 0..PARTITIONS {
+            for row in query_handler
+                .committed_rows(TABLE, fragment)
+                .expect("replica here")
+            {
+                rows.push((int(&row, 0).expect("id"), int(&row, 1)));
+            }
+        }
+        rows.sort_unstable();
+        rows
+    }
+
+    fn assert_idle(&mut self) {
+        self.quiesce();
+        for (node, data_node) in &self.nodes {
+            assert_eq!(data_node.coordinator.open_transactions(), 0, "node {node}");
+            assert_eq!(data_node.query_handler.open_work(), 0, "node {node}");
+            assert_eq!(
+                data_node.query_handler.engine().operations_in_use(),
+                0,
+                "node {node}"
+            );
+            data_node.query_handler.engine().check_invariants();
+        }
+    }
+
+    /// A key whose row lives in `partition`.
+    fn key_in(&self, partition: u32, skip: usize) -> i32 {
+        let route = self.routing.table(TABLE).expect("table");
+        let mut scratch = Vec::new();
+        (0..)
+            .filter(|id| {
+                route
+                    .partition_of_key(&key(*id), &mut scratch)
+                    .expect("key")
+                    == partition
+            })
+            .nth(skip)
+            .expect("some key")
+    }
+}
+
+fn key(id: i32) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    Value::Int(i64::from(id))
+        .encode(&ColumnType::Int { unsigned: false }, &mut bytes)
+        .expect("an INT");
+    let mut out = Vec::new();
+    AttrInfoWriter::new(&mut out).push(0, Some(&bytes));
+    out
+}
+
+/// An insert's values: every column, the key's too (the engine builds the
+/// row from these alone).
+fn row(id: i32, value: i64) -> Vec<u8> {
+    let mut out = key(id);
+    let mut bytes = Vec::new();
+    Value::Int(value)
+        .encode(&ColumnType::BigInt { unsigned: false }, &mut bytes)
+        .expect("a BIGINT");
+    AttrInfoWriter::new(&mut out).push(1, Some(&bytes));
+    out
+}
+
+/// Column `column` (0 = id INT, 1 = value BIGINT) of AttrInfo, if present.
+fn int(attrinfo: &[u8], column: u16) -> Option<i64> {
+    let column_type = if column == 0 {
+        ColumnType::Int { unsigned: false }
+    } else {
+        ColumnType::BigInt { unsigned: false }
+    };
+    match AttrInfoReader::find(attrinfo, column).expect("AttrInfo") {
+        Some(Some(bytes)) => match Value::decode(&column_type, bytes) {
+            Value::Int(value) => Some(value),
+            other => panic!("not an integer: {other:?}"),
+        },
+        _ => None,
+    }
+}
+
+fn insert(id: i32, value: i64) -> Operation {
+    Operation {
+        table: TABLE,
+        kind: OperationKind::Insert,
+        key: key(id),
+        values: row(id, value),
+        ..Operation::default()
+    }
+}
+
+fn read(id: i32, kind: OperationKind) -> Operation {
+    Operation {
+        table: TABLE,
+        kind,
+        key: key(id),
+        columns: vec![0, 1],
+        ..Operation::default()
+    }
+}
+
+fn delete(id: i32) -> Operation {
+    Operation {
+        table: TABLE,
+        kind: OperationKind::Delete,
+        key: key(id),
+        ..Operation::default()
+    }
+}
+
+#[test]
+fn insert_and_commit_then_read_from_both_replicas() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let (a, b) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 10), insert(b, 20)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    assert_eq!(executed.error, None);
+    assert!(executed.results.iter().all(|r| r.error == 0));
+    // READ_BACKUP: each coordinator reads its own node's replica, the
+    // primary's for one key and the backup's for the other.
+    for coordinator in [1, 2] {
+        let executed = cluster.execute(
+            coordinator,
+            10 + u64::from(coordinator),
+            ExecuteEnd::Commit,
+            vec![
+                read(a, OperationKind::ReadCommitted),
+                read(b, OperationKind::ReadCommitted),
+            ],
+        );
+        assert_eq!(executed.state, TransactionState::Committed);
+        assert_eq!(int(&executed.results[0].data, 1), Some(10));
+        assert_eq!(int(&executed.results[1].data, 1), Some(20));
+    }
+    cluster.assert_idle();
+    let expected = {
+        let mut rows = vec![(i64::from(a), Some(10)), (i64::from(b), Some(20))];
+        rows.sort_unstable();
+        rows
+    };
+    assert_eq!(cluster.committed_rows(1), expected);
+    assert_eq!(cluster.committed_rows(2), expected);
+}
+
+#[test]
+fn rollback_leaves_nothing() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let (a, b) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
+    let executed = cluster.execute(2, 1, ExecuteEnd::NoCommit, vec![insert(a, 1), insert(b, 2)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    // The transaction reads its own uncommitted row; others do not see it.
+    let own = cluster.execute(
+        2,
+        1,
+        ExecuteEnd::NoCommit,
+        vec![read(a, OperationKind::ReadCommitted)],
+    );
+    assert_eq!(int(&own.results[0].data, 1), Some(1));
+    let mut other_read = read(a, OperationKind::ReadCommitted);
+    other_read.ignore_error = true;
+    let other = cluster.execute(1, 2, ExecuteEnd::Commit, vec![other_read]);
+    assert_eq!(other.state, TransactionState::Committed);
+    assert_eq!(other.results[0].error, 626);
+    let executed = cluster.execute(2, 1, ExecuteEnd::Rollback, Vec::new());
+    assert_eq!(executed.state, TransactionState::Aborted);
+    assert_eq!(executed.error, None, "a rollback asked for is no error");
+    cluster.assert_idle();
+    assert!(cluster.committed_rows(1).is_empty());
+    assert!(cluster.committed_rows(2).is_empty());
+}
+
+#[test]
+fn duplicate_insert_gives_630_and_aborts() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let (a, b) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    // Another row of the same transaction, on the other partition, must
+    // be undone with it.
+    let executed = cluster.execute(2, 2, ExecuteEnd::Commit, vec![insert(b, 5), insert(a, 2)]);
+    assert_eq!(executed.state, TransactionState::Aborted, "{executed:?}");
+    assert_eq!(executed.error.as_ref().map(|e| e.ndb_code), Some(630));
+    assert_eq!(executed.results[1].error, 630);
+    cluster.assert_idle();
+    assert_eq!(cluster.committed_rows(1), vec![(i64::from(a), Some(1))]);
+    assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(1))]);
+}
+
+#[test]
+fn an_ignored_error_leaves_the_transaction_open_and_committable() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let (a, missing) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
+    let mut ignored = delete(missing);
+    ignored.ignore_error = true;
+    let executed = cluster.execute(1, 1, ExecuteEnd::NoCommit, vec![ignored, insert(a, 7)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    assert_eq!(executed.error, None);
+    assert_eq!(executed.results[0].error, 626);
+    assert_eq!(executed.results[1].error, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    assert_eq!(cluster.committed_rows(1), vec![(i64::from(a), Some(7))]);
+    assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(7))]);
+}
+
+#[test]
+fn the_transaction_limit_gives_4006() {
+    let config = CoordinatorConfig {
+        transactions_max: 2,
+        ..CoordinatorConfig::default()
+    };
+    let mut cluster = Cluster::new(true, config);
+    let keys: Vec<i32> = (0..3).map(|i| cluster.key_in(0, i)).collect();
+    for (transaction, id) in [(1, keys[0]), (2, keys[1])] {
+        let executed = cluster.execute(1, transaction, ExecuteEnd::NoCommit, vec![insert(id, 1)]);
+        assert_eq!(executed.state, TransactionState::Open);
+    }
+    let refused = cluster.execute(1, 3, ExecuteEnd::NoCommit, vec![insert(keys[2], 1)]);
+    assert_eq!(refused.state, TransactionState::Aborted);
+    assert_eq!(refused.error.as_ref().map(|e| e.ndb_code), Some(4006));
+    // The other coordinator has room.
+    let elsewhere = cluster.execute(2, 3, ExecuteEnd::Commit, vec![insert(keys[2], 3)]);
+    assert_eq!(elsewhere.state, TransactionState::Committed);
+    for transaction in [1, 2] {
+        let executed = cluster.execute(1, transaction, ExecuteEnd::Commit, Vec::new());
+        assert_eq!(executed.state, TransactionState::Committed);
+    }
+    // With room again, the refused id starts a transaction.
+    let executed = cluster.execute(
+        1,
+        3,
+        ExecuteEnd::Commit,
+        vec![read(keys[2], OperationKind::ReadShared)],
+    );
+    assert_eq!(executed.state, TransactionState::Committed);
+    assert_eq!(int(&executed.results[0].data, 1), Some(3));
+    cluster.assert_idle();
+    assert_eq!(cluster.committed_rows(1).len(), 3);
+}
+
+/// The step at which the API's answer to `transaction` was sent.
+fn answer_step(cluster: &Cluster, transaction: u64) -> usize {
+    cluster
+        .steps
+        .iter()
+        .position(|step| {
+            step.sent.iter().any(|(to, message)| {
+                *to == API
+                    && matches!(message, Message::Executed(e) if e.transaction == transaction)
+            })
+        })
+        .expect("answered")
+}
+
+#[test]
+fn read_backup_commit_is_answered_after_complete() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let (a, b) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1), insert(b, 2)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    let step = answer_step(&cluster, 1);
+    // The answer went out on the last Completed, after both fragments
+    // completed: every backup has committed.
+    let completed = |step: &Step| matches!(step.delivered, Message::Completed(_));
+    assert!(
+        completed(&cluster.steps[step]),
+        "answered on {:?}",
+        cluster.steps[step].delivered
+    );
+    assert_eq!(
+        cluster.steps[..=step]
+            .iter()
+            .filter(|s| completed(s))
+            .count(),
+        2
+    );
+    // So a committed read of the backups, sent now, sees both rows.
+    let executed = cluster.execute(
+        2,
+        2,
+        ExecuteEnd::Commit,
+        vec![
+            read(a, OperationKind::ReadCommitted),
+            read(b, OperationKind::ReadCommitted),
+        ],
+    );
+    assert_eq!(int(&executed.results[0].data, 1), Some(1));
+    assert_eq!(int(&executed.results[1].data, 1), Some(2));
+    cluster.assert_idle();
+}
+
+#[test]
+fn without_read_backup_the_commit_is_answered_before_complete() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    let step = answer_step(&cluster, 1);
+    assert!(
+        matches!(cluster.steps[step].delivered, Message::Committed(_)),
+        "answered on {:?}",
+        cluster.steps[step].delivered
+    );
+    // Complete still runs, and the coordinator forgets the transaction then.
+    cluster.quiesce();
+    assert!(
+        cluster.steps[step..]
+            .iter()
+            .any(|s| matches!(s.delivered, Message::Completed(_)))
+    );
+    assert_eq!(
+        cluster.steps.iter().filter(|s| s.to == API).count(),
+        1,
+        "one answer per execute"
+    );
+    cluster.assert_idle();
+    assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(1))]);
+}
+
+#[test]
+fn a_scan_runs_in_batches_across_both_nodes() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let operations: Vec<Operation> = (0..10).map(|id| insert(id, i64::from(id) * 10)).collect();
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, operations);
+    assert_eq!(executed.state, TransactionState::Committed);
+    // Two rows per batch: the API asks for the rest with ScanNext, which
+    // the coordinator passes on to the query handlers.
+    cluster.send(
+        API,
+        vec![(
+            2,
+            Message::ScanOpen(ScanOpen {
+                transaction: 2,
+                scan: 1,
+                table: TABLE,
+                columns: vec![0, 1],
+                mode: OperationKind::ReadShared,
+                batch_rows: 2,
+                batch_bytes: 1 << 16,
+                ..ScanOpen::default()
+            }),
+        )],
+    );
+    let mut seen = Vec::new();
+    let mut finished = 0;
+    while finished < PARTITIONS {
+        let Message::ScanRows(rows) = cluster.until_answer() else {
+            panic!("expected rows");
+        };
+        assert_eq!(rows.error, None);
+        let mut rest = rows.data.as_slice();
+        while !rest.is_empty() {
+            let length = u32::from_le_bytes(rest[..4].try_into().expect("4 bytes")) as usize;
+            seen.push(int(&rest[4..4 + length], 0).expect("id"));
+            rest = &rest[4 + length..];
+        }
+        if rows.finished {
+            finished += 1;
+        } else {
+            cluster.send(
+                API,
+                vec![(
+                    2,
+                    Message::ScanNext(ScanNext {
+                        transaction: 2,
+                        scan: 1,
+                        fragments: vec![rows.fragment],
+                        coordinator: 0,
+                    }),
+                )],
+            );
+        }
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, (0..10).collect::<Vec<i64>>());
+    let executed = cluster.execute(2, 2, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+}
+
+fn update(id: i32, value: i64) -> Operation {
+    Operation {
+        table: TABLE,
+        kind: OperationKind::Update,
+        key: key(id),
+        values: row(id, value)[key(id).len()..].to_vec(),
+        ..Operation::default()
+    }
+}
+
+#[test]
+fn operations_behind_a_lock_wait_run_in_order() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    // Transaction 2 holds the row's lock.
+    let holder = cluster.execute(
+        1,
+        2,
+        ExecuteEnd::NoCommit,
+        vec![read(a, OperationKind::ReadExclusive)],
+    );
+    assert_eq!(holder.state, TransactionState::Open);
+    // Transaction 3's update waits for it; the read and the second update
+    // behind it in the same batch must wait too, then see the first update.
+    cluster.send(
+        API,
+        vec![(
+            2,
+            Message::Execute(Execute {
+                transaction: 3,
+                end: ExecuteEnd::Commit,
+                operations: vec![
+                    update(a, 5),
+                    read(a, OperationKind::ReadCommitted),
+                    update(a, 6),
+                    read(a, OperationKind::ReadExclusive),
+                ],
+            }),
+        )],
+    );
+    cluster.quiesce();
+    assert!(
+        cluster.answers.is_empty(),
+        "transaction 3 waits for the lock"
+    );
+    let released = cluster.execute(1, 2, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(released.state, TransactionState::Committed);
+    let Message::Executed(executed) = cluster.until_answer() else {
+        panic!("expected Executed");
+    };
+    assert_eq!(executed.transaction, 3);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    assert_eq!(int(&executed.results[1].data, 1), Some(5));
+    assert_eq!(int(&executed.results[3].data, 1), Some(6));
+    cluster.assert_idle();
+    assert_eq!(cluster.committed_rows(1), vec![(i64::from(a), Some(6))]);
+    assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(6))]);
+}
