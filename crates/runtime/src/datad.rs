@@ -355,10 +355,7 @@ impl Runtime {
             }
             let now = self.now_ms();
             if self.handler.next_deadline_ms().is_some_and(|at| at <= now) {
-                let mut out = std::mem::take(&mut self.transaction_out);
-                self.handler.tick(now, &mut out);
-                self.send_transaction_messages(&mut out);
-                self.transaction_out = out;
+                self.run_transaction_blocks(|runtime, out| runtime.handler.tick(now, out));
             }
             if now >= self.block.next_tick_ms() {
                 let report = self.handler.memory_report();
@@ -542,32 +539,49 @@ impl Runtime {
     /// Hands a transaction message to the coordinator or the query handler,
     /// then delivers what they send, messages to this node included.
     fn on_transaction_message(&mut self, from: NodeId, role: NodeRole, message: Message) {
-        let now = self.now_ms();
-        let mut out = std::mem::take(&mut self.transaction_out);
-        match role {
+        self.run_transaction_blocks(|runtime, out| match role {
             NodeRole::Api => {
                 // API nodes talk to coordinators only.
                 if !transaction::for_query_handler(&message)
                     || matches!(message, Message::ScanNext(_) | Message::ScanClose { .. })
                 {
-                    self.coordinator.on_message(from, message, &mut out);
+                    runtime.coordinator.on_message(from, message, out);
                 }
             }
-            NodeRole::Data => {
-                if transaction::for_query_handler(&message) {
-                    self.handler.on_message(now, message, &mut out);
-                } else {
-                    self.coordinator.on_message(from, message, &mut out);
-                }
-            }
+            NodeRole::Data => runtime.on_data_node_message(from, message, out),
             NodeRole::Management => {}
+        });
+    }
+
+    /// A transaction message from a data node (this one included) goes to
+    /// the query handler or the coordinator.
+    fn on_data_node_message(
+        &mut self,
+        from: NodeId,
+        message: Message,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        if transaction::for_query_handler(&message) {
+            let now = self.now_ms();
+            self.handler.on_message(now, message, out);
+        } else {
+            self.coordinator.on_message(from, message, out);
         }
+    }
+
+    /// Runs `step` on the transaction blocks, then sends what they put out;
+    /// messages to this node go through the local queue, in order, until it
+    /// is empty. The output buffer is reused from call to call.
+    fn run_transaction_blocks(
+        &mut self,
+        step: impl FnOnce(&mut Runtime, &mut Vec<(NodeId, Message)>),
+    ) {
+        let mut out = std::mem::take(&mut self.transaction_out);
+        step(self, &mut out);
         self.send_transaction_messages(&mut out);
         self.transaction_out = out;
     }
 
-    /// Sends the blocks' output; messages to this node go through the local
-    /// queue, in order, until it is empty.
     fn send_transaction_messages(&mut self, out: &mut Vec<(NodeId, Message)>) {
         loop {
             for (to, message) in out.drain(..) {
@@ -580,12 +594,7 @@ impl Runtime {
             let Some(message) = self.local.pop_front() else {
                 return;
             };
-            let now = self.now_ms();
-            if transaction::for_query_handler(&message) {
-                self.handler.on_message(now, message, out);
-            } else {
-                self.coordinator.on_message(self.node, message, out);
-            }
+            self.on_data_node_message(self.node, message, out);
         }
     }
 
@@ -623,10 +632,9 @@ impl Runtime {
                     self.node,
                     &format!("connection to API node {} closed: {why}", peer.node),
                 );
-                let mut out = std::mem::take(&mut self.transaction_out);
-                self.coordinator.on_api_failed(peer.node, &mut out);
-                self.send_transaction_messages(&mut out);
-                self.transaction_out = out;
+                self.run_transaction_blocks(|runtime, out| {
+                    runtime.coordinator.on_api_failed(peer.node, out);
+                });
             }
         }
         if Some(token) == self.management {
@@ -659,10 +667,9 @@ impl Runtime {
                     for line in self.handler.take_log() {
                         log(self.node, &line);
                     }
-                    let mut out = std::mem::take(&mut self.transaction_out);
-                    self.coordinator.install(&self.routing, &mut out);
-                    self.send_transaction_messages(&mut out);
-                    self.transaction_out = out;
+                    self.run_transaction_blocks(|runtime, out| {
+                        runtime.coordinator.install(&runtime.routing, out);
+                    });
                     let members: Vec<String> =
                         state.members.iter().map(|m| m.node.to_string()).collect();
                     log(

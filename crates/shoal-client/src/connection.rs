@@ -286,11 +286,12 @@ impl Cluster {
 
     /// The counters of every session of this connection, summed.
     pub fn counters(&self) -> crate::session::Counters {
-        let mut values = [0u64; crate::session::COUNTERS];
-        for (value, counter) in values.iter_mut().zip(&self.inner.shared.counters.values) {
-            *value = counter.load(Ordering::Relaxed);
-        }
-        crate::session::Counters::from_values(&values)
+        crate::session::Counters::from_values(&self.counter_values())
+    }
+
+    pub(crate) fn counter_values(&self) -> [u64; crate::session::COUNTERS] {
+        let counters = &self.inner.shared.counters.values;
+        std::array::from_fn(|index| counters[index].load(Ordering::Relaxed))
     }
 
     pub(crate) fn release_session(&self, id: u32) {

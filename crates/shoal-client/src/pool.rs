@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::connection::Cluster;
 use crate::error::ClientError;
-use crate::session::{Counters, Session};
+use crate::session::{COUNTERS, Counters, Session};
 
 pub struct ClusterPool {
     connections: Vec<Cluster>,
@@ -46,21 +46,12 @@ impl ClusterPool {
 
     /// The counters of every connection, summed.
     pub fn counters(&self) -> Counters {
-        let mut total = Counters::default();
+        let mut total = [0u64; COUNTERS];
         for connection in &self.connections {
-            let c = connection.counters();
-            total.execute_count += c.execute_count;
-            total.pk_op_count += c.pk_op_count;
-            total.scan_count += c.scan_count;
-            total.pruned_scan_count += c.pruned_scan_count;
-            total.scan_batch_count += c.scan_batch_count;
-            total.trans_start_count += c.trans_start_count;
-            total.trans_commit_count += c.trans_commit_count;
-            total.trans_abort_count += c.trans_abort_count;
-            total.bytes_sent_count += c.bytes_sent_count;
-            total.bytes_received_count += c.bytes_received_count;
-            total.data_node_hops += c.data_node_hops;
+            for (sum, value) in total.iter_mut().zip(connection.counter_values()) {
+                *sum += value;
+            }
         }
-        total
+        Counters::from_values(&total)
     }
 }

@@ -220,16 +220,29 @@ impl Transaction {
         OperationId(self.records.len() - 1)
     }
 
+    /// Defines an operation from typed values: the primary key is taken
+    /// from `key`, the columns to set are `values`.
+    fn define_typed(
+        &mut self,
+        table: &Arc<TableRoute>,
+        kind: OperationKind,
+        key: &[(ColumnId, Value)],
+        values: &[(ColumnId, Value)],
+        columns: &[ColumnId],
+    ) -> Result<OperationId, ClientError> {
+        self.check_open()?;
+        let key = encode_key(table, key)?;
+        let values = encode_values(table, values)?;
+        Ok(self.define(table, kind, key, values, columns.to_vec()))
+    }
+
     /// Inserts a row (every NOT NULL column given).
     pub fn insert(
         &mut self,
         table: &Arc<TableRoute>,
         row: &[(ColumnId, Value)],
     ) -> Result<OperationId, ClientError> {
-        self.check_open()?;
-        let key = encode_key(table, row)?;
-        let values = encode_values(table, row)?;
-        Ok(self.define(table, OperationKind::Insert, key, values, Vec::new()))
+        self.define_typed(table, OperationKind::Insert, row, row, &[])
     }
 
     /// Inserts the row, or overwrites the row with its key (NDB's writeTuple).
@@ -238,10 +251,7 @@ impl Transaction {
         table: &Arc<TableRoute>,
         row: &[(ColumnId, Value)],
     ) -> Result<OperationId, ClientError> {
-        self.check_open()?;
-        let key = encode_key(table, row)?;
-        let values = encode_values(table, row)?;
-        Ok(self.define(table, OperationKind::Write, key, values, Vec::new()))
+        self.define_typed(table, OperationKind::Write, row, row, &[])
     }
 
     /// Sets `values` in the row with primary key `key`.
@@ -251,10 +261,7 @@ impl Transaction {
         key: &[(ColumnId, Value)],
         values: &[(ColumnId, Value)],
     ) -> Result<OperationId, ClientError> {
-        self.check_open()?;
-        let key = encode_key(table, key)?;
-        let values = encode_values(table, values)?;
-        Ok(self.define(table, OperationKind::Update, key, values, Vec::new()))
+        self.define_typed(table, OperationKind::Update, key, values, &[])
     }
 
     pub fn delete(
@@ -262,9 +269,7 @@ impl Transaction {
         table: &Arc<TableRoute>,
         key: &[(ColumnId, Value)],
     ) -> Result<OperationId, ClientError> {
-        self.check_open()?;
-        let key = encode_key(table, key)?;
-        Ok(self.define(table, OperationKind::Delete, key, Vec::new(), Vec::new()))
+        self.define_typed(table, OperationKind::Delete, key, &[], &[])
     }
 
     /// Reads `columns` of the row with primary key `key`.
@@ -275,9 +280,7 @@ impl Transaction {
         columns: &[ColumnId],
         lock: LockMode,
     ) -> Result<OperationId, ClientError> {
-        self.check_open()?;
-        let key = encode_key(table, key)?;
-        Ok(self.define(table, lock.read_kind(), key, Vec::new(), columns.to_vec()))
+        self.define_typed(table, lock.read_kind(), key, &[], columns)
     }
 
     /// Defines an operation from AttrInfo already encoded (key: every

@@ -20,7 +20,8 @@ use schema::distribution::TableOptions;
 use schema::{ColumnDef, ColumnType, TableDef};
 
 use crate::network::{Network, NetworkFaults, TcpLinks};
-use transactions::{TransactionBlocks, is_transaction_message};
+use transaction::is_transaction_message;
+use transactions::TransactionBlocks;
 pub use transactions::{TransactionMarks, TransactionOutcome};
 use workload::Workload;
 

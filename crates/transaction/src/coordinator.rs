@@ -507,50 +507,38 @@ impl Coordinator {
         );
     }
 
-    fn on_key_confirm(&mut self, confirm: KeyConfirm, out: &mut Vec<(NodeId, Message)>) {
-        let Some(transaction) = self.transactions.get_mut(&confirm.transaction) else {
-            return;
-        };
-        let Some(batch) = transaction.batch.as_mut() else {
-            return;
-        };
-        let Some(index) = confirm.operation.checked_sub(batch.first) else {
-            return;
-        };
-        let index = index as usize;
-        if transaction.stage != Stage::Executing
-            || index >= batch.slots.len()
-            || batch.slots[index].answered
-        {
-            return;
+    /// Marks operation `number` of the transaction's running batch answered
+    /// and returns the batch and the operation's index in it; `None` for an
+    /// answer that is late (the batch ended) or repeated.
+    fn take_answer(&mut self, id: u64, number: u32) -> Option<(&mut Batch, usize)> {
+        let transaction = self.transactions.get_mut(&id)?;
+        if transaction.stage != Stage::Executing {
+            return None;
+        }
+        let batch = transaction.batch.as_mut()?;
+        let index = number.checked_sub(batch.first)? as usize;
+        if batch.slots.get(index).is_none_or(|slot| slot.answered) {
+            return None;
         }
         batch.slots[index].answered = true;
-        batch.results[index].data = confirm.data;
         batch.outstanding -= 1;
+        Some((batch, index))
+    }
+
+    fn on_key_confirm(&mut self, confirm: KeyConfirm, out: &mut Vec<(NodeId, Message)>) {
+        let Some((batch, index)) = self.take_answer(confirm.transaction, confirm.operation) else {
+            return;
+        };
+        batch.results[index].data = confirm.data;
         self.finish_batch_if_done(confirm.transaction, out);
     }
 
     fn on_key_refuse(&mut self, refuse: KeyRefuse, out: &mut Vec<(NodeId, Message)>) {
-        let Some(transaction) = self.transactions.get_mut(&refuse.transaction) else {
+        let Some((batch, index)) = self.take_answer(refuse.transaction, refuse.operation) else {
             return;
         };
-        let Some(batch) = transaction.batch.as_mut() else {
-            return;
-        };
-        let Some(index) = refuse.operation.checked_sub(batch.first) else {
-            return;
-        };
-        let index = index as usize;
-        if transaction.stage != Stage::Executing
-            || index >= batch.slots.len()
-            || batch.slots[index].answered
-        {
-            return;
-        }
-        let slot = &mut batch.slots[index];
-        slot.answered = true;
         batch.results[index].error = refuse.error.ndb_code;
-        batch.outstanding -= 1;
+        let slot = batch.slots[index];
         // A backup failing after its primary changed the row cannot be
         // ignored: the replicas would differ.
         let ignorable = slot.ignore_error && refuse.node == slot.first;

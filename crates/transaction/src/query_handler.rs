@@ -40,8 +40,8 @@
 use std::collections::VecDeque;
 
 use protocol::{
-    ErrorReply, KeyConfirm, KeyRefuse, KeyRequest, Message, NodeId, OperationKind, Phase,
-    PhaseDone, ScanNext, ScanOpen, ScanRows,
+    KeyConfirm, KeyRefuse, KeyRequest, Message, NodeId, OperationKind, Phase, PhaseDone, ScanNext,
+    ScanOpen, ScanRows,
 };
 use schema::{Error, ErrorCode, TableDef};
 use storage::engine::{
@@ -170,12 +170,6 @@ impl QueryHandler {
         std::mem::take(&mut self.log)
     }
 
-    /// Rows of one fragment replica here, if it is here (for checkers).
-    pub fn fragment_rows(&self, table: u32, fragment: u32) -> Option<u64> {
-        let replica = self.fragments.get(&(table, fragment))?;
-        self.engine.row_count(replica.engine_table)
-    }
-
     /// The committed rows of a fragment replica here, each as AttrInfo of
     /// every column in column order, sorted; `None` if the replica is not
     /// here. For checkers: every replica of a fragment must hold the same
@@ -232,13 +226,6 @@ impl QueryHandler {
         Some(rows)
     }
 
-    /// The engine table holding a fragment replica here.
-    pub fn engine_table(&self, table: u32, fragment: u32) -> Option<u32> {
-        self.fragments
-            .get(&(table, fragment))
-            .map(|r| r.engine_table)
-    }
-
     /// Engine transactions this handler has open (work not yet committed
     /// or aborted everywhere).
     pub fn open_work(&self) -> usize {
@@ -256,7 +243,7 @@ impl QueryHandler {
                 }
             }
         }
-        let stale: Vec<(u32, u32)> = self
+        let mut stale: Vec<(u32, u32)> = self
             .fragments
             .iter()
             .filter(|(key, replica)| {
@@ -266,7 +253,6 @@ impl QueryHandler {
             })
             .map(|(key, _)| *key)
             .collect();
-        let mut stale = stale;
         stale.sort_unstable();
         for key in stale {
             let replica = self.fragments.remove(&key).expect("listed above");
@@ -821,9 +807,4 @@ fn bound(bound: &protocol::Bound) -> ScanBound<'_> {
         protocol::Bound::Inclusive(key) => ScanBound::Inclusive(key),
         protocol::Bound::Exclusive(key) => ScanBound::Exclusive(key),
     }
-}
-
-/// The error a replica answers when it cannot run an operation.
-pub fn refusal(error: &Error) -> ErrorReply {
-    reply_for(error)
 }

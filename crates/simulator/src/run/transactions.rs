@@ -105,28 +105,6 @@ pub enum AnsweredOn {
     Other,
 }
 
-pub fn is_transaction_message(message: &Message) -> bool {
-    matches!(
-        message,
-        Message::Execute(_)
-            | Message::Executed(_)
-            | Message::ScanOpen(_)
-            | Message::ScanRows(_)
-            | Message::ScanNext(_)
-            | Message::ScanClose { .. }
-            | Message::KeyRequest(_)
-            | Message::KeyConfirm(_)
-            | Message::KeyRefuse(_)
-            | Message::Commit(_)
-            | Message::Committed(_)
-            | Message::Complete(_)
-            | Message::Completed(_)
-            | Message::Abort(_)
-            | Message::Aborted(_)
-            | Message::FragmentScanOpen(_)
-    )
-}
-
 fn answered_on(message: &Message) -> AnsweredOn {
     match message {
         Message::Execute(_) => AnsweredOn::Execute,
