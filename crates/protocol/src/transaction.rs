@@ -132,7 +132,14 @@ pub struct Operation {
     /// An error of this operation leaves the transaction open (NDB's
     /// AO_IgnoreError); otherwise it aborts the transaction.
     pub ignore_error: bool,
+    /// A unique-index operation: the position of a unique index among the
+    /// table's ordered indexes, and `key` holds that index's columns
+    /// instead of the primary key (reads, updates and deletes only).
+    pub index: Option<u16>,
 }
+
+/// The wire value of `Operation::index` for a primary-key operation.
+const NO_INDEX: u16 = u16::MAX;
 
 /// API → TC: run a batch of operations in a transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -351,6 +358,7 @@ pub(crate) fn put_execute(w: &mut Writer, execute: &Execute) {
         w.bytes(&operation.values);
         put_columns(w, &operation.columns);
         w.bool(operation.ignore_error);
+        w.u16(operation.index.unwrap_or(NO_INDEX));
     }
 }
 
@@ -359,7 +367,7 @@ pub(crate) fn get_execute(r: &mut Reader) -> Result<Execute, DecodeError> {
     let id = r.u8("execute end")?;
     let end = ExecuteEnd::from_wire_id(id)
         .ok_or_else(|| DecodeError::new(format!("unknown execute end {id}")))?;
-    let count = r.count(18, "operations")?;
+    let count = r.count(20, "operations")?;
     let mut operations = Vec::with_capacity(count);
     for _ in 0..count {
         operations.push(Operation {
@@ -369,6 +377,10 @@ pub(crate) fn get_execute(r: &mut Reader) -> Result<Execute, DecodeError> {
             values: r.bytes("values")?.to_vec(),
             columns: get_columns(r)?,
             ignore_error: r.bool("ignore error")?,
+            index: match r.u16("index")? {
+                NO_INDEX => None,
+                position => Some(position),
+            },
         });
     }
     Ok(Execute {

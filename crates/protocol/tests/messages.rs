@@ -316,15 +316,17 @@ fn operation() -> impl Strategy<Value = Operation> {
         bytes(12),
         prop::collection::vec(any::<u16>(), 0..4),
         any::<bool>(),
+        prop::option::of(0u16..64),
     )
         .prop_map(
-            |(table, kind, key, values, columns, ignore_error)| Operation {
+            |(table, kind, key, values, columns, ignore_error, index)| Operation {
                 table,
                 kind,
                 key,
                 values,
                 columns,
                 ignore_error,
+                index,
             },
         )
 }

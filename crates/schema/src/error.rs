@@ -82,6 +82,11 @@ pub enum ErrorCode {
     /// The transaction coordinator is busy with this transaction (an
     /// execute arrived before the previous one was answered).
     TransactionBusy,
+    /// A write would give a unique index a second row with the same key.
+    UniqueViolation,
+    /// The operation names an index the table does not have (or one that
+    /// is not unique, for a unique-index operation).
+    NoSuchIndex,
 }
 
 impl ErrorCode {
@@ -104,6 +109,8 @@ impl ErrorCode {
             TooManyCoordinatorOperations => 233,
             NodeFailure => 4010,
             TransactionBusy => 4102,
+            UniqueViolation => 893,
+            NoSuchIndex => 4243,
             TooManyScans => 488,
             NoSuchTransaction => 4350,
             WrongKey => 4259,
@@ -132,7 +139,8 @@ impl ErrorCode {
         use ErrorCode::*;
         match self {
             NoSuchRow => 1032,
-            DuplicateKey => 1062,
+            DuplicateKey | UniqueViolation => 1062,
+            NoSuchIndex => 1176,
             TableFull => 1114,
             LockWaitTimeout => 1205,
             RowTooLarge => 1118,
@@ -207,6 +215,8 @@ impl ErrorCode {
             TooManyKeys => "Too many keys specified",
             TooManyColumns => "Too many columns",
             WrongKey => "The key does not name exactly the key columns of the table or index",
+            UniqueViolation => "Constraint violation e.g. duplicate value in unique index",
+            NoSuchIndex => "Index not found",
             TooManyOperations => {
                 "Out of operation records in local data manager (increase MaxNoOfConcurrentOperations)"
             }

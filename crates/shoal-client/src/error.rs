@@ -65,6 +65,11 @@ impl ClientError {
         let (mysql_code, message) = match ndb_code {
             626 => (1032, "Tuple did not exist"),
             630 => (1062, "Tuple already existed when attempting to insert"),
+            893 => (
+                1062,
+                "Constraint violation e.g. duplicate value in unique index",
+            ),
+            4243 => (1176, "Index not found"),
             266 => (
                 1205,
                 "Time-out in NDB, probably caused by deadlock: lock wait timeout exceeded; \

@@ -18,7 +18,7 @@ use protocol::{
     ScanOpen, ScanRows, TransactionState, encode_frame,
 };
 use schema::table::ColumnId;
-use schema::{AttrInfoReader, AttrInfoWriter, Storage, Value};
+use schema::{AttrInfoReader, AttrInfoWriter, ErrorCode, Storage, Value};
 use transaction::TableRoute;
 use transaction::maps::Map;
 
@@ -211,6 +211,7 @@ impl Transaction {
             values,
             columns,
             ignore_error: false,
+            index: None,
         });
         self.records.push(OperationRecord {
             table: Arc::clone(table),
@@ -281,6 +282,84 @@ impl Transaction {
         lock: LockMode,
     ) -> Result<OperationId, ClientError> {
         self.define_typed(table, lock.read_kind(), key, &[], columns)
+    }
+
+    /// Reads `columns` of the row whose unique index `index` has the key
+    /// `key` (every column of the index). A read by unique key locks: the
+    /// index row and the row stay locked until the transaction ends, and
+    /// `LockMode::Committed` takes a shared lock (as NDB does).
+    pub fn read_unique(
+        &mut self,
+        table: &Arc<TableRoute>,
+        index: &str,
+        key: &[(ColumnId, Value)],
+        columns: &[ColumnId],
+        lock: LockMode,
+    ) -> Result<OperationId, ClientError> {
+        self.define_unique(table, index, lock.read_kind(), key, &[], columns)
+    }
+
+    /// Sets `values` in the row whose unique index `index` has the key `key`.
+    pub fn update_unique(
+        &mut self,
+        table: &Arc<TableRoute>,
+        index: &str,
+        key: &[(ColumnId, Value)],
+        values: &[(ColumnId, Value)],
+    ) -> Result<OperationId, ClientError> {
+        self.define_unique(table, index, OperationKind::Update, key, values, &[])
+    }
+
+    /// Deletes the row whose unique index `index` has the key `key`.
+    pub fn delete_unique(
+        &mut self,
+        table: &Arc<TableRoute>,
+        index: &str,
+        key: &[(ColumnId, Value)],
+    ) -> Result<OperationId, ClientError> {
+        self.define_unique(table, index, OperationKind::Delete, key, &[], &[])
+    }
+
+    fn define_unique(
+        &mut self,
+        table: &Arc<TableRoute>,
+        index: &str,
+        kind: OperationKind,
+        key: &[(ColumnId, Value)],
+        values: &[(ColumnId, Value)],
+        columns: &[ColumnId],
+    ) -> Result<OperationId, ClientError> {
+        self.check_open()?;
+        let unique = table
+            .unique_indexes
+            .iter()
+            .find(|i| i.name.eq_ignore_ascii_case(index))
+            .ok_or_else(|| ClientError {
+                ndb_code: ErrorCode::NoSuchIndex.ndb_code().expect("has one"),
+                mysql_code: ErrorCode::NoSuchIndex.mysql_code(),
+                message: format!("table {} has no unique index {index}", table.name),
+            })?;
+        let key: Vec<(ColumnId, Value)> = unique
+            .columns
+            .iter()
+            .map(|column| {
+                key.iter()
+                    .find(|(c, _)| c == column)
+                    .cloned()
+                    .ok_or_else(|| {
+                        ClientError::usage(format!(
+                            "the key of index {index} needs column {}",
+                            table.def.columns[usize::from(*column)].name
+                        ))
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+        let key = encode_values(table, &key)?;
+        let values = encode_values(table, values)?;
+        let operation = self.define(table, kind, key, values, columns.to_vec());
+        let defined = self.defined.last_mut().expect("just defined");
+        defined.index = Some(unique.position);
+        Ok(operation)
     }
 
     /// Defines an operation from AttrInfo already encoded (key: every

@@ -785,3 +785,110 @@ fn case_insensitive_primary_key_is_one_key() {
     let entries: Vec<_> = AttrInfoReader::new(&out).map(|e| e.unwrap()).collect();
     assert_eq!(entries[0].1, Some(&b"abd"[..]));
 }
+
+/// Runs a write with `columns` and returns what it output: the row before
+/// the write.
+fn write_returning(
+    engine: &mut Engine,
+    transaction: u64,
+    kind: OperationKind,
+    id: i32,
+    row: &[u8],
+) -> Result<Vec<u8>, ErrorCode> {
+    let key = key(id);
+    let mut out = Vec::new();
+    engine
+        .execute(
+            0,
+            &OperationRequest {
+                transaction,
+                token: 0,
+                table: TABLE,
+                kind,
+                key: &key,
+                values: row,
+                columns: &[1, 2],
+            },
+            &mut out,
+        )
+        .map_err(|e| e.code)?;
+    Ok(out)
+}
+
+#[test]
+fn writes_with_columns_return_the_row_before_them() {
+    let mut engine = engine();
+    let fresh = write_returning(
+        &mut engine,
+        1,
+        OperationKind::Insert,
+        7,
+        &values(7, Some("a"), Some(1)),
+    )
+    .unwrap();
+    assert!(
+        fresh.is_empty(),
+        "an insert of a new row has no before image"
+    );
+    commit(&mut engine, 1);
+
+    let before_update = write_returning(
+        &mut engine,
+        2,
+        OperationKind::Update,
+        7,
+        &values(7, Some("b"), Some(2)),
+    )
+    .unwrap();
+    assert_eq!(decode(&before_update), (Some("a".into()), Some(1)));
+    // The same transaction's next write sees its own change as "before".
+    let before_write = write_returning(
+        &mut engine,
+        2,
+        OperationKind::Write,
+        7,
+        &values(7, None, Some(3)),
+    )
+    .unwrap();
+    assert_eq!(decode(&before_write), (Some("b".into()), Some(2)));
+    let before_delete = write_returning(&mut engine, 2, OperationKind::Delete, 7, &[]).unwrap();
+    assert_eq!(decode(&before_delete), (None, Some(3)));
+    let upsert_new = write_returning(
+        &mut engine,
+        2,
+        OperationKind::Write,
+        8,
+        &values(8, Some("c"), None),
+    )
+    .unwrap();
+    assert!(
+        upsert_new.is_empty(),
+        "a write that inserts has no before image"
+    );
+}
+
+#[test]
+fn an_insert_whose_row_disagrees_with_its_key_is_refused() {
+    let mut engine = engine();
+    // The key says 1, the row says 2: storing it would file row 2 under
+    // key 1's hash.
+    let refused = run(
+        &mut engine,
+        1,
+        OperationKind::Insert,
+        1,
+        &values(2, Some("x"), None),
+    );
+    assert_eq!(refused, Err(ErrorCode::WrongKey));
+    let refused = run(
+        &mut engine,
+        1,
+        OperationKind::Write,
+        1,
+        &values(2, Some("x"), None),
+    );
+    assert_eq!(refused, Err(ErrorCode::WrongKey));
+    engine.abort(1).unwrap();
+    assert_eq!(read(&mut engine, NO_TRANSACTION, 1), None);
+    assert_eq!(read(&mut engine, NO_TRANSACTION, 2), None);
+}

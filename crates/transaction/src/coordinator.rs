@@ -35,9 +35,12 @@ use protocol::{
 };
 use schema::ErrorCode;
 
+use std::sync::Arc;
+
 use crate::errors::{reply, reply_for};
 use crate::maps::Map;
 use crate::routing::{Routing, TableRoute};
+use crate::unique;
 
 /// Limits of one coordinator, from the configuration.
 #[derive(Debug, Clone, Copy)]
@@ -85,12 +88,44 @@ struct Participant {
     done: bool,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct OperationSlot {
     ignore_error: bool,
     /// The node the operation was sent to first.
     first: NodeId,
     answered: bool,
+    /// The batch result this operation answers: its own, or for an
+    /// operation the coordinator added, the API operation it serves.
+    result: u32,
+    follow: Follow,
+}
+
+/// What the coordinator does when an operation is confirmed.
+#[derive(Debug, Clone)]
+enum Follow {
+    /// The confirm's data is the operation's result.
+    Answer,
+    /// A unique-index lookup: run `then` on the base table with the
+    /// primary key found in the index row (see `unique`).
+    Lookup { position: u16, then: Box<Operation> },
+    /// A write on a table with unique indexes: the confirm's data is the
+    /// row before it, from which the index rows are kept in step.
+    Maintain(Box<Operation>),
+    /// An index-row insert made by `Maintain`: a duplicate is a unique
+    /// constraint violation.
+    IndexInsert,
+    /// An index-row delete made by `Maintain`.
+    IndexDelete,
+}
+
+impl Follow {
+    /// Operations only the coordinator may send (on hidden index tables).
+    fn is_internal(&self) -> bool {
+        matches!(
+            self,
+            Follow::Lookup { .. } | Follow::IndexInsert | Follow::IndexDelete
+        )
+    }
 }
 
 struct Batch {
@@ -388,8 +423,7 @@ impl Coordinator {
             hops: 0,
         });
         for (index, operation) in execute.operations.into_iter().enumerate() {
-            let number = first + index as u32;
-            self.send_operation(id, number, operation, out);
+            self.send_operation(id, operation, index as u32, Follow::Answer, out);
             // A failed operation may have aborted the transaction already.
             if self
                 .transactions
@@ -402,29 +436,77 @@ impl Coordinator {
         self.finish_batch_if_done(id, out);
     }
 
-    /// Routes one operation and sends it, or fails it at once.
+    /// Routes one operation and sends it, or fails it at once. It takes
+    /// the batch's next operation number; `result` is the batch result it
+    /// answers.
     fn send_operation(
         &mut self,
         id: u64,
-        number: u32,
-        operation: Operation,
+        mut operation: Operation,
+        result: u32,
+        mut follow: Follow,
         out: &mut Vec<(NodeId, Message)>,
     ) {
         self.counters.operations += 1;
-        let routed = match self.routing.table(operation.table) {
-            None => Err(reply(
-                ErrorCode::NoSuchTable,
-                format!("no table with id {}", operation.table),
-            )),
-            Some(route) => route
-                .partition_of_key(&operation.key, &mut self.key_scratch)
-                .map_err(|e| reply_for(&e))
-                .map(|partition| (route.clone(), partition)),
+        let route = match self.routing.table(operation.table) {
+            Some(route) if route.base_table.is_none() || follow.is_internal() => Arc::clone(route),
+            _ => {
+                let error = reply(
+                    ErrorCode::NoSuchTable,
+                    format!("no table with id {}", operation.table),
+                );
+                self.fail_operation_early(id, &operation, result, follow, error, out);
+                return;
+            }
         };
-        let (route, partition) = match routed {
-            Ok(routed) => routed,
+        let route = if let Some(position) = operation.index {
+            match unique::lookup(&route, &operation) {
+                Ok((found, then)) => {
+                    operation = found;
+                    follow = Follow::Lookup {
+                        position,
+                        then: Box::new(then),
+                    };
+                    let index = route.unique_index(position).expect("checked by lookup");
+                    Arc::clone(
+                        self.routing
+                            .table(index.table)
+                            .expect("installed with its base"),
+                    )
+                }
+                Err(error) => {
+                    self.fail_operation_early(
+                        id,
+                        &operation,
+                        result,
+                        follow,
+                        reply_for(&error),
+                        out,
+                    );
+                    return;
+                }
+            }
+        } else {
+            route
+        };
+        if operation.kind.is_write() {
+            operation.columns.clear();
+            if !route.unique_indexes.is_empty() {
+                // The row before the write, for the index rows (see `unique`).
+                operation.columns.clone_from(&route.unique_columns);
+                follow = Follow::Maintain(Box::new(Operation {
+                    table: operation.table,
+                    kind: operation.kind,
+                    key: operation.key.clone(),
+                    values: operation.values.clone(),
+                    ..Operation::default()
+                }));
+            }
+        }
+        let partition = match route.partition_of_key(&operation.key, &mut self.key_scratch) {
+            Ok(partition) => partition,
             Err(error) => {
-                self.fail_operation_early(id, number, operation.ignore_error, error, out);
+                self.fail_operation_early(id, &operation, result, follow, reply_for(&error), out);
                 return;
             }
         };
@@ -447,16 +529,19 @@ impl Coordinator {
                         route.name
                     ),
                 );
-                self.fail_operation_early(id, number, operation.ignore_error, error, out);
+                self.fail_operation_early(id, &operation, result, follow, error, out);
                 return;
             }
         };
         let first = chain[0];
         let batch = transaction.batch.as_mut().expect("executing");
+        let number = batch.first + batch.slots.len() as u32;
         batch.slots.push(OperationSlot {
             ignore_error: operation.ignore_error,
             first,
             answered: false,
+            result,
+            follow,
         });
         if first == self.node {
             self.counters.local_operations += 1;
@@ -484,17 +569,21 @@ impl Coordinator {
     fn fail_operation_early(
         &mut self,
         id: u64,
-        number: u32,
-        ignore_error: bool,
+        operation: &Operation,
+        result: u32,
+        follow: Follow,
         error: ErrorReply,
         out: &mut Vec<(NodeId, Message)>,
     ) {
         let transaction = self.transactions.get_mut(&id).expect("executing");
         let batch = transaction.batch.as_mut().expect("executing");
+        let number = batch.first + batch.slots.len() as u32;
         batch.slots.push(OperationSlot {
-            ignore_error,
+            ignore_error: operation.ignore_error,
             first: self.node,
             answered: false,
+            result,
+            follow,
         });
         self.on_key_refuse(
             KeyRefuse {
@@ -526,26 +615,118 @@ impl Coordinator {
     }
 
     fn on_key_confirm(&mut self, confirm: KeyConfirm, out: &mut Vec<(NodeId, Message)>) {
-        let Some((batch, index)) = self.take_answer(confirm.transaction, confirm.operation) else {
+        let id = confirm.transaction;
+        let Some((batch, index)) = self.take_answer(id, confirm.operation) else {
             return;
         };
-        batch.results[index].data = confirm.data;
-        self.finish_batch_if_done(confirm.transaction, out);
+        let result = batch.slots[index].result;
+        match std::mem::replace(&mut batch.slots[index].follow, Follow::Answer) {
+            Follow::Answer => batch.results[result as usize].data = confirm.data,
+            Follow::IndexInsert | Follow::IndexDelete => {}
+            Follow::Lookup { position, then } => {
+                let route = Arc::clone(self.routing.table(then.table).expect("routed before"));
+                let index = route.unique_index(position).expect("routed before");
+                match unique::base_key(&route, index, &confirm.data) {
+                    Ok(key) => {
+                        let then = Operation { key, ..*then };
+                        if !self.add_operation(id, then, result, Follow::Answer, out) {
+                            return;
+                        }
+                    }
+                    Err(error) => {
+                        self.abort(id, Some(reply_for(&error)), out);
+                        return;
+                    }
+                }
+            }
+            Follow::Maintain(write) => {
+                let route = Arc::clone(self.routing.table(write.table).expect("routed before"));
+                let changes = match unique::maintenance(&route, &write, &confirm.data) {
+                    Ok(changes) => changes,
+                    Err(error) => {
+                        self.abort(id, Some(reply_for(&error)), out);
+                        return;
+                    }
+                };
+                for change in changes {
+                    let follow = if change.insert {
+                        Follow::IndexInsert
+                    } else {
+                        Follow::IndexDelete
+                    };
+                    if !self.add_operation(id, change.operation, result, follow, out) {
+                        return;
+                    }
+                }
+            }
+        }
+        self.finish_batch_if_done(id, out);
+    }
+
+    /// Adds an operation of the coordinator's own to the running batch (a
+    /// unique-index step) and sends it. Returns false when the transaction
+    /// is no longer executing (the operation limit aborted it, or the
+    /// operation failed and aborted it).
+    fn add_operation(
+        &mut self,
+        id: u64,
+        operation: Operation,
+        result: u32,
+        follow: Follow,
+        out: &mut Vec<(NodeId, Message)>,
+    ) -> bool {
+        if self.operations_in_use >= self.config.operations_max {
+            let error = reply(
+                ErrorCode::TooManyCoordinatorOperations,
+                format!(
+                    "node {} has {} operations in open transactions, its \
+                     MaxNoOfConcurrentOperations; unique-index upkeep needs more",
+                    self.node, self.operations_in_use
+                ),
+            );
+            self.abort(id, Some(error), out);
+            return false;
+        }
+        self.operations_in_use += 1;
+        let transaction = self.transactions.get_mut(&id).expect("executing");
+        transaction.operations += 1;
+        let batch = transaction.batch.as_mut().expect("executing");
+        assert_eq!(
+            transaction.next_operation,
+            batch.first + batch.slots.len() as u32,
+            "added operations number on from the batch"
+        );
+        transaction.next_operation += 1;
+        batch.outstanding += 1;
+        self.send_operation(id, operation, result, follow, out);
+        self.transactions
+            .get(&id)
+            .is_some_and(|t| t.stage == Stage::Executing)
     }
 
     fn on_key_refuse(&mut self, refuse: KeyRefuse, out: &mut Vec<(NodeId, Message)>) {
         let Some((batch, index)) = self.take_answer(refuse.transaction, refuse.operation) else {
             return;
         };
-        batch.results[index].error = refuse.error.ndb_code;
-        let slot = batch.slots[index];
+        let slot = &batch.slots[index];
+        let mut error = refuse.error;
+        if matches!(slot.follow, Follow::IndexInsert)
+            && error.ndb_code == ErrorCode::DuplicateKey.ndb_code().expect("has one")
+        {
+            error = reply(
+                ErrorCode::UniqueViolation,
+                "another row has this unique index key",
+            );
+        }
+        batch.results[slot.result as usize].error = error.ndb_code;
         // A backup failing after its primary changed the row cannot be
-        // ignored: the replicas would differ.
+        // ignored: the replicas would differ. Index upkeep is never
+        // ignorable: its base row has changed.
         let ignorable = slot.ignore_error && refuse.node == slot.first;
         if ignorable {
             self.finish_batch_if_done(refuse.transaction, out);
         } else {
-            self.abort(refuse.transaction, Some(refuse.error), out);
+            self.abort(refuse.transaction, Some(error), out);
         }
     }
 

@@ -15,6 +15,7 @@ pub mod errors;
 pub mod maps;
 pub mod query_handler;
 pub mod routing;
+pub mod unique;
 
 pub use coordinator::{Coordinator, CoordinatorConfig, CoordinatorCounters};
 pub use query_handler::{QueryHandler, QueryHandlerCounters};

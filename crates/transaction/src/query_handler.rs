@@ -239,7 +239,12 @@ impl QueryHandler {
         for route in routing.tables() {
             for (index, fragment) in route.fragments.iter().enumerate() {
                 if fragment.replicas.contains(&self.node) {
-                    wanted.push((route.id, index as u32, route.schema_version, &route.def));
+                    wanted.push((
+                        route.id,
+                        index as u32,
+                        route.schema_version,
+                        &route.fragment_def,
+                    ));
                 }
             }
         }

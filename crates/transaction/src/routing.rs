@@ -16,7 +16,51 @@ use schema::distribution::{
 };
 use schema::key::key_hash;
 use schema::table::ColumnId;
-use schema::{Error, ErrorCode, TableDef, Value};
+use schema::{ColumnDef, Error, ErrorCode, TableDef, Value};
+
+/// Ids of the hidden tables that hold unique indexes have this bit set; the
+/// dictionary's own ids stay far below it.
+pub const UNIQUE_INDEX_TABLE_BIT: u32 = 1 << 31;
+/// Bits of a hidden table id that number the index within its table: one
+/// more than `schema::table::ORDERED_INDEXES_PER_TABLE_MAX` needs.
+const INDEX_POSITION_BITS: u32 = 6;
+/// Largest table id whose unique indexes get hidden table ids.
+pub const UNIQUE_INDEX_BASE_TABLE_ID_MAX: u32 = (UNIQUE_INDEX_TABLE_BIT >> INDEX_POSITION_BITS) - 1;
+
+/// The id of the hidden table holding unique index `position` of `table`.
+pub fn unique_index_table_id(table: u32, position: u16) -> u32 {
+    assert!(table <= UNIQUE_INDEX_BASE_TABLE_ID_MAX);
+    assert!(u32::from(position) < 1 << INDEX_POSITION_BITS);
+    UNIQUE_INDEX_TABLE_BIT | (table << INDEX_POSITION_BITS) | u32::from(position)
+}
+
+/// A unique index of a table, kept as NDB keeps it: a hidden table whose
+/// primary key is the index's columns and whose other columns are the base
+/// table's primary key. Its rows are partitioned by the index key, so a
+/// lookup by the unique key goes to one partition, and inserting a
+/// duplicate there fails like any duplicate primary key. The coordinator
+/// keeps it in step with the base table inside each transaction (see
+/// `coordinator`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UniqueIndex {
+    /// The index's position in the base table's `ordered_indexes`.
+    pub position: u16,
+    pub name: String,
+    /// The hidden table's id.
+    pub table: u32,
+    /// The base table's columns of the index, in index order: the hidden
+    /// table's columns `0..columns.len()`. The base table's primary-key
+    /// columns follow them there, in key order.
+    pub columns: Vec<ColumnId>,
+}
+
+impl UniqueIndex {
+    /// The hidden table's column for base primary-key column number `j`
+    /// (in key order).
+    pub fn key_column(&self, j: usize) -> ColumnId {
+        (self.columns.len() + j) as ColumnId
+    }
+}
 
 /// A table as routing needs it: its definition, options and fragments.
 #[derive(Debug)]
@@ -30,6 +74,18 @@ pub struct TableRoute {
     pub read_backup: bool,
     pub fully_replicated: bool,
     pub fragments: Vec<Fragment>,
+    /// The table's unique indexes (none for a hidden index table).
+    pub unique_indexes: Vec<UniqueIndex>,
+    /// Every column of any unique index, sorted: what a write must return
+    /// of the row before it so the indexes can be kept in step.
+    pub unique_columns: Vec<ColumnId>,
+    /// For a hidden unique-index table: the base table's id.
+    pub base_table: Option<u32>,
+    /// The definition each fragment replica gets in the storage engine: the
+    /// table's, with unique indexes made plain ordered indexes, because a
+    /// fragment sees only its own rows; uniqueness is checked cluster-wide
+    /// in the index's hidden table.
+    pub fragment_def: TableDef,
     /// Copies per partition: 1, or the node group count when fully replicated.
     copies: u32,
 }
@@ -61,6 +117,32 @@ impl TableRoute {
                 ));
             }
         }
+        let mut unique_indexes = Vec::new();
+        let mut fragment_def = def.clone();
+        for (position, index) in def.ordered_indexes.iter().enumerate() {
+            if !index.unique {
+                continue;
+            }
+            if entry.id > UNIQUE_INDEX_BASE_TABLE_ID_MAX {
+                return Err(Error::new(
+                    ErrorCode::CorruptTableDefinition,
+                    format!("table id {} is too large for unique indexes", entry.id),
+                ));
+            }
+            fragment_def.ordered_indexes[position].unique = false;
+            unique_indexes.push(UniqueIndex {
+                position: position as u16,
+                name: index.name.clone(),
+                table: unique_index_table_id(entry.id, position as u16),
+                columns: index.columns.clone(),
+            });
+        }
+        let mut unique_columns: Vec<ColumnId> = unique_indexes
+            .iter()
+            .flat_map(|index| index.columns.iter().copied())
+            .collect();
+        unique_columns.sort_unstable();
+        unique_columns.dedup();
         Ok(TableRoute {
             id: entry.id,
             name: entry.name.clone(),
@@ -71,8 +153,59 @@ impl TableRoute {
             read_backup: entry.read_backup,
             fully_replicated: entry.fully_replicated,
             fragments: entry.fragments.clone(),
+            unique_indexes,
+            unique_columns,
+            base_table: None,
+            fragment_def,
             copies,
         })
+    }
+
+    /// The hidden table of one of this table's unique indexes. It has the
+    /// base table's partition count and fragment placement, and is
+    /// distributed by its whole primary key (the index key).
+    pub fn unique_index_route(&self, index: &UniqueIndex) -> Result<TableRoute, Error> {
+        let mut columns = Vec::with_capacity(index.columns.len() + self.def.primary_key.len());
+        for &column in &index.columns {
+            let base = &self.def.columns[usize::from(column)];
+            columns.push(ColumnDef::new(&base.name, base.column_type.clone(), false));
+        }
+        for &column in &self.def.primary_key {
+            let base = &self.def.columns[usize::from(column)];
+            columns.push(ColumnDef::new(
+                &format!("NDB$PK${}", base.name),
+                base.column_type.clone(),
+                false,
+            ));
+        }
+        let name = format!("{}${}$unique", self.name, index.name);
+        let key: Vec<ColumnId> = (0..index.columns.len() as ColumnId).collect();
+        let def = TableDef::new(&name, columns, key, Vec::new())?;
+        let options = TableOptions {
+            distribution_key: Vec::new(),
+            ..self.options.clone()
+        };
+        Ok(TableRoute {
+            id: index.table,
+            name,
+            schema_version: self.schema_version,
+            fragment_def: def.clone(),
+            def,
+            options,
+            partition_count: self.partition_count,
+            read_backup: self.read_backup,
+            fully_replicated: self.fully_replicated,
+            fragments: self.fragments.clone(),
+            unique_indexes: Vec::new(),
+            unique_columns: Vec::new(),
+            base_table: Some(self.id),
+            copies: self.copies,
+        })
+    }
+
+    /// The unique index at `position` of the table's ordered indexes.
+    pub fn unique_index(&self, position: u16) -> Option<&UniqueIndex> {
+        self.unique_indexes.iter().find(|i| i.position == position)
     }
 
     /// The partition of a primary key given as AttrInfo. `scratch` is reused.
@@ -153,10 +286,27 @@ impl Routing {
             });
             match kept {
                 Some(route) => {
+                    for index in &route.unique_indexes {
+                        let hidden = self
+                            .tables
+                            .get(&index.table)
+                            .expect("installed with its base");
+                        tables.insert(index.table, Arc::clone(hidden));
+                    }
                     tables.insert(entry.id, Arc::clone(route));
                 }
-                None => match TableRoute::from_entry(entry) {
-                    Ok(route) => {
+                None => match TableRoute::from_entry(entry).and_then(|route| {
+                    let hidden = route
+                        .unique_indexes
+                        .iter()
+                        .map(|index| route.unique_index_route(index))
+                        .collect::<Result<Vec<_>, Error>>()?;
+                    Ok((route, hidden))
+                }) {
+                    Ok((route, hidden)) => {
+                        for index_route in hidden {
+                            tables.insert(index_route.id, Arc::new(index_route));
+                        }
                         tables.insert(entry.id, Arc::new(route));
                     }
                     Err(error) => problems.push(format!("table {}: {}", entry.name, error.detail)),
@@ -180,10 +330,11 @@ impl Routing {
         self.tables.get(&id)
     }
 
+    /// A table the dictionary lists (hidden index tables are not found by name).
     pub fn table_by_name(&self, name: &str) -> Option<&Arc<TableRoute>> {
         self.tables
             .values()
-            .find(|t| t.name.eq_ignore_ascii_case(name))
+            .find(|t| t.base_table.is_none() && t.name.eq_ignore_ascii_case(name))
     }
 
     pub fn tables(&self) -> impl Iterator<Item = &Arc<TableRoute>> {

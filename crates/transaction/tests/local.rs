@@ -10,13 +10,17 @@ use protocol::{
     OperationKind, ScanNext, ScanOpen, TableEntry, TransactionState,
 };
 use schema::distribution::TableOptions;
-use schema::{AttrInfoReader, AttrInfoWriter, ColumnDef, ColumnType, TableDef, Value};
+use schema::{AttrInfoReader, AttrInfoWriter, ColumnDef, ColumnType, IndexDef, TableDef, Value};
 use storage::engine::EngineConfig;
+use transaction::routing::unique_index_table_id;
 use transaction::{Coordinator, CoordinatorConfig, QueryHandler, Routing};
 
 const API: NodeId = 200;
 const TABLE: u32 = 1;
 const PARTITIONS: u32 = 2;
+/// The unique column, and its index's position.
+const CODE: u16 = 2;
+const CODE_INDEX: u16 = 0;
 
 struct DataNode {
     coordinator: Coordinator,
@@ -45,9 +49,15 @@ fn table_definition(read_backup: bool) -> Vec<u8> {
         vec![
             ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
             ColumnDef::new("value", ColumnType::BigInt { unsigned: false }, true),
+            // Unique; the tests that leave it NULL have no index rows.
+            ColumnDef::new("code", ColumnType::BigInt { unsigned: false }, true),
         ],
         vec![0],
-        vec![],
+        vec![IndexDef {
+            name: "code".into(),
+            columns: vec![CODE],
+            unique: true,
+        }],
     )
     .expect("a valid table");
     let options = TableOptions {
@@ -672,4 +682,248 @@ fn operations_behind_a_lock_wait_run_in_order() {
     cluster.assert_idle();
     assert_eq!(cluster.committed_rows(1), vec![(i64::from(a), Some(6))]);
     assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(6))]);
+}
+
+/// AttrInfo of one BIGINT column (NULL for `None`).
+fn bigint(column: u16, value: Option<i64>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let bytes = value.map(|value| {
+        let mut bytes = Vec::new();
+        Value::Int(value)
+            .encode(&ColumnType::BigInt { unsigned: false }, &mut bytes)
+            .expect("a BIGINT");
+        bytes
+    });
+    AttrInfoWriter::new(&mut out).push(column, bytes.as_deref());
+    out
+}
+
+fn insert_coded(id: i32, value: i64, code: Option<i64>) -> Operation {
+    let mut operation = insert(id, value);
+    operation.values.extend(bigint(CODE, code));
+    operation
+}
+
+/// An operation on the row whose code is `code`.
+fn by_code(kind: OperationKind, code: i64) -> Operation {
+    Operation {
+        table: TABLE,
+        kind,
+        key: bigint(CODE, Some(code)),
+        columns: if kind.is_write() {
+            vec![]
+        } else {
+            vec![0, 1, 2]
+        },
+        index: Some(CODE_INDEX),
+        ..Operation::default()
+    }
+}
+
+impl Cluster {
+    /// The committed index rows (code, id) on `node`, sorted.
+    fn index_rows(&mut self, node: NodeId) -> Vec<(i64, i64)> {
+        let hidden = unique_index_table_id(TABLE, CODE_INDEX);
+        let query_handler = &mut self.nodes.get_mut(&node).expect("node").query_handler;
+        let mut rows = Vec::new();
+        for fragment in 0..PARTITIONS {
+            for row in query_handler
+                .committed_rows(hidden, fragment)
+                .expect("index replica here")
+            {
+                // Hidden columns: 0 = code (the index key), 1 = id.
+                let code = match AttrInfoReader::find(&row, 0).expect("AttrInfo") {
+                    Some(Some(bytes)) => {
+                        match Value::decode(&ColumnType::BigInt { unsigned: false }, bytes) {
+                            Value::Int(code) => code,
+                            other => panic!("{other:?}"),
+                        }
+                    }
+                    other => panic!("index row without its key: {other:?}"),
+                };
+                let id = match AttrInfoReader::find(&row, 1).expect("AttrInfo") {
+                    Some(Some(bytes)) => {
+                        match Value::decode(&ColumnType::Int { unsigned: false }, bytes) {
+                            Value::Int(id) => id,
+                            other => panic!("{other:?}"),
+                        }
+                    }
+                    other => panic!("index row without the primary key: {other:?}"),
+                };
+                rows.push((code, id));
+            }
+        }
+        rows.sort_unstable();
+        rows
+    }
+
+    fn assert_index(&mut self, expected: &[(i64, i64)]) {
+        for node in [1, 2] {
+            assert_eq!(self.index_rows(node), expected, "index rows on node {node}");
+        }
+    }
+}
+
+#[test]
+fn unique_index_rows_follow_inserts_updates_and_deletes() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let (a, b) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
+    let executed = cluster.execute(
+        1,
+        1,
+        ExecuteEnd::Commit,
+        vec![insert_coded(a, 1, Some(100)), insert_coded(b, 2, Some(200))],
+    );
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    cluster.assert_index(&[(100, i64::from(a)), (200, i64::from(b))]);
+
+    // A read by unique key finds the row, from either coordinator.
+    for coordinator in [1, 2] {
+        let found = cluster.execute(
+            coordinator,
+            10 + u64::from(coordinator),
+            ExecuteEnd::Commit,
+            vec![by_code(OperationKind::ReadCommitted, 200)],
+        );
+        assert_eq!(found.state, TransactionState::Committed, "{found:?}");
+        assert_eq!(int(&found.results[0].data, 0), Some(i64::from(b)));
+        assert_eq!(int(&found.results[0].data, 1), Some(2));
+    }
+
+    // Changing the code by primary key moves the index row.
+    let mut change = Operation {
+        table: TABLE,
+        kind: OperationKind::Update,
+        key: key(b),
+        values: bigint(CODE, Some(300)),
+        ..Operation::default()
+    };
+    let executed = cluster.execute(2, 2, ExecuteEnd::Commit, vec![change.clone()]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    cluster.assert_index(&[(100, i64::from(a)), (300, i64::from(b))]);
+    let mut gone = by_code(OperationKind::ReadCommitted, 200);
+    gone.ignore_error = true;
+    let executed = cluster.execute(1, 3, ExecuteEnd::Commit, vec![gone]);
+    assert_eq!(executed.results[0].error, 626);
+
+    // An update of other columns leaves the index alone; one by unique key
+    // reaches the row.
+    change.values = bigint(1, Some(9));
+    let mut by_index = by_code(OperationKind::Update, 300);
+    by_index.values = bigint(1, Some(33));
+    let executed = cluster.execute(1, 4, ExecuteEnd::Commit, vec![change, by_index]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    cluster.assert_index(&[(100, i64::from(a)), (300, i64::from(b))]);
+    assert_eq!(cluster.committed_rows(1), {
+        let mut rows = vec![(i64::from(a), Some(1)), (i64::from(b), Some(33))];
+        rows.sort_unstable();
+        rows
+    });
+
+    // Setting the code to NULL removes the index row; a delete by unique
+    // key removes the row and its index row.
+    let to_null = Operation {
+        table: TABLE,
+        kind: OperationKind::Update,
+        key: key(b),
+        values: bigint(CODE, None),
+        ..Operation::default()
+    };
+    let executed = cluster.execute(
+        2,
+        5,
+        ExecuteEnd::Commit,
+        vec![to_null, by_code(OperationKind::Delete, 100)],
+    );
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    cluster.assert_index(&[]);
+    assert_eq!(cluster.committed_rows(2), vec![(i64::from(b), Some(33))]);
+}
+
+#[test]
+fn a_duplicate_unique_key_gives_893_and_undoes_the_row() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let (a, b) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert_coded(a, 1, Some(7))]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    // Even marked ignore-error: the row was inserted before its index row
+    // failed, so only the whole transaction can undo it.
+    let mut duplicate = insert_coded(b, 2, Some(7));
+    duplicate.ignore_error = true;
+    let executed = cluster.execute(2, 2, ExecuteEnd::Commit, vec![duplicate]);
+    assert_eq!(executed.state, TransactionState::Aborted);
+    assert_eq!(executed.error.as_ref().map(|e| e.ndb_code), Some(893));
+    assert_eq!(executed.error.as_ref().map(|e| e.mysql_code), Some(1062));
+    assert_eq!(executed.results[0].error, 893);
+    cluster.assert_idle();
+    cluster.assert_index(&[(7, i64::from(a))]);
+    assert_eq!(cluster.committed_rows(1), vec![(i64::from(a), Some(1))]);
+    assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(1))]);
+
+    // NULL is no key: any number of rows may hold it.
+    let executed = cluster.execute(
+        1,
+        3,
+        ExecuteEnd::Commit,
+        vec![
+            insert_coded(b, 2, None),
+            insert_coded(cluster.key_in(0, 1), 3, None),
+        ],
+    );
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    cluster.assert_index(&[(7, i64::from(a))]);
+
+    // A key freed earlier in the transaction can be taken again in it.
+    let executed = cluster.execute(
+        2,
+        4,
+        ExecuteEnd::NoCommit,
+        vec![by_code(OperationKind::Delete, 7)],
+    );
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    let c = cluster.key_in(1, 1);
+    let executed = cluster.execute(2, 4, ExecuteEnd::Commit, vec![insert_coded(c, 4, Some(7))]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    cluster.assert_index(&[(7, i64::from(c))]);
+}
+
+#[test]
+fn unique_index_operations_refuse_what_they_cannot_do() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let mut insert_by_index = insert_coded(a, 1, Some(5));
+    insert_by_index.index = Some(CODE_INDEX);
+    insert_by_index.ignore_error = true;
+    let mut no_such_index = by_code(OperationKind::ReadShared, 5);
+    no_such_index.index = Some(9);
+    no_such_index.ignore_error = true;
+    let mut wrong_key = by_code(OperationKind::ReadShared, 5);
+    wrong_key.key = key(a);
+    wrong_key.ignore_error = true;
+    let mut missing = by_code(OperationKind::ReadExclusive, 5);
+    missing.ignore_error = true;
+    let hidden = Operation {
+        table: unique_index_table_id(TABLE, CODE_INDEX),
+        kind: OperationKind::ReadCommitted,
+        key: bigint(0, Some(5)),
+        ignore_error: true,
+        ..Operation::default()
+    };
+    let executed = cluster.execute(
+        1,
+        1,
+        ExecuteEnd::Commit,
+        vec![insert_by_index, no_such_index, wrong_key, missing, hidden],
+    );
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    let errors: Vec<u16> = executed.results.iter().map(|r| r.error).collect();
+    assert_eq!(errors, vec![4000, 4243, 4259, 626, 723]);
+    cluster.assert_idle();
+    cluster.assert_index(&[]);
 }

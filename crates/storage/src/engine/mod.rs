@@ -119,7 +119,9 @@ pub struct OperationRequest<'a> {
     pub key: &'a [u8],
     /// Columns to set, as AttrInfo (inserts, updates, writes).
     pub values: &'a [u8],
-    /// Columns to return (reads), appended to the output as AttrInfo.
+    /// Columns to return, appended to the output as AttrInfo: for reads the
+    /// row read; for updates, writes and deletes of an existing row the row
+    /// as it was before the operation (nothing when there was no row).
     pub columns: &'a [ColumnId],
 }
 

@@ -221,6 +221,15 @@ impl Engine {
         let table = self.tables[record.table as usize].as_ref().unwrap();
         let (_, flags) = table::header(&table.rows, &self.pool, record.row);
         let visible = record.visible(flags);
+        if !matches!(kind, OperationKind::Read(_))
+            && !columns.is_empty()
+            && let Some(version) = visible
+        {
+            // A write with columns returns the row as it was before it: the
+            // coordinator maintains unique indexes from this image.
+            let view = table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
+            project(&table.def.layout, view, columns, out);
+        }
         match (kind, visible) {
             (OperationKind::Read(_), Some(version)) => {
                 let view =
@@ -560,6 +569,21 @@ impl Engine {
                 fixed: &scratch.fixed[..fixed_bytes],
                 var: &scratch.var,
             };
+            // `scratch.key` holds the request's key, which placed the row in
+            // the hash index: the row's own key columns must say the same.
+            scratch.key_other.clear();
+            encode_row_key(
+                &table.def,
+                &table.def.primary_key,
+                new_view,
+                &mut scratch.key_other,
+            );
+            if scratch.key_other != scratch.key {
+                return Err(Error::new(
+                    ErrorCode::WrongKey,
+                    "the row's primary-key columns differ from the operation's key",
+                ));
+            }
             for (position, index) in table.def.ordered_indexes.iter().enumerate() {
                 if index.unique && !has_null(&table.def, &index.columns, new_view) {
                     unique_to_check |= 1 << position;
