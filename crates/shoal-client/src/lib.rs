@@ -13,11 +13,16 @@
 //! - Counters per session and per connection (`Ndb_api_*_count`), and NDB
 //!   error codes with their class (temporary, permanent, unknown result).
 
+mod auto_increment;
 mod connection;
 mod error;
 mod pool;
 mod session;
 
+pub use auto_increment::{
+    PREFETCH_DEFAULT as AUTO_INCREMENT_PREFETCH_DEFAULT,
+    PREFETCH_MAX as AUTO_INCREMENT_PREFETCH_MAX,
+};
 pub use connection::{Cluster, REQUEST_TIMEOUT, SESSIONS_MAX};
 pub use error::{ClientError, ErrorClass, classify};
 pub use pool::ClusterPool;

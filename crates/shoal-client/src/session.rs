@@ -575,6 +575,11 @@ pub struct Session {
     /// Asynchronous transactions prepared and not yet sent.
     prepared: Vec<Transaction>,
     scans: Map<(u64, u32), ScanState>,
+    /// Auto-increment values fetched and not yet handed out, per table:
+    /// the next one and the end of the range (exclusive).
+    pub(crate) auto_increment_ranges: Map<u32, (u64, u64)>,
+    /// Values fetched per round trip (`ndb_autoincrement_prefetch_sz`).
+    pub(crate) auto_increment_prefetch: u32,
 }
 
 impl Drop for Session {
@@ -596,6 +601,8 @@ impl Session {
             in_flight: Map::default(),
             prepared: Vec::new(),
             scans: Map::default(),
+            auto_increment_ranges: Map::default(),
+            auto_increment_prefetch: crate::auto_increment::PREFETCH_DEFAULT,
         }
     }
 

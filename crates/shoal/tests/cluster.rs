@@ -470,7 +470,8 @@ fn mgm_stops_a_node_and_shuts_the_cluster_down() {
 
 /// The native API against real processes: multi-partition transactions,
 /// batched reads in one round trip, rollback, errors with NDB codes,
-/// read-your-writes on every replica, parallel and pruned scans, async.
+/// read-your-writes on every replica, parallel and pruned scans, async,
+/// unique indexes and auto-increment values.
 #[test]
 fn transactions_through_the_native_api() {
     use shoal_client::{ErrorClass, ExecuteEnd, Hint, LockMode, ScanOptions, Status, Value};
@@ -666,4 +667,157 @@ fn transactions_through_the_native_api() {
         rows += 1;
     }
     assert_eq!(rows, 20);
+
+    unique_indexes_on_a_running_cluster(&cluster);
+    auto_increment_on_a_running_cluster(&cluster, &sandbox.connectstring());
+}
+
+/// Unique-index reads, updates and deletes through the native API, and a
+/// duplicate refused with 893 (checked cluster-wide: the rows are in
+/// different partitions).
+fn unique_indexes_on_a_running_cluster(cluster: &Cluster) {
+    use shoal_client::{ExecuteEnd, LockMode, Status, Value};
+
+    let users = TableDef::new(
+        "users",
+        vec![
+            ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
+            ColumnDef::new("email", ColumnType::Varbinary { length: 64 }, true),
+        ],
+        vec![0],
+        vec![schema::IndexDef {
+            name: "email".into(),
+            columns: vec![1],
+            unique: true,
+        }],
+    )
+    .expect("a valid table");
+    cluster
+        .create_table(&users, &TableOptions::default())
+        .expect("create table");
+    let users = cluster.table("users").expect("table");
+    let mut session = cluster.session().expect("session");
+    let email = |address: &str| vec![(1u16, Value::Bytes(address.as_bytes().to_vec()))];
+    let mut insert = session.start_transaction(None).expect("start");
+    for id in 0..20i64 {
+        insert
+            .insert(
+                &users,
+                &[
+                    (0, Value::Int(id)),
+                    (1, Value::Bytes(format!("u{id}@x").into_bytes())),
+                ],
+            )
+            .expect("define");
+    }
+    session
+        .execute(&mut insert, ExecuteEnd::Commit)
+        .expect("commit");
+
+    let mut find = session.start_transaction(None).expect("start");
+    let found = find
+        .read_unique(&users, "email", &email("u13@x"), &[0], LockMode::Committed)
+        .expect("define");
+    session
+        .execute(&mut find, ExecuteEnd::Commit)
+        .expect("read");
+    assert_eq!(find.row(found).expect("row").get(0), Some(&Value::Int(13)));
+
+    // Row 4 takes row 13's address: refused cluster-wide with 893.
+    let mut steal = session.start_transaction(None).expect("start");
+    steal
+        .update(&users, &[(0, Value::Int(4))], &email("u13@x"))
+        .expect("define");
+    let error = session
+        .execute(&mut steal, ExecuteEnd::Commit)
+        .expect_err("duplicate");
+    assert_eq!((error.ndb_code, error.mysql_code), (893, 1062), "{error}");
+    assert_eq!(steal.status(), Status::Aborted);
+
+    // Rename by unique key, then delete by the new one.
+    let mut rename = session.start_transaction(None).expect("start");
+    rename
+        .update_unique(&users, "email", &email("u13@x"), &email("new@x"))
+        .expect("define");
+    session
+        .execute(&mut rename, ExecuteEnd::Commit)
+        .expect("rename");
+    let mut check = session.start_transaction(None).expect("start");
+    let old = check
+        .read_unique(&users, "email", &email("u13@x"), &[0], LockMode::Committed)
+        .expect("define");
+    check.ignore_error(old).expect("ignore");
+    let new = check
+        .read_unique(&users, "email", &email("new@x"), &[0], LockMode::Committed)
+        .expect("define");
+    session
+        .execute(&mut check, ExecuteEnd::Commit)
+        .expect("read");
+    assert_eq!(check.result(old).expect_err("gone").ndb_code, 626);
+    assert_eq!(check.row(new).expect("row").get(0), Some(&Value::Int(13)));
+    let mut delete = session.start_transaction(None).expect("start");
+    delete
+        .delete_unique(&users, "email", &email("new@x"))
+        .expect("define");
+    session
+        .execute(&mut delete, ExecuteEnd::Commit)
+        .expect("delete");
+    // The address is free again.
+    let mut reuse = session.start_transaction(None).expect("start");
+    reuse
+        .update(&users, &[(0, Value::Int(4))], &email("new@x"))
+        .expect("define");
+    session
+        .execute(&mut reuse, ExecuteEnd::Commit)
+        .expect("reuse");
+    assert!(
+        session.start_transaction(None).is_ok() && cluster.table("users$email$unique").is_err(),
+        "the hidden index table is not a user table"
+    );
+}
+
+/// Auto-increment values from two connections and several sessions, with
+/// ranges of different sizes: never one value twice.
+fn auto_increment_on_a_running_cluster(cluster: &Cluster, connectstring: &str) {
+    let accounts = cluster.table("accounts").expect("table");
+    let other =
+        Cluster::connect(connectstring, Duration::from_secs(10)).expect("second connection");
+    let threads: Vec<_> = [(cluster.clone(), 1u32), (cluster.clone(), 7), (other, 50)]
+        .into_iter()
+        .map(|(connection, prefetch)| {
+            let accounts = accounts.clone();
+            std::thread::spawn(move || {
+                let mut session = connection.session().expect("session");
+                session
+                    .set_auto_increment_prefetch(prefetch)
+                    .expect("prefetch");
+                let values: Vec<u64> = (0..120)
+                    .map(|_| session.auto_increment(&accounts).expect("value"))
+                    .collect();
+                assert!(
+                    values.windows(2).all(|w| w[0] < w[1]),
+                    "increasing per session"
+                );
+                values
+            })
+        })
+        .collect();
+    let mut all: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|thread| thread.join().expect("thread"))
+        .collect();
+    let handed_out = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), handed_out, "no value handed out twice");
+    assert!(all[0] >= 1);
+
+    // After an explicit value, the next ones are above it.
+    let mut session = cluster.session().expect("session");
+    session
+        .raise_auto_increment(&accounts, 1_000_000)
+        .expect("raise");
+    assert!(session.auto_increment(&accounts).expect("value") > 1_000_000);
+    assert!(session.set_auto_increment_prefetch(0).is_err());
+    assert!(session.set_auto_increment_prefetch(65_537).is_err());
 }

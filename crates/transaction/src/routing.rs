@@ -16,23 +16,40 @@ use schema::distribution::{
 };
 use schema::key::key_hash;
 use schema::table::ColumnId;
+use schema::types::ColumnType;
 use schema::{ColumnDef, Error, ErrorCode, TableDef, Value};
 
-/// Ids of the hidden tables that hold unique indexes have this bit set; the
-/// dictionary's own ids stay far below it.
-pub const UNIQUE_INDEX_TABLE_BIT: u32 = 1 << 31;
-/// Bits of a hidden table id that number the index within its table: one
-/// more than `schema::table::ORDERED_INDEXES_PER_TABLE_MAX` needs.
-const INDEX_POSITION_BITS: u32 = 6;
-/// Largest table id whose unique indexes get hidden table ids.
-pub const UNIQUE_INDEX_BASE_TABLE_ID_MAX: u32 = (UNIQUE_INDEX_TABLE_BIT >> INDEX_POSITION_BITS) - 1;
+/// Ids of hidden tables (unique indexes, auto-increment sequences) have
+/// this bit set; the dictionary's own ids stay far below it.
+pub const HIDDEN_TABLE_BIT: u32 = 1 << 31;
+/// Bits of a hidden table id that say which of its base table's hidden
+/// tables it is: slots 0..64 are unique indexes (by position; see
+/// `schema::table::ORDERED_INDEXES_PER_TABLE_MAX`), `SEQUENCE_SLOT` the
+/// auto-increment sequence.
+const HIDDEN_SLOT_BITS: u32 = 7;
+const SEQUENCE_SLOT: u32 = 64;
+/// Largest base table id whose hidden tables get ids.
+pub const HIDDEN_BASE_TABLE_ID_MAX: u32 = (HIDDEN_TABLE_BIT >> HIDDEN_SLOT_BITS) - 1;
 
 /// The id of the hidden table holding unique index `position` of `table`.
 pub fn unique_index_table_id(table: u32, position: u16) -> u32 {
-    assert!(table <= UNIQUE_INDEX_BASE_TABLE_ID_MAX);
-    assert!(u32::from(position) < 1 << INDEX_POSITION_BITS);
-    UNIQUE_INDEX_TABLE_BIT | (table << INDEX_POSITION_BITS) | u32::from(position)
+    assert!(table <= HIDDEN_BASE_TABLE_ID_MAX);
+    assert!(u32::from(position) < SEQUENCE_SLOT);
+    HIDDEN_TABLE_BIT | (table << HIDDEN_SLOT_BITS) | u32::from(position)
 }
+
+/// The id of `table`'s auto-increment sequence: a hidden table with one
+/// row, the next value to hand out (NDB keeps these in SYSTAB_0).
+pub fn sequence_table_id(table: u32) -> u32 {
+    assert!(table <= HIDDEN_BASE_TABLE_ID_MAX);
+    HIDDEN_TABLE_BIT | (table << HIDDEN_SLOT_BITS) | SEQUENCE_SLOT
+}
+
+/// The sequence table's columns: the key (always `SEQUENCE_KEY`) and the
+/// next value to hand out.
+pub const SEQUENCE_KEY_COLUMN: ColumnId = 0;
+pub const SEQUENCE_NEXT_COLUMN: ColumnId = 1;
+pub const SEQUENCE_KEY: u32 = 0;
 
 /// A unique index of a table, kept as NDB keeps it: a hidden table whose
 /// primary key is the index's columns and whose other columns are the base
@@ -79,8 +96,11 @@ pub struct TableRoute {
     /// Every column of any unique index, sorted: what a write must return
     /// of the row before it so the indexes can be kept in step.
     pub unique_columns: Vec<ColumnId>,
-    /// For a hidden unique-index table: the base table's id.
+    /// For a hidden unique-index table: the base table's id. Only the
+    /// coordinator touches these tables.
     pub base_table: Option<u32>,
+    /// For an auto-increment sequence: the table it numbers.
+    pub sequence_of: Option<u32>,
     /// The definition each fragment replica gets in the storage engine: the
     /// table's, with unique indexes made plain ordered indexes, because a
     /// fragment sees only its own rows; uniqueness is checked cluster-wide
@@ -117,17 +137,17 @@ impl TableRoute {
                 ));
             }
         }
+        if entry.id > HIDDEN_BASE_TABLE_ID_MAX {
+            return Err(Error::new(
+                ErrorCode::CorruptTableDefinition,
+                format!("table id {} is too large for hidden table ids", entry.id),
+            ));
+        }
         let mut unique_indexes = Vec::new();
         let mut fragment_def = def.clone();
         for (position, index) in def.ordered_indexes.iter().enumerate() {
             if !index.unique {
                 continue;
-            }
-            if entry.id > UNIQUE_INDEX_BASE_TABLE_ID_MAX {
-                return Err(Error::new(
-                    ErrorCode::CorruptTableDefinition,
-                    format!("table id {} is too large for unique indexes", entry.id),
-                ));
             }
             fragment_def.ordered_indexes[position].unique = false;
             unique_indexes.push(UniqueIndex {
@@ -156,6 +176,7 @@ impl TableRoute {
             unique_indexes,
             unique_columns,
             base_table: None,
+            sequence_of: None,
             fragment_def,
             copies,
         })
@@ -199,7 +220,48 @@ impl TableRoute {
             unique_indexes: Vec::new(),
             unique_columns: Vec::new(),
             base_table: Some(self.id),
+            sequence_of: None,
             copies: self.copies,
+        })
+    }
+
+    /// The table's auto-increment sequence: one partition, on the replicas
+    /// of the table's first fragment.
+    pub fn sequence_route(&self) -> Result<TableRoute, Error> {
+        let name = format!("{}$sequence", self.name);
+        let def = TableDef::new(
+            &name,
+            vec![
+                ColumnDef::new("key", ColumnType::Int { unsigned: true }, false),
+                ColumnDef::new("next", ColumnType::BigInt { unsigned: true }, false),
+            ],
+            vec![SEQUENCE_KEY_COLUMN],
+            Vec::new(),
+        )?;
+        Ok(TableRoute {
+            id: sequence_table_id(self.id),
+            name,
+            schema_version: self.schema_version,
+            fragment_def: def.clone(),
+            def,
+            options: TableOptions {
+                partitions: Some(1),
+                fully_replicated: false,
+                distribution_key: Vec::new(),
+                ..self.options.clone()
+            },
+            partition_count: 1,
+            read_backup: self.read_backup,
+            fully_replicated: false,
+            fragments: vec![Fragment {
+                partition: 0,
+                ..self.fragments[0].clone()
+            }],
+            unique_indexes: Vec::new(),
+            unique_columns: Vec::new(),
+            base_table: None,
+            sequence_of: Some(self.id),
+            copies: 1,
         })
     }
 
@@ -286,21 +348,24 @@ impl Routing {
             });
             match kept {
                 Some(route) => {
-                    for index in &route.unique_indexes {
-                        let hidden = self
-                            .tables
-                            .get(&index.table)
-                            .expect("installed with its base");
-                        tables.insert(index.table, Arc::clone(hidden));
+                    let hidden_ids = route
+                        .unique_indexes
+                        .iter()
+                        .map(|index| index.table)
+                        .chain([sequence_table_id(route.id)]);
+                    for id in hidden_ids {
+                        let hidden = self.tables.get(&id).expect("installed with its base");
+                        tables.insert(id, Arc::clone(hidden));
                     }
                     tables.insert(entry.id, Arc::clone(route));
                 }
                 None => match TableRoute::from_entry(entry).and_then(|route| {
-                    let hidden = route
+                    let mut hidden = route
                         .unique_indexes
                         .iter()
                         .map(|index| route.unique_index_route(index))
                         .collect::<Result<Vec<_>, Error>>()?;
+                    hidden.push(route.sequence_route()?);
                     Ok((route, hidden))
                 }) {
                     Ok((route, hidden)) => {
@@ -332,9 +397,9 @@ impl Routing {
 
     /// A table the dictionary lists (hidden index tables are not found by name).
     pub fn table_by_name(&self, name: &str) -> Option<&Arc<TableRoute>> {
-        self.tables
-            .values()
-            .find(|t| t.base_table.is_none() && t.name.eq_ignore_ascii_case(name))
+        self.tables.values().find(|t| {
+            t.base_table.is_none() && t.sequence_of.is_none() && t.name.eq_ignore_ascii_case(name)
+        })
     }
 
     pub fn tables(&self) -> impl Iterator<Item = &Arc<TableRoute>> {
