@@ -378,13 +378,17 @@ impl Coordinator {
         };
         let transaction = self.transactions.get_mut(&id).expect("just found");
         if transaction.stage != Stage::Open {
+            // An API that sends a batch before the last one was answered
+            // breaks the protocol; this execute is refused and not run, and
+            // the transaction goes on with the batch it has (its answer
+            // still comes).
             let error = reply(
                 ErrorCode::TransactionBusy,
-                format!("transaction {client} is not waiting for operations"),
+                format!("transaction {client} is still running a batch; this execute was not run"),
             );
             self.answer(
                 (api, client),
-                TransactionState::Aborted,
+                TransactionState::Open,
                 Some(error),
                 Vec::new(),
                 0,

@@ -17,6 +17,9 @@
 //! they arrive: while one waits for a row lock, the ones behind it wait in
 //! a queue, so a read sees the write before it in the same batch, and every
 //! replica applies a transaction's writes in the order the primary did.
+//! Scans are not ordered with key operations (nor are they in NDB): a
+//! transaction that wants a key operation to follow a scan of the same
+//! fragment waits for the scan's rows first, as scan-and-lock does.
 //!
 //! ## The phases on a replica
 //! - Prepare (`KeyRequest`): run the operation; a write passes on to the next

@@ -927,3 +927,54 @@ fn unique_index_operations_refuse_what_they_cannot_do() {
     cluster.assert_idle();
     cluster.assert_index(&[]);
 }
+
+#[test]
+fn an_execute_during_a_running_batch_is_refused_and_the_transaction_goes_on() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let (a, b) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    let holder = cluster.execute(
+        1,
+        2,
+        ExecuteEnd::NoCommit,
+        vec![read(a, OperationKind::ReadExclusive)],
+    );
+    assert_eq!(holder.state, TransactionState::Open);
+    // Transaction 3's first batch waits for the lock; its second execute
+    // arrives while the first runs.
+    let execute = |end, operations| {
+        Message::Execute(Execute {
+            transaction: 3,
+            end,
+            operations,
+        })
+    };
+    cluster.send(
+        API,
+        vec![
+            (2, execute(ExecuteEnd::NoCommit, vec![update(a, 5)])),
+            (2, execute(ExecuteEnd::Commit, vec![insert(b, 6)])),
+        ],
+    );
+    let Message::Executed(refused) = cluster.until_answer() else {
+        panic!("expected Executed");
+    };
+    assert_eq!(refused.state, TransactionState::Open, "{refused:?}");
+    assert_eq!(refused.error.as_ref().map(|e| e.ndb_code), Some(4102));
+    assert!(refused.results.is_empty(), "the refused batch did not run");
+    let released = cluster.execute(1, 2, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(released.state, TransactionState::Committed);
+    let Message::Executed(first) = cluster.until_answer() else {
+        panic!("expected Executed");
+    };
+    assert_eq!(first.state, TransactionState::Open, "{first:?}");
+    assert_eq!(first.results[0].error, 0);
+    let executed = cluster.execute(2, 3, ExecuteEnd::Commit, vec![insert(b, 6)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    let mut expected = vec![(i64::from(a), Some(5)), (i64::from(b), Some(6))];
+    expected.sort_unstable();
+    assert_eq!(cluster.committed_rows(1), expected);
+    assert_eq!(cluster.committed_rows(2), expected);
+}
