@@ -1,13 +1,14 @@
 //! A tour of the native API against a running cluster (`shoal up`):
 //! multi-partition transactions, batched reads, parallel and pruned scans,
-//! the asynchronous interface, and the counters that show round trips.
+//! the asynchronous interface, a unique index, auto-increment values, and
+//! the counters that show round trips.
 //!
 //! `cargo run --release -p shoal-client --example tour -- 127.0.0.1:1186`
 
 use std::time::Duration;
 
 use schema::distribution::TableOptions;
-use schema::{ColumnDef, ColumnType, TableDef};
+use schema::{ColumnDef, ColumnType, IndexDef, TableDef};
 use shoal_client::{Cluster, ExecuteEnd, Hint, LockMode, ScanOptions, Value};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -144,6 +145,58 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .len();
     }
     println!("asynchronous: {answered} transactions answered");
+
+    // 7. A unique index: find a row by it; a duplicate is refused with 893.
+    let members = TableDef::new(
+        "tour_members",
+        vec![
+            ColumnDef::new("id", ColumnType::BigInt { unsigned: true }, false),
+            ColumnDef::new("email", ColumnType::Varbinary { length: 64 }, false),
+        ],
+        vec![0],
+        vec![IndexDef {
+            name: "email".into(),
+            columns: vec![1],
+            unique: true,
+        }],
+    )?;
+    let _ = cluster.drop_table("tour_members");
+    cluster.create_table(&members, &TableOptions::default())?;
+    let members = cluster.table("tour_members")?;
+    // Ids from the table's auto-increment counter, 10 per round trip.
+    session.set_auto_increment_prefetch(10)?;
+    let mut transaction = session.start_transaction(None)?;
+    for name in ["ada", "grace", "edsger"] {
+        let id = session.auto_increment(&members)?;
+        let email = Value::Bytes(format!("{name}@example.org").into_bytes());
+        transaction.insert(&members, &[(0, Value::UInt(id)), (1, email)])?;
+    }
+    session.execute(&mut transaction, ExecuteEnd::Commit)?;
+    let email = |name: &str| vec![(1, Value::Bytes(format!("{name}@example.org").into_bytes()))];
+    let mut transaction = session.start_transaction(None)?;
+    let found = transaction.read_unique(
+        &members,
+        "email",
+        &email("grace"),
+        &[0],
+        LockMode::Committed,
+    )?;
+    session.execute(&mut transaction, ExecuteEnd::Commit)?;
+    println!(
+        "unique index: grace@example.org is member {:?}",
+        transaction.row(found)?.get(0)
+    );
+    let mut transaction = session.start_transaction(None)?;
+    let id = session.auto_increment(&members)?;
+    transaction.insert(&members, &[(0, Value::UInt(id)), email("ada")[0].clone()])?;
+    let refused = session.execute(&mut transaction, ExecuteEnd::Commit);
+    println!(
+        "a second ada@example.org: {}",
+        refused
+            .err()
+            .map_or("accepted?".to_string(), |e| e.to_string())
+    );
+    cluster.drop_table("tour_members")?;
 
     let counters = session.counters();
     println!(
