@@ -115,11 +115,26 @@ struct OwnCluster {
     _directory: TemporaryDirectory,
 }
 
-struct TemporaryDirectory(PathBuf);
+/// Removed when dropped, unless `keep` was called (a failed run leaves the
+/// cluster's logs behind for the user).
+struct TemporaryDirectory(PathBuf, bool);
 
 impl Drop for TemporaryDirectory {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        if !self.1 {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl OwnCluster {
+    /// Keeps the cluster's directory and says where it is, after `error`.
+    fn keep_logs(&mut self, error: String) -> String {
+        self._directory.1 = true;
+        format!(
+            "{error} (the cluster's logs are kept in {})",
+            self._directory.0.display()
+        )
     }
 }
 
@@ -154,7 +169,7 @@ fn start_cluster(executable: &Path, nodes: usize) -> Result<OwnCluster, String> 
         std::env::temp_dir().join(format!("shoal-bench-pk-{}-{nodes}", std::process::id()));
     let _ = std::fs::remove_dir_all(&directory);
     std::fs::create_dir_all(&directory).map_err(|e| e.to_string())?;
-    let directory = TemporaryDirectory(directory);
+    let directory = TemporaryDirectory(directory, false);
     let port = free_port()?;
     let sql_port = free_port()?;
     let mut child = Command::new(executable)
@@ -537,18 +552,15 @@ fn measure_cluster(
     for payload in [64usize, 255] {
         let table = prepare_table(cluster, payload, true)?;
         for &threads in &options.threads {
-            figures.synchronous.extend(synchronous(
-                cluster,
-                &table,
-                payload,
-                threads,
-                options.rows_per_thread,
-            )?);
+            figures.synchronous.extend(
+                synchronous(cluster, &table, payload, threads, options.rows_per_thread)
+                    .map_err(|e| format!("{threads} threads, {payload}-byte rows: {e}"))?,
+            );
         }
         if payload == 64 {
             let rows = 10_000;
             let mut session = cluster.session().map_err(|e| e.to_string())?;
-            load(&mut session, &table, rows, payload)?;
+            load(&mut session, &table, rows, payload).map_err(|e| format!("loading: {e}"))?;
             drop(session);
             let (per_second, errors) = asynchronous(
                 cluster,
@@ -557,29 +569,33 @@ fn measure_cluster(
                 options.async_batch,
                 options.async_in_flight,
                 options.async_seconds,
-            )?;
+            )
+            .map_err(|e| format!("asynchronous reads: {e}"))?;
             figures.async_reads_per_second = per_second;
             figures.async_errors = errors;
-            figures
-                .round_trips
-                .push(round_trips(cluster, &table, rows, figures.data_nodes)?);
+            figures.round_trips.push(
+                round_trips(cluster, &table, rows, figures.data_nodes)
+                    .map_err(|e| format!("round trips: {e}"))?,
+            );
         }
         cluster
             .drop_table(&table_name(payload))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("drop table: {e}"))?;
     }
     Ok(())
 }
 
 fn four_node_round_trips(options: &PkOptions) -> Result<RoundTrips, String> {
-    let own = start_cluster(&options.executable, 4)?;
+    let mut own = start_cluster(&options.executable, 4)?;
     let cluster =
         Cluster::connect(&own.connectstring, Duration::from_secs(30)).map_err(|e| e.to_string())?;
-    let table = prepare_table(&cluster, 64, true)?;
-    let mut session = cluster.session().map_err(|e| e.to_string())?;
-    load(&mut session, &table, 2_000, 64)?;
-    drop(session);
-    round_trips(&cluster, &table, 2_000, 4)
+    let measured = prepare_table(&cluster, 64, true).and_then(|table| {
+        let mut session = cluster.session().map_err(|e| e.to_string())?;
+        load(&mut session, &table, 2_000, 64).map_err(|e| format!("loading: {e}"))?;
+        drop(session);
+        round_trips(&cluster, &table, 2_000, 4).map_err(|e| format!("round trips: {e}"))
+    });
+    measured.map_err(|e| own.keep_logs(format!("4 data nodes: {e}")))
 }
 
 pub fn run(options: &PkOptions) -> Result<PkFigures, String> {
@@ -592,10 +608,10 @@ pub fn run(options: &PkOptions) -> Result<PkFigures, String> {
         }
         None => {
             {
-                let own = start_cluster(&options.executable, 2)?;
+                let mut own = start_cluster(&options.executable, 2)?;
                 let cluster = Cluster::connect(&own.connectstring, Duration::from_secs(30))
                     .map_err(|e| e.to_string())?;
-                measure_cluster(&cluster, options, &mut figures)?;
+                measure_cluster(&cluster, options, &mut figures).map_err(|e| own.keep_logs(e))?;
             }
             if options.four_nodes {
                 figures.round_trips.push(four_node_round_trips(options)?);

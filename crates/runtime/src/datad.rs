@@ -5,7 +5,7 @@
 //! (one connection per pair), and restarts the block as a new incarnation
 //! when the cluster excludes it, as NDB's angel process restarts ndbd.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,6 +36,10 @@ const MANAGEMENT_RETRY_MS: u64 = 1_000;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most connections a data node accepts (data nodes plus API nodes).
 const CONNECTIONS_MAX: usize = 512;
+/// Messages held for one data node while the first connection to it is
+/// being set up; past this the node is too slow to reach and messages are
+/// dropped (with a log line), as a failed link drops them.
+const PENDING_MESSAGES_PER_NODE_MAX: usize = 65_536;
 
 struct Runtime {
     poll: Poll,
@@ -59,6 +63,14 @@ struct Runtime {
     local: VecDeque<Message>,
     /// The connection of each identified peer.
     peers: BTreeMap<NodeId, Token>,
+    /// Messages for data nodes this incarnation has not been connected to
+    /// yet: a member's link counts as up before its TCP connection is, so
+    /// what is sent on it waits here, in order, instead of being lost.
+    pending: BTreeMap<NodeId, Vec<Message>>,
+    /// Data nodes this incarnation has had a connection to; after one
+    /// closes, messages to the node are dropped like those of any failed
+    /// link (the node's failure is handled by membership).
+    ever_connected: BTreeSet<NodeId>,
     transaction_out: Vec<(NodeId, Message)>,
     addresses: BTreeMap<NodeId, Address>,
     send_buffer_bytes_max: usize,
@@ -158,6 +170,8 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         coordinator_config,
         local: VecDeque::new(),
         peers: BTreeMap::new(),
+        pending: BTreeMap::new(),
+        ever_connected: BTreeSet::new(),
         transaction_out: Vec::new(),
         addresses: BTreeMap::new(),
         send_buffer_bytes_max,
@@ -504,6 +518,14 @@ impl Runtime {
                 role,
             });
             self.peers.insert(node, token);
+            if role == NodeRole::Data {
+                self.ever_connected.insert(node);
+                let held = self.pending.remove(&node).unwrap_or_default();
+                let connection = self.connections.get_mut(&token).expect("looked up above");
+                for message in held {
+                    connection.queue(message);
+                }
+            }
             // A newer connection from the same node replaces an older one.
             let stale: Vec<Token> = self
                 .connections
@@ -604,6 +626,9 @@ impl Runtime {
                 for entry in entries {
                     self.addresses.insert(entry.node, entry);
                 }
+                // Connect at once: a cluster may form and take work before
+                // the next tick.
+                self.dial_peers();
             }
             Message::NodeIdAllocated { .. } | Message::Refused { .. } | Message::Hello { .. } => {}
             other => self.deliver(self.management_node, 0, other),
@@ -708,6 +733,23 @@ impl Runtime {
         };
         if let Some(connection) = token.and_then(|t| self.connections.get_mut(&t)) {
             connection.queue(message);
+            return;
+        }
+        if self.settings.data_nodes.contains(&to) && !self.ever_connected.contains(&to) {
+            let held = self.pending.entry(to).or_default();
+            if held.len() < PENDING_MESSAGES_PER_NODE_MAX {
+                held.push(message);
+                if held.len() == PENDING_MESSAGES_PER_NODE_MAX {
+                    log(
+                        self.node,
+                        &format!(
+                            "node {to} is still not connected after \
+                             {PENDING_MESSAGES_PER_NODE_MAX} messages for it; dropping more \
+                             until it is"
+                        ),
+                    );
+                }
+            }
         }
     }
 
@@ -727,6 +769,8 @@ impl Runtime {
         }
         self.peers
             .retain(|_, token| self.connections.contains_key(token));
+        self.pending.clear();
+        self.ever_connected.clear();
         self.settings.incarnation = crate::incarnation_now();
         self.block = DataNode::new(self.settings.clone(), self.now_ms());
         // The new incarnation starts without data or transactions: its
