@@ -338,7 +338,8 @@ impl Runtime {
                         };
                         messages.clear();
                         let result = if event.is_readable() || event.is_read_closed() {
-                            connection.read(&mut messages)
+                            connection
+                                .read(&mut messages, event.is_read_closed() || event.is_error())
                         } else {
                             Ok(true)
                         };

@@ -40,6 +40,10 @@ pub struct Connection {
 /// (estimated before encoding), well under the frame limit.
 const FRAME_BATCH_BYTES: usize = 1 << 20;
 
+/// Room offered to each read: enough for a loop turn's frames from one
+/// peer in one system call.
+const READ_BYTES_MIN: usize = 64 * 1024;
+
 impl Connection {
     pub fn new(
         stream: TcpStream,
@@ -78,17 +82,31 @@ impl Connection {
         self
     }
 
-    /// Reads everything available. Returns `Ok(false)` once the peer closed.
-    pub fn read(&mut self, messages: &mut Vec<Message>) -> Result<bool, String> {
-        let mut buffer = [0u8; 64 * 1024];
+    /// Reads what the socket holds into the decoder and decodes every
+    /// complete frame. Returns `Ok(false)` once the peer closed.
+    ///
+    /// The registration is edge-triggered, and a read shorter than the room
+    /// offered means the socket's receive queue was empty at that moment:
+    /// any byte arriving later raises a new edge, so the read stops there
+    /// instead of paying one more system call to hear `WouldBlock`. When
+    /// the event says the peer closed (`drain`), it reads on until the end
+    /// of the stream, since no further edge will come.
+    pub fn read(&mut self, messages: &mut Vec<Message>, drain: bool) -> Result<bool, String> {
         let mut open = true;
         loop {
-            match self.stream.read(&mut buffer) {
+            let room = self.decoder.spare(READ_BYTES_MIN);
+            let offered = room.len();
+            match self.stream.read(room) {
                 Ok(0) => {
                     open = false;
                     break;
                 }
-                Ok(n) => self.decoder.push(&buffer[..n]),
+                Ok(n) => {
+                    self.decoder.filled(n);
+                    if n < offered && !drain {
+                        break;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(format!("read from {}: {e}", self.peer_address)),
@@ -122,7 +140,9 @@ impl Connection {
             }
             let mut start = 0;
             let mut estimate = 0;
-            let queued = std::mem::take(&mut self.queued);
+            // Encoded in place and cleared after, so the queue keeps its
+            // allocation from turn to turn.
+            let queued = &self.queued;
             for (index, message) in queued.iter().enumerate() {
                 estimate += approximate_bytes(message);
                 let count = index + 1 - start;
@@ -135,6 +155,7 @@ impl Connection {
             if start < queued.len() {
                 encode_frame(&queued[start..], &mut self.write_buffer);
             }
+            self.queued.clear();
         }
         while self.write_position < self.write_buffer.len() {
             match self.stream.write(&self.write_buffer[self.write_position..]) {
