@@ -385,8 +385,7 @@ impl Runtime {
                         };
                         messages.clear();
                         let result = if event.is_readable() || event.is_read_closed() {
-                            connection
-                                .read(&mut messages, event.is_read_closed() || event.is_error())
+                            connection.read(&mut messages)
                         } else {
                             Ok(true)
                         };

@@ -217,7 +217,7 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
                 continue;
             };
             let mut messages = Vec::new();
-            let result = connection.read(&mut messages, event.is_read_closed() || event.is_error());
+            let result = connection.read(&mut messages);
             for message in messages {
                 if let Message::Hello {
                     node,
