@@ -17,6 +17,12 @@
 //! With `--connect` it uses a running cluster; otherwise it starts its own
 //! (`shoal up` in a temporary directory) with 2 data nodes, and again with
 //! 4 for the round-trip figures.
+//!
+//! Each synchronous figure also has the CPU time spent per operation by the
+//! data nodes (when the benchmark started them) and by this process (the
+//! client), from Linux's per-thread scheduler statistics. On a shared
+//! machine wall-clock throughput swings with whatever else runs; CPU time
+//! per operation is the cost itself, and it holds still.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -76,6 +82,11 @@ pub struct OperationFigures {
     /// Average latency over the read's of the same shape and thread count.
     pub normalised: f64,
     pub errors: u64,
+    /// CPU µs per operation of every data node together; `None` when the
+    /// data nodes are not this benchmark's own or not on Linux.
+    pub data_node_cpu_us: Option<f64>,
+    /// CPU µs per operation of this process (sessions and receiving threads).
+    pub client_cpu_us: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -110,6 +121,7 @@ fn definition(payload: usize) -> Result<TableDef, String> {
 
 /// A cluster this benchmark started; stopped when dropped.
 struct OwnCluster {
+    /// `shoal up`, whose children are the management and data nodes.
     child: Child,
     connectstring: String,
     _directory: TemporaryDirectory,
@@ -204,6 +216,80 @@ fn start_cluster(executable: &Path, nodes: usize) -> Result<OwnCluster, String> 
         .recv_timeout(Duration::from_secs(60))
         .map_err(|_| format!("the {nodes}-node cluster did not start within 60 s"))?;
     Ok(cluster)
+}
+
+/// Nanoseconds the threads of process `pid` have run on a CPU, summed from
+/// `/proc/<pid>/task/*/schedstat` (its first field); `None` off Linux or
+/// once the process is gone.
+fn process_cpu_ns(pid: &str) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let stats = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+        total += stats.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// The data-node processes `shoal up` (process `parent`) started: its
+/// children whose command line runs `datad`.
+fn data_node_processes(parent: u32) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The parent is the second field after the command name, which is
+        // in parentheses and may itself hold spaces.
+        let parent_of = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|field| field.parse::<u32>().ok());
+        if parent_of != Some(parent) {
+            continue;
+        }
+        let command = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if command.split(|b| *b == 0).any(|word| word == b"datad") {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// CPU time of the data nodes and of this process, read before and after a
+/// phase.
+#[derive(Clone, Copy)]
+struct CpuReading {
+    data_nodes_ns: Option<u64>,
+    client_ns: Option<u64>,
+}
+
+fn read_cpu(data_nodes: &[String]) -> CpuReading {
+    let data_nodes_ns = if data_nodes.is_empty() {
+        None
+    } else {
+        data_nodes
+            .iter()
+            .map(|pid| process_cpu_ns(pid))
+            .sum::<Option<u64>>()
+    };
+    CpuReading {
+        data_nodes_ns,
+        client_ns: process_cpu_ns("self"),
+    }
+}
+
+/// µs per operation between two readings.
+fn cpu_per_operation(before: Option<u64>, after: Option<u64>, operations: u64) -> Option<f64> {
+    let spent = after?.checked_sub(before?)?;
+    (operations > 0).then(|| spent as f64 / 1_000.0 / operations as f64)
 }
 
 fn key(id: u32) -> Vec<u8> {
@@ -315,16 +401,20 @@ fn summarise(
         p99_us: at(0.99),
         normalised: 0.0,
         errors,
+        data_node_cpu_us: None,
+        client_cpu_us: None,
     }
 }
 
-/// Runs the four phases with `threads` threads on one payload size.
+/// Runs the four phases with `threads` threads on one payload size;
+/// `data_nodes` are the processes whose CPU time the figures include.
 fn synchronous(
     cluster: &Cluster,
     table: &Arc<TableRoute>,
     payload: usize,
     threads: usize,
     rows_per_thread: u32,
+    data_nodes: &[String],
 ) -> Result<Vec<OperationFigures>, String> {
     let mut sessions: Vec<Session> = (0..threads)
         .map(|_| cluster.session().map_err(|e| e.to_string()))
@@ -336,6 +426,7 @@ fn synchronous(
         (Phase::Update, format!("update {payload}B")),
         (Phase::Delete, "delete".to_string()),
     ] {
+        let cpu_before = read_cpu(data_nodes);
         let started = Instant::now();
         let results: Vec<Result<(Vec<u32>, u64), String>> = std::thread::scope(|scope| {
             let handles: Vec<_> = sessions
@@ -364,6 +455,7 @@ fn synchronous(
                 .collect()
         });
         let wall = started.elapsed();
+        let cpu_after = read_cpu(data_nodes);
         let mut latencies = Vec::new();
         let mut errors = 0;
         for result in results {
@@ -371,7 +463,15 @@ fn synchronous(
             latencies.append(&mut thread_latencies);
             errors += thread_errors;
         }
-        figures.push(summarise(label, threads, latencies, errors, wall));
+        let mut figure = summarise(label, threads, latencies, errors, wall);
+        figure.data_node_cpu_us = cpu_per_operation(
+            cpu_before.data_nodes_ns,
+            cpu_after.data_nodes_ns,
+            figure.operations,
+        );
+        figure.client_cpu_us =
+            cpu_per_operation(cpu_before.client_ns, cpu_after.client_ns, figure.operations);
+        figures.push(figure);
     }
     let read_average = figures[1].average_us;
     for figure in &mut figures {
@@ -543,9 +643,11 @@ pub struct PkFigures {
     pub round_trips: Vec<RoundTrips>,
 }
 
+/// `data_nodes`: the data-node processes, when this benchmark started them.
 fn measure_cluster(
     cluster: &Cluster,
     options: &PkOptions,
+    data_nodes: &[String],
     figures: &mut PkFigures,
 ) -> Result<(), String> {
     figures.data_nodes = cluster.data_nodes().len();
@@ -553,8 +655,15 @@ fn measure_cluster(
         let table = prepare_table(cluster, payload, true)?;
         for &threads in &options.threads {
             figures.synchronous.extend(
-                synchronous(cluster, &table, payload, threads, options.rows_per_thread)
-                    .map_err(|e| format!("{threads} threads, {payload}-byte rows: {e}"))?,
+                synchronous(
+                    cluster,
+                    &table,
+                    payload,
+                    threads,
+                    options.rows_per_thread,
+                    data_nodes,
+                )
+                .map_err(|e| format!("{threads} threads, {payload}-byte rows: {e}"))?,
             );
         }
         if payload == 64 {
@@ -604,14 +713,16 @@ pub fn run(options: &PkOptions) -> Result<PkFigures, String> {
         Some(connectstring) => {
             let cluster = Cluster::connect(connectstring, Duration::from_secs(30))
                 .map_err(|e| e.to_string())?;
-            measure_cluster(&cluster, options, &mut figures)?;
+            measure_cluster(&cluster, options, &[], &mut figures)?;
         }
         None => {
             {
                 let mut own = start_cluster(&options.executable, 2)?;
                 let cluster = Cluster::connect(&own.connectstring, Duration::from_secs(30))
                     .map_err(|e| e.to_string())?;
-                measure_cluster(&cluster, options, &mut figures).map_err(|e| own.keep_logs(e))?;
+                let data_nodes = data_node_processes(own.child.id());
+                measure_cluster(&cluster, options, &data_nodes, &mut figures)
+                    .map_err(|e| own.keep_logs(e))?;
             }
             if options.four_nodes {
                 figures.round_trips.push(four_node_round_trips(options)?);
@@ -645,7 +756,7 @@ pub fn render(figures: &PkFigures, options: &PkOptions) -> String {
         let _ = writeln!(out, "\n{threads} thread(s), synchronous:");
         let _ = writeln!(
             out,
-            "{:<16} {:>10} {:>9} {:>8} {:>8} {:>8} {:>6} {:>7} | {:>9} {:>8} {:>6}",
+            "{:<16} {:>10} {:>9} {:>8} {:>8} {:>8} {:>6} {:>7} {:>9} {:>9} | {:>9} {:>8} {:>6}",
             "operation",
             "ops/s",
             "avg µs",
@@ -654,15 +765,18 @@ pub fn render(figures: &PkFigures, options: &PkOptions) -> String {
             "p99 µs",
             "norm",
             "errors",
+            "node CPU",
+            "API CPU",
             "seed avg",
             "seed min",
             "norm"
         );
         for figure in figures.synchronous.iter().filter(|f| f.threads == threads) {
             let (seed_average, seed_min, seed_normalised) = seed(&figure.name).unwrap_or_default();
+            let cpu = |us: Option<f64>| us.map_or_else(|| "-".to_string(), |us| format!("{us:.1}"));
             let _ = writeln!(
                 out,
-                "{:<16} {:>10.0} {:>9.1} {:>8.1} {:>8.1} {:>8.1} {:>6.2} {:>7} | {:>9.0} {:>8.0} {:>6.2}",
+                "{:<16} {:>10.0} {:>9.1} {:>8.1} {:>8.1} {:>8.1} {:>6.2} {:>7} {:>9} {:>9} | {:>9.0} {:>8.0} {:>6.2}",
                 figure.name,
                 figure.per_second,
                 figure.average_us,
@@ -671,12 +785,18 @@ pub fn render(figures: &PkFigures, options: &PkOptions) -> String {
                 figure.p99_us,
                 figure.normalised,
                 figure.errors,
+                cpu(figure.data_node_cpu_us),
+                cpu(figure.client_cpu_us),
                 seed_average,
                 seed_min,
                 seed_normalised
             );
         }
     }
+    let _ = writeln!(
+        out,
+        "\nnode CPU, API CPU: CPU µs per operation of the data nodes together and of this process"
+    );
     let _ = writeln!(
         out,
         "\nAsynchronous: {} transactions in flight, {} committed reads each: {:.0} reads/s ({} errors)",
@@ -721,6 +841,8 @@ pub fn to_json(figures: &PkFigures) -> String {
                 "p99_us": f.p99_us,
                 "normalised_to_read": f.normalised,
                 "errors": f.errors,
+                "data_node_cpu_us": f.data_node_cpu_us,
+                "client_cpu_us": f.client_cpu_us,
                 "seed_average_us": seed_average,
                 "seed_min_us": seed_min,
                 "seed_normalised": seed_normalised,

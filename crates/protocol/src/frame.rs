@@ -62,10 +62,17 @@ pub fn encode_frame(messages: &[Message], out: &mut Vec<u8>) {
 }
 
 /// Reassembles frames from a byte stream that arrives in arbitrary pieces.
+///
+/// The buffer is filled in place (`spare`, then `filled`) so a connection
+/// reads straight into it: no intermediate buffer to zero or copy out of per
+/// read. Bytes `start..end` are received and not yet decoded; the buffer's
+/// length is how much of it has ever been initialised, so it is zeroed only
+/// when it grows, never per read.
 #[derive(Default)]
 pub struct FrameDecoder {
     buffer: Vec<u8>,
     start: usize,
+    end: usize,
 }
 
 impl FrameDecoder {
@@ -75,23 +82,45 @@ impl FrameDecoder {
 
     /// Appends bytes read from the connection.
     pub fn push(&mut self, bytes: &[u8]) {
-        if self.start > 0 && self.start == self.buffer.len() {
-            self.buffer.clear();
+        self.spare(bytes.len())[..bytes.len()].copy_from_slice(bytes);
+        self.filled(bytes.len());
+    }
+
+    /// Room for at least `bytes_min` more bytes after those received: read
+    /// into it, then call `filled` with how many bytes arrived. Undecoded
+    /// bytes move to the front first when that makes the room, so the
+    /// buffer grows only when one frame needs it.
+    pub fn spare(&mut self, bytes_min: usize) -> &mut [u8] {
+        if self.buffer.len() - self.end < bytes_min && self.start > 0 {
+            self.buffer.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
             self.start = 0;
         }
-        self.buffer.extend_from_slice(bytes);
+        if self.buffer.len() - self.end < bytes_min {
+            self.buffer.resize(self.end + bytes_min, 0);
+        }
+        &mut self.buffer[self.end..]
+    }
+
+    /// Makes `bytes` more of the room `spare` gave part of the stream.
+    pub fn filled(&mut self, bytes: usize) {
+        assert!(
+            bytes <= self.buffer.len() - self.end,
+            "filled more than the spare room"
+        );
+        self.end += bytes;
     }
 
     /// Bytes received but not yet returned as frames.
     pub fn buffered_bytes(&self) -> usize {
-        self.buffer.len() - self.start
+        self.end - self.start
     }
 
     /// Decodes the next complete frame into `messages`. Returns `Ok(false)`
     /// when more bytes are needed, and an error when the stream is corrupt
     /// (the connection must then be closed).
     pub fn next_frame(&mut self, messages: &mut Vec<Message>) -> Result<bool, DecodeError> {
-        let available = &self.buffer[self.start..];
+        let available = &self.buffer[self.start..self.end];
         if available.len() < FRAME_HEADER_BYTES {
             return Ok(false);
         }
@@ -127,12 +156,9 @@ impl FrameDecoder {
         }
         reader.finish("frame")?;
         self.start += FRAME_HEADER_BYTES + payload_length;
-        if self.start == self.buffer.len() {
-            self.buffer.clear();
+        if self.start == self.end {
             self.start = 0;
-        } else if self.start > self.buffer.len() / 2 {
-            self.buffer.drain(..self.start);
-            self.start = 0;
+            self.end = 0;
         }
         Ok(true)
     }

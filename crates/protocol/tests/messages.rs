@@ -560,6 +560,37 @@ proptest! {
         prop_assert_eq!(decoder.buffered_bytes(), 0);
     }
 
+    /// A connection reads into the decoder's own room (`spare`, `filled`)
+    /// in pieces of any size, with frames cut anywhere: undecoded bytes move
+    /// to the front when room runs short and every frame still decodes once.
+    #[test]
+    fn frames_read_in_place_in_small_pieces(
+        messages in prop::collection::vec(message(), 1..6),
+        frames in 1usize..8,
+        piece_bytes in 1usize..64,
+        room_bytes in 1usize..256,
+    ) {
+        let mut bytes = Vec::new();
+        for _ in 0..frames {
+            encode_frame(&messages, &mut bytes);
+        }
+        let mut decoder = FrameDecoder::new();
+        let mut decoded = Vec::new();
+        let mut sent = 0;
+        while sent < bytes.len() {
+            let room = decoder.spare(room_bytes);
+            prop_assert!(room.len() >= room_bytes);
+            let piece = piece_bytes.min(room.len()).min(bytes.len() - sent);
+            room[..piece].copy_from_slice(&bytes[sent..sent + piece]);
+            decoder.filled(piece);
+            sent += piece;
+            while decoder.next_frame(&mut decoded).unwrap() {}
+        }
+        let expected: Vec<Message> = (0..frames).flat_map(|_| messages.clone()).collect();
+        prop_assert_eq!(decoded, expected);
+        prop_assert_eq!(decoder.buffered_bytes(), 0);
+    }
+
     #[test]
     fn truncated_messages_are_rejected(message in message(), cut in any::<prop::sample::Index>()) {
         let mut bytes = Vec::new();
