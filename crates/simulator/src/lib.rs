@@ -22,12 +22,15 @@
 //! Transaction runs (`SimulationOptions::transactions`) also run a
 //! transaction coordinator and a local query handler in every data node,
 //! over TCP-like links (in order per link, exactly once, retransmission
-//! delays), with API clients running a bank, tagged row groups and
-//! counters. Checkers: the bank keeps its total, a transaction's writes
-//! are all there or none, no read returns an uncommitted value or misses
-//! the transaction's own writes, no increment is lost, every `Execute` gets
-//! one answer, and after quiescence no transaction or lock is left and
-//! every replica of every fragment holds the same rows.
+//! delays), with API clients running a bank, tagged row groups, counters
+//! and a table with a unique index. Checkers: the bank keeps its total, a
+//! transaction's writes are all there or none, no read returns an
+//! uncommitted value or misses the transaction's own writes, no increment
+//! is lost, a read by unique key finds the row holding that key, every
+//! `Execute` gets one answer, and after quiescence no transaction or lock
+//! is left, every replica of every fragment (hidden tables too) holds the
+//! same rows, and every unique index holds exactly the rows its base table
+//! implies.
 
 mod network;
 mod run;

@@ -2,7 +2,7 @@
 //! many seeds and cluster shapes. `SHOAL_SIM_SEEDS` sets the seeds per
 //! shape (default 1000), as for `seeds.rs`; a failure prints the command
 //! that replays it. The coverage marks prove the seeds reached the rare
-//! paths of the commit protocol.
+//! paths of the commit protocol and of unique indexes.
 
 use simulator::{SimulationOptions, TransactionMarks, run};
 
@@ -16,6 +16,7 @@ fn seeds_per_shape() -> u64 {
 fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) -> TransactionMarks {
     let mut marks = TransactionMarks::default();
     let (mut committed, mut aborted, mut executes, mut rows, mut scans) = (0, 0, 0, 0, 0);
+    let mut index_rows = 0;
     for seed in first_seed..first_seed + seeds_per_shape() {
         let options = SimulationOptions::transactions(seed, data_nodes, replicas);
         match run(&options) {
@@ -27,6 +28,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) -> TransactionMarks 
                 executes += transactions.executes;
                 rows += transactions.rows_checked;
                 scans += transactions.scans;
+                index_rows += transactions.index_rows_checked;
                 assert!(transactions.committed > 0, "seed {seed}: nothing committed");
             }
             Err(failure) => panic!("{failure}"),
@@ -34,10 +36,12 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) -> TransactionMarks 
     }
     eprintln!(
         "{data_nodes} nodes, {replicas} replicas: {} seeds, {executes} executes, {committed} \
-         committed, {aborted} aborted, {scans} scans, {rows} rows compared; {marks:?}",
+         committed, {aborted} aborted, {scans} scans, {rows} rows compared ({index_rows} of \
+         unique indexes); {marks:?}",
         seeds_per_shape()
     );
     assert!(scans > 0, "no scan read every account");
+    assert!(index_rows > 0, "no unique index had rows at the end");
     marks
 }
 
@@ -49,6 +53,10 @@ fn assert_marks(marks: &TransactionMarks) {
     assert!(marks.rollbacks > 0, "{marks:?}");
     assert!(marks.answered_after_complete > 0, "{marks:?}");
     assert!(marks.multi_fragment_commits > 0, "{marks:?}");
+    assert!(marks.unique_lookups > 0, "{marks:?}");
+    assert!(marks.unique_violations > 0, "{marks:?}");
+    assert!(marks.index_rows_moved > 0, "{marks:?}");
+    assert!(marks.code_swaps > 0, "{marks:?}");
 }
 
 #[test]

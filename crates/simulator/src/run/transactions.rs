@@ -10,15 +10,18 @@
 //! answered on (a transaction that wrote a READ_BACKUP table must be
 //! answered only after its complete phase), and which replica refused an
 //! operation. After the workload, `check_transactions_final` checks that
-//! nothing is left open and that every replica of every fragment holds the
-//! same rows.
+//! nothing is left open, that every replica of every fragment holds the
+//! same rows (the hidden tables of unique indexes included), and that each
+//! unique index holds exactly the index rows its base table's rows imply.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use protocol::{ClusterState, Message, NodeId};
-use schema::{AttrInfoReader, ColumnType, Value};
+use schema::table::ColumnId;
+use schema::{AttrInfoReader, AttrInfoWriter, ColumnType, TableDef, Value};
 use storage::engine::EngineConfig;
+use transaction::routing::{TableRoute, UniqueIndex};
 use transaction::{Coordinator, CoordinatorConfig, QueryHandler, Routing};
 
 use super::{SimEvent, Simulation};
@@ -65,6 +68,17 @@ pub struct TransactionMarks {
     pub answered_after_complete: u64,
     /// A coordinator sent Commit for several fragments of one transaction.
     pub multi_fragment_commits: u64,
+    /// An operation by unique key (a lookup of the index row, then the
+    /// base row) found its row.
+    pub unique_lookups: u64,
+    /// A write took a unique key another row holds: NDB error 893 aborted
+    /// its transaction.
+    pub unique_violations: u64,
+    /// An update that committed changed a row's unique key from one value
+    /// to another, so its index row moved.
+    pub index_rows_moved: u64,
+    /// A transaction freed a unique key and took it again, and committed.
+    pub code_swaps: u64,
 }
 
 impl TransactionMarks {
@@ -75,6 +89,10 @@ impl TransactionMarks {
         self.rollbacks += other.rollbacks;
         self.answered_after_complete += other.answered_after_complete;
         self.multi_fragment_commits += other.multi_fragment_commits;
+        self.unique_lookups += other.unique_lookups;
+        self.unique_violations += other.unique_violations;
+        self.index_rows_moved += other.index_rows_moved;
+        self.code_swaps += other.code_swaps;
     }
 }
 
@@ -92,6 +110,9 @@ pub struct TransactionOutcome {
     pub retransmissions: u64,
     /// Rows compared across replicas at the end.
     pub rows_checked: u64,
+    /// Of those, rows of unique indexes' hidden tables, each also checked
+    /// against the base row it stands for.
+    pub index_rows_checked: u64,
 }
 
 /// The message a coordinator was handling when it answered an API.
@@ -337,11 +358,13 @@ impl Simulation {
     }
 
     /// After quiescence: no transaction or engine work is left anywhere,
-    /// every replica of a fragment holds the same rows. Returns each
-    /// table's rows (by name) as (id, value) for the workload's checks.
+    /// every replica of a fragment holds the same rows (the hidden tables
+    /// of unique indexes too), and every unique index holds exactly the
+    /// rows its base table implies. Returns each table's rows (by name) as
+    /// AttrInfo by id for the workload's checks.
     pub(super) fn check_transactions_final(
         &mut self,
-    ) -> Option<BTreeMap<String, BTreeMap<i64, i64>>> {
+    ) -> Option<BTreeMap<String, BTreeMap<i64, Vec<u8>>>> {
         self.outcome.transactions.messages = self.tcp.delivered;
         self.outcome.transactions.retransmissions = self.tcp.retransmissions;
         let mut problems = Vec::new();
@@ -376,10 +399,25 @@ impl Simulation {
             self.fail("no state was ever installed".into());
             return None;
         };
-        let mut tables = BTreeMap::new();
-        for table in &state.tables {
-            let mut rows_by_id = BTreeMap::new();
-            for (index, fragment) in table.fragments.iter().enumerate() {
+        // Every node installed the last state. Its routing lists the
+        // hidden tables of unique indexes, which the dictionary does not.
+        let routing = self
+            .nodes
+            .values()
+            .find_map(|sim| sim.transaction.as_ref())
+            .map(|blocks| blocks.routing().clone())
+            .unwrap_or_default();
+        if routing.version() != state.position() {
+            problems.push(format!(
+                "the routing is at {:?}, not at the last state {:?}",
+                routing.version(),
+                state.position()
+            ));
+        }
+        // (table, fragment) → the committed rows every replica holds.
+        let mut committed: BTreeMap<(u32, u32), Vec<Vec<u8>>> = BTreeMap::new();
+        for route in routing.tables() {
+            for (index, fragment) in route.fragments.iter().enumerate() {
                 let mut first: Option<(NodeId, Vec<Vec<u8>>)> = None;
                 for node in &fragment.replicas {
                     let blocks = self
@@ -387,11 +425,11 @@ impl Simulation {
                         .get_mut(node)
                         .and_then(|sim| sim.transaction.as_mut())
                         .expect("every data node runs the blocks");
-                    let Some(rows) = blocks.query_handler.committed_rows(table.id, index as u32)
+                    let Some(rows) = blocks.query_handler.committed_rows(route.id, index as u32)
                     else {
                         problems.push(format!(
                             "node {node} has no replica of fragment {index} of table {}",
-                            table.name
+                            route.name
                         ));
                         continue;
                     };
@@ -401,27 +439,44 @@ impl Simulation {
                             problems.push(format!(
                                 "table {} fragment {index}: replicas differ: node {primary} {}, node \
                                  {node} {}",
-                                table.name,
-                                describe_rows(expected),
-                                describe_rows(&rows)
+                                route.name,
+                                describe_rows(&route.def, expected),
+                                describe_rows(&route.def, &rows)
                             ));
                         }
                         Some(_) => {}
                     }
                 }
-                for row in first.map(|(_, rows)| rows).unwrap_or_default() {
-                    self.outcome.transactions.rows_checked += 1;
-                    let (Some(id), Some(value)) = (int_column(&row, 0), int_column(&row, 1)) else {
-                        problems.push(format!("table {}: a row without id or value", table.name));
+                let rows = first.map(|(_, rows)| rows).unwrap_or_default();
+                self.outcome.transactions.rows_checked += rows.len() as u64;
+                if route.base_table.is_some() {
+                    self.outcome.transactions.index_rows_checked += rows.len() as u64;
+                }
+                committed.insert((route.id, index as u32), rows);
+            }
+        }
+        // The workload's checks read the dictionary's tables.
+        let mut tables = BTreeMap::new();
+        for route in state
+            .tables
+            .iter()
+            .filter_map(|entry| routing.table(entry.id))
+        {
+            let mut rows_by_id = BTreeMap::new();
+            for fragment in 0..route.fragments.len() as u32 {
+                for row in &committed[&(route.id, fragment)] {
+                    let (Some(id), Some(_)) = (int_column(row, 0), int_column(row, 1)) else {
+                        problems.push(format!("table {}: a row without id or value", route.name));
                         continue;
                     };
-                    if rows_by_id.insert(id, value).is_some() {
-                        problems.push(format!("table {}: id {id} is in two fragments", table.name));
+                    if rows_by_id.insert(id, row.clone()).is_some() {
+                        problems.push(format!("table {}: id {id} is in two fragments", route.name));
                     }
                 }
             }
-            tables.insert(table.name.clone(), rows_by_id);
+            tables.insert(route.name.clone(), rows_by_id);
         }
+        problems.extend(check_unique_indexes(&routing, &committed));
         if !problems.is_empty() {
             let mut message = String::from("after the transaction workload:");
             for problem in problems {
@@ -450,14 +505,114 @@ pub fn int_column(attrinfo: &[u8], column: u16) -> Option<i64> {
     }
 }
 
-fn describe_rows(rows: &[Vec<u8>]) -> String {
+/// Every unique index's hidden table holds exactly the rows its base
+/// table's committed rows imply: one (index key, primary key) per base row
+/// whose key has no NULL, in every copy of the partition the key routes
+/// to. So no two base rows share a key, and no index row is left behind.
+/// `committed` holds the rows of every (table, fragment).
+fn check_unique_indexes(
+    routing: &Routing,
+    committed: &BTreeMap<(u32, u32), Vec<Vec<u8>>>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut scratch = Vec::new();
+    for route in routing.tables() {
+        for index in &route.unique_indexes {
+            let Some(hidden) = routing.table(index.table) else {
+                problems.push(format!(
+                    "table {}: index {} has no hidden table {}",
+                    route.name, index.name, index.table
+                ));
+                continue;
+            };
+            // Hidden fragment → the index rows it must hold.
+            let mut expected: BTreeMap<u32, Vec<Vec<u8>>> = BTreeMap::new();
+            // Index key → the base row holding it.
+            let mut holders: BTreeMap<Vec<u8>, &Vec<u8>> = BTreeMap::new();
+            for fragment in 0..route.fragments.len() as u32 {
+                for row in &committed[&(route.id, fragment)] {
+                    let Some((key, index_row)) = index_row_of(route, index, row) else {
+                        continue;
+                    };
+                    if let Some(other) = holders.insert(key.clone(), row) {
+                        problems.push(format!(
+                            "table {}: rows {} and {} share the key of unique index {}",
+                            route.name,
+                            describe_row(&route.def, other),
+                            describe_row(&route.def, row),
+                            index.name
+                        ));
+                    }
+                    match hidden.partition_of_key(&key, &mut scratch) {
+                        Ok(partition) => {
+                            for copy in hidden.fragments_of(partition) {
+                                expected.entry(copy).or_default().push(index_row.clone());
+                            }
+                        }
+                        Err(error) => problems.push(format!(
+                            "table {}: the key of {} does not route: {}",
+                            hidden.name,
+                            describe_row(&hidden.def, &index_row),
+                            error.detail
+                        )),
+                    }
+                }
+            }
+            for fragment in 0..hidden.fragments.len() as u32 {
+                let mut want = expected.remove(&fragment).unwrap_or_default();
+                want.sort_unstable();
+                let mut have = committed[&(hidden.id, fragment)].clone();
+                have.sort_unstable();
+                if want == have {
+                    continue;
+                }
+                let missing: Vec<Vec<u8>> = want
+                    .iter()
+                    .filter(|row| !have.contains(row))
+                    .cloned()
+                    .collect();
+                let extra: Vec<Vec<u8>> = have
+                    .iter()
+                    .filter(|row| !want.contains(row))
+                    .cloned()
+                    .collect();
+                problems.push(format!(
+                    "unique index {} fragment {fragment} differs from its base rows: missing {}, \
+                     extra {}",
+                    hidden.name,
+                    describe_rows(&hidden.def, &missing),
+                    describe_rows(&hidden.def, &extra)
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// The index key (AttrInfo) and the hidden table's row that `row` of
+/// `route` implies for `index`, or `None` when the key has a NULL.
+fn index_row_of(route: &TableRoute, index: &UniqueIndex, row: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let value = |column| AttrInfoReader::find(row, column).ok().flatten().flatten();
+    let mut key = Vec::new();
+    let mut writer = AttrInfoWriter::new(&mut key);
+    for (position, &column) in index.columns.iter().enumerate() {
+        writer.push(position as ColumnId, Some(value(column)?));
+    }
+    let mut index_row = key.clone();
+    let mut writer = AttrInfoWriter::new(&mut index_row);
+    for (j, &column) in route.def.primary_key.iter().enumerate() {
+        // Primary-key columns are never NULL.
+        writer.push(index.key_column(j), value(column));
+    }
+    Some((key, index_row))
+}
+
+/// Rows as AttrInfo of `def`'s columns, the first few decoded.
+fn describe_rows(def: &TableDef, rows: &[Vec<u8>]) -> String {
     let shown: Vec<String> = rows
         .iter()
         .take(20)
-        .map(|row| match (int_column(row, 0), int_column(row, 1)) {
-            (Some(id), Some(value)) => format!("{id}={value}"),
-            _ => format!("{row:?}"),
-        })
+        .map(|row| describe_row(def, row))
         .collect();
     format!(
         "{} rows [{}{}]",
@@ -465,4 +620,30 @@ fn describe_rows(rows: &[Vec<u8>]) -> String {
         shown.join(" "),
         if rows.len() > 20 { " ..." } else { "" }
     )
+}
+
+fn describe_row(def: &TableDef, row: &[u8]) -> String {
+    let values: Vec<String> = AttrInfoReader::new(row)
+        .map(|entry| match entry {
+            Ok((column, value)) => {
+                let name = def
+                    .columns
+                    .get(usize::from(column))
+                    .map_or("?", |c| c.name.as_str());
+                let shown = match value {
+                    None => "NULL".to_string(),
+                    Some(bytes) => match def.columns.get(usize::from(column)) {
+                        Some(c) => match Value::decode(&c.column_type, bytes) {
+                            Value::Int(value) => value.to_string(),
+                            other => format!("{other:?}"),
+                        },
+                        None => format!("{bytes:?}"),
+                    },
+                };
+                format!("{name}={shown}")
+            }
+            Err(error) => format!("<{}>", error.detail),
+        })
+        .collect();
+    format!("({})", values.join(" "))
 }

@@ -23,16 +23,22 @@
 //!   or none.
 //! - `counters`: incremented under an exclusive lock. Checked: the final
 //!   value is the number of increments that committed (no lost update).
+//! - `coded`: `(id INT PRIMARY KEY, value BIGINT NOT NULL, code BIGINT
+//!   NULL UNIQUE)`, codes from a small range so that writes collide (893).
+//!   Rows get codes by primary key, are inserted with codes, deleted and
+//!   read by unique key, and codes are swapped between rows. Checked: see
+//!   `unique`; after quiescence every replica of the unique index's
+//!   hidden table holds exactly the index rows its base rows imply.
 //!
 //! Every `Execute` must get exactly one `Executed`, from the coordinator
 //! it was sent to, and only errors the workload can cause (266 lock wait
-//! timeouts, 626 on a group deleted meanwhile) may abort a transaction. A
-//! commit that wrote a READ_BACKUP table must be answered after its
-//! complete phase, any other before it.
+//! timeouts, 626 on a group deleted meanwhile, 630 and 893 on `coded`)
+//! may abort a transaction. A commit that wrote a READ_BACKUP table must
+//! be answered after its complete phase, any other before it.
 //!
 //! This module drives the sessions; `jobs` holds what each kind of
-//! transaction sends and checks, `scan` the audits by scan, `model` the
-//! clients' knowledge and the final checks.
+//! transaction sends and checks, `scan` the audits by scan, `unique` the
+//! jobs on `coded`, `model` the clients' knowledge and the final checks.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -42,7 +48,7 @@ use protocol::{
 };
 use rand_chacha::ChaCha8Rng;
 use schema::distribution::TableOptions;
-use schema::{AttrInfoWriter, ColumnDef, ColumnType, TableDef, Value};
+use schema::{AttrInfoWriter, ColumnDef, ColumnType, IndexDef, TableDef, Value};
 use storage::engine::EngineConfig;
 
 use super::transactions::{AnsweredOn, int_column};
@@ -50,10 +56,12 @@ use super::{SimEvent, Simulation, between, chance};
 use jobs::{Job, Next};
 use model::{Model, TagState};
 use scan::ScanState;
+use unique::initial_code;
 
 mod jobs;
 mod model;
 mod scan;
+mod unique;
 
 /// Forming the cluster, creating and loading the tables take at most this.
 pub const PREPARATION_MS_MAX: u64 = 15_000;
@@ -65,6 +73,16 @@ const GROUP_STRIDE: i64 = 8;
 const ATTEMPTS_MAX: u32 = 3;
 const NO_SUCH_ROW: u16 = 626;
 const LOCK_WAIT_TIMEOUT: u16 = 266;
+const DUPLICATE_KEY: u16 = 630;
+const UNIQUE_VIOLATION: u16 = 893;
+/// `coded`'s unique column, and its index's position among the table's
+/// ordered indexes (what `Operation::index` names).
+const CODE_COLUMN: u16 = 2;
+const CODE_INDEX: u16 = 0;
+/// The group of the tags of `coded` writers, which write no group.
+const CODED_GROUP: usize = usize::MAX;
+/// The load's tag: the value of every `coded` row it inserts.
+const LOAD_TAG: u64 = 1;
 
 /// Where the workload stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,9 +100,10 @@ enum WorkTable {
     Bank = 0,
     Tags = 1,
     Counters = 2,
+    Coded = 3,
 }
 
-const TABLE_NAMES: [&str; 3] = ["bank", "tags", "counters"];
+const TABLE_NAMES: [&str; 4] = ["bank", "tags", "counters", "coded"];
 
 #[derive(Debug, Clone)]
 struct TableSetup {
@@ -103,6 +122,12 @@ struct Op {
     /// The value an insert or update writes.
     value: i64,
     ignore_error: bool,
+    /// `coded` rows: the code an insert or update writes (`None`: NULL).
+    code: Option<i64>,
+    /// An operation by the unique key: the code of the row it goes to.
+    /// `id` is then the row the session knows it reaches (it holds the
+    /// code's lock), or -1.
+    unique_key: Option<i64>,
 }
 
 impl Op {
@@ -113,7 +138,22 @@ impl Op {
             id,
             value: 0,
             ignore_error: false,
+            code: None,
+            unique_key: None,
         }
+    }
+
+    /// An operation on the `coded` row holding `code`, by the unique key.
+    fn by_code(kind: OperationKind, code: i64) -> Op {
+        Op {
+            unique_key: Some(code),
+            ..Op::new(WorkTable::Coded, kind, -1)
+        }
+    }
+
+    fn coding(mut self, code: Option<i64>) -> Op {
+        self.code = code;
+        self
     }
 
     fn writing(mut self, value: i64) -> Op {
@@ -145,11 +185,17 @@ struct Running {
     sent: Option<Sent>,
     /// It sent a write to a READ_BACKUP table with backups.
     wrote_read_backup: bool,
+    /// An ignore-error write by unique key timed out on a lock: whether it
+    /// reached its base row, a write the coordinator sent, is unknown.
+    /// (One whose index row was not found sent no write.)
+    maybe_wrote_read_backup: bool,
     /// What it wrote to each row so far (`None`: deleted): its own reads
     /// must see these.
     own_writes: BTreeMap<(u8, i64), Option<i64>>,
     /// Its scan, while one runs.
     scan: Option<ScanState>,
+    /// The `coded` row its locked read found: id and code.
+    found: Option<(i64, Option<i64>)>,
 }
 
 /// One transaction at a time, on one API node's connection.
@@ -161,10 +207,12 @@ struct Session {
 /// The API clients of a transaction run, their workload and its model.
 pub struct Workload {
     phase: Phase,
-    tables: [TableSetup; 3],
+    tables: [TableSetup; 4],
     replicas: u8,
     accounts: i64,
     counters: i64,
+    /// `coded` rows have ids `0..coded_rows` and codes `0..coded_rows`.
+    coded_rows: i64,
     apis: Vec<NodeId>,
     next_transaction: BTreeMap<NodeId, u64>,
     sessions: Vec<Session>,
@@ -194,9 +242,10 @@ impl Workload {
             partitions: between(rng, 2, 6) as u32,
             id: 0,
         };
-        let tables = [table(), table(), table()];
+        let tables = [table(), table(), table(), table()];
         let accounts = between(rng, 16, 64) as i64;
         let counters = between(rng, 2, 4) as i64;
+        let coded_rows = between(rng, 6, 12) as i64;
         let api_count = between(rng, 2, 4) as u8;
         let apis: Vec<NodeId> = (0..api_count).map(|i| FIRST_API_NODE + i).collect();
         let mut sessions = Vec::new();
@@ -222,6 +271,7 @@ impl Workload {
             replicas,
             accounts,
             counters,
+            coded_rows,
             next_transaction: apis.iter().map(|api| (*api, 1)).collect(),
             apis,
             sessions,
@@ -235,8 +285,13 @@ impl Workload {
                 total: accounts * INITIAL_BALANCE,
                 increments: vec![0; counters as usize],
                 groups: Vec::new(),
-                tags: vec![(0, TagState::Aborted)],
+                tags: vec![(0, TagState::Aborted), (CODED_GROUP, TagState::Committed)],
                 reads: Vec::new(),
+                code_writes: BTreeMap::from([(
+                    LOAD_TAG,
+                    (0..coded_rows).map(|id| (id, initial_code(id))).collect(),
+                )]),
+                code_reads: Vec::new(),
             },
             answered_on: BTreeMap::new(),
             first_replica: BTreeMap::new(),
@@ -272,16 +327,25 @@ impl Workload {
     }
 
     fn definition(&self, index: usize) -> Vec<u8> {
-        let table = TableDef::new(
-            TABLE_NAMES[index],
-            vec![
-                ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
-                ColumnDef::new("value", ColumnType::BigInt { unsigned: false }, false),
-            ],
-            vec![0],
-            vec![],
-        )
-        .expect("a valid table");
+        let mut columns = vec![
+            ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
+            ColumnDef::new("value", ColumnType::BigInt { unsigned: false }, false),
+        ];
+        let mut indexes = Vec::new();
+        if index == WorkTable::Coded as usize {
+            columns.push(ColumnDef::new(
+                "code",
+                ColumnType::BigInt { unsigned: false },
+                true,
+            ));
+            indexes.push(IndexDef {
+                name: "code".into(),
+                columns: vec![CODE_COLUMN],
+                unique: true,
+            });
+        }
+        let table =
+            TableDef::new(TABLE_NAMES[index], columns, vec![0], indexes).expect("a valid table");
         let options = TableOptions {
             read_backup: self.tables[index].read_backup,
             partitions: Some(self.tables[index].partitions),
@@ -300,15 +364,31 @@ impl Workload {
             ignore_error: op.ignore_error,
             ..Operation::default()
         };
+        if let Some(code) = op.unique_key {
+            operation.key.clear();
+            push_bigint(&mut operation.key, CODE_COLUMN, Some(code));
+            operation.index = Some(CODE_INDEX);
+        }
+        let coded = op.table == WorkTable::Coded;
         match op.kind {
             // The engine builds an inserted row from its values alone.
             OperationKind::Insert | OperationKind::Write => {
                 operation.values = key(op.id);
-                push_value(&mut operation.values, op.value);
+                push_bigint(&mut operation.values, 1, Some(op.value));
             }
-            OperationKind::Update => push_value(&mut operation.values, op.value),
+            OperationKind::Update => push_bigint(&mut operation.values, 1, Some(op.value)),
             OperationKind::Delete => {}
+            // A read by unique key must say which row it found.
+            _ if coded => operation.columns = vec![0, 1, CODE_COLUMN],
             _ => operation.columns = vec![1],
+        }
+        if coded
+            && matches!(
+                op.kind,
+                OperationKind::Insert | OperationKind::Write | OperationKind::Update
+            )
+        {
+            push_bigint(&mut operation.values, CODE_COLUMN, op.code);
         }
         operation
     }
@@ -327,15 +407,24 @@ impl Workload {
                     OperationKind::Write => "write",
                     OperationKind::Delete => "delete",
                 };
-                let value = if op.kind.is_write() && op.kind != OperationKind::Delete {
+                let mut value = if op.kind.is_write() && op.kind != OperationKind::Delete {
                     format!("={}", op.value)
                 } else {
                     String::new()
                 };
+                if op.table == WorkTable::Coded && !value.is_empty() {
+                    match op.code {
+                        Some(code) => value.push_str(&format!(" code {code}")),
+                        None => value.push_str(" code NULL"),
+                    }
+                }
+                let row = match op.unique_key {
+                    Some(code) => format!("code {code} (row {})", op.id),
+                    None => op.id.to_string(),
+                };
                 format!(
-                    "{kind} {}.{}{value}{}",
+                    "{kind} {}.{row}{value}{}",
                     TABLE_NAMES[op.table as usize],
-                    op.id,
                     if op.ignore_error {
                         " (ignore error)"
                     } else {
@@ -358,12 +447,16 @@ fn key(id: i64) -> Vec<u8> {
     out
 }
 
-fn push_value(out: &mut Vec<u8>, value: i64) {
-    let mut bytes = Vec::new();
-    Value::Int(value)
-        .encode(&ColumnType::BigInt { unsigned: false }, &mut bytes)
-        .expect("a BIGINT");
-    AttrInfoWriter::new(out).push(1, Some(&bytes));
+/// Appends a BIGINT column (`None`: NULL) to an AttrInfo stream.
+fn push_bigint(out: &mut Vec<u8>, column: u16, value: Option<i64>) {
+    let bytes = value.map(|value| {
+        let mut bytes = Vec::new();
+        Value::Int(value)
+            .encode(&ColumnType::BigInt { unsigned: false }, &mut bytes)
+            .expect("a BIGINT");
+        bytes
+    });
+    AttrInfoWriter::new(out).push(column, bytes.as_deref());
 }
 
 impl Simulation {
@@ -396,7 +489,7 @@ impl Simulation {
         if self.workload().phase != Phase::CreatingTables {
             return;
         }
-        let mut ids = [0u32; 3];
+        let mut ids = [0u32; TABLE_NAMES.len()];
         for sim in self.nodes.values() {
             let ready = sim.block.as_ref().is_some_and(|b| b.is_started())
                 && sim.transaction.as_ref().is_some_and(|blocks| {
@@ -428,6 +521,13 @@ impl Simulation {
         for counter in 0..workload.counters {
             operations
                 .push(Op::new(WorkTable::Counters, OperationKind::Insert, counter).writing(0));
+        }
+        for id in 0..workload.coded_rows {
+            operations.push(
+                Op::new(WorkTable::Coded, OperationKind::Insert, id)
+                    .writing(LOAD_TAG as i64)
+                    .coding(initial_code(id)),
+            );
         }
         let api = workload.apis[0];
         let transaction = workload.new_transaction_id(api);
@@ -466,10 +566,11 @@ impl Simulation {
             })
             .collect();
         format!(
-            "{}; {} accounts, {} counters, {} sessions, lock wait timeout {} ms",
+            "{}; {} accounts, {} counters, {} coded rows, {} sessions, lock wait timeout {} ms",
             tables.join(", "),
             workload.accounts,
             workload.counters,
+            workload.coded_rows,
             workload.sessions.len(),
             workload.lock_wait_timeout_ms
         )
@@ -567,17 +668,12 @@ impl Simulation {
         let workload = self.workload_mut();
         let api = workload.sessions[index].api;
         let transaction = workload.new_transaction_id(api);
-        let tag = if job.writes_tag() {
-            let group = match job {
-                Job::InsertGroup { group, .. }
-                | Job::UpdateGroup { group, .. }
-                | Job::DeleteGroup { group, .. } => group,
-                _ => unreachable!("writes a tag"),
-            };
-            workload.model.tags.push((group, TagState::Open));
-            workload.model.tags.len() as u64 - 1
-        } else {
-            0
+        let tag = match job.tag_group() {
+            Some(group) => {
+                workload.model.tags.push((group, TagState::Open));
+                workload.model.tags.len() as u64 - 1
+            }
+            None => 0,
         };
         workload.sessions[index].running = Some(Running {
             job,
@@ -588,8 +684,10 @@ impl Simulation {
             attempt,
             sent: None,
             wrote_read_backup: false,
+            maybe_wrote_read_backup: false,
             own_writes: BTreeMap::new(),
             scan: None,
+            found: None,
         });
         if let Job::Audit { mode, scan: true } = self.workload_mut().sessions[index]
             .running
@@ -610,10 +708,15 @@ impl Simulation {
         let workload = self.workload_mut();
         let protocol_operations: Vec<Operation> =
             operations.iter().map(|op| workload.operation(op)).collect();
+        // A write by unique key reaches its base row only if the lookup of
+        // its index row finds one, so it counts once its answer says so
+        // (see `check_answer`).
         let read_backup_write = workload.replicas > 1
-            && operations
-                .iter()
-                .any(|op| op.kind.is_write() && workload.tables[op.table as usize].read_backup);
+            && operations.iter().any(|op| {
+                op.kind.is_write()
+                    && op.unique_key.is_none()
+                    && workload.tables[op.table as usize].read_backup
+            });
         let session = &mut workload.sessions[index];
         let api = session.api;
         let running = session.running.as_mut().expect("running");
@@ -753,7 +856,6 @@ impl Simulation {
             .as_ref()
             .expect("running");
         let job = running.job.clone();
-        let wrote_read_backup = running.wrote_read_backup;
         if executed.state == TransactionState::Aborted {
             if sent.end == ExecuteEnd::Rollback {
                 if executed.error.is_some() {
@@ -769,8 +871,10 @@ impl Simulation {
             if !job.may_abort_with(error.ndb_code) {
                 return Err(format!("unexpected error {}", error.ndb_code));
             }
-            if error.ndb_code == LOCK_WAIT_TIMEOUT {
-                self.outcome.transactions.marks.lock_wait_timeouts += 1;
+            match error.ndb_code {
+                LOCK_WAIT_TIMEOUT => self.outcome.transactions.marks.lock_wait_timeouts += 1,
+                UNIQUE_VIOLATION => self.outcome.transactions.marks.unique_violations += 1,
+                _ => {}
             }
             self.finish_job(index, false, Some(error.ndb_code));
             return Ok(None);
@@ -802,7 +906,7 @@ impl Simulation {
             if result.error != NO_SUCH_ROW && result.error != LOCK_WAIT_TIMEOUT {
                 return Err(format!("unexpected ignored error {}", result.error));
             }
-            if op.id < 0 && result.error != NO_SUCH_ROW {
+            if op.id < 0 && op.unique_key.is_none() && result.error != NO_SUCH_ROW {
                 return Err(format!("a missing row answered {}", result.error));
             }
             self.outcome.transactions.marks.ignored_errors += 1;
@@ -811,7 +915,29 @@ impl Simulation {
             }
         }
         self.check_own_writes(index, sent, executed)?;
-        if executed.state == TransactionState::Committed {
+        self.note_coded_batch(index, sent, executed);
+        // Writes by unique key that reached their base row (see `send_batch`).
+        let workload = self.workload_mut();
+        let backups = workload.replicas > 1;
+        let read_backup = |op: &Op| {
+            backups
+                && op.kind.is_write()
+                && op.unique_key.is_some()
+                && workload.tables[op.table as usize].read_backup
+        };
+        let (mut wrote, mut maybe_wrote) = (false, false);
+        for (op, result) in sent.operations.iter().zip(&executed.results) {
+            if read_backup(op) {
+                wrote |= result.error == 0;
+                maybe_wrote |= result.error == LOCK_WAIT_TIMEOUT;
+            }
+        }
+        let running = workload.sessions[index].running.as_mut().expect("running");
+        running.wrote_read_backup |= wrote;
+        running.maybe_wrote_read_backup |= maybe_wrote;
+        let wrote_read_backup = running.wrote_read_backup;
+        let unknown = !wrote_read_backup && running.maybe_wrote_read_backup;
+        if executed.state == TransactionState::Committed && !unknown {
             match answered_on {
                 Some(AnsweredOn::Completed) if wrote_read_backup => {
                     self.outcome.transactions.marks.answered_after_complete += 1;

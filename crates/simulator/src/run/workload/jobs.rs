@@ -6,8 +6,10 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
 use super::model::{Group, TagRead, consistent_group};
+use super::unique::CodedJob;
 use super::{
-    GROUP_STRIDE, LOCK_WAIT_TIMEOUT, NO_SUCH_ROW, Op, Sent, Simulation, WorkTable, between, chance,
+    CODED_GROUP, GROUP_STRIDE, LOCK_WAIT_TIMEOUT, NO_SUCH_ROW, Op, Sent, Simulation, WorkTable,
+    between, chance,
 };
 use crate::run::transactions::int_column;
 
@@ -58,14 +60,21 @@ pub(super) enum Job {
     ReadGroup { group: usize, mode: OperationKind },
     /// Reads a counter with an exclusive lock, then adds one.
     Increment { counter: i64, rollback: bool },
+    /// A job on the `coded` table (see `unique`).
+    Coded(CodedJob),
 }
 
 impl Job {
-    pub(super) fn writes_tag(&self) -> bool {
-        matches!(
-            self,
-            Job::InsertGroup { .. } | Job::UpdateGroup { .. } | Job::DeleteGroup { .. }
-        )
+    /// The group whose rows the job writes its tag into (`CODED_GROUP`
+    /// for `coded` rows), or `None` when it writes no tag.
+    pub(super) fn tag_group(&self) -> Option<usize> {
+        match self {
+            Job::InsertGroup { group, .. }
+            | Job::UpdateGroup { group, .. }
+            | Job::DeleteGroup { group, .. } => Some(*group),
+            Job::Coded(job) if job.writes_code() => Some(CODED_GROUP),
+            _ => None,
+        }
     }
 
     /// Errors that may abort this transaction without a bug.
@@ -74,6 +83,7 @@ impl Job {
             Job::UpdateGroup { .. } | Job::DeleteGroup { .. } => {
                 code == LOCK_WAIT_TIMEOUT || code == NO_SUCH_ROW
             }
+            Job::Coded(job) => job.may_abort_with(code),
             _ => code == LOCK_WAIT_TIMEOUT,
         }
     }
@@ -94,7 +104,8 @@ pub(super) enum Next {
 
 impl Simulation {
     pub(super) fn new_job(&mut self) -> Job {
-        let roll = self.rng.next_u64() % 100;
+        // Rolls from 100 go to the `coded` jobs.
+        let roll = self.rng.next_u64() % 125;
         let (rollback_chance, ignore_chance) = (
             self.workload().rollback_chance,
             self.workload().ignore_chance,
@@ -174,10 +185,11 @@ impl Simulation {
                 },
                 None => self.new_group_insert(rollback, probe),
             },
-            _ => Job::Increment {
+            88..100 => Job::Increment {
                 counter: (self.rng.next_u64() % counters) as i64,
                 rollback,
             },
+            _ => Job::Coded(self.new_coded_job(roll - 100, rollback, ignore)),
         }
     }
 
@@ -341,6 +353,7 @@ impl Simulation {
                     .map(|id| Op::new(WorkTable::Tags, mode, *id).ignoring(true))
                     .collect(),
             ),
+            Job::Coded(job) => self.coded_first_batch(index, job),
             Job::Increment { counter, .. } => Next::Send(
                 ExecuteEnd::NoCommit,
                 vec![Op::new(
@@ -565,6 +578,7 @@ impl Simulation {
                 }
                 Ok(Some(Next::Finish))
             }
+            Job::Coded(job) => self.coded_after_batch(index, step, executed, job),
             Job::Increment {
                 counter,
                 rollback: roll_back,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use protocol::{Executed, OperationKind};
 
+use super::unique::CodeRead;
 use super::{GROUP_STRIDE, NO_SUCH_ROW, Sent, Simulation, TABLE_NAMES};
 use crate::run::transactions::int_column;
 
@@ -43,6 +44,11 @@ pub(super) struct Model {
     /// Per tag (index): its group and its transaction's end.
     pub(super) tags: Vec<(usize, TagState)>,
     pub(super) reads: Vec<TagRead>,
+    /// Per tag of a `coded` writer: the code it gave each row it wrote
+    /// (its last write of the row).
+    pub(super) code_writes: BTreeMap<u64, BTreeMap<i64, Option<i64>>>,
+    /// `coded` rows that reads returned, checked at the end.
+    pub(super) code_reads: Vec<CodeRead>,
 }
 
 impl Simulation {
@@ -58,6 +64,11 @@ impl Simulation {
             .as_mut()
             .expect("running");
         for (op, result) in sent.operations.iter().zip(&executed.results) {
+            // The session does not always know which row a unique key
+            // reaches; `unique` checks those operations.
+            if op.unique_key.is_some() {
+                continue;
+            }
             let row = (op.table as u8, op.id);
             if op.kind.is_write() {
                 if result.error == 0 {
@@ -85,13 +96,24 @@ impl Simulation {
         Ok(())
     }
 
-    /// The final data against the model.
-    pub(super) fn check_workload_data(&mut self, tables: &BTreeMap<String, BTreeMap<i64, i64>>) {
+    /// The final data against the model: `tables` holds each table's
+    /// committed rows (AttrInfo) by id.
+    pub(super) fn check_workload_data(
+        &mut self,
+        tables: &BTreeMap<String, BTreeMap<i64, Vec<u8>>>,
+    ) {
         let workload = self.workload();
         let mut problems = Vec::new();
         let empty = BTreeMap::new();
-        let table = |name: &str| tables.get(name).unwrap_or(&empty);
-        let bank = table("bank");
+        let rows = |name: &str| tables.get(name).unwrap_or(&empty);
+        // The replica checker made sure that every row has a value.
+        let table = |name: &str| -> BTreeMap<i64, i64> {
+            rows(name)
+                .iter()
+                .filter_map(|(id, row)| Some((*id, int_column(row, 1)?)))
+                .collect()
+        };
+        let bank = &table("bank");
         let sum: i64 = bank.values().sum();
         if sum != workload.model.total {
             problems.push(format!(
@@ -116,7 +138,7 @@ impl Simulation {
                 ));
             }
         }
-        let tags = table("tags");
+        let tags = &table("tags");
         for (id, value) in tags {
             let group = id.div_euclid(GROUP_STRIDE) as usize;
             let known = workload
@@ -182,6 +204,7 @@ impl Simulation {
                 ));
             }
         }
+        problems.extend(self.check_coded_data(rows("coded")));
         if !problems.is_empty() {
             problems.truncate(20);
             let mut message = String::from("the workload's data is wrong:");
