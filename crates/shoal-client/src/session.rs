@@ -339,22 +339,12 @@ impl Transaction {
                 mysql_code: ErrorCode::NoSuchIndex.mysql_code(),
                 message: format!("table {} has no unique index {index}", table.name),
             })?;
-        let key: Vec<(ColumnId, Value)> = unique
-            .columns
-            .iter()
-            .map(|column| {
-                key.iter()
-                    .find(|(c, _)| c == column)
-                    .cloned()
-                    .ok_or_else(|| {
-                        ClientError::usage(format!(
-                            "the key of index {index} needs column {}",
-                            table.def.columns[usize::from(*column)].name
-                        ))
-                    })
-            })
-            .collect::<Result<_, _>>()?;
-        let key = encode_values(table, &key)?;
+        let key = encode_columns(
+            table,
+            &unique.columns,
+            key,
+            &format!("the key of index {index}"),
+        )?;
         let values = encode_values(table, values)?;
         let operation = self.define(table, kind, key, values, columns.to_vec());
         let defined = self.defined.last_mut().expect("just defined");
@@ -461,9 +451,19 @@ fn encode_values(table: &TableRoute, values: &[(ColumnId, Value)]) -> Result<Vec
 
 /// Encodes the primary-key columns found in `values`.
 fn encode_key(table: &TableRoute, values: &[(ColumnId, Value)]) -> Result<Vec<u8>, ClientError> {
-    let key: Vec<(ColumnId, Value)> = table
-        .def
-        .primary_key
+    let what = format!("the key of table {}", table.name);
+    encode_columns(table, &table.def.primary_key, values, &what)
+}
+
+/// Encodes `columns` (in that order) from `values`, each of which must be
+/// there; `what` names the key in the error.
+fn encode_columns(
+    table: &TableRoute,
+    columns: &[ColumnId],
+    values: &[(ColumnId, Value)],
+    what: &str,
+) -> Result<Vec<u8>, ClientError> {
+    let picked: Vec<(ColumnId, Value)> = columns
         .iter()
         .map(|column| {
             values
@@ -472,14 +472,13 @@ fn encode_key(table: &TableRoute, values: &[(ColumnId, Value)]) -> Result<Vec<u8
                 .cloned()
                 .ok_or_else(|| {
                     ClientError::usage(format!(
-                        "the key of table {} needs column {}",
-                        table.name,
+                        "{what} needs column {}",
                         table.def.columns[usize::from(*column)].name
                     ))
                 })
         })
         .collect::<Result<_, _>>()?;
-    encode_values(table, &key)
+    encode_values(table, &picked)
 }
 
 /// Decodes one row's AttrInfo; a value that does not fit its column is an error.
