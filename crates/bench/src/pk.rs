@@ -124,17 +124,20 @@ struct OwnCluster {
     /// `shoal up`, whose children are the management and data nodes.
     child: Child,
     connectstring: String,
-    _directory: TemporaryDirectory,
+    directory: TemporaryDirectory,
 }
 
-/// Removed when dropped, unless `keep` was called (a failed run leaves the
+/// Removed when dropped, unless `keep` is set (a failed run leaves the
 /// cluster's logs behind for the user).
-struct TemporaryDirectory(PathBuf, bool);
+struct TemporaryDirectory {
+    path: PathBuf,
+    keep: bool,
+}
 
 impl Drop for TemporaryDirectory {
     fn drop(&mut self) {
-        if !self.1 {
-            let _ = std::fs::remove_dir_all(&self.0);
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.path);
         }
     }
 }
@@ -142,10 +145,10 @@ impl Drop for TemporaryDirectory {
 impl OwnCluster {
     /// Keeps the cluster's directory and says where it is, after `error`.
     fn keep_logs(&mut self, error: String) -> String {
-        self._directory.1 = true;
+        self.directory.keep = true;
         format!(
             "{error} (the cluster's logs are kept in {})",
-            self._directory.0.display()
+            self.directory.path.display()
         )
     }
 }
@@ -181,13 +184,16 @@ fn start_cluster(executable: &Path, nodes: usize) -> Result<OwnCluster, String> 
         std::env::temp_dir().join(format!("shoal-bench-pk-{}-{nodes}", std::process::id()));
     let _ = std::fs::remove_dir_all(&directory);
     std::fs::create_dir_all(&directory).map_err(|e| e.to_string())?;
-    let directory = TemporaryDirectory(directory, false);
+    let directory = TemporaryDirectory {
+        path: directory,
+        keep: false,
+    };
     let port = free_port()?;
     let sql_port = free_port()?;
     let mut child = Command::new(executable)
         .arg("up")
         .arg("--data-dir")
-        .arg(directory.0.join("data"))
+        .arg(directory.path.join("data"))
         .arg("--nodes")
         .arg(nodes.to_string())
         .arg("--mgm-port")
@@ -210,7 +216,7 @@ fn start_cluster(executable: &Path, nodes: usize) -> Result<OwnCluster, String> 
     let cluster = OwnCluster {
         child,
         connectstring: format!("127.0.0.1:{port}"),
-        _directory: directory,
+        directory,
     };
     ready
         .recv_timeout(Duration::from_secs(60))

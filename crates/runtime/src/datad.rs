@@ -857,8 +857,8 @@ impl Runtime {
                 let _ = self.poll.registry().deregister(&mut connection.stream);
             }
         }
-        self.peers
-            .retain(|_, token| self.connections.contains_key(token));
+        // Every peer connection is gone (the management node's is not a peer).
+        self.peers.clear();
         self.pending.clear();
         self.ever_connected.clear();
         self.settings.incarnation = crate::incarnation_now();

@@ -357,9 +357,10 @@ impl Cluster {
     pub(crate) fn next_node(&self) -> Result<NodeId, ClientError> {
         let nodes = &self.inner.data_nodes;
         let start = self.inner.round_robin.fetch_add(1, Ordering::Relaxed);
+        let routing = self.routing();
         for offset in 0..nodes.len() {
             let node = nodes[(start + offset) % nodes.len()];
-            if self.link(node).is_some() && self.routing().is_live(node) {
+            if self.link(node).is_some() && routing.is_live(node) {
                 return Ok(node);
             }
         }
@@ -578,6 +579,9 @@ fn dispatch(shared: &Shared, message: Message) {
     shared.deliver(mailbox, Delivery::Message(message));
 }
 
+/// Room each read of a data-node connection offers at least.
+const RECEIVE_BYTES_MIN: usize = 256 * 1024;
+
 /// Reads one data-node connection until it fails, dispatching answers.
 fn receive_loop(
     mut reader: TcpStream,
@@ -585,16 +589,16 @@ fn receive_loop(
     link: Arc<Link>,
     shared: Arc<Shared>,
 ) {
-    let mut buffer = vec![0u8; 256 * 1024];
     let mut messages = Vec::new();
     loop {
-        let read = match reader.read(&mut buffer) {
+        // Read straight into the decoder's buffer: no copy per read.
+        let read = match reader.read(decoder.spare(RECEIVE_BYTES_MIN)) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        decoder.filled(read);
         shared.counters.values[crate::session::BYTES_RECEIVED]
             .fetch_add(read as u64, Ordering::Relaxed);
-        decoder.push(&buffer[..read]);
         loop {
             match decoder.next_frame(&mut messages) {
                 Ok(true) => {

@@ -52,6 +52,16 @@ impl ClientError {
         ClientError::new(API_USAGE, message)
     }
 
+    /// An error of the schema layer (values, keys, indexes), with its NDB
+    /// and MySQL codes.
+    pub(crate) fn schema(code: schema::ErrorCode, message: impl Into<String>) -> ClientError {
+        ClientError {
+            ndb_code: code.ndb_code().unwrap_or(4000),
+            mysql_code: code.mysql_code(),
+            message: message.into(),
+        }
+    }
+
     pub(crate) fn reply(error: ErrorReply) -> ClientError {
         ClientError {
             ndb_code: error.ndb_code,

@@ -334,17 +334,15 @@ impl Transaction {
             .unique_indexes
             .iter()
             .find(|i| i.name.eq_ignore_ascii_case(index))
-            .ok_or_else(|| ClientError {
-                ndb_code: ErrorCode::NoSuchIndex.ndb_code().expect("has one"),
-                mysql_code: ErrorCode::NoSuchIndex.mysql_code(),
-                message: format!("table {} has no unique index {index}", table.name),
+            .ok_or_else(|| {
+                ClientError::schema(
+                    ErrorCode::NoSuchIndex,
+                    format!("table {} has no unique index {index}", table.name),
+                )
             })?;
-        let key = encode_columns(
-            table,
-            &unique.columns,
-            key,
-            &format!("the key of index {index}"),
-        )?;
+        let key = encode_columns(table, &unique.columns, key, || {
+            format!("the key of index {index}")
+        })?;
         let values = encode_values(table, values)?;
         let operation = self.define(table, kind, key, values, columns.to_vec());
         let defined = self.defined.last_mut().expect("just defined");
@@ -439,10 +437,8 @@ fn encode_values(table: &TableRoute, values: &[(ColumnId, Value)]) -> Result<Vec
         bytes.clear();
         value
             .encode(&definition.column_type, &mut bytes)
-            .map_err(|e| ClientError {
-                ndb_code: e.code.ndb_code().unwrap_or(4000),
-                mysql_code: e.code.mysql_code(),
-                message: format!("column {}: {}", definition.name, e.detail),
+            .map_err(|e| {
+                ClientError::schema(e.code, format!("column {}: {}", definition.name, e.detail))
             })?;
         writer.push(*column, Some(&bytes));
     }
@@ -451,17 +447,18 @@ fn encode_values(table: &TableRoute, values: &[(ColumnId, Value)]) -> Result<Vec
 
 /// Encodes the primary-key columns found in `values`.
 fn encode_key(table: &TableRoute, values: &[(ColumnId, Value)]) -> Result<Vec<u8>, ClientError> {
-    let what = format!("the key of table {}", table.name);
-    encode_columns(table, &table.def.primary_key, values, &what)
+    encode_columns(table, &table.def.primary_key, values, || {
+        format!("the key of table {}", table.name)
+    })
 }
 
 /// Encodes `columns` (in that order) from `values`, each of which must be
-/// there; `what` names the key in the error.
+/// there; `what` names the key in the error (built only then).
 fn encode_columns(
     table: &TableRoute,
     columns: &[ColumnId],
     values: &[(ColumnId, Value)],
-    what: &str,
+    what: impl Fn() -> String,
 ) -> Result<Vec<u8>, ClientError> {
     let picked: Vec<(ColumnId, Value)> = columns
         .iter()
@@ -472,7 +469,8 @@ fn encode_columns(
                 .cloned()
                 .ok_or_else(|| {
                     ClientError::usage(format!(
-                        "{what} needs column {}",
+                        "{} needs column {}",
+                        what(),
                         table.def.columns[usize::from(*column)].name
                     ))
                 })
@@ -633,14 +631,10 @@ impl Session {
     ) -> Result<Transaction, ClientError> {
         let node = match hint {
             Some(hint) => {
-                let partition =
-                    hint.table
-                        .partition_of_values(hint.key)
-                        .map_err(|e| ClientError {
-                            ndb_code: e.code.ndb_code().unwrap_or(4000),
-                            mysql_code: e.code.mysql_code(),
-                            message: e.detail.to_string(),
-                        })?;
+                let partition = hint
+                    .table
+                    .partition_of_values(hint.key)
+                    .map_err(|e| ClientError::schema(e.code, e.detail))?;
                 self.node_for_partition(hint.table, partition)?
             }
             None => self.cluster.next_node()?,
@@ -675,10 +669,9 @@ impl Session {
         partition: u32,
     ) -> Result<NodeId, ClientError> {
         let routing = self.cluster.routing();
-        let fragment = table.fragment_near(partition, 0);
-        let live = routing.live_replicas(table, fragment);
-        for node in live {
-            if self.cluster.link(node).is_some() {
+        let fragment = table.fragments_of(partition).start;
+        for &node in &table.fragments[fragment as usize].replicas {
+            if routing.is_live(node) && self.cluster.link(node).is_some() {
                 return Ok(node);
             }
         }
@@ -917,11 +910,11 @@ impl Session {
             })
         };
         let partition = match &options.partition_key {
-            Some(key) => Some(table.partition_of_values(key).map_err(|e| ClientError {
-                ndb_code: e.code.ndb_code().unwrap_or(4000),
-                mysql_code: e.code.mysql_code(),
-                message: e.detail.to_string(),
-            })?),
+            Some(key) => Some(
+                table
+                    .partition_of_values(key)
+                    .map_err(|e| ClientError::schema(e.code, e.detail))?,
+            ),
             None => None,
         };
         let scan = transaction.next_scan;
@@ -936,7 +929,7 @@ impl Session {
             upper: bound(&options.upper)?,
             descending: options.descending,
             filter: options.filter.clone(),
-            columns: columns.clone(),
+            columns,
             mode: options.lock.unwrap_or(LockMode::Committed).read_kind(),
             partition,
             batch_rows: if options.batch_rows == 0 {

@@ -35,8 +35,6 @@ use protocol::{
 };
 use schema::ErrorCode;
 
-use std::sync::Arc;
-
 use crate::errors::{reply, reply_for};
 use crate::maps::Map;
 use crate::routing::{Routing, TableRoute};
@@ -453,7 +451,7 @@ impl Coordinator {
     ) {
         self.counters.operations += 1;
         let route = match self.routing.table(operation.table) {
-            Some(route) if route.base_table.is_none() || follow.is_internal() => Arc::clone(route),
+            Some(route) if route.base_table.is_none() || follow.is_internal() => route,
             _ => {
                 let error = reply(
                     ErrorCode::NoSuchTable,
@@ -464,7 +462,7 @@ impl Coordinator {
             }
         };
         let route = if let Some(position) = operation.index {
-            match unique::lookup(&route, &operation) {
+            match unique::lookup(route, &mut operation) {
                 Ok((found, then)) => {
                     operation = found;
                     follow = Follow::Lookup {
@@ -472,11 +470,9 @@ impl Coordinator {
                         then: Box::new(then),
                     };
                     let index = route.unique_index(position).expect("checked by lookup");
-                    Arc::clone(
-                        self.routing
-                            .table(index.table)
-                            .expect("installed with its base"),
-                    )
+                    self.routing
+                        .table(index.table)
+                        .expect("installed with its base")
                 }
                 Err(error) => {
                     self.fail_operation_early(
@@ -516,9 +512,9 @@ impl Coordinator {
         };
         let fragment = route.fragment_near(partition, self.node);
         let transaction = self.transactions.get_mut(&id).expect("executing");
-        let chain = match plan_chain(
+        let mut chain = match plan_chain(
             &self.routing,
-            &route,
+            route,
             fragment,
             operation.kind,
             self.node,
@@ -564,7 +560,10 @@ impl Coordinator {
             values: operation.values,
             columns: operation.columns,
             ignore_error: operation.ignore_error,
-            chain: chain[1..].to_vec(),
+            chain: {
+                chain.remove(0);
+                chain
+            },
         };
         out.push((first, Message::KeyRequest(request)));
     }
@@ -628,9 +627,9 @@ impl Coordinator {
             Follow::Answer => batch.results[result as usize].data = confirm.data,
             Follow::IndexInsert | Follow::IndexDelete => {}
             Follow::Lookup { position, then } => {
-                let route = Arc::clone(self.routing.table(then.table).expect("routed before"));
+                let route = self.routing.table(then.table).expect("routed before");
                 let index = route.unique_index(position).expect("routed before");
-                match unique::base_key(&route, index, &confirm.data) {
+                match unique::base_key(route, index, &confirm.data) {
                     Ok(key) => {
                         let then = Operation { key, ..*then };
                         if !self.add_operation(id, then, result, Follow::Answer, out) {
@@ -644,8 +643,8 @@ impl Coordinator {
                 }
             }
             Follow::Maintain(write) => {
-                let route = Arc::clone(self.routing.table(write.table).expect("routed before"));
-                let changes = match unique::maintenance(&route, &write, &confirm.data) {
+                let route = self.routing.table(write.table).expect("routed before");
+                let changes = match unique::maintenance(route, &write, &confirm.data) {
                     Ok(changes) => changes,
                     Err(error) => {
                         self.abort(id, Some(reply_for(&error)), out);
@@ -653,12 +652,12 @@ impl Coordinator {
                     }
                 };
                 for change in changes {
-                    let follow = if change.insert {
+                    let follow = if change.kind == OperationKind::Insert {
                         Follow::IndexInsert
                     } else {
                         Follow::IndexDelete
                     };
-                    if !self.add_operation(id, change.operation, result, follow, out) {
+                    if !self.add_operation(id, change, result, follow, out) {
                         return;
                     }
                 }
@@ -739,7 +738,7 @@ impl Coordinator {
         let Some(batch) = transaction.batch.as_ref() else {
             return;
         };
-        if batch.outstanding > 0 || batch.slots.len() < batch.results.len() {
+        if batch.outstanding > 0 {
             return;
         }
         match batch.end {
@@ -1152,7 +1151,10 @@ fn plan_chain(
     if live.is_empty() {
         return None;
     }
-    let chain = if kind.is_write() { live } else { vec![live[0]] };
+    let mut chain = live;
+    if !kind.is_write() {
+        chain.truncate(1);
+    }
     match existing {
         Some(position) => {
             let participant = &mut transaction.participants[position];

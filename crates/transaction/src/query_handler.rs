@@ -73,19 +73,6 @@ struct FragmentReplica {
     schema_version: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WorkState {
-    Active,
-    /// A backup got Commit: prepared, waiting for Complete.
-    Committing,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Work {
-    engine_transaction: TransactionId,
-    state: WorkState,
-}
-
 /// (transaction, scan, fragment)
 type ScanKey = (u64, u32, u32);
 
@@ -121,10 +108,10 @@ pub struct QueryHandler {
     engine: Engine,
     fragments: Map<(u32, u32), FragmentReplica>,
     free_engine_tables: Vec<u32>,
-    work: Map<WorkKey, Work>,
-    /// Work with an operation waiting for a lock: the operations that
-    /// arrived after it, in order.
-    blocked: Map<WorkKey, VecDeque<KeyRequest>>,
+    work: Map<WorkKey, TransactionId>,
+    /// Work with an operation waiting for a lock: that operation's token
+    /// in `waiting`, and the operations that arrived after it, in order.
+    blocked: Map<WorkKey, (u64, VecDeque<KeyRequest>)>,
     next_engine_transaction: TransactionId,
     waiting: Map<u64, Waiting>,
     scans: Map<ScanKey, LocalScan>,
@@ -242,12 +229,7 @@ impl QueryHandler {
         for route in routing.tables() {
             for (index, fragment) in route.fragments.iter().enumerate() {
                 if fragment.replicas.contains(&self.node) {
-                    wanted.push((
-                        route.id,
-                        index as u32,
-                        route.schema_version,
-                        &route.fragment_def,
-                    ));
+                    wanted.push((route.id, index as u32, route.schema_version, &route.def));
                 }
             }
         }
@@ -303,6 +285,12 @@ impl QueryHandler {
         // node may hold several fragments of one table.
         let mut def = def.clone();
         def.name = format!("{}#{table}/{fragment}", def.name);
+        // A fragment sees only its own rows: unique indexes are plain
+        // ordered indexes here, and uniqueness is checked cluster-wide in
+        // each index's hidden table (see `unique`).
+        for index in &mut def.ordered_indexes {
+            index.unique = false;
+        }
         if let Err(error) = self.engine.create_table(engine_table, def) {
             self.free_engine_tables.push(engine_table);
             return Err(error);
@@ -334,7 +322,7 @@ impl QueryHandler {
         });
         for work_key in doomed {
             let work = self.work.remove(&work_key).expect("listed above");
-            let _ = self.engine.abort(work.engine_transaction);
+            let _ = self.engine.abort(work);
         }
         self.close_scans_of_fragment(key.0, key.1);
     }
@@ -379,7 +367,7 @@ impl QueryHandler {
         out: &mut Vec<(NodeId, Message)>,
     ) {
         let key = (request.transaction, request.table, request.fragment);
-        if let Some(queue) = self.blocked.get_mut(&key) {
+        if let Some((_, queue)) = self.blocked.get_mut(&key) {
             queue.push_back(request);
             return;
         }
@@ -404,9 +392,7 @@ impl QueryHandler {
         } else {
             // A committed read sees the transaction's own changes on this
             // fragment, if it has any here.
-            self.work
-                .get(&key)
-                .map_or(NO_TRANSACTION, |w| w.engine_transaction)
+            self.work.get(&key).copied().unwrap_or(NO_TRANSACTION)
         };
         let token = self.next_token;
         self.next_token += 1;
@@ -428,26 +414,18 @@ impl QueryHandler {
             Ok(Outcome::Done) => self.key_done(request, data, out),
             Ok(Outcome::Waiting) => {
                 self.waiting.insert(token, Waiting::Key(request));
-                self.blocked.insert(key, VecDeque::new());
+                self.blocked.insert(key, (token, VecDeque::new()));
             }
             Err(error) => self.refuse(request, &error, out),
         }
     }
 
     fn work_or_begin(&mut self, key: WorkKey) -> TransactionId {
-        if let Some(work) = self.work.get(&key) {
-            return work.engine_transaction;
-        }
-        let engine_transaction = self.next_engine_transaction;
-        self.next_engine_transaction += 1;
-        self.work.insert(
-            key,
-            Work {
-                engine_transaction,
-                state: WorkState::Active,
-            },
-        );
-        engine_transaction
+        let next = &mut self.next_engine_transaction;
+        *self.work.entry(key).or_insert_with(|| {
+            *next += 1;
+            *next - 1
+        })
     }
 
     fn key_done(
@@ -486,21 +464,20 @@ impl QueryHandler {
 
     fn on_commit(&mut self, mut phase: Phase, out: &mut Vec<(NodeId, Message)>) {
         let key = (phase.transaction, phase.table, phase.fragment);
-        if let Some(work) = self.work.get_mut(&key) {
-            // Every operation here was confirmed before the coordinator
-            // started the commit, so none still waits: prepare cannot fail
-            // but for a transaction the engine never began (a failed first
-            // operation), which has nothing to commit.
-            let _ = self.engine.prepare(work.engine_transaction);
-            if phase.chain.is_empty() {
-                // The primary, last in the commit chain.
-                let work = self.work.remove(&key).expect("present");
-                let _ = self.engine.commit(work.engine_transaction);
+        // Every operation here was confirmed before the coordinator
+        // started the commit, so none still waits: prepare cannot fail
+        // but for a transaction the engine never began (a failed first
+        // operation), which has nothing to commit.
+        if phase.chain.is_empty() {
+            // The primary, last in the commit chain.
+            if let Some(work) = self.work.remove(&key) {
+                let _ = self.engine.prepare(work);
+                let _ = self.engine.commit(work);
                 self.close_scans_of(phase.transaction, phase.table, phase.fragment);
                 self.counters.commits += 1;
-            } else {
-                work.state = WorkState::Committing;
             }
+        } else if let Some(&work) = self.work.get(&key) {
+            let _ = self.engine.prepare(work);
         }
         if phase.chain.is_empty() {
             out.push((phase.coordinator, Message::Committed(done(&phase))));
@@ -513,9 +490,8 @@ impl QueryHandler {
     fn on_complete(&mut self, mut phase: Phase, out: &mut Vec<(NodeId, Message)>) {
         let key = (phase.transaction, phase.table, phase.fragment);
         if let Some(work) = self.work.remove(&key) {
-            debug_assert_eq!(work.state, WorkState::Committing);
-            let _ = self.engine.prepare(work.engine_transaction);
-            let _ = self.engine.commit(work.engine_transaction);
+            let committed = self.engine.commit(work);
+            debug_assert!(committed.is_ok(), "Complete after Commit");
             self.counters.commits += 1;
         }
         if phase.chain.is_empty() {
@@ -530,15 +506,13 @@ impl QueryHandler {
         let key = (phase.transaction, phase.table, phase.fragment);
         // Operations of this work still waiting for a lock are cancelled by
         // the engine's abort; forget them so no late answer goes out.
-        self.waiting.retain(|_, waiting| match waiting {
-            Waiting::Key(request) => (request.transaction, request.table, request.fragment) != key,
-            // Scans of this work are closed below, with their waits.
-            Waiting::Scan(_) => true,
-        });
-        self.blocked.remove(&key);
+        // Scans of this work are closed below, with their waits.
+        if let Some((token, _)) = self.blocked.remove(&key) {
+            self.waiting.remove(&token);
+        }
         self.close_scans_of(phase.transaction, phase.table, phase.fragment);
         if let Some(work) = self.work.remove(&key) {
-            let _ = self.engine.abort(work.engine_transaction);
+            let _ = self.engine.abort(work);
             self.counters.aborts += 1;
         }
         if phase.chain.is_empty() {
@@ -586,9 +560,7 @@ impl QueryHandler {
         let engine_transaction = if open.mode.locks() {
             self.work_or_begin(work_key)
         } else {
-            self.work
-                .get(&work_key)
-                .map_or(NO_TRANSACTION, |w| w.engine_transaction)
+            self.work.get(&work_key).copied().unwrap_or(NO_TRANSACTION)
         };
         let token = self.next_token;
         self.next_token += 1;
@@ -774,7 +746,7 @@ impl QueryHandler {
                         }
                         // The operations queued behind it run now, in
                         // order, until one waits again.
-                        if let Some(queue) = self.blocked.remove(&key) {
+                        if let Some((_, queue)) = self.blocked.remove(&key) {
                             for request in queue {
                                 self.on_key_request(now_ms, request, out);
                             }

@@ -101,11 +101,6 @@ pub struct TableRoute {
     pub base_table: Option<u32>,
     /// For an auto-increment sequence: the table it numbers.
     pub sequence_of: Option<u32>,
-    /// The definition each fragment replica gets in the storage engine: the
-    /// table's, with unique indexes made plain ordered indexes, because a
-    /// fragment sees only its own rows; uniqueness is checked cluster-wide
-    /// in the index's hidden table.
-    pub fragment_def: TableDef,
     /// Copies per partition: 1, or the node group count when fully replicated.
     copies: u32,
 }
@@ -144,12 +139,10 @@ impl TableRoute {
             ));
         }
         let mut unique_indexes = Vec::new();
-        let mut fragment_def = def.clone();
         for (position, index) in def.ordered_indexes.iter().enumerate() {
             if !index.unique {
                 continue;
             }
-            fragment_def.ordered_indexes[position].unique = false;
             unique_indexes.push(UniqueIndex {
                 position: position as u16,
                 name: index.name.clone(),
@@ -177,7 +170,6 @@ impl TableRoute {
             unique_columns,
             base_table: None,
             sequence_of: None,
-            fragment_def,
             copies,
         })
     }
@@ -210,7 +202,6 @@ impl TableRoute {
             id: index.table,
             name,
             schema_version: self.schema_version,
-            fragment_def: def.clone(),
             def,
             options,
             partition_count: self.partition_count,
@@ -242,7 +233,6 @@ impl TableRoute {
             id: sequence_table_id(self.id),
             name,
             schema_version: self.schema_version,
-            fragment_def: def.clone(),
             def,
             options: TableOptions {
                 partitions: Some(1),

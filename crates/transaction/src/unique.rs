@@ -29,14 +29,6 @@ use crate::routing::{TableRoute, UniqueIndex};
 /// One value of an AttrInfo stream: `None` is NULL.
 type Value<'a> = Option<&'a [u8]>;
 
-/// What a write on the base table does to one index row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexChange {
-    pub operation: Operation,
-    /// An insert of an index row (a duplicate is a unique violation).
-    pub insert: bool,
-}
-
 /// The value of `column` in `attrinfo`: `None` if absent, `Some(None)` if NULL.
 fn find(attrinfo: &[u8], column: ColumnId) -> Result<Option<Value<'_>>, Error> {
     AttrInfoReader::find(attrinfo, column)
@@ -44,8 +36,12 @@ fn find(attrinfo: &[u8], column: ColumnId) -> Result<Option<Value<'_>>, Error> {
 
 /// A unique-index operation on `route` becomes a lookup of the index row
 /// and the operation to run on the base row once its key is known (its
-/// key left empty).
-pub fn lookup(route: &TableRoute, operation: &Operation) -> Result<(Operation, Operation), Error> {
+/// key left empty). The operation's values and columns move into the
+/// second.
+pub fn lookup(
+    route: &TableRoute,
+    operation: &mut Operation,
+) -> Result<(Operation, Operation), Error> {
     let position = operation.index.expect("a unique-index operation");
     let index = route.unique_index(position).ok_or_else(|| {
         Error::new(
@@ -124,8 +120,8 @@ pub fn lookup(route: &TableRoute, operation: &Operation) -> Result<(Operation, O
         table: route.id,
         kind,
         key: Vec::new(),
-        values: operation.values.clone(),
-        columns: operation.columns.clone(),
+        values: std::mem::take(&mut operation.values),
+        columns: std::mem::take(&mut operation.columns),
         ignore_error: operation.ignore_error,
         index: None,
     };
@@ -181,7 +177,7 @@ pub fn maintenance(
     route: &TableRoute,
     write: &Operation,
     before: &[u8],
-) -> Result<Vec<IndexChange>, Error> {
+) -> Result<Vec<Operation>, Error> {
     debug_assert!(write.kind.is_write());
     let existed = !before.is_empty();
     let mut changes = Vec::new();
@@ -208,14 +204,11 @@ pub fn maintenance(
         if let Some(old) = old {
             let mut key = Vec::new();
             key_attrinfo(&old, &mut key);
-            changes.push(IndexChange {
-                operation: Operation {
-                    table: index.table,
-                    kind: OperationKind::Delete,
-                    key,
-                    ..Operation::default()
-                },
-                insert: false,
+            changes.push(Operation {
+                table: index.table,
+                kind: OperationKind::Delete,
+                key,
+                ..Operation::default()
             });
         }
         if let Some(new) = new {
@@ -229,15 +222,12 @@ pub fn maintenance(
                 })?;
                 writer.push(index.key_column(j), value);
             }
-            changes.push(IndexChange {
-                operation: Operation {
-                    table: index.table,
-                    kind: OperationKind::Insert,
-                    key,
-                    values,
-                    ..Operation::default()
-                },
-                insert: true,
+            changes.push(Operation {
+                table: index.table,
+                kind: OperationKind::Insert,
+                key,
+                values,
+                ..Operation::default()
             });
         }
     }

@@ -299,23 +299,22 @@ fn key(id: i32) -> Vec<u8> {
 /// row from these alone).
 fn row(id: i32, value: i64) -> Vec<u8> {
     let mut out = key(id);
-    let mut bytes = Vec::new();
-    Value::Int(value)
-        .encode(&ColumnType::BigInt { unsigned: false }, &mut bytes)
-        .expect("a BIGINT");
-    AttrInfoWriter::new(&mut out).push(1, Some(&bytes));
+    out.extend(bigint(1, Some(value)));
     out
 }
 
-/// Column `column` (0 = id INT, 1 = value BIGINT) of AttrInfo, if present.
+const INT: ColumnType = ColumnType::Int { unsigned: false };
+const BIGINT: ColumnType = ColumnType::BigInt { unsigned: false };
+
+/// Column `column` (0 = id INT, others BIGINT) of AttrInfo, if present.
 fn int(attrinfo: &[u8], column: u16) -> Option<i64> {
-    let column_type = if column == 0 {
-        ColumnType::Int { unsigned: false }
-    } else {
-        ColumnType::BigInt { unsigned: false }
-    };
+    int_as(attrinfo, column, if column == 0 { &INT } else { &BIGINT })
+}
+
+/// Integer column `column` of type `column_type` of AttrInfo, if present.
+fn int_as(attrinfo: &[u8], column: u16, column_type: &ColumnType) -> Option<i64> {
     match AttrInfoReader::find(attrinfo, column).expect("AttrInfo") {
-        Some(Some(bytes)) => match Value::decode(&column_type, bytes) {
+        Some(Some(bytes)) => match Value::decode(column_type, bytes) {
             Value::Int(value) => Some(value),
             other => panic!("not an integer: {other:?}"),
         },
@@ -373,6 +372,7 @@ fn insert_and_commit_then_read_from_both_replicas() {
             ],
         );
         assert_eq!(executed.state, TransactionState::Committed);
+        assert_eq!(executed.hops, 0, "both reads ran on the coordinator's node");
         assert_eq!(int(&executed.results[0].data, 1), Some(10));
         assert_eq!(int(&executed.results[1].data, 1), Some(20));
     }
@@ -628,7 +628,7 @@ fn update(id: i32, value: i64) -> Operation {
         table: TABLE,
         kind: OperationKind::Update,
         key: key(id),
-        values: row(id, value)[key(id).len()..].to_vec(),
+        values: bigint(1, Some(value)),
         ..Operation::default()
     }
 }
@@ -732,24 +732,8 @@ impl Cluster {
                 .expect("index replica here")
             {
                 // Hidden columns: 0 = code (the index key), 1 = id.
-                let code = match AttrInfoReader::find(&row, 0).expect("AttrInfo") {
-                    Some(Some(bytes)) => {
-                        match Value::decode(&ColumnType::BigInt { unsigned: false }, bytes) {
-                            Value::Int(code) => code,
-                            other => panic!("{other:?}"),
-                        }
-                    }
-                    other => panic!("index row without its key: {other:?}"),
-                };
-                let id = match AttrInfoReader::find(&row, 1).expect("AttrInfo") {
-                    Some(Some(bytes)) => {
-                        match Value::decode(&ColumnType::Int { unsigned: false }, bytes) {
-                            Value::Int(id) => id,
-                            other => panic!("{other:?}"),
-                        }
-                    }
-                    other => panic!("index row without the primary key: {other:?}"),
-                };
+                let code = int_as(&row, 0, &BIGINT).expect("index row without its key");
+                let id = int_as(&row, 1, &INT).expect("index row without the primary key");
                 rows.push((code, id));
             }
         }

@@ -221,22 +221,16 @@ impl Engine {
         let table = self.tables[record.table as usize].as_ref().unwrap();
         let (_, flags) = table::header(&table.rows, &self.pool, record.row);
         let visible = record.visible(flags);
-        if !matches!(kind, OperationKind::Read(_))
-            && !columns.is_empty()
+        if !columns.is_empty()
             && let Some(version) = visible
         {
-            // A write with columns returns the row as it was before it: the
-            // coordinator maintains unique indexes from this image.
+            // A read returns the row; a write returns it as it was before
+            // the write (the coordinator keeps unique indexes from it).
             let view = table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
             project(&table.def.layout, view, columns, out);
         }
         match (kind, visible) {
-            (OperationKind::Read(_), Some(version)) => {
-                let view =
-                    table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
-                project(&table.def.layout, view, columns, out);
-                Ok(Outcome::Done)
-            }
+            (OperationKind::Read(_), Some(_)) => Ok(Outcome::Done),
             (OperationKind::Insert, Some(_)) => Err(ErrorCode::DuplicateKey.into()),
             (OperationKind::Insert | OperationKind::Write, None) => {
                 if record.deleted {

@@ -115,8 +115,8 @@ impl Simulation {
         let mut data = rows.data.as_slice();
         let mut count = 0;
         while !data.is_empty() {
-            let length =
-                u32::from_le_bytes(data[..4].try_into().map_err(|_| "truncated rows")?) as usize;
+            let prefix = data.get(..4).ok_or("truncated rows")?;
+            let length = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize;
             let row = data.get(4..4 + length).ok_or("truncated rows")?;
             data = &data[4 + length..];
             count += 1;
