@@ -14,7 +14,9 @@
 //! 4. Meanwhile a data node that dies is restarted after 1 s, like NDB's
 //!    angel process, within a budget of restarts per minute; a data node
 //!    that exits with status 0 was stopped on purpose (`shoal mgm -e "2
-//!    STOP"`) and stays down. The management node dying ends the sandbox.
+//!    STOP"`) and stays down. The management node is restarted the same
+//!    way, with its own budget; the data nodes go on without it meanwhile
+//!    and dial it again. Its clean exit (after SHUTDOWN) ends the sandbox.
 //! 5. On a signal, the management node is asked to shut the cluster down,
 //!    so data nodes leave cleanly; whatever has not exited within 15 s is
 //!    killed, and every child is waited for.
@@ -73,11 +75,11 @@ const SUPERVISE_INTERVAL: Duration = Duration::from_millis(100);
 /// killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// The pause before a dead data node is started again, so a node that
+/// The pause before a dead node is started again, so a node that
 /// fails at once does not spin.
 const RESTART_DELAY: Duration = Duration::from_secs(1);
 
-/// Restarts allowed per data node within [`RESTART_WINDOW`].
+/// Restarts allowed per node (data or management) within [`RESTART_WINDOW`].
 const RESTARTS_PER_WINDOW_MAX: usize = 10;
 
 /// The sliding window of the restart budget.
@@ -384,14 +386,7 @@ fn start(
     let management = sandbox.management_node();
     let management_dir = sandbox.node_dir("ndb_mgmd", management);
     let management_log = management_dir.join("out.log");
-    let arguments = vec![
-        "mgmd".to_string(),
-        "--config-file".to_string(),
-        sandbox.config_path.display().to_string(),
-        "--port".to_string(),
-        sandbox.mgm_port.to_string(),
-    ];
-    children.management = Some(spawn(&arguments, &management_log)?);
+    children.management = Some(spawn(&management_arguments(sandbox), &management_log)?);
     wait_for_management(sandbox, children, &management_log, stop_requested)?;
     println!(
         "management node {management} on {} (cluster log: {}; output: {})",
@@ -437,6 +432,16 @@ fn check_port_free(port: u16) -> Result<(), String> {
              choose another port with --mgm-port"
             )
         })
+}
+
+fn management_arguments(sandbox: &Sandbox) -> Vec<String> {
+    vec![
+        "mgmd".to_string(),
+        "--config-file".to_string(),
+        sandbox.config_path.display().to_string(),
+        "--port".to_string(),
+        sandbox.mgm_port.to_string(),
+    ]
 }
 
 fn data_node_arguments(sandbox: &Sandbox, node: NodeId) -> Vec<String> {
@@ -688,8 +693,8 @@ impl Readiness {
     }
 }
 
-/// The foreground loop: restarts data nodes, notices the end of the
-/// management node, reports readiness, and stops on a signal.
+/// The foreground loop: restarts data nodes and the management node,
+/// reports readiness, and stops on a signal or after SHUTDOWN.
 fn supervise(sandbox: &Sandbox, children: &mut Children, stop_requested: &AtomicBool) -> ExitCode {
     let started = Instant::now();
     let mut readiness = Readiness {
@@ -700,7 +705,14 @@ fn supervise(sandbox: &Sandbox, children: &mut Children, stop_requested: &Atomic
         ready: false,
         late_reported: false,
     };
-    let management = sandbox.management_node();
+    let mut management = ManagementNode {
+        node: sandbox.management_node(),
+        log_path: sandbox
+            .node_dir("ndb_mgmd", sandbox.management_node())
+            .join("out.log"),
+        restart_at: None,
+        budget: RestartBudget::default(),
+    };
     loop {
         if stop_requested.load(Ordering::SeqCst) {
             return stop_cluster(sandbox, children);
@@ -709,30 +721,90 @@ fn supervise(sandbox: &Sandbox, children: &mut Children, stop_requested: &Atomic
         for data in &mut children.data_nodes {
             supervise_data_node(sandbox, data, now);
         }
-        if let Some(child) = &mut children.management
-            && let Ok(Some(exit)) = child.try_wait()
-        {
-            children.management = None;
-            if exit.success() {
-                println!(
-                    "management node {management} stopped ({exit}): the cluster was shut down"
-                );
-                terminate_all(children, Instant::now() + STOP_TIMEOUT);
-                return ExitCode::SUCCESS;
-            }
-            eprintln!(
-                "management node {management} exited unexpectedly ({exit}); stopping the \
-                 cluster (see {})",
-                sandbox
-                    .node_dir("ndb_mgmd", management)
-                    .join("out.log")
-                    .display()
+        if let Some(exit) = management.supervise(sandbox, &mut children.management, now) {
+            // A clean exit follows SHUTDOWN (or a signal sent to the
+            // management node itself): the cluster is meant to stop.
+            println!(
+                "management node {} stopped ({exit}): the cluster was shut down",
+                management.node
             );
             terminate_all(children, Instant::now() + STOP_TIMEOUT);
-            return ExitCode::FAILURE;
+            return ExitCode::SUCCESS;
         }
         readiness.step(sandbox, now);
         std::thread::sleep(SUPERVISE_INTERVAL);
+    }
+}
+
+/// The angel of the management node. Data nodes do not need it to go on
+/// (they keep their connections to each other and to API nodes, and dial
+/// it again when it is back), so a crash restarts it instead of stopping
+/// the cluster.
+struct ManagementNode {
+    node: NodeId,
+    log_path: PathBuf,
+    /// Dead; to be started again at this time.
+    restart_at: Option<Instant>,
+    budget: RestartBudget,
+}
+
+impl ManagementNode {
+    /// Notices an exit of `child` and restarts it when due. Returns the
+    /// exit status of a clean exit, which ends the sandbox.
+    fn supervise(
+        &mut self,
+        sandbox: &Sandbox,
+        child: &mut Option<Child>,
+        now: Instant,
+    ) -> Option<ExitStatus> {
+        let node = self.node;
+        if let Some(running) = child {
+            let exit = match running.try_wait() {
+                Ok(Some(exit)) => exit,
+                Ok(None) => return None,
+                Err(error) => {
+                    eprintln!("management node {node}: cannot check the process: {error}");
+                    return None;
+                }
+            };
+            *child = None;
+            if exit.success() {
+                return Some(exit);
+            }
+            if self.budget.take(now) {
+                eprintln!(
+                    "management node {node} exited unexpectedly ({exit}); restarting it in {} s, \
+                     the data nodes go on meanwhile (log: {})",
+                    RESTART_DELAY.as_secs(),
+                    self.log_path.display()
+                );
+                self.restart_at = Some(now + RESTART_DELAY);
+            } else {
+                eprintln!(
+                    "management node {node} exited ({exit}) and has restarted \
+                     {RESTARTS_PER_WINDOW_MAX} times within {} s; giving up on it, the data \
+                     nodes go on without it and Ctrl-C stops them (see {})",
+                    RESTART_WINDOW.as_secs(),
+                    self.log_path.display()
+                );
+            }
+            return None;
+        }
+        if let Some(when) = self.restart_at
+            && now >= when
+        {
+            self.restart_at = None;
+            match spawn(&management_arguments(sandbox), &self.log_path) {
+                Ok(started) => {
+                    println!("management node {node} restarted");
+                    *child = Some(started);
+                }
+                Err(message) => {
+                    eprintln!("management node {node}: {message}; leaving it down");
+                }
+            }
+        }
+        None
     }
 }
 
