@@ -37,7 +37,9 @@ impl ConfigError {
         ConfigError {
             file: file.to_string(),
             line,
-            key: key.map(str::to_string),
+            // A key can be a whole runaway line; the error repeats only its
+            // start.
+            key: key.map(crate::parse::excerpt),
             message: message.into(),
         }
     }

@@ -10,26 +10,37 @@
 //! # Format
 //!
 //! Sections are `[ndbd]` (also `[db]`, `[ndbmtd]`), `[ndb_mgmd]` (also
-//! `[mgm]`), `[mysqld]`, `[api]` and `[tcp]`, each optionally followed by
+//! `[mgm]`), `[mysqld]`, `[api]`, `[tcp]`, and NDB's `[shm]`, `[system]`
+//! and `[computer]` (accepted, without effect), each optionally followed by
 //! `default`: a `[ndbd default]` value applies to every `[ndbd]` section that
 //! does not set the key itself, wherever the default section sits in the
 //! file. Section names and keys ignore case; lines are `key=value` or
 //! `key: value`; `#` and `;` start comments (a whole line, or after
-//! whitespace); whitespace around names, keys and values is ignored. Sizes
-//! take K, M or G (powers of 1024); booleans are true/false, yes/no, y/n or
-//! 1/0; durations are milliseconds.
+//! whitespace); whitespace around names, keys and values is ignored. Every
+//! number takes K, M or G (powers of 1024), as in NDB; booleans are
+//! true/false, yes/no, y/n or 1/0; durations are milliseconds.
 //!
 //! Parsing stops at the first problem and reports it as a [`ConfigError`]
-//! naming file, line and key. `parse.rs` checks each line against the
+//! naming file, line and key; the file's own text is repeated only up to 80
+//! characters. [`parse_bytes`] also refuses a file that is not UTF-8, with
+//! the line of the first bad byte. `parse.rs` checks each line against the
 //! parameter table; `validate.rs` checks the cluster as a whole (node ids,
 //! replicas, node groups, connections) and builds the [`ClusterConfig`].
 //!
 //! # Parameters
 //!
-//! The table lives in [`parameters::PARAMETERS`]. Origin says whose key it
-//! is: *NDB* keys mean what NDB's manual says; *Shoal* keys are our own and
-//! NDB would reject them; *compat* keys are NDB's, accepted so that existing
-//! files parse, but Shoal does not act on them (or folds them into another).
+//! The table of the keys Shoal applies lives in [`parameters::PARAMETERS`].
+//! Origin says whose key it is: *NDB* keys mean what NDB's manual says;
+//! *Shoal* keys are our own and NDB would reject them; *compat* keys are
+//! NDB's, accepted so that existing files parse, but Shoal does not act on
+//! them (or folds them into another).
+//!
+//! Every other parameter of NDB 8.0's config.ini (MaxNoOfTables,
+//! ThreadConfig, TimeBetweenEpochs, LogDestination, BatchSize, ... about
+//! 190 of them) is in [`ndb_parameters::WITHOUT_EFFECT`] with NDB's type,
+//! default and range: a file that sets them parses, each value is checked
+//! against NDB's range, and [`ClusterConfig::notices`] gets one notice
+//! naming every such key (and every *compat* key set) with its line.
 //!
 //! | Key | Sections | Value | Default | Range | Origin |
 //! |-----|----------|-------|---------|-------|--------|
@@ -39,8 +50,8 @@
 //! | `DataDir` | ndbd, ndb_mgmd | text | `.` | | NDB |
 //! | `NoOfReplicas` | ndbd | integer, equal on all data nodes | 2 | 1..=4 | NDB |
 //! | `NodeGroup` | ndbd | integer | filled in section order | 0..=65535 | NDB |
-//! | `DataMemory` | ndbd | size | 98M | 1M..=16T | NDB |
-//! | `IndexMemory` | ndbd | size, added to DataMemory with a notice | 0 | 0..=16T | compat |
+//! | `DataMemory` | ndbd | size, committed at start | 98M | 1M..=67108832K | NDB (Shoal's limit) |
+//! | `IndexMemory` | ndbd | size, added to DataMemory with a notice | 0 | 0..=67108832K | compat |
 //! | `MaxNoOfExecutionThreads` | ndbd | integer | 2 | 2..=72 | NDB |
 //! | `ServerPort` | ndbd | integer, 0 = any free port | 0 | 0..=65535 | NDB |
 //! | `HeartbeatIntervalDbDb` | ndbd | ms | 1500 | 10.. | NDB |
@@ -56,7 +67,7 @@
 //! | `RedoBuffer` | ndbd | size | 32M | 1M..=4G | NDB |
 //! | `MaxNoOfConcurrentOperations` | ndbd | integer | 32768 | 32.. | NDB |
 //! | `MaxNoOfConcurrentTransactions` | ndbd | integer | 4096 | 32.. | NDB |
-//! | `LockPagesInMainMemory` | ndbd | integer, passed through | 0 | 0..=2 | compat |
+//! | `LockPagesInMainMemory` | ndbd | integer, no effect | 0 | 0..=2 | compat |
 //! | `SendBufferMemory` | ndbd | size | `[tcp default]`'s | 64K..=4G | NDB |
 //! | `StopOnError` | ndbd | boolean, ignored | true | | compat |
 //! | `PortNumber` | ndb_mgmd | integer | 1186 | 1..=65535 | NDB |
@@ -68,7 +79,11 @@
 //! | `Group` | tcp | integer, ignored | 55 | 0..=200 | compat |
 //!
 //! An open range (`10..`) ends at 2^32 - 1, NDB's limit for 32-bit
-//! parameters. `MaxMissedHeartbeats` is Shoal's: NDB declares a node dead
+//! parameters. DataMemory ends at 67108832K (2^21 - 1 pages of 32K, just
+//! under 64G), what the storage engine of a data node addresses; NDB's
+//! limit is 16T, and a larger value is refused here rather than by the
+//! data node at start. PortNumber is where the management node listens
+//! unless its command line names another port. `MaxMissedHeartbeats` is Shoal's: NDB declares a node dead
 //! after a fixed four missed heartbeats; Shoal lets tests and slow networks
 //! change that.
 //!
@@ -82,6 +97,7 @@
 //! nodes and groups are numbered 0 upwards without gaps.
 
 mod error;
+pub mod ndb_parameters;
 pub mod parameters;
 mod parse;
 mod sandbox;
@@ -99,6 +115,32 @@ pub type NodeId = u8;
 pub fn parse(text: &str, file_name: &str) -> Result<ClusterConfig, ConfigError> {
     let document = parse::parse_document(text, file_name)?;
     validate::validate(&document, file_name)
+}
+
+/// Parses and validates a config.ini as read from disk. A file that is not
+/// UTF-8 is refused with the line and column of its first bad byte (NDB's
+/// files are ASCII; a stray Latin-1 byte in a comment is the usual cause).
+pub fn parse_bytes(bytes: &[u8], file_name: &str) -> Result<ClusterConfig, ConfigError> {
+    let text = std::str::from_utf8(bytes).map_err(|error| {
+        let valid = &bytes[..error.valid_up_to()];
+        let line = valid.iter().filter(|byte| **byte == b'\n').count() + 1;
+        let line_start = valid
+            .iter()
+            .rposition(|byte| *byte == b'\n')
+            .map_or(0, |newline| newline + 1);
+        let column = valid.len() - line_start + 1;
+        ConfigError::new(
+            file_name,
+            u32::try_from(line).unwrap_or(u32::MAX),
+            None,
+            format!(
+                "not UTF-8 text: byte 0x{:02x} at column {column} cannot be read; save the file \
+                 as UTF-8 (or ASCII, as NDB's own files are)",
+                bytes[error.valid_up_to()]
+            ),
+        )
+    })?;
+    parse(text, file_name)
 }
 
 /// A whole cluster as config.ini describes it, validated: ids are unique and

@@ -11,7 +11,7 @@
 //! section (`NodeId` is 1..=144 for data nodes and 1..=255 for the others);
 //! the entries for one section never share a name.
 
-use crate::value::{GIB, KIB, MIB, TIB};
+use crate::value::{GIB, KIB, MIB};
 
 /// The kinds of section. Each non-default section of a node kind is one
 /// node; `[x default]` sections hold values for every section of kind x.
@@ -27,17 +27,42 @@ pub enum SectionKind {
     Api,
     /// `[tcp]`: the connection between two nodes named by NodeId1/NodeId2.
     Tcp,
+    /// `[shm]`: NDB's shared-memory connection between two nodes on one
+    /// host. Shoal connects data nodes on one host over a Unix-domain
+    /// socket by itself, so these sections are accepted and have no effect.
+    Shm,
+    /// `[system]`: the cluster's name and configuration generation; no
+    /// effect in Shoal.
+    System,
+    /// `[computer]`: a host named for `ExecuteOnComputer` (deprecated in
+    /// NDB); no effect in Shoal.
+    Computer,
 }
 
 impl SectionKind {
     /// Every kind, in the order `index` numbers them.
-    pub const ALL: [SectionKind; 5] = [
+    pub const ALL: [SectionKind; 8] = [
         SectionKind::DataNode,
         SectionKind::Management,
         SectionKind::Mysqld,
         SectionKind::Api,
         SectionKind::Tcp,
+        SectionKind::Shm,
+        SectionKind::System,
+        SectionKind::Computer,
     ];
+
+    /// Whether each non-default section of this kind is a node (and so
+    /// may hold a node id).
+    pub fn is_node(self) -> bool {
+        matches!(
+            self,
+            SectionKind::DataNode
+                | SectionKind::Management
+                | SectionKind::Mysqld
+                | SectionKind::Api
+        )
+    }
 
     /// The canonical name, as written between the brackets.
     pub fn name(self) -> &'static str {
@@ -47,6 +72,9 @@ impl SectionKind {
             SectionKind::Mysqld => "mysqld",
             SectionKind::Api => "api",
             SectionKind::Tcp => "tcp",
+            SectionKind::Shm => "shm",
+            SectionKind::System => "system",
+            SectionKind::Computer => "computer",
         }
     }
 
@@ -59,6 +87,9 @@ impl SectionKind {
             "mysqld" => Some(SectionKind::Mysqld),
             "api" => Some(SectionKind::Api),
             "tcp" => Some(SectionKind::Tcp),
+            "shm" => Some(SectionKind::Shm),
+            "system" => Some(SectionKind::System),
+            "computer" => Some(SectionKind::Computer),
             _ => None,
         }
     }
@@ -78,19 +109,27 @@ impl SectionKind {
     }
 }
 
-/// How a value is written and what it means.
+/// How a value is written and what it means. Every number may carry a
+/// K, M or G suffix (powers of 1024), as NDB reads every integer parameter
+/// (its own defaults say `MaxNoOfConcurrentOperations=32k`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueKind {
-    /// A plain non-negative integer.
+    /// A non-negative integer.
     Integer,
-    /// A plain non-negative integer of milliseconds.
+    /// A non-negative integer of milliseconds.
     Milliseconds,
-    /// Bytes, with an optional K/M/G suffix.
+    /// Bytes.
     Size,
     /// true/false, yes/no, y/n or 1/0; stored as 1 or 0.
     Boolean,
     /// Any non-empty text (host names, directories).
     Text,
+    /// One of a fixed set of words, in any case (NDB's enumerations such as
+    /// `Arbitration=WaitExternal`); stored as written in the table.
+    Choice(&'static [&'static str]),
+    /// A list of CPU ids and ranges such as `0-3,8`, each id at most
+    /// `Parameter::max` (NDB's bitmask parameters).
+    CpuList,
 }
 
 /// The value a parameter takes when neither its section nor the section's
@@ -146,6 +185,9 @@ pub struct Parameter {
     pub origin: Origin,
     /// One sentence on what it does.
     pub doc: &'static str,
+    /// Why the limits differ from NDB's, when they do; added to the
+    /// out-of-range error so the operator knows the limit is Shoal's.
+    pub range_note: &'static str,
 }
 
 impl Parameter {
@@ -158,13 +200,18 @@ impl Parameter {
                 .any(|alias| alias.eq_ignore_ascii_case(written))
     }
 
-    const fn with_aliases(mut self, aliases: &'static [&'static str]) -> Self {
+    pub(crate) const fn with_aliases(mut self, aliases: &'static [&'static str]) -> Self {
         self.aliases = aliases;
         self
     }
 
-    const fn only_per_node(mut self) -> Self {
+    pub(crate) const fn only_per_node(mut self) -> Self {
         self.per_node = true;
+        self
+    }
+
+    const fn with_range_note(mut self, note: &'static str) -> Self {
+        self.range_note = note;
         self
     }
 }
@@ -172,16 +219,23 @@ impl Parameter {
 /// The largest value of NDB's 32-bit integer parameters.
 const INTEGER_MAX: u64 = u32::MAX as u64;
 
-const NODES: &[SectionKind] = &[
+/// The most DataMemory a data node holds: the engine addresses at most
+/// 2^21 - 1 pages of 32 KiB (`storage::memory::page_pool::PAGE_COUNT_MAX`),
+/// just under 64 GiB. NDB allows 16T; a value between the two used to pass
+/// the management node and then stop the data node at start, so it is
+/// refused where it is read.
+pub const DATA_MEMORY_BYTES_MAX: u64 = ((1 << 21) - 1) * 32 * KIB;
+
+pub(crate) const NODES: &[SectionKind] = &[
     SectionKind::DataNode,
     SectionKind::Management,
     SectionKind::Mysqld,
     SectionKind::Api,
 ];
-const DATA: &[SectionKind] = &[SectionKind::DataNode];
-const MANAGEMENT: &[SectionKind] = &[SectionKind::Management];
-const API: &[SectionKind] = &[SectionKind::Mysqld, SectionKind::Api];
-const TCP: &[SectionKind] = &[SectionKind::Tcp];
+pub(crate) const DATA: &[SectionKind] = &[SectionKind::DataNode];
+pub(crate) const MANAGEMENT: &[SectionKind] = &[SectionKind::Management];
+pub(crate) const API: &[SectionKind] = &[SectionKind::Mysqld, SectionKind::Api];
+pub(crate) const TCP: &[SectionKind] = &[SectionKind::Tcp];
 
 #[allow(clippy::too_many_arguments)]
 const fn parameter(
@@ -205,6 +259,7 @@ const fn parameter(
         max,
         origin,
         doc,
+        range_note: "",
     }
 }
 
@@ -237,10 +292,14 @@ pub static PARAMETERS: [Parameter; 34] = [
         "Copies of each row, and so the number of data nodes in each node group."),
     parameter("NodeGroup", DATA, Integer, NoDefault, 0, 65535, Ndb,
         "The node group of the data node; without it data nodes fill groups in section order."),
-    parameter("DataMemory", DATA, Size, Number(98 * MIB), MIB, 16 * TIB, Ndb,
-        "Memory for rows and indexes, reserved at start."),
-    parameter("IndexMemory", DATA, Size, NoDefault, 0, 16 * TIB, Compatibility,
-        "Deprecated in NDB; its bytes are added to DataMemory."),
+    parameter("DataMemory", DATA, Size, Number(98 * MIB), MIB, DATA_MEMORY_BYTES_MAX, Ndb,
+        "Memory for rows and indexes, reserved and committed at start.")
+        .with_range_note("Shoal's engine holds at most 2097151 pages of 32K, just under 64G; \
+            NDB's own limit is 16384G"),
+    parameter("IndexMemory", DATA, Size, NoDefault, 0, DATA_MEMORY_BYTES_MAX, Compatibility,
+        "Deprecated in NDB; its bytes are added to DataMemory.")
+        .with_range_note("it is added to DataMemory, which Shoal's engine limits to just \
+            under 64G"),
     parameter("MaxNoOfExecutionThreads", DATA, Integer, Number(2), 2, 72, Ndb,
         "Execution threads of the data node; sets the LDM thread count."),
     parameter("ServerPort", DATA, Integer, Number(0), 0, 65535, Ndb,
@@ -274,7 +333,8 @@ pub static PARAMETERS: [Parameter; 34] = [
     parameter("MaxNoOfConcurrentTransactions", DATA, Integer, Number(4096), 32, INTEGER_MAX,
         Ndb, "Transaction records of the data node, reserved at start."),
     parameter("LockPagesInMainMemory", DATA, Integer, Number(0), 0, 2, Compatibility,
-        "NDB's request to lock memory in RAM; passed through, nothing acts on it yet."),
+        "NDB's request to lock memory in RAM; without effect (data nodes commit DataMemory at \
+         start whatever it says, and do not lock it)."),
     parameter("SendBufferMemory", DATA, Size, NoDefault, 64 * KIB, 4 * GIB, Ndb,
         "Send buffer of each of the data node's connections; without it [tcp default]'s."),
     parameter("StopOnError", DATA, Boolean, DefaultBoolean(true), 0, 1, Compatibility,
@@ -305,15 +365,19 @@ pub static PARAMETERS: [Parameter; 34] = [
 /// What a key names in a section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lookup {
-    /// The parameter, by its index in [`PARAMETERS`].
+    /// A parameter Shoal applies, by its index in [`PARAMETERS`].
     Found(usize),
+    /// An NDB parameter Shoal accepts without effect
+    /// ([`crate::ndb_parameters::WITHOUT_EFFECT`]).
+    WithoutEffect(&'static Parameter),
     /// A parameter that belongs in other sections.
     WrongSection(&'static Parameter),
     /// No parameter of that name anywhere.
     Unknown,
 }
 
-/// Finds what `written` names in a section of kind `section`, ignoring case.
+/// Finds what `written` names in a section of kind `section`, ignoring case:
+/// first among the parameters Shoal applies, then among NDB's others.
 pub fn lookup(written: &str, section: SectionKind) -> Lookup {
     let mut elsewhere = None;
     for (index, parameter) in PARAMETERS.iter().enumerate() {
@@ -324,13 +388,23 @@ pub fn lookup(written: &str, section: SectionKind) -> Lookup {
             elsewhere.get_or_insert(parameter);
         }
     }
+    for parameter in &crate::ndb_parameters::WITHOUT_EFFECT {
+        if parameter.is_named(written) {
+            if parameter.sections.contains(&section) {
+                return Lookup::WithoutEffect(parameter);
+            }
+            elsewhere.get_or_insert(parameter);
+        }
+    }
     elsewhere.map_or(Lookup::Unknown, Lookup::WrongSection)
 }
 
-/// The parameter a section of kind `section` means by `written`.
+/// The parameter a section of kind `section` means by `written`, applied
+/// or not.
 pub fn find(written: &str, section: SectionKind) -> Option<&'static Parameter> {
     match lookup(written, section) {
         Lookup::Found(index) => Some(&PARAMETERS[index]),
+        Lookup::WithoutEffect(parameter) => Some(parameter),
         Lookup::WrongSection(_) | Lookup::Unknown => None,
     }
 }
@@ -340,7 +414,7 @@ pub fn find(written: &str, section: SectionKind) -> Option<&'static Parameter> {
 pub(crate) fn index_of(name: &str, section: SectionKind) -> usize {
     match lookup(name, section) {
         Lookup::Found(index) => index,
-        Lookup::WrongSection(_) | Lookup::Unknown => {
+        Lookup::WithoutEffect(_) | Lookup::WrongSection(_) | Lookup::Unknown => {
             panic!("the parameter table has no {name} for [{}]", section.name())
         }
     }
@@ -350,11 +424,16 @@ pub(crate) fn index_of(name: &str, section: SectionKind) -> usize {
 mod tests {
     use super::*;
 
+    /// Also across the two tables: a key Shoal starts to apply must leave
+    /// the table of keys without effect.
     #[test]
     fn names_are_unique_within_each_section() {
+        let all = PARAMETERS
+            .iter()
+            .chain(crate::ndb_parameters::WITHOUT_EFFECT.iter());
         for section in SectionKind::ALL {
             let mut names: Vec<String> = Vec::new();
-            for parameter in PARAMETERS.iter().filter(|p| p.sections.contains(&section)) {
+            for parameter in all.clone().filter(|p| p.sections.contains(&section)) {
                 for name in std::iter::once(&parameter.name).chain(parameter.aliases) {
                     let lower = name.to_ascii_lowercase();
                     assert!(
@@ -370,10 +449,17 @@ mod tests {
 
     #[test]
     fn defaults_lie_within_limits_and_match_kinds() {
-        for parameter in &PARAMETERS {
+        let all = PARAMETERS
+            .iter()
+            .chain(crate::ndb_parameters::WITHOUT_EFFECT.iter());
+        for parameter in all {
             assert!(parameter.min <= parameter.max, "{}", parameter.name);
             match (parameter.kind, parameter.default) {
                 (ValueKind::Text, DefaultValue::Text(_) | DefaultValue::None) => {}
+                (ValueKind::Choice(words), DefaultValue::None) => {
+                    assert!(!words.is_empty(), "{}", parameter.name)
+                }
+                (ValueKind::CpuList, DefaultValue::None) => {}
                 (ValueKind::Boolean, DefaultValue::Boolean(_) | DefaultValue::None) => {}
                 (
                     ValueKind::Integer | ValueKind::Milliseconds | ValueKind::Size,

@@ -49,6 +49,40 @@ pub(crate) struct Document {
     pub sections: Vec<Section>,
     /// Indexed by [`SectionKind::index`].
     pub defaults: Vec<Settings>,
+    /// The NDB parameters set in the file that Shoal does not act on, in
+    /// file order, each checked like any other value.
+    pub without_effect: Vec<IgnoredSetting>,
+}
+
+/// An NDB parameter accepted without effect, and where it was set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IgnoredSetting {
+    pub name: &'static str,
+    pub line: u32,
+    /// The section that set it: an index into `Document::sections`, or the
+    /// kind of a `[x default]` section. Only used to refuse a key given
+    /// twice in one section.
+    scope: Scope,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Section(usize),
+    Default(SectionKind),
+}
+
+/// The most characters of the file's own text an error repeats: a value or
+/// line longer than this is cut, so a runaway line (a pasted binary, a
+/// missing newline) does not flood the terminal.
+const ECHO_CHARS_MAX: usize = 80;
+
+/// `text` as an error repeats it: whole when short, else its first
+/// [`ECHO_CHARS_MAX`] characters and how long it really was.
+pub(crate) fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(ECHO_CHARS_MAX) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}... ({} bytes in all)", &text[..cut], text.len()),
+    }
 }
 
 /// Where the lines being read go.
@@ -63,6 +97,7 @@ pub(crate) fn parse_document(text: &str, file: &str) -> Result<Document, ConfigE
     let mut document = Document {
         sections: Vec::new(),
         defaults: SectionKind::ALL.iter().map(|_| empty_settings()).collect(),
+        without_effect: Vec::new(),
     };
     let mut target: Option<Target> = None;
     // Editors on some systems start a file with a byte order mark.
@@ -97,6 +132,29 @@ pub(crate) fn parse_document(text: &str, file: &str) -> Result<Document, ConfigE
         let header = target.kind.header(target.is_default);
         let index = match lookup(key, target.kind) {
             Lookup::Found(index) => index,
+            Lookup::WithoutEffect(parameter) => {
+                check_per_node(parameter, target, key, file, line)?;
+                parse_value(parameter, written_value)
+                    .map_err(|message| ConfigError::new(file, line, Some(key), message))?;
+                let scope = if target.is_default {
+                    Scope::Default(target.kind)
+                } else {
+                    Scope::Section(document.sections.len() - 1)
+                };
+                if let Some(first) = document
+                    .without_effect
+                    .iter()
+                    .find(|setting| setting.scope == scope && setting.name == parameter.name)
+                {
+                    return Err(given_twice(parameter, target, first.line, key, file, line));
+                }
+                document.without_effect.push(IgnoredSetting {
+                    name: parameter.name,
+                    line,
+                    scope,
+                });
+                continue;
+            }
             Lookup::WrongSection(parameter) => {
                 let homes: Vec<String> = parameter
                     .sections
@@ -124,24 +182,7 @@ pub(crate) fn parse_document(text: &str, file: &str) -> Result<Document, ConfigE
             }
         };
         let parameter = &PARAMETERS[index];
-        if target.is_default && parameter.per_node {
-            return Err(ConfigError::new(
-                file,
-                line,
-                Some(key),
-                format!(
-                    "cannot be set in a {header} section: {} names one {}, so set it in each \
-                     {} section",
-                    parameter.name,
-                    if target.kind == SectionKind::Tcp {
-                        "connection"
-                    } else {
-                        "node"
-                    },
-                    target.kind.header(false)
-                ),
-            ));
-        }
+        check_per_node(parameter, target, key, file, line)?;
         let value = parse_value(parameter, written_value)
             .map_err(|message| ConfigError::new(file, line, Some(key), message))?;
         let settings = if target.is_default {
@@ -154,24 +195,65 @@ pub(crate) fn parse_document(text: &str, file: &str) -> Result<Document, ConfigE
             &mut section.settings
         };
         if let Some(first) = &settings[index] {
-            let place = if target.is_default {
-                format!("a {header} section")
-            } else {
-                "this section".to_string()
-            };
-            return Err(ConfigError::new(
-                file,
-                line,
-                Some(key),
-                format!(
-                    "{} is given twice in {place} (first on line {}); keep one",
-                    parameter.name, first.line
-                ),
-            ));
+            return Err(given_twice(parameter, target, first.line, key, file, line));
         }
         settings[index] = Some(Setting { value, line });
     }
     Ok(document)
+}
+
+/// Refuses a key that names one node or connection in a `[x default]`
+/// section.
+fn check_per_node(
+    parameter: &Parameter,
+    target: Target,
+    key: &str,
+    file: &str,
+    line: u32,
+) -> Result<(), ConfigError> {
+    if !target.is_default || !parameter.per_node {
+        return Ok(());
+    }
+    Err(ConfigError::new(
+        file,
+        line,
+        Some(key),
+        format!(
+            "cannot be set in a {} section: {} names one {}, so set it in each {} section",
+            target.kind.header(true),
+            parameter.name,
+            if target.kind.is_node() {
+                "node"
+            } else {
+                "connection"
+            },
+            target.kind.header(false)
+        ),
+    ))
+}
+
+fn given_twice(
+    parameter: &Parameter,
+    target: Target,
+    first_line: u32,
+    key: &str,
+    file: &str,
+    line: u32,
+) -> ConfigError {
+    let place = if target.is_default {
+        format!("a {} section", target.kind.header(true))
+    } else {
+        "this section".to_string()
+    };
+    ConfigError::new(
+        file,
+        line,
+        Some(key),
+        format!(
+            "{} is given twice in {place} (first on line {first_line}); keep one",
+            parameter.name
+        ),
+    )
 }
 
 fn empty_settings() -> Settings {
@@ -205,7 +287,7 @@ fn parse_header(content: &str, file: &str, line: u32) -> Result<(SectionKind, bo
         return Err(ConfigError::new(
             file,
             line,
-            Some(content),
+            Some(&excerpt(content)),
             "section header without a closing `]`",
         ));
     };
@@ -221,9 +303,9 @@ fn parse_header(content: &str, file: &str, line: u32) -> Result<(SectionKind, bo
         ConfigError::new(
             file,
             line,
-            Some(content),
-            "unknown section (expected ndbd, ndb_mgmd, mysqld, api or tcp, optionally followed \
-             by `default`)",
+            Some(&excerpt(content)),
+            "unknown section (expected ndbd, ndb_mgmd, mysqld, api, tcp, shm, system or \
+             computer, optionally followed by `default`)",
         )
     })
 }
@@ -240,7 +322,10 @@ fn split_key_value<'line>(
             file,
             line,
             None,
-            format!("expected `key=value` or `key: value`, found `{content}`"),
+            format!(
+                "expected `key=value` or `key: value`, found `{}`",
+                excerpt(content)
+            ),
         ));
     };
     let key = content[..at].trim();
@@ -258,7 +343,8 @@ fn split_key_value<'line>(
 
 /// Reads and range-checks one value; the error is the message alone.
 fn parse_value(parameter: &Parameter, written: &str) -> Result<Value, String> {
-    let describe = |error: ValueError| error.describe(written);
+    let shown = excerpt(written);
+    let describe = |error: ValueError| error.describe(&shown);
     let number = match parameter.kind {
         ValueKind::Text => {
             if written.is_empty() {
@@ -266,9 +352,25 @@ fn parse_value(parameter: &Parameter, written: &str) -> Result<Value, String> {
             }
             return Ok(Value::Text(written.to_string()));
         }
+        ValueKind::Choice(words) => {
+            return match words.iter().find(|word| word.eq_ignore_ascii_case(written)) {
+                Some(word) => Ok(Value::Text((*word).to_string())),
+                None => Err(format!("`{shown}` is not one of {}", words.join(", "))),
+            };
+        }
+        ValueKind::CpuList => {
+            check_cpu_list(written, parameter.max)?;
+            return Ok(Value::Text(written.to_string()));
+        }
         ValueKind::Boolean => u64::from(parse_boolean(written).map_err(describe)?),
-        ValueKind::Integer | ValueKind::Milliseconds => parse_integer(written).map_err(describe)?,
-        ValueKind::Size => parse_size(written).map_err(describe)?,
+        // NDB reads every integer with an optional K, M or G suffix.
+        ValueKind::Integer | ValueKind::Milliseconds | ValueKind::Size => {
+            // A word is no number, whatever its last letter.
+            if written.starts_with(|first: char| first.is_alphabetic()) {
+                return Err(describe(ValueError::NotANumber));
+            }
+            parse_size(written).map_err(describe)?
+        }
     };
     if !(parameter.min..=parameter.max).contains(&number) {
         let range = match parameter.kind {
@@ -280,9 +382,49 @@ fn parse_value(parameter: &Parameter, written: &str) -> Result<Value, String> {
             ValueKind::Milliseconds => format!("{}..={} ms", parameter.min, parameter.max),
             _ => format!("{}..={}", parameter.min, parameter.max),
         };
-        return Err(format!("`{written}` is out of range {range}"));
+        let note = if parameter.range_note.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parameter.range_note)
+        };
+        return Err(format!("`{shown}` is out of range {range}{note}"));
     }
     Ok(Value::Number(number))
+}
+
+/// Checks a CPU list such as `0-3,8,10-11`: ids and ascending ranges of
+/// ids, each at most `cpu_max`, separated by commas.
+fn check_cpu_list(written: &str, cpu_max: u64) -> Result<(), String> {
+    let shown = excerpt(written);
+    if written.is_empty() {
+        return Err(ValueError::Empty.describe(&shown));
+    }
+    let cpu = |text: &str| -> Result<u64, String> {
+        let id = parse_integer(text.trim())
+            .map_err(|_| format!("`{shown}` is not a CPU list such as `0-3,8`"))?;
+        if id > cpu_max {
+            return Err(format!(
+                "`{shown}` names CPU {id}, out of range 0..={cpu_max}"
+            ));
+        }
+        Ok(id)
+    };
+    for part in written.split(',') {
+        match part.split_once('-') {
+            Some((first, last)) => {
+                if cpu(first)? > cpu(last)? {
+                    return Err(format!(
+                        "`{shown}` has the range `{}` whose end is below its start",
+                        part.trim()
+                    ));
+                }
+            }
+            None => {
+                cpu(part)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

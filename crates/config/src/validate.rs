@@ -10,7 +10,9 @@
 use std::collections::BTreeMap;
 
 use crate::error::ConfigError;
-use crate::parameters::{DefaultValue, PARAMETERS, SectionKind, index_of};
+use crate::parameters::{
+    DATA_MEMORY_BYTES_MAX, DefaultValue, Origin, PARAMETERS, SectionKind, index_of,
+};
 use crate::parse::{Document, Section, Setting, Value};
 use crate::{
     ApiKind, ApiNodeConfig, ClusterConfig, DataNodeConfig, ManagementNodeConfig, NodeId, TcpConfig,
@@ -73,6 +75,9 @@ pub(crate) fn validate(document: &Document, file: &str) -> Result<ClusterConfig,
     }
 
     let mut notices = Vec::new();
+    if let Some(notice) = without_effect_notice(document, file) {
+        notices.push(notice);
+    }
     let data_nodes = data_sections
         .iter()
         .map(|section| {
@@ -91,7 +96,7 @@ pub(crate) fn validate(document: &Document, file: &str) -> Result<ClusterConfig,
                 file,
             )
         })
-        .collect();
+        .collect::<Result<Vec<_>, ConfigError>>()?;
     let management_nodes = management_sections
         .iter()
         .map(|section| {
@@ -138,6 +143,52 @@ pub(crate) fn validate(document: &Document, file: &str) -> Result<ClusterConfig,
         node_groups,
         notices,
     })
+}
+
+/// The one notice naming every NDB parameter the file sets that Shoal does
+/// not act on, with the line of its first setting, so the operator knows
+/// which settings changed nothing. `None` when there are none.
+fn without_effect_notice(document: &Document, file: &str) -> Option<String> {
+    let mut named: Vec<(&str, u32)> = Vec::new();
+    let ignored = document
+        .without_effect
+        .iter()
+        .map(|setting| (setting.name, setting.line));
+    // NDB keys of Shoal's own table that Shoal accepts and ignores.
+    let settings = document
+        .sections
+        .iter()
+        .map(|section| &section.settings)
+        .chain(document.defaults.iter());
+    let compatibility = settings.flat_map(|settings| {
+        settings.iter().enumerate().filter_map(|(index, setting)| {
+            let parameter = &PARAMETERS[index];
+            let applied =
+                parameter.origin != Origin::Compatibility || parameter.name == "IndexMemory";
+            let setting = setting.as_ref()?;
+            (!applied).then_some((parameter.name, setting.line))
+        })
+    });
+    for (name, line) in ignored.chain(compatibility) {
+        match named.iter_mut().find(|(known, _)| *known == name) {
+            Some((_, first)) => *first = (*first).min(line),
+            None => named.push((name, line)),
+        }
+    }
+    if named.is_empty() {
+        return None;
+    }
+    named.sort_by_key(|(_, line)| *line);
+    let first_line = named[0].1;
+    let list: Vec<String> = named
+        .iter()
+        .map(|(name, line)| format!("{name} (line {line})"))
+        .collect();
+    Some(format!(
+        "{file}:{first_line}: {} NDB parameter(s) accepted without effect in Shoal: {}",
+        named.len(),
+        list.join(", ")
+    ))
 }
 
 /// Reads the values that apply to one section: its own, else its kind's
@@ -249,7 +300,7 @@ fn assign_node_ids(document: &Document, file: &str) -> Result<BTreeMap<u32, Node
         document
             .sections
             .iter()
-            .filter(|section| section.kind != SectionKind::Tcp)
+            .filter(|section| section.kind.is_node())
     };
     let mut ids: BTreeMap<u32, NodeId> = BTreeMap::new();
     let mut owners: BTreeMap<NodeId, &Section> = BTreeMap::new();
@@ -450,13 +501,25 @@ fn build_data_node(
     tcp: &TcpConfig,
     notices: &mut Vec<String>,
     file: &str,
-) -> DataNodeConfig {
+) -> Result<DataNodeConfig, ConfigError> {
     let view = View::of(document, section);
     let mut data_memory_bytes = view.number("DataMemory");
     if let Some((index_memory_bytes, line)) = view.explicit_number("IndexMemory") {
         // NDB 7.6 moved indexes into DataMemory; existing files still size
         // them apart, so their memory is kept rather than dropped.
         data_memory_bytes += index_memory_bytes;
+        if data_memory_bytes > DATA_MEMORY_BYTES_MAX {
+            return Err(ConfigError::new(
+                file,
+                line,
+                Some("IndexMemory"),
+                format!(
+                    "DataMemory plus IndexMemory is {} bytes, more than the {} bytes \
+                     (2097151 pages of 32K) a data node of Shoal holds",
+                    data_memory_bytes, DATA_MEMORY_BYTES_MAX
+                ),
+            ));
+        }
         let notice = format!(
             "{file}:{line}: IndexMemory is deprecated; its {index_memory_bytes} bytes were added \
              to DataMemory"
@@ -466,7 +529,7 @@ fn build_data_node(
             notices.push(notice);
         }
     }
-    DataNodeConfig {
+    Ok(DataNodeConfig {
         node_id,
         host_name: view.text("HostName"),
         data_dir: view.text("DataDir"),
@@ -493,5 +556,5 @@ fn build_data_node(
         concurrent_transactions_max: narrow(view.number("MaxNoOfConcurrentTransactions")),
         lock_pages_in_main_memory: narrow(view.number("LockPagesInMainMemory")),
         line: section.line,
-    }
+    })
 }

@@ -12,7 +12,7 @@ pub const MIB: u64 = 1024 * KIB;
 /// Bytes in a gibibyte, the `G` suffix.
 pub const GIB: u64 = 1024 * MIB;
 /// Bytes in a tebibyte. There is no `T` suffix (NDB has none); the constant
-/// only states limits such as DataMemory's 16T.
+/// only states limits such as NDB's 16T for DataMemory.
 pub const TIB: u64 = 1024 * GIB;
 
 /// Why a value could not be read.

@@ -376,11 +376,18 @@ fn bad_values() {
         Some("NoOfReplicas"),
         "`two` is not a number",
     );
+    // NDB reads K, M and G on every integer: 2K is 2048 replicas.
     assert_error(
         &format!("{base}NoOfReplicas=2K\n"),
         3,
         Some("NoOfReplicas"),
-        "`2K` is not a number",
+        "`2K` is out of range 1..=4",
+    );
+    assert_error(
+        &format!("{base}NoOfReplicas=2.5\n"),
+        3,
+        Some("NoOfReplicas"),
+        "`2.5` is not a number",
     );
     assert_error(
         &format!("{base}DataMemory=10X\n"),
@@ -422,7 +429,7 @@ fn values_out_of_range_name_the_range() {
         &format!("{base}DataMemory=512K\n"),
         3,
         Some("DataMemory"),
-        "`512K` is out of range 1M..=16384G bytes",
+        "`512K` is out of range 1M..=67108832K bytes",
     );
     assert_error(
         &format!("{base}HeartbeatIntervalDbDb=5\n"),

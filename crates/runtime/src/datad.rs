@@ -110,6 +110,7 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         .data_node(node)
         .ok_or_else(|| format!("node {node} is not a data node in {config_file}"))?
         .clone();
+    crate::machine::check_data_memory(own.data_memory_bytes)?;
     let bind_host = if own.host_name == "localhost" {
         "127.0.0.1"
     } else {
@@ -160,6 +161,9 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
             operations_max: own.concurrent_operations_max,
             transactions_max: own.concurrent_transactions_max,
             lock_wait_timeout_ms: own.transaction_deadlock_detection_timeout_ms,
+            // Committed now, as NDB does, so no page fault lands on an
+            // operation and a machine short of memory fails here.
+            touch_memory_at_start: true,
             ..Default::default()
         },
     )

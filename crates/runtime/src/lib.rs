@@ -6,6 +6,7 @@
 
 pub mod blocking;
 pub mod datad;
+pub mod machine;
 pub mod mgmd;
 pub mod transport;
 

@@ -24,7 +24,15 @@ use crate::transport::{Connection, Peer};
 #[derive(Debug, Clone)]
 pub struct MgmdOptions {
     pub config_file: PathBuf,
-    pub port: u16,
+    /// The port from the command line; `None`: the management node's
+    /// PortNumber in config.ini.
+    pub port: Option<u16>,
+}
+
+/// Where the management node listens: the command line's port when it
+/// names one, else PortNumber of its `[ndb_mgmd]` section, as in NDB.
+pub fn listen_port(command_line: Option<u16>, port_number: u16) -> u16 {
+    command_line.unwrap_or(port_number)
 }
 
 const LISTENER: Token = Token(0);
@@ -80,9 +88,10 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
     let file_name = options.config_file.display().to_string();
-    let text = std::fs::read_to_string(&options.config_file)
-        .map_err(|e| format!("cannot read {file_name}: {e}"))?;
-    let config = config::parse(&text, &file_name).map_err(|e| e.to_string())?;
+    let bytes =
+        std::fs::read(&options.config_file).map_err(|e| format!("cannot read {file_name}: {e}"))?;
+    let config = config::parse_bytes(&bytes, &file_name).map_err(|e| e.to_string())?;
+    let text = String::from_utf8(bytes).map_err(|e| format!("{file_name}: {e}"))?;
     let settings = ManagementSettings::new(&file_name, &text, config.clone());
     let own = config
         .management_nodes
@@ -104,11 +113,7 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
     for notice in &config.notices {
         cluster_log.line(notice);
     }
-    let port = if options.port != 0 {
-        options.port
-    } else {
-        own.port
-    };
+    let port = listen_port(options.port, own.port);
     let bind_host = if own.host_name == "localhost" {
         "127.0.0.1".to_string()
     } else {
@@ -119,7 +124,10 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
         .or_else(|_| format!("0.0.0.0:{port}").parse())
         .map_err(|e| format!("bad HostName {}: {e}", own.host_name))?;
     let mut listener = TcpListener::bind(bind).map_err(|e| {
-        format!("cannot listen on {bind}: {e} (another management node running? see --port)")
+        format!(
+            "cannot listen on {bind}: {e} (another management node running? see --port, or \
+             PortNumber in {file_name})"
+        )
     })?;
     let mut poll = Poll::new().map_err(|e| e.to_string())?;
     poll.registry()
@@ -305,4 +313,17 @@ fn resolve_dir(config_file: &Path, data_dir: &str) -> PathBuf {
     config_file
         .parent()
         .map_or_else(|| path.to_path_buf(), |parent| parent.join(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_port_wins_over_port_number() {
+        assert_eq!(listen_port(None, 11860), 11860);
+        assert_eq!(listen_port(Some(1186), 11860), 1186);
+        // Port 0 on the command line asks for any free port.
+        assert_eq!(listen_port(Some(0), 11860), 0);
+    }
 }

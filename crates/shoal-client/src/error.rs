@@ -131,3 +131,22 @@ impl std::fmt::Display for ClientError {
 }
 
 impl std::error::Error for ClientError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NDB files 827 (out of DataMemory) under "insufficient space", a
+    /// class whose status is permanent: retrying the same transaction fails
+    /// the same way until rows are deleted or DataMemory grows.
+    #[test]
+    fn out_of_data_memory_is_permanent_as_in_ndb() {
+        let error = ClientError::from_code(827);
+        assert_eq!(error.mysql_code, 1114);
+        assert_eq!(error.class(), ErrorClass::Permanent);
+        assert!(!error.is_temporary());
+        assert!(!schema::ErrorCode::TableFull.is_temporary());
+        assert_eq!(schema::ErrorCode::TableFull.ndb_code(), Some(827));
+        assert_eq!(schema::ErrorCode::TableFull.mysql_code(), 1114);
+    }
+}

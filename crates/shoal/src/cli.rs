@@ -166,9 +166,10 @@ pub struct MgmdArgs {
     #[arg(short = 'f', long, value_name = "FILE", default_value = "config.ini")]
     pub config_file: PathBuf,
 
-    /// Port of the management protocol.
-    #[arg(short = 'P', long, value_name = "PORT", default_value_t = MGM_PORT_DEFAULT)]
-    pub port: u16,
+    /// Port of the management protocol; without it, PortNumber of the
+    /// `[ndb_mgmd]` section (1186 when unset).
+    #[arg(short = 'P', long, value_name = "PORT")]
+    pub port: Option<u16>,
 }
 
 #[derive(Debug, Args)]

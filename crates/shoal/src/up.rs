@@ -176,11 +176,11 @@ impl Sandbox {
             .to_string();
         let config_path = data_dir.join("config.ini");
         let config_name = config_path.display().to_string();
-        let text = if config_path.exists() {
-            let text = fs::read_to_string(&config_path)
+        let bytes = if config_path.exists() {
+            let bytes = fs::read(&config_path)
                 .map_err(|error| format!("cannot read {config_name}: {error}"))?;
             println!("Using existing {config_name}");
-            text
+            bytes
         } else {
             let data_nodes = u8::try_from(args.nodes).expect("validate() limits --nodes to 48");
             let text = config::sandbox_config_text(
@@ -193,9 +193,9 @@ impl Sandbox {
             fs::write(&config_path, &text)
                 .map_err(|error| format!("cannot write {config_name}: {error}"))?;
             println!("Wrote {config_name}");
-            text
+            text.into_bytes()
         };
-        let config = config::parse(&text, &config_name).map_err(|error| {
+        let config = config::parse_bytes(&bytes, &config_name).map_err(|error| {
             format!(
                 "{error}\n(remove {} to start a fresh sandbox)",
                 data_dir.display()
