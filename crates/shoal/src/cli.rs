@@ -16,13 +16,15 @@ pub const MGM_PORT_DEFAULT: u16 = 1186;
 /// The default port of the SQL node, as in MySQL.
 pub const SQL_PORT_DEFAULT: u16 = 3306;
 
-/// Shoal: a shared-nothing, in-memory, synchronously replicated SQL database
-/// that speaks the MySQL protocol.
+/// Shoal: a shared-nothing, in-memory, synchronously replicated database in
+/// the family of MySQL Cluster (NDB).
 ///
-/// One binary plays every role of a MySQL Cluster (NDB) installation: the
-/// management node (ndb_mgmd), the data nodes (ndbmtd), the SQL nodes
-/// (mysqld) and the management client (ndb_mgm). `shoal up` starts a whole
-/// local cluster with one command.
+/// One binary plays every role of an NDB installation: the management node
+/// (ndb_mgmd), the data nodes (ndbmtd) and the management client (ndb_mgm);
+/// applications use the native API (the shoal-client crate). The SQL node
+/// (mysqld) is not built yet, and data lives in memory only: there is no
+/// redo log, checkpoint or recovery from disk yet. `shoal up` starts a
+/// whole local cluster with one command.
 #[derive(Debug, Parser)]
 #[command(name = "shoal", version, propagate_version = true)]
 pub struct Cli {
@@ -32,13 +34,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Sandbox: start a local cluster (1 mgmd, data nodes, 1 SQL node) in
-    /// the foreground.
+    /// Sandbox: start a local cluster (1 mgmd and the data nodes) in the
+    /// foreground.
     ///
-    /// Starts one management node, `--nodes` data nodes in node groups of
-    /// `--replicas` (NoOfReplicas) and one SQL node, all as children of this
-    /// process, with their data under `--data-dir`. Ctrl-C stops the cluster
-    /// cleanly.
+    /// Starts one management node and `--nodes` data nodes in node groups of
+    /// `--replicas` (NoOfReplicas), all as children of this process, with
+    /// their files under `--data-dir`, and restarts any of them that dies.
+    /// The SQL node is not built yet, so `--sql-port` is only reserved.
+    /// Ctrl-C stops the cluster cleanly.
     Up(UpArgs),
 
     /// Management node (ndb_mgmd): configuration, node ids, cluster log,
@@ -53,31 +56,33 @@ pub enum Command {
     /// Data node (ndbmtd): stores and replicates rows, coordinates
     /// transactions.
     ///
-    /// Stores the rows of the partitions (fragments) it replicates, runs
-    /// transaction coordinators (TC) and local query handlers (LDM), writes
-    /// checkpoints and the redo log, and recovers after a restart. It fetches
-    /// its configuration from the management node.
+    /// Stores the rows of the partitions (fragments) it replicates in
+    /// DataMemory and runs a transaction coordinator (TC) and a local query
+    /// handler (LDM). It fetches its configuration from the management node.
+    /// Rows live in memory only: no redo log or checkpoint is written yet,
+    /// so a restarted node starts empty and the cluster keeps its data only
+    /// while a replica of every partition runs.
     Datad(DatadArgs),
 
-    /// SQL node (mysqld): serves the MySQL wire protocol on top of the data
-    /// nodes.
+    /// SQL node (mysqld): not built yet; exits with status 2.
     ///
-    /// Speaks the MySQL client/server protocol; parses, plans and executes
-    /// SQL against the data nodes through the native API. Stock MySQL
-    /// clients and drivers connect to it.
+    /// Will speak the MySQL client/server protocol and run SQL against the
+    /// data nodes through the native API. Today it says it is not built and
+    /// exits with status 2, so scripts can tell.
     Sqld(SqldArgs),
 
-    /// Management client (ndb_mgm): SHOW, REPORT MEMORY, STOP/START/RESTART,
+    /// Management client (ndb_mgm): SHOW, STATUS, REPORT MEMORY, STOP,
     /// SHUTDOWN.
     ///
-    /// Connects to the management node and runs `ndb_mgm` commands: `SHOW`,
-    /// `ALL REPORT MEMORY`, `N STOP|START|RESTART`, `CREATE NODEGROUP`,
-    /// `ALL CLUSTERLOG`, `START BACKUP`, `SHUTDOWN`. With `-e` it runs one
-    /// command and exits; without it, it reads commands interactively.
+    /// Connects to the management node and runs these commands of ndb_mgm:
+    /// `SHOW`, `ALL STATUS`, `N STATUS`, `ALL REPORT MEMORY`,
+    /// `N REPORT MEMORY`, `ALL STOP`, `N STOP`, `SHUTDOWN`, `HELP`, `QUIT`.
+    /// With -e it runs one command and exits; without it, it reads commands
+    /// interactively.
     Mgm(MgmArgs),
 
-    /// Benchmarks (bencher, flexAsynch): reproduce the published NDB figures
-    /// on Shoal.
+    /// Benchmarks: the storage engine alone, and primary-key operations
+    /// through the native API (in the manner of NDB's flexAsynch).
     Bench(BenchArgs),
 
     /// Deterministic simulator: run the cluster protocols under seeded
@@ -155,7 +160,8 @@ pub struct UpArgs {
     #[arg(long, value_name = "PORT", default_value_t = MGM_PORT_DEFAULT)]
     pub mgm_port: u16,
 
-    /// Port of the SQL node (MySQL protocol).
+    /// Port reserved for the SQL node (MySQL protocol), which is not built
+    /// yet.
     #[arg(long, value_name = "PORT", default_value_t = SQL_PORT_DEFAULT)]
     pub sql_port: u16,
 }
@@ -189,8 +195,8 @@ pub struct DatadArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..))]
     pub ndb_nodeid: Option<u8>,
 
-    /// Discard the local checkpoints and redo log and copy everything from
-    /// a live replica (initial node restart).
+    /// NDB's initial node restart; accepted for scripts and without effect,
+    /// since a data node keeps nothing on disk yet (every start is initial).
     #[arg(long)]
     pub initial: bool,
 }

@@ -526,25 +526,36 @@ fn run_shell(session: &mut Session) -> ExitCode {
     }
     println!("Connected to Management Server at: {}", session.address);
     let stdin = io::stdin();
-    let mut lines = stdin.lock().lines();
+    let mut input = stdin.lock();
+    let mut bytes = Vec::new();
     loop {
         let mut stdout = io::stdout().lock();
         // A failed prompt write means stdout is gone; the reads still end
         // the loop at EOF, so it is not worth an error of its own.
         let _ = stdout.write_all(PROMPT.as_bytes());
         let _ = stdout.flush();
-        let line = match lines.next() {
-            None => break,
-            Some(Ok(line)) => line,
-            Some(Err(error)) => {
+        bytes.clear();
+        match input.read_until(b'\n', &mut bytes) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) => {
                 eprintln!("cannot read the standard input: {error}");
                 return ExitCode::FAILURE;
+            }
+        }
+        // A line that is not UTF-8 (a stray Latin-1 key, pasted binary) is
+        // one bad command, not the end of the session.
+        let line = match read_line(&bytes) {
+            Ok(line) => line,
+            Err(message) => {
+                eprintln!("{message}");
+                continue;
             }
         };
         if line.trim().is_empty() {
             continue;
         }
-        match parse_command(&line) {
+        match parse_command(line) {
             Err(message) => eprintln!("{message}"),
             Ok(MgmCommand::Quit) => break,
             Ok(command) => {
@@ -555,6 +566,18 @@ fn run_shell(session: &mut Session) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// One line of input as text, or the error to print when it is not UTF-8.
+pub fn read_line(bytes: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(bytes).map_err(|error| {
+        format!(
+            "Invalid command: the line is not UTF-8 text (byte 0x{:02x} at column {})\n\
+             Type HELP for help.",
+            bytes[error.valid_up_to()],
+            error.valid_up_to() + 1
+        )
+    })
 }
 
 #[cfg(test)]

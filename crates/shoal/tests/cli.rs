@@ -136,6 +136,89 @@ fn mgm_help_needs_no_server() {
     }
 }
 
+/// Words of features that are not built: `--help` must not claim them.
+const UNBUILT_CLAIMS: [&str; 6] = [
+    "and the redo log",
+    "writes checkpoints",
+    "recovers after",
+    "speaks the MySQL protocol",
+    "1 SQL node)",
+    "reproduce the published",
+];
+
+#[test]
+fn help_claims_only_what_is_built() {
+    for args in [
+        &["--help"][..],
+        &["up", "--help"],
+        &["datad", "--help"],
+        &["sqld", "--help"],
+        &["bench", "--help"],
+    ] {
+        let output = shoal(args);
+        assert!(output.status.success(), "shoal {args:?}");
+        let help = stdout_of(&output);
+        for claim in UNBUILT_CLAIMS {
+            assert!(
+                !help.contains(claim),
+                "`shoal {}` claims `{claim}`:\n{help}",
+                args.join(" ")
+            );
+        }
+    }
+    let sqld = stdout_of(&shoal(&["sqld", "--help"]));
+    assert!(sqld.contains("not built yet"), "{sqld}");
+}
+
+/// The commands `shoal mgm --help` names in backquotes, with `N` as node 2.
+fn commands_in_mgm_help() -> Vec<String> {
+    let help = stdout_of(&shoal(&["mgm", "--help"]));
+    let mut commands = Vec::new();
+    for (index, part) in help.split('`').enumerate() {
+        // Odd parts lie between backquotes.
+        if index % 2 == 1 {
+            let words: Vec<&str> = part
+                .split_whitespace()
+                .map(|word| if word == "N" { "2" } else { word })
+                .collect();
+            commands.push(words.join(" "));
+        }
+    }
+    assert!(commands.len() >= 8, "too few commands in:\n{help}");
+    commands
+}
+
+#[test]
+fn mgm_help_lists_only_commands_that_work() {
+    let help = stdout_of(&shoal(&["mgm", "--help"]));
+    for missing in ["START", "RESTART", "NODEGROUP", "CLUSTERLOG", "BACKUP"] {
+        assert!(!help.contains(missing), "lists {missing}:\n{help}");
+    }
+    // Each listed command parses: without a server it fails only for want
+    // of a connection (or, for HELP and QUIT, succeeds), never as invalid.
+    for command in commands_in_mgm_help() {
+        let output = shoal(&["mgm", "-c", UNREACHABLE, "-e", &command]);
+        let stderr = stderr_of(&output);
+        assert!(
+            !stderr.contains("Invalid command"),
+            "`shoal mgm --help` lists `{command}`, which is refused: {stderr}"
+        );
+        assert!(
+            output.status.success() || stderr.contains("Unable to connect"),
+            "`{command}`: {stderr}"
+        );
+    }
+    // The shell's own HELP lists the same commands.
+    let shell_help = stdout_of(&shoal(&["mgm", "-c", UNREACHABLE, "-e", "HELP"]));
+    for command in commands_in_mgm_help() {
+        let generic = command.replace('2', "<id>");
+        assert!(
+            shell_help.contains(&command) || shell_help.contains(&generic),
+            "HELP does not list `{command}`:\n{shell_help}"
+        );
+    }
+}
+
 #[test]
 fn up_refuses_shapes_that_are_not_a_cluster_with_status_2() {
     for (nodes, replicas, reason) in [
@@ -358,5 +441,36 @@ fn mgm_shell_reads_commands_until_quit_and_survives_mistakes() {
     assert_eq!(
         stderr_of(&output),
         "Invalid command: nonsense\nType HELP for help.\n"
+    );
+}
+
+#[test]
+fn mgm_shell_reports_a_line_that_is_not_utf8_and_goes_on() {
+    let management = ManagementNode::start("mgm-latin1");
+    let address = format!("127.0.0.1:{}", management.port);
+    let mut shell = Command::new(env!("CARGO_BIN_EXE_shoal"))
+        .args(["mgm", "-c", &address])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("shoal mgm starts");
+    shell
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(b"2 st\xe4tus\n2 status\nquit\n")
+        .expect("commands written");
+    let output = shell.wait_with_output().expect("shoal mgm ends");
+    assert!(output.status.success(), "{:?}", stderr_of(&output));
+    assert!(
+        stdout_of(&output).contains("shoal> Node 2: not connected\n"),
+        "the command after the bad line did not run: {}",
+        stdout_of(&output)
+    );
+    assert_eq!(
+        stderr_of(&output),
+        "Invalid command: the line is not UTF-8 text (byte 0xe4 at column 5)\n\
+         Type HELP for help.\n"
     );
 }
