@@ -47,18 +47,30 @@ pub const SANS_IO_CRATES: [&str; 6] = [
     "transaction",
 ];
 
-/// Text that betrays I/O, threads, clocks or randomness in Rust source.
-const SANS_IO_FORBIDDEN_SOURCE: [&str; 9] = [
-    "std::net",
-    "std::fs",
-    "std::thread",
+/// Text that betrays clocks, randomness or an I/O runtime in Rust source.
+const SANS_IO_FORBIDDEN_SOURCE: [&str; 7] = [
     "Instant::now",
     "SystemTime",
     "rand::",
     "getrandom",
     "tokio",
     "mio",
+    // The randomly seeded hasher of std's maps: iteration order, and so
+    // anything that iterates, changes from run to run.
+    "RandomState",
 ];
+
+/// Modules of `std` that do I/O, start threads or read the process's
+/// surroundings, however they are reached: `std::io::stdin()`,
+/// `use std::{fs, io::Write}`, or a `use std::{` group over several lines.
+const SANS_IO_FORBIDDEN_STD_MODULES: [&str; 7] =
+    ["net", "fs", "thread", "io", "env", "process", "os"];
+
+/// std's maps and sets, whose default hasher is `RandomState`.
+const RANDOMLY_SEEDED_COLLECTIONS: [(&str, usize); 2] = [("HashMap", 2), ("HashSet", 1)];
+
+/// Constructors that exist only for the default hasher.
+const DEFAULT_HASHER_CONSTRUCTORS: [&str; 4] = ["new(", "with_capacity(", "from(", "from_iter("];
 
 /// Packages a sans-IO crate must not depend on (tests may, through
 /// dev-dependencies).
@@ -255,21 +267,12 @@ pub fn check_sans_io(root: &Path) -> Vec<String> {
                 problems.push(format!("{}: cannot read", relative(root, &file)));
                 continue;
             };
-            for (index, line) in text.lines().enumerate() {
-                let code = strip_line_comment(line);
-                if code.contains("proptest") {
-                    continue;
-                }
-                for forbidden in SANS_IO_FORBIDDEN_SOURCE {
-                    if contains_word(code, forbidden) {
-                        problems.push(format!(
-                            "{}:{}: `{forbidden}` in a sans-IO crate (take time, randomness and \
-                             I/O results as arguments instead)",
-                            relative(root, &file),
-                            index + 1
-                        ));
-                    }
-                }
+            for (line, _, what) in sans_io_violations(&text) {
+                problems.push(format!(
+                    "{}:{line}: `{what}` in a sans-IO crate (take time, randomness and I/O \
+                     results as arguments instead, and give maps a fixed hasher)",
+                    relative(root, &file),
+                ));
             }
         }
         let manifest = crate_dir.join("Cargo.toml");
@@ -292,6 +295,152 @@ pub fn check_sans_io(root: &Path) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Every use of I/O, clocks or randomness in one file's source, as (line,
+/// byte offset, what), in file order. Comments are left out, and so are
+/// lines that mention proptest (which seeds itself, deterministically
+/// enough for tests).
+fn sans_io_violations(text: &str) -> Vec<(usize, usize, String)> {
+    // The code with comments and proptest lines blanked, line for line,
+    // so offsets still give line numbers.
+    let code: String = text
+        .lines()
+        .map(|line| {
+            let code = strip_line_comment(line);
+            if code.contains("proptest") { "" } else { code }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let line_of = |offset: usize| code[..offset].matches('\n').count() + 1;
+    let mut found = Vec::new();
+    for forbidden in SANS_IO_FORBIDDEN_SOURCE {
+        for at in word_offsets(&code, forbidden) {
+            found.push((line_of(at), at, forbidden.to_string()));
+        }
+    }
+    for (at, module) in std_modules(&code) {
+        if SANS_IO_FORBIDDEN_STD_MODULES.contains(&module) {
+            found.push((line_of(at), at, format!("std::{module}")));
+        }
+    }
+    for (at, what) in default_hasher_uses(&code) {
+        found.push((line_of(at), at, what));
+    }
+    found.sort();
+    found
+}
+
+/// The offsets where `word` occurs not glued to a longer identifier.
+fn word_offsets<'a>(text: &'a str, word: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let is_identifier = |c: char| c.is_alphanumeric() || c == '_';
+    let word_ends_in_identifier = word.chars().last().is_some_and(is_identifier);
+    text.match_indices(word).filter_map(move |(at, _)| {
+        let before_ok = !text[..at].chars().next_back().is_some_and(is_identifier);
+        let after_ok = !word_ends_in_identifier
+            || !text[at + word.len()..]
+                .chars()
+                .next()
+                .is_some_and(is_identifier);
+        (before_ok && after_ok).then_some(at)
+    })
+}
+
+/// The first-level modules of `std` that `code` names, with the offset of
+/// each name: `std::io::stdin` gives `io`; `use std::{fmt, io::Write}` gives
+/// `fmt` and `io`, also when the group spans lines.
+fn std_modules(code: &str) -> Vec<(usize, &str)> {
+    let identifier_end = |text: &str| {
+        text.find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(text.len())
+    };
+    let mut modules = Vec::new();
+    for at in word_offsets(code, "std::") {
+        let start = at + "std::".len();
+        let rest = &code[start..];
+        if !rest.starts_with('{') {
+            let end = identifier_end(rest);
+            modules.push((start, &rest[..end]));
+            continue;
+        }
+        // A group: the first name of every item at depth one.
+        let mut depth = 0usize;
+        let mut item_start = true;
+        for (offset, character) in rest.char_indices() {
+            match character {
+                '{' => {
+                    depth += 1;
+                    item_start = depth == 1;
+                }
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                ',' if depth == 1 => item_start = true,
+                c if item_start && (c.is_alphanumeric() || c == '_') => {
+                    let end = identifier_end(&rest[offset..]);
+                    modules.push((start + offset, &rest[offset..offset + end]));
+                    item_start = false;
+                }
+                _ => {}
+            }
+        }
+    }
+    modules
+}
+
+/// Uses of std's maps and sets with their default, randomly seeded hasher:
+/// a type written without a hasher (`HashMap<K, V>`, `HashSet<T>`) and the
+/// constructors that only the default hasher has (`HashMap::new()`).
+fn default_hasher_uses(code: &str) -> Vec<(usize, String)> {
+    let mut uses = Vec::new();
+    for (name, parameters_without_hasher) in RANDOMLY_SEEDED_COLLECTIONS {
+        for at in word_offsets(code, name) {
+            let rest = &code[at + name.len()..];
+            if let Some(call) = rest.strip_prefix("::") {
+                if let Some(constructor) = DEFAULT_HASHER_CONSTRUCTORS
+                    .iter()
+                    .find(|constructor| call.starts_with(*constructor))
+                {
+                    uses.push((at, format!("{name}::{}", constructor.trim_end_matches('('))));
+                }
+                continue;
+            }
+            let Some(generics) = rest.strip_prefix('<') else {
+                continue;
+            };
+            // Count the parameters at depth one, up to the matching `>`
+            // (an arrow's `>` is not a bracket).
+            let mut depth = 1usize;
+            let mut parameters = 1;
+            let mut previous = '<';
+            let mut end = None;
+            for (offset, character) in generics.char_indices() {
+                match character {
+                    '<' => depth += 1,
+                    '>' if previous != '-' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(offset);
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => parameters += 1,
+                    '\n' => break,
+                    _ => {}
+                }
+                previous = character;
+            }
+            if let Some(end) = end
+                && parameters == parameters_without_hasher
+            {
+                uses.push((at, format!("{name}<{}>", &generics[..end])));
+            }
+        }
+    }
+    uses
 }
 
 /// Whether `text` contains `word` not glued to a longer identifier: the
@@ -536,6 +685,59 @@ mod tests {
     }
 
     // The checks' own helpers, on small inputs.
+
+    /// What text search missed before: I/O modules reached through a
+    /// grouped import or a path, the environment, and hash maps seeded by
+    /// `RandomState` (whose iteration order changes from run to run).
+    #[test]
+    fn sans_io_check_finds_io_env_and_random_hashers_in_any_spelling() {
+        let root = std::env::temp_dir().join(format!("xtask-tidy-io-{}", std::process::id()));
+        let write = |path: &str, text: &str| {
+            let path = root.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        };
+        for name in SANS_IO_CRATES {
+            write(&format!("crates/{name}/Cargo.toml"), "[dependencies]\n");
+            write(&format!("crates/{name}/src/lib.rs"), "//! Clean.\n");
+        }
+        write(
+            "crates/config/src/lib.rs",
+            "//! Config.\n\
+             use std::{collections::BTreeMap, fmt, io::Write};\n\
+             use std::{\n    env,\n    ops::Range,\n};\n\
+             fn a() { let _ = std::io::stdin(); }\n\
+             fn b() -> Option<String> { std::env::var(\"HOME\").ok() }\n\
+             fn c() { std::process::exit(1) }\n\
+             fn d(state: std::collections::hash_map::RandomState) {}\n\
+             fn e() -> HashMap<u32, u32> { HashMap::new() }\n\
+             fn f() { let seen: HashSet<u32> = HashSet::with_capacity(4); }\n\
+             type Fixed = HashMap<u32, Vec<u8>, BuildHasherDefault<IdHasher>>;\n\
+             fn g() -> Fixed { Fixed::default() }\n\
+             fn h() -> std::ops::Range<u32> { 0..1 }\n",
+        );
+        let problems = check_sans_io(&root);
+        fs::remove_dir_all(&root).unwrap();
+        let expected = [
+            "crates/config/src/lib.rs:2: `std::io`",
+            "crates/config/src/lib.rs:4: `std::env`",
+            "crates/config/src/lib.rs:7: `std::io`",
+            "crates/config/src/lib.rs:8: `std::env`",
+            "crates/config/src/lib.rs:9: `std::process`",
+            "crates/config/src/lib.rs:10: `RandomState`",
+            "crates/config/src/lib.rs:11: `HashMap<u32, u32>`",
+            "crates/config/src/lib.rs:11: `HashMap::new`",
+            "crates/config/src/lib.rs:12: `HashSet<u32>`",
+            "crates/config/src/lib.rs:12: `HashSet::with_capacity`",
+        ];
+        assert_eq!(problems.len(), expected.len(), "{problems:#?}");
+        for (problem, start) in problems.iter().zip(expected) {
+            assert!(
+                problem.starts_with(start),
+                "{problem} should start with {start}"
+            );
+        }
+    }
 
     #[test]
     fn path_tokens_are_recognized() {

@@ -449,7 +449,7 @@ impl HashIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashSet;
+    use std::collections::BTreeSet;
 
     fn mix(value: u64) -> u64 {
         let mut x = value.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -477,9 +477,9 @@ mod tests {
             assert!(index.remove(&mut pool, mix(u64::from(i)), ChunkRef::from_raw(i)));
         }
         assert!(!index.remove(&mut pool, mix(1), ChunkRef::from_raw(1)));
-        let mut seen = HashSet::new();
+        let mut seen = BTreeSet::new();
         index.for_each(&pool, |_, row| assert!(seen.insert(row.raw())));
-        let expected: HashSet<u32> = (0..count).filter(|i| i % 3 == 0).collect();
+        let expected: BTreeSet<u32> = (0..count).filter(|i| i % 3 == 0).collect();
         assert_eq!(seen, expected);
         assert_eq!(index.entries(), expected.len() as u64);
         index.release_all(&mut pool);

@@ -9,10 +9,10 @@
 use super::{Bound, ChunkRef, Collected, KeySource, OrderedIndex, PagePool};
 use proptest::prelude::*;
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Rows' keys, as the engine would read them from the rows.
-pub struct MapKeys(pub HashMap<ChunkRef, Vec<u8>>);
+pub struct MapKeys(pub BTreeMap<ChunkRef, Vec<u8>>);
 
 impl KeySource for MapKeys {
     fn key(&self, _pool: &PagePool, row: ChunkRef, out: &mut Vec<u8>) {
@@ -228,7 +228,7 @@ impl Model {
         Model {
             pool: PagePool::new(pool_bytes).unwrap(),
             index: OrderedIndex::new(),
-            keys: MapKeys(HashMap::new()),
+            keys: MapKeys(BTreeMap::new()),
             oracle: BTreeSet::new(),
             next_row_up: 1 << 30,
             next_row_down: 1 << 30,
