@@ -204,6 +204,11 @@ impl Sandbox {
         if config.management_nodes.is_empty() {
             return Err(format!("{config_name} has no [ndb_mgmd] section"));
         }
+        // An existing config.ini may set NDB keys Shoal does not act on;
+        // say so here too, not only in the management node's log.
+        for notice in &config.notices {
+            println!("Note: {notice}");
+        }
         let data_nodes = config.data_nodes.len();
         let replicas = config.no_of_replicas;
         println!(
