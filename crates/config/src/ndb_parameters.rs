@@ -11,8 +11,10 @@
 //! `RestartOnErrorInsert`, the transporter `PortNumber`) and the removed
 //! `[sci]` section are left out, as NDB does not take them from a file. A
 //! few keys added in later 8.0 releases (TransactionMemory, SpinMethod,
-//! AutomaticThreadConfig and others at the end of the data-node part) take
-//! their ranges from NDB's reference manual.
+//! AutomaticThreadConfig, the Reserved* family and others at the end of the
+//! data-node part, TcpSpinTime, PreferIPVersion and AllowUnresolvedHostNames
+//! for connections) are named in NDB 8.0's list of added parameters; their
+//! ranges are NDB's reference manual's as we know them, not read from code.
 //!
 //! Nothing here is applied: `parse.rs` checks the value and `validate.rs`
 //! names every key it met in one notice. A key that Shoal starts to
@@ -93,7 +95,7 @@ use ValueKind::{Boolean, Choice, CpuList, Integer, Milliseconds, Size, Text};
 // One entry per line, like a row of NDB's table; rustfmt would spread each
 // over eight lines.
 #[rustfmt::skip]
-pub static WITHOUT_EFFECT: [Parameter; 195] = [
+pub static WITHOUT_EFFECT: [Parameter; 204] = [
     // [system] and [computer].
     text("Name", SYSTEM),
     ndb("PrimaryMGMNode", SYSTEM, Integer, Number(0), 0, RNIL),
@@ -265,6 +267,14 @@ pub static WITHOUT_EFFECT: [Parameter; 195] = [
     ndb("PartitionsPerNode", DATA, Integer, Number(2), 1, 32),
     ndb("ShmSize", DATA, Size, Number(4 * MIB), 64 * KIB, RNIL),
     ndb("ShmSpinTime", DATA, Integer, Number(0), 0, 2000),
+    ndb("InsertRecoveryWork", DATA, Integer, Number(40), 0, 70),
+    ndb("ReservedConcurrentIndexOperations", DATA, Integer, Number(0), 0, RNIL),
+    ndb("ReservedConcurrentOperations", DATA, Integer, Number(0), 0, RNIL),
+    ndb("ReservedConcurrentScans", DATA, Integer, Number(0), 0, RNIL),
+    ndb("ReservedConcurrentTransactions", DATA, Integer, Number(0), 0, RNIL),
+    ndb("ReservedFiredTriggers", DATA, Integer, Number(0), 0, RNIL),
+    ndb("ReservedLocalScans", DATA, Integer, Number(0), 0, RNIL),
+    ndb("ReservedTransactionBufferMemory", DATA, Size, Number(0), 0, RNIL),
     // API and SQL nodes.
     boolean("wan", API_MANAGEMENT, false),
     ndb("ArbitrationDelay", API_MANAGEMENT, Milliseconds, Number(0), 0, RNIL),
@@ -298,6 +308,7 @@ pub static WITHOUT_EFFECT: [Parameter; 195] = [
     ndb("OverloadLimit", TCP_SHM, Size, Number(0), 0, RNIL),
     boolean("AllowUnresolvedHostNames", TCP, false),
     ndb("PreferIPVersion", TCP, Choice(IP_VERSIONS), NoDefault, 0, 0),
+    ndb("TcpSpinTime", TCP, Integer, Number(0), 0, 2000),
     // [shm] connections.
     ndb("NodeId1", SHM, Integer, NoDefault, 1, 255).only_per_node(),
     ndb("NodeId2", SHM, Integer, NoDefault, 1, 255).only_per_node(),

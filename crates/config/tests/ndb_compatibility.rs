@@ -443,3 +443,77 @@ fn a_long_line_is_cut_in_the_error() {
         assert!(shown.contains(" bytes in all)"), "{shown}");
     }
 }
+
+/// Another production layout: two management nodes with a
+/// `[ndb_mgmd default]`, spaces around `=`, NDB's spellings in upper case,
+/// a timeout at NDB's own maximum, keys of later 8.0 releases, and a large
+/// DataMemory.
+fn large_cluster_config(data_memory: &str) -> String {
+    format!(
+        "[tcp default]
+SendBufferMemory=64M
+ReceiveBufferMemory=64M
+TcpSpinTime=100
+[ndb_mgmd default]
+DataDir=/var/lib/mysql-cluster
+[ndb_mgmd]
+HostName=10.3.65.1
+NodeId=1
+[ndb_mgmd]
+HostName=10.3.65.2
+NodeId=2
+[ndbd default]
+DataDir=/var/lib/mysql-cluster
+FileSystemPath=/var/lib/mysql-cluster
+BackupDataDir=/var/ndbbackup
+NoOfReplicas=2
+LockPagesInMainMemory=1
+SharedGlobalMemory=4G
+DataMemory={data_memory}
+StringMemory=128M
+TotalSendBufferMemory=256M
+EnableRedoControl=1
+HeartbeatIntervalDbDb = 10000
+StartPartitionedTimeout=4294967039
+InitFragmentLogFiles=FULL
+NoOfFragmentLogParts=16
+MaxNoOfLocalOperations = 330000
+ReservedConcurrentOperations = 1000
+MaxParallelScansPerFragment=1024
+TransactionMemory=2G
+SpinMethod=LatencyOptimisedSpinning
+[ndbd]
+HostName = 10.3.65.11
+NodeId = 11
+[ndbd]
+HostName = 10.3.65.12
+NodeId = 12
+[mysqld]
+[mysqld]
+"
+    )
+}
+
+#[test]
+fn a_large_production_config_parses_or_names_shoals_memory_limit() {
+    let config = parsed(&large_cluster_config("60G"));
+    assert_eq!(config.management_nodes.len(), 2);
+    assert_eq!(config.data_nodes[0].data_memory_bytes, 60 << 30);
+    assert_eq!(config.data_nodes[0].heartbeat_interval_db_db_ms, 10_000);
+    let notice = config.notices.join("\n");
+    for key in [
+        "TcpSpinTime (line 4)",
+        "InitFragmentLogFiles (line 26)",
+        "SpinMethod (line 32)",
+    ] {
+        assert!(notice.contains(key), "{key} missing from: {notice}");
+    }
+    // NDB takes 90G; a data node of Shoal cannot hold it, and the file says
+    // so where it is set instead of a data node failing at start.
+    assert_error(
+        &large_cluster_config("90G"),
+        20,
+        "DataMemory",
+        "is out of range 1M..=67108832K bytes (Shoal's engine holds at most",
+    );
+}
