@@ -64,22 +64,22 @@
 //! | `TimeBetweenLocalCheckpoints` | ndbd | log2 of 4-byte words | 20 | 0..=31 | NDB |
 //! | `NoOfFragmentLogFiles` | ndbd | integer | 16 | 3.. | NDB |
 //! | `FragmentLogFileSize` | ndbd | size | 16M | 4M..=1G | NDB |
-//! | `RedoBuffer` | ndbd | size | 32M | 1M..=4G | NDB |
+//! | `RedoBuffer` | ndbd | size | 32M | 1M.. | NDB |
 //! | `MaxNoOfConcurrentOperations` | ndbd | integer | 32768 | 32.. | NDB |
 //! | `MaxNoOfConcurrentTransactions` | ndbd | integer | 4096 | 32.. | NDB |
 //! | `LockPagesInMainMemory` | ndbd | integer, no effect | 0 | 0..=2 | compat |
-//! | `SendBufferMemory` | ndbd | size | `[tcp default]`'s | 64K..=4G | NDB |
+//! | `SendBufferMemory` | ndbd | size | `[tcp default]`'s | 64K.. | NDB |
 //! | `StopOnError` | ndbd | boolean, ignored | true | | compat |
 //! | `PortNumber` | ndb_mgmd | integer | 1186 | 1..=65535 | NDB |
 //! | `ArbitrationRank` | ndb_mgmd | integer | 1 | 0..=2 | NDB |
 //! | `ArbitrationRank` | mysqld, api | integer | 0 | 0..=2 | NDB |
-//! | `SendBufferMemory` | tcp | size | 2M | 64K..=4G | NDB |
-//! | `ReceiveBufferMemory` | tcp | size | 2M | 16K..=4G | NDB |
+//! | `SendBufferMemory` | tcp | size | 2M | 64K.. | NDB |
+//! | `ReceiveBufferMemory` | tcp | size | 2M | 16K.. | NDB |
 //! | `NodeId1`, `NodeId2` | tcp (not default) | integer, an existing node | required | 1..=255 | NDB |
 //! | `Group` | tcp | integer, ignored | 55 | 0..=200 | compat |
 //!
-//! An open range (`10..`) ends at 2^32 - 1, NDB's limit for 32-bit
-//! parameters. DataMemory ends at 67108832K (2^21 - 1 pages of 32K, just
+//! An open range (`10..`) ends at 4294967039 (0xFFFFFEFF), NDB's
+//! `MAX_INT_RNIL`, the limit of its 32-bit parameters. DataMemory ends at 67108832K (2^21 - 1 pages of 32K, just
 //! under 64G), what the storage engine of a data node addresses; NDB's
 //! limit is 16T, and a larger value is refused here rather than by the
 //! data node at start. PortNumber is where the management node listens

@@ -27,7 +27,7 @@ use crate::parameters::{
 use crate::value::{GIB, KIB, MIB};
 
 /// NDB's `MAX_INT_RNIL`: the largest value of most 32-bit parameters.
-const RNIL: u64 = 0xffff_feff;
+const RNIL: u64 = crate::parameters::INTEGER_MAX;
 /// NDB's `MAX_INT32`.
 const INT32: u64 = 0xffff_ffff;
 /// NDB's `MAX_PARALLEL_OP_PER_SCAN`.

@@ -216,8 +216,9 @@ impl Parameter {
     }
 }
 
-/// The largest value of NDB's 32-bit integer parameters.
-const INTEGER_MAX: u64 = u32::MAX as u64;
+/// The largest value of NDB's 32-bit integer parameters, NDB's
+/// `MAX_INT_RNIL` (0xFFFFFEFF): the values above it mark "no value" there.
+pub(crate) const INTEGER_MAX: u64 = 0xffff_feff;
 
 /// The most DataMemory a data node holds: the engine addresses at most
 /// 2^21 - 1 pages of 32 KiB (`storage::memory::page_pool::PAGE_COUNT_MAX`),
@@ -326,7 +327,7 @@ pub static PARAMETERS: [Parameter; 34] = [
         "Redo log files per set; the redo log holds this many times FragmentLogFileSize, times 4."),
     parameter("FragmentLogFileSize", DATA, Size, Number(16 * MIB), 4 * MIB, GIB, Ndb,
         "Size of one redo log file."),
-    parameter("RedoBuffer", DATA, Size, Number(32 * MIB), MIB, 4 * GIB, Ndb,
+    parameter("RedoBuffer", DATA, Size, Number(32 * MIB), MIB, INTEGER_MAX, Ndb,
         "Memory buffering redo log records before they reach disk."),
     parameter("MaxNoOfConcurrentOperations", DATA, Integer, Number(32768), 32, INTEGER_MAX, Ndb,
         "Operation records of the data node, reserved at start."),
@@ -335,7 +336,7 @@ pub static PARAMETERS: [Parameter; 34] = [
     parameter("LockPagesInMainMemory", DATA, Integer, Number(0), 0, 2, Compatibility,
         "NDB's request to lock memory in RAM; without effect (data nodes commit DataMemory at \
          start whatever it says, and do not lock it)."),
-    parameter("SendBufferMemory", DATA, Size, NoDefault, 64 * KIB, 4 * GIB, Ndb,
+    parameter("SendBufferMemory", DATA, Size, NoDefault, 64 * KIB, INTEGER_MAX, Ndb,
         "Send buffer of each of the data node's connections; without it [tcp default]'s."),
     parameter("StopOnError", DATA, Boolean, DefaultBoolean(true), 0, 1, Compatibility,
         "NDB's choice between exiting and restarting after an error; accepted and ignored."),
@@ -348,9 +349,9 @@ pub static PARAMETERS: [Parameter; 34] = [
     parameter("ArbitrationRank", API, Integer, Number(0), 0, 2, Ndb,
         "0: never arbitrator; 1: preferred arbitrator; 2: arbitrator when no rank 1 is up."),
     // Connections.
-    parameter("SendBufferMemory", TCP, Size, Number(2 * MIB), 64 * KIB, 4 * GIB, Ndb,
+    parameter("SendBufferMemory", TCP, Size, Number(2 * MIB), 64 * KIB, INTEGER_MAX, Ndb,
         "Send buffer of each connection between two nodes."),
-    parameter("ReceiveBufferMemory", TCP, Size, Number(2 * MIB), 16 * KIB, 4 * GIB, Ndb,
+    parameter("ReceiveBufferMemory", TCP, Size, Number(2 * MIB), 16 * KIB, INTEGER_MAX, Ndb,
         "Receive buffer of each connection between two nodes."),
     parameter("NodeId1", TCP, Integer, NoDefault, 1, 255, Ndb,
         "One end of the connection a [tcp] section configures.")

@@ -517,3 +517,39 @@ fn a_large_production_config_parses_or_names_shoals_memory_limit() {
         "is out of range 1M..=67108832K bytes (Shoal's engine holds at most",
     );
 }
+
+/// NDB's 32-bit parameters end at MAX_INT_RNIL, 4294967039 (0xFFFFFEFF),
+/// not at 2^32 - 1: the values above it are NDB's "no value" markers.
+#[test]
+fn open_ranges_end_at_ndbs_max_int_rnil() {
+    let base = "[ndb_mgmd]\n[ndbd]\nNoOfReplicas=1\n";
+    let config = parsed(&format!("{base}MaxNoOfConcurrentOperations=4294967039\n"));
+    assert_eq!(
+        config.data_nodes[0].concurrent_operations_max,
+        4_294_967_039
+    );
+    assert_error(
+        &format!("{base}MaxNoOfConcurrentOperations=4294967040\n"),
+        4,
+        "MaxNoOfConcurrentOperations",
+        "out of range 32..=4294967039",
+    );
+    assert_error(
+        &format!("{base}HeartbeatIntervalDbDb=4294967295\n"),
+        4,
+        "HeartbeatIntervalDbDb",
+        "out of range 10..=4294967039 ms",
+    );
+    assert_error(
+        &format!("{base}RedoBuffer=4G\n"),
+        4,
+        "RedoBuffer",
+        "out of range 1M..=4294967039 bytes",
+    );
+    assert_error(
+        "[ndb_mgmd]\n[ndbd]\nNoOfReplicas=1\n[tcp default]\nSendBufferMemory=4G\n",
+        5,
+        "SendBufferMemory",
+        "out of range 64K..=4294967039 bytes",
+    );
+}

@@ -435,7 +435,7 @@ fn values_out_of_range_name_the_range() {
         &format!("{base}HeartbeatIntervalDbDb=5\n"),
         3,
         Some("HeartbeatIntervalDbDb"),
-        "out of range 10..=4294967295 ms",
+        "out of range 10..=4294967039 ms",
     );
     assert_error(
         &format!("{base}TimeBetweenGlobalCheckpoints=40000\n"),
