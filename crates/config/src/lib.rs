@@ -67,6 +67,7 @@
 //! | `RedoBuffer` | ndbd | size | 32M | 1M.. | NDB |
 //! | `MaxNoOfConcurrentOperations` | ndbd | integer | 32768 | 32.. | NDB |
 //! | `MaxNoOfConcurrentTransactions` | ndbd | integer | 4096 | 32.. | NDB |
+//! | `MaxNoOfConcurrentScans` | ndbd | integer, scans of the node's coordinator | 256 | 2..=500 | NDB |
 //! | `LockPagesInMainMemory` | ndbd | integer, no effect | 0 | 0..=2 | compat |
 //! | `SendBufferMemory` | ndbd | size | `[tcp default]`'s | 64K.. | NDB |
 //! | `StopOnError` | ndbd | boolean, ignored | true | | compat |
@@ -228,6 +229,8 @@ pub struct DataNodeConfig {
     pub concurrent_operations_max: u32,
     /// MaxNoOfConcurrentTransactions.
     pub concurrent_transactions_max: u32,
+    /// MaxNoOfConcurrentScans: scans the node's coordinator runs at once.
+    pub concurrent_scans_max: u32,
     pub lock_pages_in_main_memory: u8,
     /// The line of the section header.
     pub line: u32,

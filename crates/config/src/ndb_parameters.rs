@@ -95,7 +95,7 @@ use ValueKind::{Boolean, Choice, CpuList, Integer, Milliseconds, Size, Text};
 // One entry per line, like a row of NDB's table; rustfmt would spread each
 // over eight lines.
 #[rustfmt::skip]
-pub static WITHOUT_EFFECT: [Parameter; 204] = [
+pub static WITHOUT_EFFECT: [Parameter; 203] = [
     // [system] and [computer].
     text("Name", SYSTEM),
     ndb("PrimaryMGMNode", SYSTEM, Integer, Number(0), 0, RNIL),
@@ -136,7 +136,6 @@ pub static WITHOUT_EFFECT: [Parameter; 204] = [
     ndb("MaxNoOfLocalScans", DATA, Integer, NoDefault, 32, RNIL),
     ndb("BatchSizePerLocalScan", DATA, Integer, Number(BATCH_SIZE_DEFAULT), 1,
         PARALLEL_OPERATIONS_PER_SCAN_MAX),
-    ndb("MaxNoOfConcurrentScans", DATA, Integer, Number(256), 2, 500),
     ndb("TransactionBufferMemory", DATA, Size, Number(MIB), KIB, RNIL),
     ndb("TimeBetweenInactiveTransactionAbortCheck", DATA, Milliseconds, Number(1000), 1000, RNIL),
     ndb("TransactionInactiveTimeout", DATA, Milliseconds, Number(RNIL), 0, RNIL),

@@ -273,7 +273,7 @@ use ValueKind::{Boolean, Integer, Milliseconds, Size, Text};
 // Formatting is left to the author so that each entry stays a compact block
 // that reads like a row of a table, instead of ten lines of one argument.
 #[rustfmt::skip]
-pub static PARAMETERS: [Parameter; 34] = [
+pub static PARAMETERS: [Parameter; 35] = [
     // Every node.
     parameter("NodeId", DATA, Integer, NoDefault, 1, 144, Ndb,
         "The data node's id; without it the node gets the lowest free id.")
@@ -333,6 +333,9 @@ pub static PARAMETERS: [Parameter; 34] = [
         "Operation records of the data node, reserved at start."),
     parameter("MaxNoOfConcurrentTransactions", DATA, Integer, Number(4096), 32, INTEGER_MAX,
         Ndb, "Transaction records of the data node, reserved at start."),
+    parameter("MaxNoOfConcurrentScans", DATA, Integer, Number(256), 2, 500, Ndb,
+        "Scans the data node's transaction coordinator runs at once; one more is refused \
+         with 488."),
     parameter("LockPagesInMainMemory", DATA, Integer, Number(0), 0, 2, Compatibility,
         "NDB's request to lock memory in RAM; without effect (data nodes commit DataMemory at \
          start whatever it says, and do not lock it)."),

@@ -554,6 +554,7 @@ fn build_data_node(
             .map_or(tcp.send_buffer_memory_bytes, |(bytes, _)| bytes),
         concurrent_operations_max: narrow(view.number("MaxNoOfConcurrentOperations")),
         concurrent_transactions_max: narrow(view.number("MaxNoOfConcurrentTransactions")),
+        concurrent_scans_max: narrow(view.number("MaxNoOfConcurrentScans")),
         lock_pages_in_main_memory: narrow(view.number("LockPagesInMainMemory")),
         line: section.line,
     })

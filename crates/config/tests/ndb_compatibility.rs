@@ -200,6 +200,7 @@ fn a_production_ndb_8_0_config_parses_unchanged() {
     assert_eq!(node.data_memory_bytes, 2 << 30);
     assert_eq!(node.concurrent_operations_max, 250_000);
     assert_eq!(node.concurrent_transactions_max, 16_384);
+    assert_eq!(node.concurrent_scans_max, 500);
     assert_eq!(node.execution_threads, 8);
     assert_eq!(node.redo_buffer_bytes, 64 << 20);
     assert_eq!(node.transaction_deadlock_detection_timeout_ms, 10_000);
@@ -221,7 +222,6 @@ fn keys_without_effect_are_named_in_one_notice_with_their_lines() {
     assert!(notice.starts_with("config.ini:3: "), "{notice}");
     for (key, line) in [
         ("Name", 3),
-        ("MaxNoOfConcurrentScans", 10),
         ("MaxNoOfTables", 12),
         ("ThreadConfig", 38),
         ("LockExecuteThreadToCPU", 39),
@@ -243,6 +243,7 @@ fn keys_without_effect_are_named_in_one_notice_with_their_lines() {
         "RedoBuffer (",
         "PortNumber (",
         "NoOfReplicas (",
+        "MaxNoOfConcurrentScans (",
     ] {
         assert!(!notice.contains(applied), "{applied} listed in: {notice}");
     }

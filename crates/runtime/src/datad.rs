@@ -180,7 +180,7 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
     let coordinator_config = CoordinatorConfig {
         transactions_max: own.concurrent_transactions_max,
         operations_max: own.concurrent_operations_max,
-        ..CoordinatorConfig::default()
+        scans_max: own.concurrent_scans_max,
     };
     let coordinator = Coordinator::new(node, settings.incarnation, coordinator_config);
     let management_node = settings.management_node;

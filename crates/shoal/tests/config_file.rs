@@ -182,3 +182,95 @@ fn a_data_node_refuses_more_data_memory_than_the_machine_has() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// MaxNoOfConcurrentScans bounds the scans a data node's transaction
+/// coordinator runs at once, as in NDB: one more is refused with 488.
+#[test]
+fn max_no_of_concurrent_scans_bounds_the_coordinators_scans() {
+    use schema::distribution::TableOptions;
+    use schema::{ColumnDef, ColumnType, TableDef};
+    use shoal_client::{Cluster, ExecuteEnd, ScanOptions, Value};
+
+    let dir = scratch_dir("concurrent-scans");
+    let port = free_port();
+    let file = dir.join("config.ini");
+    std::fs::write(
+        &file,
+        format!(
+            "[ndbd default]\nNoOfReplicas=1\nDataMemory=16M\nMaxNoOfConcurrentScans=2\n\
+             [ndb_mgmd]\nHostName=127.0.0.1\nDataDir={}\n[ndbd]\nHostName=127.0.0.1\n\
+             DataDir={}\n[api]\n[api]\n",
+            dir.display(),
+            dir.display()
+        ),
+    )
+    .expect("config");
+    let config_arg = file.to_str().expect("UTF-8").to_string();
+    let port_arg = port.to_string();
+    let _mgmd = spawn(
+        &["mgmd", "--config-file", &config_arg, "--port", &port_arg],
+        &dir.join("mgmd.log"),
+    );
+    let connectstring = format!("127.0.0.1:{port}");
+    let _datad = spawn(&["datad", "-c", &connectstring], &dir.join("datad.log"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let cluster = loop {
+        let table = TableDef::new(
+            "scanned",
+            vec![
+                ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
+                ColumnDef::new("value", ColumnType::Int { unsigned: false }, true),
+            ],
+            vec![0],
+            vec![],
+        )
+        .expect("a valid table");
+        if let Ok(cluster) = Cluster::connect(&connectstring, Duration::from_secs(5))
+            && cluster
+                .create_table(&table, &TableOptions::default())
+                .is_ok()
+        {
+            break cluster;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the cluster did not start: {}",
+            std::fs::read_to_string(dir.join("datad.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let table = cluster.table("scanned").expect("table");
+    let mut session = cluster.session().expect("session");
+    let mut load = session.start_transaction(None).expect("start");
+    for id in 0..20 {
+        load.insert(&table, &[(0, Value::Int(id)), (1, Value::Int(id))])
+            .expect("define");
+    }
+    session
+        .execute(&mut load, ExecuteEnd::Commit)
+        .expect("load");
+
+    // Scans of one row per batch stay open while rows are left to fetch.
+    let options = ScanOptions {
+        batch_rows: 1,
+        ..ScanOptions::default()
+    };
+    let mut transaction = session.start_transaction(None).expect("start");
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let scan = session
+            .scan(&mut transaction, &table, &options)
+            .expect("scan");
+        assert!(session.next_row(&scan).expect("a first row").is_some());
+        open.push(scan);
+    }
+    let third = session.scan(&mut transaction, &table, &options);
+    let error = match third {
+        Err(error) => error,
+        Ok(scan) => session
+            .next_row(&scan)
+            .expect_err("a third scan is over MaxNoOfConcurrentScans=2"),
+    };
+    assert_eq!(error.ndb_code, 488, "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
