@@ -322,7 +322,7 @@ impl QueryHandler {
         });
         for work_key in doomed {
             let work = self.work.remove(&work_key).expect("listed above");
-            let _ = self.engine.abort(work);
+            self.abort_work(work);
         }
         self.close_scans_of_fragment(key.0, key.1);
     }
@@ -416,7 +416,26 @@ impl QueryHandler {
                 self.waiting.insert(token, Waiting::Key(request));
                 self.blocked.insert(key, (token, VecDeque::new()));
             }
-            Err(error) => self.refuse(request, &error, out),
+            Err(error) => {
+                self.forget_unbegun(key);
+                self.refuse(request, &error, out);
+            }
+        }
+    }
+
+    /// Forgets the work of `key` if the engine never began its transaction
+    /// (the first operation failed before the engine took a record), so
+    /// that every work entry names a transaction the engine holds: the
+    /// phases can then treat any engine error as a broken invariant.
+    fn forget_unbegun(&mut self, key: WorkKey) {
+        if let Some(&work) = self.work.get(&key)
+            && !self.engine.has_transaction(work)
+        {
+            assert!(
+                !self.blocked.contains_key(&key),
+                "work the engine never began has an operation waiting"
+            );
+            self.work.remove(&key);
         }
     }
 
@@ -464,20 +483,34 @@ impl QueryHandler {
 
     fn on_commit(&mut self, mut phase: Phase, out: &mut Vec<(NodeId, Message)>) {
         let key = (phase.transaction, phase.table, phase.fragment);
-        // Every operation here was confirmed before the coordinator
-        // started the commit, so none still waits: prepare cannot fail
-        // but for a transaction the engine never began (a failed first
-        // operation), which has nothing to commit.
+        // The coordinator starts the commit only once every operation of
+        // the transaction was confirmed or refused, so no key operation of
+        // this work can still wait here.
+        assert!(
+            !self.blocked.contains_key(&key),
+            "node {}: Commit of transaction {} on fragment {} of table {} while one of its \
+             operations waits for a lock",
+            self.node,
+            phase.transaction,
+            phase.fragment,
+            phase.table
+        );
+        // A scan of the transaction ends with it (the API may not have read
+        // it to the end, and its ScanClose may still be on its way from the
+        // coordinator). Closing the fragment's scans first also cancels a
+        // lock wait a locking scan may have: the engine refuses to prepare
+        // a transaction that waits, and committing around that refusal
+        // would lose the work and orphan its locks.
+        self.close_scans_of(phase.transaction, phase.table, phase.fragment);
         if phase.chain.is_empty() {
             // The primary, last in the commit chain.
             if let Some(work) = self.work.remove(&key) {
-                let _ = self.engine.prepare(work);
-                let _ = self.engine.commit(work);
-                self.close_scans_of(phase.transaction, phase.table, phase.fragment);
+                self.prepare_work(work, &phase);
+                self.commit_work(work, &phase);
                 self.counters.commits += 1;
             }
         } else if let Some(&work) = self.work.get(&key) {
-            let _ = self.engine.prepare(work);
+            self.prepare_work(work, &phase);
         }
         if phase.chain.is_empty() {
             out.push((phase.coordinator, Message::Committed(done(&phase))));
@@ -490,8 +523,14 @@ impl QueryHandler {
     fn on_complete(&mut self, mut phase: Phase, out: &mut Vec<(NodeId, Message)>) {
         let key = (phase.transaction, phase.table, phase.fragment);
         if let Some(work) = self.work.remove(&key) {
-            let committed = self.engine.commit(work);
-            debug_assert!(committed.is_ok(), "Complete after Commit");
+            assert!(
+                !self.blocked.contains_key(&key),
+                "Complete of work with an operation waiting"
+            );
+            // Complete follows Commit along the same chain, so this backup
+            // prepared the work; the engine's commit of a prepared
+            // transaction cannot fail.
+            self.commit_work(work, &phase);
             self.counters.commits += 1;
         }
         if phase.chain.is_empty() {
@@ -512,7 +551,7 @@ impl QueryHandler {
         }
         self.close_scans_of(phase.transaction, phase.table, phase.fragment);
         if let Some(work) = self.work.remove(&key) {
-            let _ = self.engine.abort(work);
+            self.abort_work(work);
             self.counters.aborts += 1;
         }
         if phase.chain.is_empty() {
@@ -597,7 +636,12 @@ impl QueryHandler {
                 );
                 self.run_scan(now_ms, scan_key, out);
             }
-            Err(error) => fail(&error, out),
+            Err(error) => {
+                if open.mode.locks() {
+                    self.forget_unbegun(work_key);
+                }
+                fail(&error, out);
+            }
         }
     }
 
@@ -670,7 +714,51 @@ impl QueryHandler {
     fn close_scan(&mut self, key: ScanKey) {
         if let Some(scan) = self.scans.remove(&key) {
             self.waiting.remove(&scan.token);
-            let _ = self.engine.close_scan(scan.engine_scan);
+            // Every scan in `scans` is open in the engine: it leaves the
+            // map exactly when the engine closes it.
+            if let Err(error) = self.engine.close_scan(scan.engine_scan) {
+                panic!(
+                    "node {}: closing scan {} of transaction {}: {}",
+                    self.node, key.1, key.0, error.detail
+                );
+            }
+        }
+    }
+
+    /// The engine's prepare of work whose operations were all answered.
+    /// It can fail only if an operation still waits for a lock or the
+    /// engine does not hold the transaction; either means this node's
+    /// bookkeeping is broken, and it stops rather than commit a replica
+    /// that differs from the others.
+    fn prepare_work(&mut self, work: TransactionId, phase: &Phase) {
+        if let Err(error) = self.engine.prepare(work) {
+            panic!(
+                "node {}: prepare of transaction {} on fragment {} of table {} failed: {}",
+                self.node, phase.transaction, phase.fragment, phase.table, error.detail
+            );
+        }
+    }
+
+    /// The engine's commit of prepared work, which cannot fail (see
+    /// `prepare_work` for why the node stops if it does).
+    fn commit_work(&mut self, work: TransactionId, phase: &Phase) {
+        if let Err(error) = self.engine.commit(work) {
+            panic!(
+                "node {}: commit of transaction {} on fragment {} of table {} failed: {}",
+                self.node, phase.transaction, phase.fragment, phase.table, error.detail
+            );
+        }
+    }
+
+    /// The engine's abort of work, which fails only for a transaction the
+    /// engine does not hold; every work entry names one it holds (see
+    /// `forget_unbegun`).
+    fn abort_work(&mut self, work: TransactionId) {
+        if let Err(error) = self.engine.abort(work) {
+            panic!(
+                "node {}: abort of engine transaction {work} failed: {}",
+                self.node, error.detail
+            );
         }
     }
 

@@ -962,3 +962,78 @@ fn an_execute_during_a_running_batch_is_refused_and_the_transaction_goes_on() {
     assert_eq!(cluster.committed_rows(1), expected);
     assert_eq!(cluster.committed_rows(2), expected);
 }
+
+/// Opens a scan of partition 0 in `transaction` at coordinator 1 and lets
+/// it run until nothing moves; returns the ScanRows the API received.
+fn scan_partition_0(cluster: &mut Cluster, transaction: u64, mode: OperationKind) -> Vec<Message> {
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::ScanOpen(ScanOpen {
+                transaction,
+                scan: 1,
+                table: TABLE,
+                columns: vec![0, 1],
+                mode,
+                partition: Some(0),
+                batch_rows: 16,
+                batch_bytes: 1 << 16,
+                ..ScanOpen::default()
+            }),
+        )],
+    );
+    cluster.quiesce();
+    cluster.answers.drain(..).collect()
+}
+
+#[test]
+fn a_commit_while_a_locking_scan_of_the_fragment_waits_keeps_the_write() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let (locked, written) = (cluster.key_in(0, 0), cluster.key_in(0, 1));
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(locked, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    // Transaction 2 holds the lock of one row of partition 0.
+    let holder = cluster.execute(
+        1,
+        2,
+        ExecuteEnd::NoCommit,
+        vec![read(locked, OperationKind::ReadExclusive)],
+    );
+    assert_eq!(holder.state, TransactionState::Open);
+    // Transaction 3 writes a row of partition 0, then scans the partition
+    // with locks: the scan waits at the held row on the primary (node 1).
+    let writer = cluster.execute(1, 3, ExecuteEnd::NoCommit, vec![insert(written, 30)]);
+    assert_eq!(writer.state, TransactionState::Open, "{writer:?}");
+    let received = scan_partition_0(&mut cluster, 3, OperationKind::ReadExclusive);
+    assert!(
+        received
+            .iter()
+            .all(|m| matches!(m, Message::ScanRows(r) if !r.finished)),
+        "the scan waits: {received:?}"
+    );
+    // Transaction 3 commits while its scan still waits there.
+    let committed = cluster.execute(1, 3, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(
+        committed.state,
+        TransactionState::Committed,
+        "{committed:?}"
+    );
+    assert_eq!(committed.error, None);
+    // Both replicas hold the committed write, and the primary kept no lock
+    // of transaction 3: the holder ends, and nothing is left anywhere.
+    let expected = {
+        let mut rows = vec![(i64::from(locked), Some(1)), (i64::from(written), Some(30))];
+        rows.sort_unstable();
+        rows
+    };
+    assert_eq!(cluster.committed_rows(1), expected, "the primary");
+    assert_eq!(cluster.committed_rows(2), expected, "the backup");
+    let released = cluster.execute(1, 2, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(released.state, TransactionState::Committed);
+    cluster.assert_idle();
+    // The written row takes a new lock at once: none was orphaned.
+    let updated = cluster.execute(2, 4, ExecuteEnd::Commit, vec![update(written, 31)]);
+    assert_eq!(updated.state, TransactionState::Committed, "{updated:?}");
+    cluster.assert_idle();
+}
