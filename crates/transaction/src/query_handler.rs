@@ -29,7 +29,10 @@
 //! - Commit runs from the last backup to the primary. A backup only marks
 //!   the work as committing (engine prepare): its locks stay and readers
 //!   still see the previous version. The primary commits in the engine:
-//!   the new version is visible there and its locks are released.
+//!   the new version is visible there and its locks are released. Either
+//!   first closes the transaction's scans of the fragment, since a scan
+//!   ends with its transaction and one still waiting for a lock would
+//!   make the engine refuse to prepare.
 //! - Complete runs through the backups: each commits in the engine. Only
 //!   then does a read of a backup see the change, which is why a READ_BACKUP
 //!   table's commit is acknowledged after this phase.
@@ -39,6 +42,14 @@
 //! Phase messages for work this node no longer has (already done, or never
 //! reached) pass on unchanged, so the coordinator can resend a phase along
 //! the live part of a chain after a node failure.
+//!
+//! ## Invariants
+//! Every work entry names a transaction the engine holds (work whose first
+//! operation failed before the engine began it is forgotten at once); no
+//! operation of a work still waits when Commit or Complete reaches it. So
+//! the engine's prepare, commit and abort cannot fail in a phase: if one
+//! does, the node stops rather than leave its replica different from the
+//! others.
 
 use std::collections::VecDeque;
 
@@ -101,6 +112,9 @@ pub struct QueryHandlerCounters {
     pub scan_rows: u64,
     pub commits: u64,
     pub aborts: u64,
+    /// Scans that still waited for a lock when their transaction
+    /// committed here (the commit closed them first).
+    pub waiting_scans_closed_by_commit: u64,
 }
 
 pub struct QueryHandler {
@@ -501,7 +515,8 @@ impl QueryHandler {
         // lock wait a locking scan may have: the engine refuses to prepare
         // a transaction that waits, and committing around that refusal
         // would lose the work and orphan its locks.
-        self.close_scans_of(phase.transaction, phase.table, phase.fragment);
+        let waited = self.close_scans_of(phase.transaction, phase.table, phase.fragment);
+        self.counters.waiting_scans_closed_by_commit += waited;
         if phase.chain.is_empty() {
             // The primary, last in the commit chain.
             if let Some(work) = self.work.remove(&key) {
@@ -685,7 +700,9 @@ impl QueryHandler {
         }
     }
 
-    fn close_scans_of(&mut self, transaction: u64, table: u32, fragment: u32) {
+    /// Closes the transaction's scans of a fragment; returns how many of
+    /// them waited for a lock.
+    fn close_scans_of(&mut self, transaction: u64, table: u32, fragment: u32) -> u64 {
         let mut keys: Vec<ScanKey> = self
             .scans
             .iter()
@@ -693,9 +710,15 @@ impl QueryHandler {
             .map(|(k, _)| *k)
             .collect();
         keys.sort_unstable();
+        let mut waited = 0;
         for key in keys {
+            let token = self.scans[&key].token;
+            if matches!(self.waiting.get(&token), Some(Waiting::Scan(_))) {
+                waited += 1;
+            }
             self.close_scan(key);
         }
+        waited
     }
 
     fn close_scans_of_fragment(&mut self, table: u32, fragment: u32) {

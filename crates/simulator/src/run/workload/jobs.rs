@@ -19,12 +19,17 @@ use crate::run::transactions::int_column;
 #[derive(Debug, Clone)]
 pub(super) enum Job {
     /// Reads two accounts with exclusive locks, then moves `amount`.
+    /// With `scan_before_commit`, it also opens a locking scan of every
+    /// account (in that mode) just before it sends the updates, and never
+    /// reads it: the commit (or rollback) ends the scan, which often waits
+    /// for a lock another transfer holds on a fragment this one wrote.
     Transfer {
         from: i64,
         to: i64,
         amount: i64,
         rollback: bool,
         probe: bool,
+        scan_before_commit: Option<OperationKind>,
     },
     /// Reads every account, by key or with a scan.
     Audit { mode: OperationKind, scan: bool },
@@ -139,12 +144,21 @@ impl Simulation {
                 let from = (self.rng.next_u64() % accounts) as i64;
                 let to =
                     (from + 1 + (self.rng.next_u64() % (accounts - 1)) as i64) % accounts as i64;
+                let amount = between(&mut self.rng, 1, 100) as i64;
+                let scan_before_commit = chance(&mut self.rng, 0.2).then(|| {
+                    if chance(&mut self.rng, 0.5) {
+                        OperationKind::ReadShared
+                    } else {
+                        OperationKind::ReadExclusive
+                    }
+                });
                 Job::Transfer {
                     from,
                     to,
-                    amount: between(&mut self.rng, 1, 100) as i64,
+                    amount,
                     rollback,
                     probe,
+                    scan_before_commit,
                 }
             }
             30..35 => Job::Audit {
@@ -397,12 +411,16 @@ impl Simulation {
                 to,
                 amount,
                 rollback: roll_back,
+                scan_before_commit,
                 ..
             } => match step {
                 0 => {
                     let (Some(a), Some(b)) = (values[0], values[1]) else {
                         return Err("an account read returned no balance".into());
                     };
+                    if let Some(mode) = scan_before_commit {
+                        self.open_unread_scan(index, mode);
+                    }
                     Ok(Some(Next::Send(
                         if roll_back {
                             ExecuteEnd::NoCommit
