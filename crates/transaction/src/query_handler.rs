@@ -175,44 +175,60 @@ impl QueryHandler {
     }
 
     /// The committed rows of a fragment replica here, each as AttrInfo of
-    /// every column in column order, sorted; `None` if the replica is not
-    /// here. For checkers: every replica of a fragment must hold the same
-    /// rows once no transaction is in flight.
-    pub fn committed_rows(&mut self, table: u32, fragment: u32) -> Option<Vec<Vec<u8>>> {
-        let replica = self.fragments.get(&(table, fragment)).copied()?;
-        let column_count = self.engine.table_def(replica.engine_table)?.columns.len();
+    /// every column in column order, sorted; an error (723) if the replica
+    /// is not here, or the engine's if it cannot scan it. For checkers:
+    /// every replica of a fragment must hold the same rows once no
+    /// transaction is in flight.
+    pub fn committed_rows(&mut self, table: u32, fragment: u32) -> Result<Vec<Vec<u8>>, Error> {
+        let not_here = || {
+            Error::new(
+                ErrorCode::NoSuchTable,
+                format!(
+                    "node {} holds no fragment {fragment} of table {table}",
+                    self.node
+                ),
+            )
+        };
+        let replica = self
+            .fragments
+            .get(&(table, fragment))
+            .copied()
+            .ok_or_else(not_here)?;
+        let column_count = self
+            .engine
+            .table_def(replica.engine_table)
+            .ok_or_else(not_here)?
+            .columns
+            .len();
         let columns: Vec<u16> = (0..column_count as u16).collect();
         let token = self.next_token;
         self.next_token += 1;
-        let scan = self
-            .engine
-            .open_scan(&ScanRequest {
-                transaction: NO_TRANSACTION,
-                token,
-                table: replica.engine_table,
-                index: None,
-                lower: ScanBound::Unbounded,
-                upper: ScanBound::Unbounded,
-                descending: false,
-                filter: &[],
-                columns: &columns,
-                mode: ReadMode::Committed,
-            })
-            .ok()?;
+        let scan = self.engine.open_scan(&ScanRequest {
+            transaction: NO_TRANSACTION,
+            token,
+            table: replica.engine_table,
+            index: None,
+            lower: ScanBound::Unbounded,
+            upper: ScanBound::Unbounded,
+            descending: false,
+            filter: &[],
+            columns: &columns,
+            mode: ReadMode::Committed,
+        })?;
         let mut rows = Vec::new();
         let mut data = Vec::new();
-        loop {
+        let scanned = loop {
             data.clear();
             // A committed read never waits, so the time does not matter.
-            let Ok(batch) = self.engine.scan_next(
+            let batch = match self.engine.scan_next(
                 0,
                 scan,
                 SCAN_BATCH_ROWS_MAX,
                 SCAN_BATCH_BYTES_MAX,
                 &mut data,
-            ) else {
-                let _ = self.engine.close_scan(scan);
-                return None;
+            ) {
+                Ok(batch) => batch,
+                Err(error) => break Err(error),
             };
             // Scan output: each row a little-endian u32 length, then its AttrInfo.
             let mut rest = data.as_slice();
@@ -222,12 +238,16 @@ impl QueryHandler {
                 rest = &rest[4 + length..];
             }
             if batch.finished {
-                break;
+                break Ok(());
             }
-        }
-        let _ = self.engine.close_scan(scan);
+        };
+        // The scan was opened above, so closing it cannot fail.
+        self.engine
+            .close_scan(scan)
+            .expect("a scan opened here is open");
+        scanned?;
         rows.sort_unstable();
-        Some(rows)
+        Ok(rows)
     }
 
     /// Engine transactions this handler has open (work not yet committed

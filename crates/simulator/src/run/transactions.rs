@@ -433,13 +433,15 @@ impl Simulation {
                         .get_mut(node)
                         .and_then(|sim| sim.transaction.as_mut())
                         .expect("every data node runs the blocks");
-                    let Some(rows) = blocks.query_handler.committed_rows(route.id, index as u32)
-                    else {
-                        problems.push(format!(
-                            "node {node} has no replica of fragment {index} of table {}",
-                            route.name
-                        ));
-                        continue;
+                    let rows = match blocks.query_handler.committed_rows(route.id, index as u32) {
+                        Ok(rows) => rows,
+                        Err(error) => {
+                            problems.push(format!(
+                                "node {node}: fragment {index} of table {}: {}",
+                                route.name, error.detail
+                            ));
+                            continue;
+                        }
                     };
                     match &first {
                         None => first = Some((*node, rows)),
