@@ -627,8 +627,16 @@ impl Coordinator {
             Follow::Answer => batch.results[result as usize].data = confirm.data,
             Follow::IndexInsert | Follow::IndexDelete => {}
             Follow::Lookup { position, then } => {
-                let route = self.routing.table(then.table).expect("routed before");
-                let index = route.unique_index(position).expect("routed before");
+                // The cluster state may have changed since the lookup was
+                // routed: a table dropped meanwhile fails the transaction.
+                let Some((route, index)) = self
+                    .routing
+                    .table(then.table)
+                    .and_then(|route| Some((route, route.unique_index(position)?)))
+                else {
+                    self.abort(id, Some(table_gone(then.table)), out);
+                    return;
+                };
                 match unique::base_key(route, index, &confirm.data) {
                     Ok(key) => {
                         let then = Operation { key, ..*then };
@@ -643,7 +651,10 @@ impl Coordinator {
                 }
             }
             Follow::Maintain(write) => {
-                let route = self.routing.table(write.table).expect("routed before");
+                let Some(route) = self.routing.table(write.table) else {
+                    self.abort(id, Some(table_gone(write.table)), out);
+                    return;
+                };
                 let changes = match unique::maintenance(route, &write, &confirm.data) {
                     Ok(changes) => changes,
                     Err(error) => {
@@ -1099,6 +1110,15 @@ impl Coordinator {
             close_fragments(id, scan, out);
         }
     }
+}
+
+/// The error of a transaction whose table left the cluster state while an
+/// operation on it was in flight.
+fn table_gone(table: u32) -> ErrorReply {
+    reply(
+        ErrorCode::NoSuchTable,
+        format!("table {table} was dropped while the transaction used it"),
+    )
 }
 
 fn close_fragments(id: u64, scan: &CoordinatorScan, out: &mut Vec<(NodeId, Message)>) {

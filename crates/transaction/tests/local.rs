@@ -1037,3 +1037,59 @@ fn a_commit_while_a_locking_scan_of_the_fragment_waits_keeps_the_write() {
     assert_eq!(updated.state, TransactionState::Committed, "{updated:?}");
     cluster.assert_idle();
 }
+
+#[test]
+fn a_table_dropped_under_a_unique_lookup_aborts_the_transaction() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let executed = cluster.execute(
+        1,
+        1,
+        ExecuteEnd::Commit,
+        vec![insert_coded(a, 1, Some(100))],
+    );
+    assert_eq!(executed.state, TransactionState::Committed);
+    // A read by unique key: its lookup of the index row goes out first.
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::Execute(Execute {
+                transaction: 2,
+                end: ExecuteEnd::Commit,
+                operations: vec![by_code(OperationKind::ReadShared, 100)],
+            }),
+        )],
+    );
+    let lookup_confirmed = |cluster: &Cluster| {
+        cluster.links.iter().any(|((_, to), queue)| {
+            *to == 1 && queue.iter().any(|m| matches!(m, Message::KeyConfirm(_)))
+        })
+    };
+    while !lookup_confirmed(&cluster) {
+        assert!(cluster.deliver_one(), "the lookup was never confirmed");
+    }
+    // The coordinator installs a state without the table before the
+    // lookup's answer reaches it.
+    let mut state = cluster_state(true);
+    state.version += 1;
+    state.schema_version += 1;
+    state.tables.clear();
+    let mut routing = Routing::new();
+    assert!(routing.install(&state).is_empty());
+    let mut out = Vec::new();
+    let node = cluster.nodes.get_mut(&1).expect("node 1");
+    node.coordinator.install(&routing, &mut out);
+    cluster.send(1, out);
+    let Message::Executed(executed) = cluster.until_answer() else {
+        panic!("expected Executed");
+    };
+    assert_eq!(executed.transaction, 2);
+    assert_eq!(executed.state, TransactionState::Aborted, "{executed:?}");
+    assert_eq!(executed.error.as_ref().map(|e| e.ndb_code), Some(723));
+    cluster.quiesce();
+    for data_node in cluster.nodes.values() {
+        assert_eq!(data_node.coordinator.open_transactions(), 0);
+        assert_eq!(data_node.query_handler.open_work(), 0);
+    }
+}
