@@ -613,6 +613,10 @@ impl Coordinator {
             return None;
         }
         batch.slots[index].answered = true;
+        assert!(
+            batch.outstanding > 0,
+            "an answer the batch did not wait for"
+        );
         batch.outstanding -= 1;
         Some((batch, index))
     }
@@ -772,6 +776,21 @@ impl Coordinator {
 
     fn commit(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
         let transaction = self.transactions.get_mut(&id).expect("present");
+        // Only a batch whose every operation was confirmed or refused (and
+        // no refusal aborted) commits: a replica then has nothing waiting.
+        assert_eq!(transaction.stage, Stage::Executing, "commit after a batch");
+        let batch = transaction.batch.as_ref().expect("commit ends a batch");
+        assert_eq!(batch.outstanding, 0, "commit with operations unanswered");
+        assert!(
+            batch.slots.iter().all(|slot| slot.answered),
+            "commit with an operation unanswered"
+        );
+        assert!(transaction.error.is_none(), "commit after an error");
+        // A node failure while preparing aborts, so every chain is whole.
+        assert!(
+            transaction.participants.iter().all(|p| !p.chain.is_empty()),
+            "commit of a fragment without replicas"
+        );
         transaction.stage = Stage::Committing;
         transaction.outstanding = transaction.participants.len() as u32;
         if transaction.participants.is_empty() {
@@ -786,6 +805,20 @@ impl Coordinator {
 
     fn complete(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
         let transaction = self.transactions.get_mut(&id).expect("present");
+        // Complete starts only once every fragment's primary committed.
+        assert_eq!(
+            transaction.stage,
+            Stage::Committing,
+            "complete after commit"
+        );
+        assert_eq!(
+            transaction.outstanding, 0,
+            "complete with commits unanswered"
+        );
+        assert!(
+            transaction.participants.iter().all(|p| p.done),
+            "complete before every fragment committed"
+        );
         transaction.stage = Stage::Completing;
         let mut outstanding = 0;
         let mut reply_after_complete = false;
@@ -816,6 +849,13 @@ impl Coordinator {
         if transaction.stage == Stage::Aborting {
             return;
         }
+        // Once Commit went out, a primary may have made the change visible:
+        // the transaction can only go forwards.
+        assert!(
+            matches!(transaction.stage, Stage::Open | Stage::Executing),
+            "abort of transaction {id} in stage {:?}",
+            transaction.stage
+        );
         transaction.stage = Stage::Aborting;
         if transaction.error.is_none() {
             transaction.error = error;
@@ -845,6 +885,7 @@ impl Coordinator {
                 // Every replica of the fragment is gone: the cluster has
                 // failed, but this transaction need not wait for it.
                 participant.done = true;
+                assert!(transaction.outstanding > 0, "a fragment done twice");
                 transaction.outstanding -= 1;
                 continue;
             }
@@ -855,6 +896,7 @@ impl Coordinator {
                 }
                 Stage::Completing => {
                     participant.done = true;
+                    assert!(transaction.outstanding > 0, "a fragment done twice");
                     transaction.outstanding -= 1;
                 }
                 Stage::Aborting => out.push(abort_message(id, self.node, participant)),
@@ -881,6 +923,7 @@ impl Coordinator {
             return;
         };
         participant.done = true;
+        assert!(transaction.outstanding > 0, "a fragment done twice");
         transaction.outstanding -= 1;
         if transaction.outstanding == 0 {
             self.advance(done.transaction, stage, out);
@@ -888,6 +931,15 @@ impl Coordinator {
     }
 
     fn advance(&mut self, id: u64, finished: Stage, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = &self.transactions[&id];
+        assert_eq!(
+            transaction.stage, finished,
+            "advance from the current phase"
+        );
+        assert_eq!(
+            transaction.outstanding, 0,
+            "advance with fragments unanswered"
+        );
         match finished {
             Stage::Committing => self.complete(id, out),
             Stage::Completing => self.finish(id, TransactionState::Committed, out),
@@ -898,7 +950,23 @@ impl Coordinator {
 
     /// Answers the API (if it has no answer yet) with the transaction's end.
     fn answer_final(&mut self, id: u64, state: TransactionState, out: &mut Vec<(NodeId, Message)>) {
+        assert_ne!(
+            state,
+            TransactionState::Open,
+            "a final answer ends the transaction"
+        );
         let transaction = self.transactions.get_mut(&id).expect("present");
+        // Committed is said only once every primary committed; Aborted
+        // only while aborting.
+        match state {
+            TransactionState::Committed => assert!(
+                matches!(transaction.stage, Stage::Committing | Stage::Completing),
+                "Committed answered in stage {:?}",
+                transaction.stage
+            ),
+            TransactionState::Aborted => assert_eq!(transaction.stage, Stage::Aborting),
+            TransactionState::Open => unreachable!("asserted above"),
+        }
         if transaction.answered {
             return;
         }
@@ -925,7 +993,17 @@ impl Coordinator {
         self.answer_final(id, state, out);
         self.close_scans(id, out);
         let transaction = self.transactions.remove(&id).expect("present");
+        // Every fragment finished its last phase.
+        assert_eq!(
+            transaction.outstanding, 0,
+            "finish with fragments unanswered"
+        );
+        assert!(transaction.answered, "finish without the final answer");
         self.clients.remove(&(transaction.api, transaction.client));
+        assert!(
+            self.operations_in_use >= transaction.operations,
+            "operations in use undercounted"
+        );
         self.operations_in_use -= transaction.operations;
     }
 
@@ -1051,6 +1129,7 @@ impl Coordinator {
         let all_finished = scan.fragments.iter().all(|f| f.2);
         if all_finished {
             transaction.scans.remove(position);
+            assert!(self.scans_in_use > 0, "scans in use undercounted");
             self.scans_in_use -= 1;
         }
         // A failed scan ends on its fragment; the API decides what becomes
@@ -1098,6 +1177,7 @@ impl Coordinator {
             return;
         };
         let closed = transaction.scans.remove(position);
+        assert!(self.scans_in_use > 0, "scans in use undercounted");
         self.scans_in_use -= 1;
         close_fragments(id, &closed, out);
     }
@@ -1105,6 +1185,10 @@ impl Coordinator {
     fn close_scans(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
         let transaction = self.transactions.get_mut(&id).expect("present");
         let scans = std::mem::take(&mut transaction.scans);
+        assert!(
+            self.scans_in_use >= scans.len() as u32,
+            "scans in use undercounted"
+        );
         self.scans_in_use -= scans.len() as u32;
         for scan in &scans {
             close_fragments(id, scan, out);
