@@ -447,8 +447,10 @@ impl QueryHandler {
         match result {
             Ok(Outcome::Done) => self.key_done(request, data, out),
             Ok(Outcome::Waiting) => {
+                assert!(request.kind.locks(), "a committed read never waits");
                 self.waiting.insert(token, Waiting::Key(request));
-                self.blocked.insert(key, (token, VecDeque::new()));
+                let previous = self.blocked.insert(key, (token, VecDeque::new()));
+                assert!(previous.is_none(), "work waits for one operation at a time");
             }
             Err(error) => {
                 self.forget_unbegun(key);
@@ -868,6 +870,12 @@ impl QueryHandler {
                 match self.waiting.remove(&token) {
                     Some(Waiting::Key(request)) => {
                         let key = (request.transaction, request.table, request.fragment);
+                        // A waiting key operation blocks its work, and only it.
+                        let (blocked_token, queue) = self
+                            .blocked
+                            .remove(&key)
+                            .expect("a waiting key operation blocks its work");
+                        assert_eq!(blocked_token, token, "the work waits for another operation");
                         match result {
                             Ok(()) => self.key_done(request, data, out),
                             Err(code) => {
@@ -877,10 +885,8 @@ impl QueryHandler {
                         }
                         // The operations queued behind it run now, in
                         // order, until one waits again.
-                        if let Some((_, queue)) = self.blocked.remove(&key) {
-                            for request in queue {
-                                self.on_key_request(now_ms, request, out);
-                            }
+                        for request in queue {
+                            self.on_key_request(now_ms, request, out);
                         }
                     }
                     Some(Waiting::Scan(key)) => self.run_scan(now_ms, key, out),
