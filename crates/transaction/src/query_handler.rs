@@ -764,7 +764,7 @@ impl QueryHandler {
             if let Err(error) = self.engine.close_scan(scan.engine_scan) {
                 panic!(
                     "node {}: closing scan {} of transaction {}: {}",
-                    self.node, key.1, key.0, error.detail
+                    self.node, key.1, key.0, error
                 );
             }
         }
@@ -779,7 +779,7 @@ impl QueryHandler {
         if let Err(error) = self.engine.prepare(work) {
             panic!(
                 "node {}: prepare of transaction {} on fragment {} of table {} failed: {}",
-                self.node, phase.transaction, phase.fragment, phase.table, error.detail
+                self.node, phase.transaction, phase.fragment, phase.table, error
             );
         }
     }
@@ -790,7 +790,7 @@ impl QueryHandler {
         if let Err(error) = self.engine.commit(work) {
             panic!(
                 "node {}: commit of transaction {} on fragment {} of table {} failed: {}",
-                self.node, phase.transaction, phase.fragment, phase.table, error.detail
+                self.node, phase.transaction, phase.fragment, phase.table, error
             );
         }
     }
@@ -802,7 +802,7 @@ impl QueryHandler {
         if let Err(error) = self.engine.abort(work) {
             panic!(
                 "node {}: abort of engine transaction {work} failed: {}",
-                self.node, error.detail
+                self.node, error
             );
         }
     }

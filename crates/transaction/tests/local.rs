@@ -1093,3 +1093,66 @@ fn a_table_dropped_under_a_unique_lookup_aborts_the_transaction() {
         assert_eq!(data_node.query_handler.open_work(), 0);
     }
 }
+
+#[test]
+fn work_whose_first_step_failed_in_the_engine_commits_as_nothing() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    for id in 0..4 {
+        let executed = cluster.execute(
+            1,
+            1,
+            ExecuteEnd::Commit,
+            vec![insert(cluster.key_in(0, id), 1)],
+        );
+        assert_eq!(executed.state, TransactionState::Committed);
+    }
+    // Committed-read scans of partition 0, one row a batch, hold every
+    // engine scan of its primary (the engine allows 16).
+    for transaction in 10..26 {
+        cluster.send(
+            API,
+            vec![(
+                1,
+                Message::ScanOpen(ScanOpen {
+                    transaction,
+                    scan: 1,
+                    table: TABLE,
+                    columns: vec![0, 1],
+                    mode: OperationKind::ReadCommitted,
+                    partition: Some(0),
+                    batch_rows: 1,
+                    batch_bytes: 1 << 16,
+                    ..ScanOpen::default()
+                }),
+            )],
+        );
+        cluster.quiesce();
+        let Some(Message::ScanRows(rows)) = cluster.answers.pop_front() else {
+            panic!("expected the first batch");
+        };
+        assert!(!rows.finished && rows.error.is_none(), "{rows:?}");
+    }
+    // A locking scan then fails before the engine begins its transaction
+    // (488): the query handler must not keep work for it, and the commit
+    // that follows has nothing to commit there.
+    let received = scan_partition_0(&mut cluster, 3, OperationKind::ReadShared);
+    let [Message::ScanRows(rows)] = received.as_slice() else {
+        panic!("expected one failed batch, got {received:?}");
+    };
+    assert_eq!(
+        rows.error.as_ref().map(|e| e.ndb_code),
+        Some(488),
+        "{rows:?}"
+    );
+    let committed = cluster.execute(1, 3, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(
+        committed.state,
+        TransactionState::Committed,
+        "{committed:?}"
+    );
+    for transaction in 10..26 {
+        let ended = cluster.execute(1, transaction, ExecuteEnd::Commit, Vec::new());
+        assert_eq!(ended.state, TransactionState::Committed, "{ended:?}");
+    }
+    cluster.assert_idle();
+}
