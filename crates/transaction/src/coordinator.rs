@@ -19,6 +19,8 @@
 //!    with backups get `Complete`. The API gets its answer after the commit
 //!    phase, or after the complete phase when the transaction wrote to a
 //!    READ_BACKUP table, so that it reads its own writes from any replica.
+//!    A commit ends the transaction's scans; locking scans opened just
+//!    before it are released afterwards (`release_late_scans`).
 //! 4. Abort: each fragment gets `Abort` along its chain forwards.
 //!
 //! ## Node failures
@@ -82,6 +84,8 @@ struct Participant {
     chain: Vec<NodeId>,
     writes: bool,
     read_backup: bool,
+    /// A locking scan was sent to the primary (see `release_late_scans`).
+    scanned: bool,
     /// The current phase is done on this fragment.
     done: bool,
 }
@@ -992,6 +996,9 @@ impl Coordinator {
     fn finish(&mut self, id: u64, state: TransactionState, out: &mut Vec<(NodeId, Message)>) {
         self.answer_final(id, state, out);
         self.close_scans(id, out);
+        if state == TransactionState::Committed {
+            self.release_late_scans(id, out);
+        }
         let transaction = self.transactions.remove(&id).expect("present");
         // Every fragment finished its last phase.
         assert_eq!(
@@ -1005,6 +1012,27 @@ impl Coordinator {
             "operations in use undercounted"
         );
         self.operations_in_use -= transaction.operations;
+    }
+
+    /// A locking scan's open goes straight to the primary, but the commit of
+    /// a fragment with backups reaches the primary through them, so it can
+    /// overtake an open sent just before it: the scan then begins new work
+    /// there after the commit, which nothing would end. Once the
+    /// transaction has committed everywhere, an abort sent to the primary
+    /// behind the open (same link, in order) ends that work if it exists;
+    /// a primary without work for it passes it back as done, and the
+    /// answer finds no transaction here.
+    fn release_late_scans(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = &self.transactions[&id];
+        for participant in &transaction.participants {
+            if participant.scanned && participant.chain.len() > 1 {
+                let primary = participant.chain[0];
+                out.push((
+                    primary,
+                    Message::Abort(phase(id, self.node, participant, Vec::new())),
+                ));
+            }
+        }
     }
 
     fn on_scan_open(&mut self, api: NodeId, open: ScanOpen, out: &mut Vec<(NodeId, Message)>) {
@@ -1095,6 +1123,14 @@ impl Coordinator {
                 return;
             };
             let node = chain[0];
+            if open.mode.locks() {
+                let participant = transaction
+                    .participants
+                    .iter_mut()
+                    .find(|p| p.table == route.id && p.fragment == fragment)
+                    .expect("a locking scan makes its fragment a participant");
+                participant.scanned = true;
+            }
             fragments.push((fragment, node, false));
             let mut request = open.clone();
             request.transaction = id;
@@ -1273,6 +1309,7 @@ fn plan_chain(
             chain: chain.clone(),
             writes: kind.is_write(),
             read_backup: route.reads_any_replica(),
+            scanned: false,
             done: false,
         }),
     }

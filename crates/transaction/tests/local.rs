@@ -166,6 +166,13 @@ impl Cluster {
         let Some((&(from, to), _)) = self.links.iter().find(|(_, queue)| !queue.is_empty()) else {
             return false;
         };
+        self.deliver_from(from, to);
+        true
+    }
+
+    /// Delivers the oldest message in flight from `from` to `to`, which
+    /// must exist: tests use it to let one link overtake another.
+    fn deliver_from(&mut self, from: NodeId, to: NodeId) {
         let message = self
             .links
             .get_mut(&(from, to))
@@ -178,7 +185,7 @@ impl Cluster {
                 delivered: message,
                 sent: Vec::new(),
             });
-            return true;
+            return;
         }
         let node = self.nodes.get_mut(&to).expect("a data node");
         let mut out = Vec::new();
@@ -193,7 +200,6 @@ impl Cluster {
             sent: out.clone(),
         });
         self.send(to, out);
-        true
     }
 
     /// Delivers until the API has an answer; other messages stay in flight.
@@ -1155,4 +1161,74 @@ fn work_whose_first_step_failed_in_the_engine_commits_as_nothing() {
         assert_eq!(ended.state, TransactionState::Committed, "{ended:?}");
     }
     cluster.assert_idle();
+}
+
+#[test]
+fn a_scan_opened_just_before_the_commit_leaves_nothing_when_the_commit_overtakes_it() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let written = cluster.key_in(0, 0);
+    // Transaction 1 writes partition 0 (primary node 1, backup node 2).
+    let executed = cluster.execute(1, 1, ExecuteEnd::NoCommit, vec![insert(written, 1)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    // It opens a locking scan of the partition and commits at once.
+    cluster.send(
+        API,
+        vec![
+            (
+                1,
+                Message::ScanOpen(ScanOpen {
+                    transaction: 1,
+                    scan: 1,
+                    table: TABLE,
+                    columns: vec![0, 1],
+                    mode: OperationKind::ReadShared,
+                    partition: Some(0),
+                    batch_rows: 16,
+                    batch_bytes: 1 << 16,
+                    ..ScanOpen::default()
+                }),
+            ),
+            (
+                1,
+                Message::Execute(Execute {
+                    transaction: 1,
+                    end: ExecuteEnd::Commit,
+                    operations: Vec::new(),
+                }),
+            ),
+        ],
+    );
+    cluster.deliver_from(API, 1);
+    cluster.deliver_from(API, 1);
+    // The coordinator's scan open to the primary (its own node) is still
+    // on its way when the commit, which goes round through the backup,
+    // reaches the primary.
+    assert!(
+        matches!(
+            cluster.links[&(1, 1)].front(),
+            Some(Message::FragmentScanOpen(_))
+        ),
+        "{:?}",
+        cluster.links[&(1, 1)]
+    );
+    cluster.deliver_from(1, 2);
+    cluster.deliver_from(2, 1);
+    let answer = loop {
+        let Message::Executed(executed) = cluster.until_answer() else {
+            continue;
+        };
+        break executed;
+    };
+    assert_eq!(answer.state, TransactionState::Committed, "{answer:?}");
+    // The scan that opened after the commit holds nothing once the
+    // transaction is over.
+    cluster.assert_idle();
+    assert_eq!(
+        cluster.committed_rows(1),
+        vec![(i64::from(written), Some(1))]
+    );
+    assert_eq!(
+        cluster.committed_rows(2),
+        vec![(i64::from(written), Some(1))]
+    );
 }
