@@ -19,6 +19,8 @@
 //!    with backups get `Complete`. The API gets its answer after the commit
 //!    phase, or after the complete phase when the transaction wrote to a
 //!    READ_BACKUP table, so that it reads its own writes from any replica.
+//!    A commit ends the transaction's scans; locking scans opened just
+//!    before it are released afterwards (`release_late_scans`).
 //! 4. Abort: each fragment gets `Abort` along its chain forwards.
 //!
 //! ## Node failures
@@ -82,6 +84,8 @@ struct Participant {
     chain: Vec<NodeId>,
     writes: bool,
     read_backup: bool,
+    /// A locking scan was sent to the primary (see `release_late_scans`).
+    scanned: bool,
     /// The current phase is done on this fragment.
     done: bool,
 }
@@ -613,6 +617,10 @@ impl Coordinator {
             return None;
         }
         batch.slots[index].answered = true;
+        assert!(
+            batch.outstanding > 0,
+            "an answer the batch did not wait for"
+        );
         batch.outstanding -= 1;
         Some((batch, index))
     }
@@ -627,8 +635,16 @@ impl Coordinator {
             Follow::Answer => batch.results[result as usize].data = confirm.data,
             Follow::IndexInsert | Follow::IndexDelete => {}
             Follow::Lookup { position, then } => {
-                let route = self.routing.table(then.table).expect("routed before");
-                let index = route.unique_index(position).expect("routed before");
+                // The cluster state may have changed since the lookup was
+                // routed: a table dropped meanwhile fails the transaction.
+                let Some((route, index)) = self
+                    .routing
+                    .table(then.table)
+                    .and_then(|route| Some((route, route.unique_index(position)?)))
+                else {
+                    self.abort(id, Some(table_gone(then.table)), out);
+                    return;
+                };
                 match unique::base_key(route, index, &confirm.data) {
                     Ok(key) => {
                         let then = Operation { key, ..*then };
@@ -643,7 +659,10 @@ impl Coordinator {
                 }
             }
             Follow::Maintain(write) => {
-                let route = self.routing.table(write.table).expect("routed before");
+                let Some(route) = self.routing.table(write.table) else {
+                    self.abort(id, Some(table_gone(write.table)), out);
+                    return;
+                };
                 let changes = match unique::maintenance(route, &write, &confirm.data) {
                     Ok(changes) => changes,
                     Err(error) => {
@@ -761,6 +780,21 @@ impl Coordinator {
 
     fn commit(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
         let transaction = self.transactions.get_mut(&id).expect("present");
+        // Only a batch whose every operation was confirmed or refused (and
+        // no refusal aborted) commits: a replica then has nothing waiting.
+        assert_eq!(transaction.stage, Stage::Executing, "commit after a batch");
+        let batch = transaction.batch.as_ref().expect("commit ends a batch");
+        assert_eq!(batch.outstanding, 0, "commit with operations unanswered");
+        assert!(
+            batch.slots.iter().all(|slot| slot.answered),
+            "commit with an operation unanswered"
+        );
+        assert!(transaction.error.is_none(), "commit after an error");
+        // A node failure while preparing aborts, so every chain is whole.
+        assert!(
+            transaction.participants.iter().all(|p| !p.chain.is_empty()),
+            "commit of a fragment without replicas"
+        );
         transaction.stage = Stage::Committing;
         transaction.outstanding = transaction.participants.len() as u32;
         if transaction.participants.is_empty() {
@@ -775,6 +809,20 @@ impl Coordinator {
 
     fn complete(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
         let transaction = self.transactions.get_mut(&id).expect("present");
+        // Complete starts only once every fragment's primary committed.
+        assert_eq!(
+            transaction.stage,
+            Stage::Committing,
+            "complete after commit"
+        );
+        assert_eq!(
+            transaction.outstanding, 0,
+            "complete with commits unanswered"
+        );
+        assert!(
+            transaction.participants.iter().all(|p| p.done),
+            "complete before every fragment committed"
+        );
         transaction.stage = Stage::Completing;
         let mut outstanding = 0;
         let mut reply_after_complete = false;
@@ -805,6 +853,13 @@ impl Coordinator {
         if transaction.stage == Stage::Aborting {
             return;
         }
+        // Once Commit went out, a primary may have made the change visible:
+        // the transaction can only go forwards.
+        assert!(
+            matches!(transaction.stage, Stage::Open | Stage::Executing),
+            "abort of transaction {id} in stage {:?}",
+            transaction.stage
+        );
         transaction.stage = Stage::Aborting;
         if transaction.error.is_none() {
             transaction.error = error;
@@ -834,6 +889,7 @@ impl Coordinator {
                 // Every replica of the fragment is gone: the cluster has
                 // failed, but this transaction need not wait for it.
                 participant.done = true;
+                assert!(transaction.outstanding > 0, "a fragment done twice");
                 transaction.outstanding -= 1;
                 continue;
             }
@@ -844,6 +900,7 @@ impl Coordinator {
                 }
                 Stage::Completing => {
                     participant.done = true;
+                    assert!(transaction.outstanding > 0, "a fragment done twice");
                     transaction.outstanding -= 1;
                 }
                 Stage::Aborting => out.push(abort_message(id, self.node, participant)),
@@ -870,6 +927,7 @@ impl Coordinator {
             return;
         };
         participant.done = true;
+        assert!(transaction.outstanding > 0, "a fragment done twice");
         transaction.outstanding -= 1;
         if transaction.outstanding == 0 {
             self.advance(done.transaction, stage, out);
@@ -877,6 +935,15 @@ impl Coordinator {
     }
 
     fn advance(&mut self, id: u64, finished: Stage, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = &self.transactions[&id];
+        assert_eq!(
+            transaction.stage, finished,
+            "advance from the current phase"
+        );
+        assert_eq!(
+            transaction.outstanding, 0,
+            "advance with fragments unanswered"
+        );
         match finished {
             Stage::Committing => self.complete(id, out),
             Stage::Completing => self.finish(id, TransactionState::Committed, out),
@@ -887,7 +954,23 @@ impl Coordinator {
 
     /// Answers the API (if it has no answer yet) with the transaction's end.
     fn answer_final(&mut self, id: u64, state: TransactionState, out: &mut Vec<(NodeId, Message)>) {
+        assert_ne!(
+            state,
+            TransactionState::Open,
+            "a final answer ends the transaction"
+        );
         let transaction = self.transactions.get_mut(&id).expect("present");
+        // Committed is said only once every primary committed; Aborted
+        // only while aborting.
+        match state {
+            TransactionState::Committed => assert!(
+                matches!(transaction.stage, Stage::Committing | Stage::Completing),
+                "Committed answered in stage {:?}",
+                transaction.stage
+            ),
+            TransactionState::Aborted => assert_eq!(transaction.stage, Stage::Aborting),
+            TransactionState::Open => unreachable!("asserted above"),
+        }
         if transaction.answered {
             return;
         }
@@ -913,9 +996,43 @@ impl Coordinator {
     fn finish(&mut self, id: u64, state: TransactionState, out: &mut Vec<(NodeId, Message)>) {
         self.answer_final(id, state, out);
         self.close_scans(id, out);
+        if state == TransactionState::Committed {
+            self.release_late_scans(id, out);
+        }
         let transaction = self.transactions.remove(&id).expect("present");
+        // Every fragment finished its last phase.
+        assert_eq!(
+            transaction.outstanding, 0,
+            "finish with fragments unanswered"
+        );
+        assert!(transaction.answered, "finish without the final answer");
         self.clients.remove(&(transaction.api, transaction.client));
+        assert!(
+            self.operations_in_use >= transaction.operations,
+            "operations in use undercounted"
+        );
         self.operations_in_use -= transaction.operations;
+    }
+
+    /// A locking scan's open goes straight to the primary, but the commit of
+    /// a fragment with backups reaches the primary through them, so it can
+    /// overtake an open sent just before it: the scan then begins new work
+    /// there after the commit, which nothing would end. Once the
+    /// transaction has committed everywhere, an abort sent to the primary
+    /// behind the open (same link, in order) ends that work if it exists;
+    /// a primary without work for it passes it back as done, and the
+    /// answer finds no transaction here.
+    fn release_late_scans(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = &self.transactions[&id];
+        for participant in &transaction.participants {
+            if participant.scanned && participant.chain.len() > 1 {
+                let primary = participant.chain[0];
+                out.push((
+                    primary,
+                    Message::Abort(phase(id, self.node, participant, Vec::new())),
+                ));
+            }
+        }
     }
 
     fn on_scan_open(&mut self, api: NodeId, open: ScanOpen, out: &mut Vec<(NodeId, Message)>) {
@@ -1006,6 +1123,14 @@ impl Coordinator {
                 return;
             };
             let node = chain[0];
+            if open.mode.locks() {
+                let participant = transaction
+                    .participants
+                    .iter_mut()
+                    .find(|p| p.table == route.id && p.fragment == fragment)
+                    .expect("a locking scan makes its fragment a participant");
+                participant.scanned = true;
+            }
             fragments.push((fragment, node, false));
             let mut request = open.clone();
             request.transaction = id;
@@ -1040,6 +1165,7 @@ impl Coordinator {
         let all_finished = scan.fragments.iter().all(|f| f.2);
         if all_finished {
             transaction.scans.remove(position);
+            assert!(self.scans_in_use > 0, "scans in use undercounted");
             self.scans_in_use -= 1;
         }
         // A failed scan ends on its fragment; the API decides what becomes
@@ -1087,6 +1213,7 @@ impl Coordinator {
             return;
         };
         let closed = transaction.scans.remove(position);
+        assert!(self.scans_in_use > 0, "scans in use undercounted");
         self.scans_in_use -= 1;
         close_fragments(id, &closed, out);
     }
@@ -1094,11 +1221,24 @@ impl Coordinator {
     fn close_scans(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
         let transaction = self.transactions.get_mut(&id).expect("present");
         let scans = std::mem::take(&mut transaction.scans);
+        assert!(
+            self.scans_in_use >= scans.len() as u32,
+            "scans in use undercounted"
+        );
         self.scans_in_use -= scans.len() as u32;
         for scan in &scans {
             close_fragments(id, scan, out);
         }
     }
+}
+
+/// The error of a transaction whose table left the cluster state while an
+/// operation on it was in flight.
+fn table_gone(table: u32) -> ErrorReply {
+    reply(
+        ErrorCode::NoSuchTable,
+        format!("table {table} was dropped while the transaction used it"),
+    )
 }
 
 fn close_fragments(id: u64, scan: &CoordinatorScan, out: &mut Vec<(NodeId, Message)>) {
@@ -1169,6 +1309,7 @@ fn plan_chain(
             chain: chain.clone(),
             writes: kind.is_write(),
             read_backup: route.reads_any_replica(),
+            scanned: false,
             done: false,
         }),
     }

@@ -29,7 +29,10 @@
 //! - Commit runs from the last backup to the primary. A backup only marks
 //!   the work as committing (engine prepare): its locks stay and readers
 //!   still see the previous version. The primary commits in the engine:
-//!   the new version is visible there and its locks are released.
+//!   the new version is visible there and its locks are released. Either
+//!   first closes the transaction's scans of the fragment, since a scan
+//!   ends with its transaction and one still waiting for a lock would
+//!   make the engine refuse to prepare.
 //! - Complete runs through the backups: each commits in the engine. Only
 //!   then does a read of a backup see the change, which is why a READ_BACKUP
 //!   table's commit is acknowledged after this phase.
@@ -39,6 +42,14 @@
 //! Phase messages for work this node no longer has (already done, or never
 //! reached) pass on unchanged, so the coordinator can resend a phase along
 //! the live part of a chain after a node failure.
+//!
+//! ## Invariants
+//! Every work entry names a transaction the engine holds (work whose first
+//! operation failed before the engine began it is forgotten at once); no
+//! operation of a work still waits when Commit or Complete reaches it. So
+//! the engine's prepare, commit and abort cannot fail in a phase: if one
+//! does, the node stops rather than leave its replica different from the
+//! others.
 
 use std::collections::VecDeque;
 
@@ -101,6 +112,9 @@ pub struct QueryHandlerCounters {
     pub scan_rows: u64,
     pub commits: u64,
     pub aborts: u64,
+    /// Scans that still waited for a lock when their transaction
+    /// committed here (the commit closed them first).
+    pub waiting_scans_closed_by_commit: u64,
 }
 
 pub struct QueryHandler {
@@ -161,44 +175,60 @@ impl QueryHandler {
     }
 
     /// The committed rows of a fragment replica here, each as AttrInfo of
-    /// every column in column order, sorted; `None` if the replica is not
-    /// here. For checkers: every replica of a fragment must hold the same
-    /// rows once no transaction is in flight.
-    pub fn committed_rows(&mut self, table: u32, fragment: u32) -> Option<Vec<Vec<u8>>> {
-        let replica = self.fragments.get(&(table, fragment)).copied()?;
-        let column_count = self.engine.table_def(replica.engine_table)?.columns.len();
+    /// every column in column order, sorted; an error (723) if the replica
+    /// is not here, or the engine's if it cannot scan it. For checkers:
+    /// every replica of a fragment must hold the same rows once no
+    /// transaction is in flight.
+    pub fn committed_rows(&mut self, table: u32, fragment: u32) -> Result<Vec<Vec<u8>>, Error> {
+        let not_here = || {
+            Error::new(
+                ErrorCode::NoSuchTable,
+                format!(
+                    "node {} holds no fragment {fragment} of table {table}",
+                    self.node
+                ),
+            )
+        };
+        let replica = self
+            .fragments
+            .get(&(table, fragment))
+            .copied()
+            .ok_or_else(not_here)?;
+        let column_count = self
+            .engine
+            .table_def(replica.engine_table)
+            .ok_or_else(not_here)?
+            .columns
+            .len();
         let columns: Vec<u16> = (0..column_count as u16).collect();
         let token = self.next_token;
         self.next_token += 1;
-        let scan = self
-            .engine
-            .open_scan(&ScanRequest {
-                transaction: NO_TRANSACTION,
-                token,
-                table: replica.engine_table,
-                index: None,
-                lower: ScanBound::Unbounded,
-                upper: ScanBound::Unbounded,
-                descending: false,
-                filter: &[],
-                columns: &columns,
-                mode: ReadMode::Committed,
-            })
-            .ok()?;
+        let scan = self.engine.open_scan(&ScanRequest {
+            transaction: NO_TRANSACTION,
+            token,
+            table: replica.engine_table,
+            index: None,
+            lower: ScanBound::Unbounded,
+            upper: ScanBound::Unbounded,
+            descending: false,
+            filter: &[],
+            columns: &columns,
+            mode: ReadMode::Committed,
+        })?;
         let mut rows = Vec::new();
         let mut data = Vec::new();
-        loop {
+        let scanned = loop {
             data.clear();
             // A committed read never waits, so the time does not matter.
-            let Ok(batch) = self.engine.scan_next(
+            let batch = match self.engine.scan_next(
                 0,
                 scan,
                 SCAN_BATCH_ROWS_MAX,
                 SCAN_BATCH_BYTES_MAX,
                 &mut data,
-            ) else {
-                let _ = self.engine.close_scan(scan);
-                return None;
+            ) {
+                Ok(batch) => batch,
+                Err(error) => break Err(error),
             };
             // Scan output: each row a little-endian u32 length, then its AttrInfo.
             let mut rest = data.as_slice();
@@ -208,12 +238,16 @@ impl QueryHandler {
                 rest = &rest[4 + length..];
             }
             if batch.finished {
-                break;
+                break Ok(());
             }
-        }
-        let _ = self.engine.close_scan(scan);
+        };
+        // The scan was opened above, so closing it cannot fail.
+        self.engine
+            .close_scan(scan)
+            .expect("a scan opened here is open");
+        scanned?;
         rows.sort_unstable();
-        Some(rows)
+        Ok(rows)
     }
 
     /// Engine transactions this handler has open (work not yet committed
@@ -322,7 +356,7 @@ impl QueryHandler {
         });
         for work_key in doomed {
             let work = self.work.remove(&work_key).expect("listed above");
-            let _ = self.engine.abort(work);
+            self.abort_work(work);
         }
         self.close_scans_of_fragment(key.0, key.1);
     }
@@ -413,10 +447,31 @@ impl QueryHandler {
         match result {
             Ok(Outcome::Done) => self.key_done(request, data, out),
             Ok(Outcome::Waiting) => {
+                assert!(request.kind.locks(), "a committed read never waits");
                 self.waiting.insert(token, Waiting::Key(request));
-                self.blocked.insert(key, (token, VecDeque::new()));
+                let previous = self.blocked.insert(key, (token, VecDeque::new()));
+                assert!(previous.is_none(), "work waits for one operation at a time");
             }
-            Err(error) => self.refuse(request, &error, out),
+            Err(error) => {
+                self.forget_unbegun(key);
+                self.refuse(request, &error, out);
+            }
+        }
+    }
+
+    /// Forgets the work of `key` if the engine never began its transaction
+    /// (the first operation failed before the engine took a record), so
+    /// that every work entry names a transaction the engine holds: the
+    /// phases can then treat any engine error as a broken invariant.
+    fn forget_unbegun(&mut self, key: WorkKey) {
+        if let Some(&work) = self.work.get(&key)
+            && !self.engine.has_transaction(work)
+        {
+            assert!(
+                !self.blocked.contains_key(&key),
+                "work the engine never began has an operation waiting"
+            );
+            self.work.remove(&key);
         }
     }
 
@@ -464,20 +519,35 @@ impl QueryHandler {
 
     fn on_commit(&mut self, mut phase: Phase, out: &mut Vec<(NodeId, Message)>) {
         let key = (phase.transaction, phase.table, phase.fragment);
-        // Every operation here was confirmed before the coordinator
-        // started the commit, so none still waits: prepare cannot fail
-        // but for a transaction the engine never began (a failed first
-        // operation), which has nothing to commit.
+        // The coordinator starts the commit only once every operation of
+        // the transaction was confirmed or refused, so no key operation of
+        // this work can still wait here.
+        assert!(
+            !self.blocked.contains_key(&key),
+            "node {}: Commit of transaction {} on fragment {} of table {} while one of its \
+             operations waits for a lock",
+            self.node,
+            phase.transaction,
+            phase.fragment,
+            phase.table
+        );
+        // A scan of the transaction ends with it (the API may not have read
+        // it to the end, and its ScanClose may still be on its way from the
+        // coordinator). Closing the fragment's scans first also cancels a
+        // lock wait a locking scan may have: the engine refuses to prepare
+        // a transaction that waits, and committing around that refusal
+        // would lose the work and orphan its locks.
+        let waited = self.close_scans_of(phase.transaction, phase.table, phase.fragment);
+        self.counters.waiting_scans_closed_by_commit += waited;
         if phase.chain.is_empty() {
             // The primary, last in the commit chain.
             if let Some(work) = self.work.remove(&key) {
-                let _ = self.engine.prepare(work);
-                let _ = self.engine.commit(work);
-                self.close_scans_of(phase.transaction, phase.table, phase.fragment);
+                self.prepare_work(work, &phase);
+                self.commit_work(work, &phase);
                 self.counters.commits += 1;
             }
         } else if let Some(&work) = self.work.get(&key) {
-            let _ = self.engine.prepare(work);
+            self.prepare_work(work, &phase);
         }
         if phase.chain.is_empty() {
             out.push((phase.coordinator, Message::Committed(done(&phase))));
@@ -490,8 +560,14 @@ impl QueryHandler {
     fn on_complete(&mut self, mut phase: Phase, out: &mut Vec<(NodeId, Message)>) {
         let key = (phase.transaction, phase.table, phase.fragment);
         if let Some(work) = self.work.remove(&key) {
-            let committed = self.engine.commit(work);
-            debug_assert!(committed.is_ok(), "Complete after Commit");
+            assert!(
+                !self.blocked.contains_key(&key),
+                "Complete of work with an operation waiting"
+            );
+            // Complete follows Commit along the same chain, so this backup
+            // prepared the work; the engine's commit of a prepared
+            // transaction cannot fail.
+            self.commit_work(work, &phase);
             self.counters.commits += 1;
         }
         if phase.chain.is_empty() {
@@ -512,7 +588,7 @@ impl QueryHandler {
         }
         self.close_scans_of(phase.transaction, phase.table, phase.fragment);
         if let Some(work) = self.work.remove(&key) {
-            let _ = self.engine.abort(work);
+            self.abort_work(work);
             self.counters.aborts += 1;
         }
         if phase.chain.is_empty() {
@@ -597,7 +673,12 @@ impl QueryHandler {
                 );
                 self.run_scan(now_ms, scan_key, out);
             }
-            Err(error) => fail(&error, out),
+            Err(error) => {
+                if open.mode.locks() {
+                    self.forget_unbegun(work_key);
+                }
+                fail(&error, out);
+            }
         }
     }
 
@@ -641,7 +722,9 @@ impl QueryHandler {
         }
     }
 
-    fn close_scans_of(&mut self, transaction: u64, table: u32, fragment: u32) {
+    /// Closes the transaction's scans of a fragment; returns how many of
+    /// them waited for a lock.
+    fn close_scans_of(&mut self, transaction: u64, table: u32, fragment: u32) -> u64 {
         let mut keys: Vec<ScanKey> = self
             .scans
             .iter()
@@ -649,9 +732,15 @@ impl QueryHandler {
             .map(|(k, _)| *k)
             .collect();
         keys.sort_unstable();
+        let mut waited = 0;
         for key in keys {
+            let token = self.scans[&key].token;
+            if matches!(self.waiting.get(&token), Some(Waiting::Scan(_))) {
+                waited += 1;
+            }
             self.close_scan(key);
         }
+        waited
     }
 
     fn close_scans_of_fragment(&mut self, table: u32, fragment: u32) {
@@ -670,7 +759,51 @@ impl QueryHandler {
     fn close_scan(&mut self, key: ScanKey) {
         if let Some(scan) = self.scans.remove(&key) {
             self.waiting.remove(&scan.token);
-            let _ = self.engine.close_scan(scan.engine_scan);
+            // Every scan in `scans` is open in the engine: it leaves the
+            // map exactly when the engine closes it.
+            if let Err(error) = self.engine.close_scan(scan.engine_scan) {
+                panic!(
+                    "node {}: closing scan {} of transaction {}: {}",
+                    self.node, key.1, key.0, error
+                );
+            }
+        }
+    }
+
+    /// The engine's prepare of work whose operations were all answered.
+    /// It can fail only if an operation still waits for a lock or the
+    /// engine does not hold the transaction; either means this node's
+    /// bookkeeping is broken, and it stops rather than commit a replica
+    /// that differs from the others.
+    fn prepare_work(&mut self, work: TransactionId, phase: &Phase) {
+        if let Err(error) = self.engine.prepare(work) {
+            panic!(
+                "node {}: prepare of transaction {} on fragment {} of table {} failed: {}",
+                self.node, phase.transaction, phase.fragment, phase.table, error
+            );
+        }
+    }
+
+    /// The engine's commit of prepared work, which cannot fail (see
+    /// `prepare_work` for why the node stops if it does).
+    fn commit_work(&mut self, work: TransactionId, phase: &Phase) {
+        if let Err(error) = self.engine.commit(work) {
+            panic!(
+                "node {}: commit of transaction {} on fragment {} of table {} failed: {}",
+                self.node, phase.transaction, phase.fragment, phase.table, error
+            );
+        }
+    }
+
+    /// The engine's abort of work, which fails only for a transaction the
+    /// engine does not hold; every work entry names one it holds (see
+    /// `forget_unbegun`).
+    fn abort_work(&mut self, work: TransactionId) {
+        if let Err(error) = self.engine.abort(work) {
+            panic!(
+                "node {}: abort of engine transaction {work} failed: {}",
+                self.node, error
+            );
         }
     }
 
@@ -737,6 +870,12 @@ impl QueryHandler {
                 match self.waiting.remove(&token) {
                     Some(Waiting::Key(request)) => {
                         let key = (request.transaction, request.table, request.fragment);
+                        // A waiting key operation blocks its work, and only it.
+                        let (blocked_token, queue) = self
+                            .blocked
+                            .remove(&key)
+                            .expect("a waiting key operation blocks its work");
+                        assert_eq!(blocked_token, token, "the work waits for another operation");
                         match result {
                             Ok(()) => self.key_done(request, data, out),
                             Err(code) => {
@@ -746,10 +885,8 @@ impl QueryHandler {
                         }
                         // The operations queued behind it run now, in
                         // order, until one waits again.
-                        if let Some((_, queue)) = self.blocked.remove(&key) {
-                            for request in queue {
-                                self.on_key_request(now_ms, request, out);
-                            }
+                        for request in queue {
+                            self.on_key_request(now_ms, request, out);
                         }
                     }
                     Some(Waiting::Scan(key)) => self.run_scan(now_ms, key, out),

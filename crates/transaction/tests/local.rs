@@ -166,6 +166,13 @@ impl Cluster {
         let Some((&(from, to), _)) = self.links.iter().find(|(_, queue)| !queue.is_empty()) else {
             return false;
         };
+        self.deliver_from(from, to);
+        true
+    }
+
+    /// Delivers the oldest message in flight from `from` to `to`, which
+    /// must exist: tests use it to let one link overtake another.
+    fn deliver_from(&mut self, from: NodeId, to: NodeId) {
         let message = self
             .links
             .get_mut(&(from, to))
@@ -178,7 +185,7 @@ impl Cluster {
                 delivered: message,
                 sent: Vec::new(),
             });
-            return true;
+            return;
         }
         let node = self.nodes.get_mut(&to).expect("a data node");
         let mut out = Vec::new();
@@ -193,7 +200,6 @@ impl Cluster {
             sent: out.clone(),
         });
         self.send(to, out);
-        true
     }
 
     /// Delivers until the API has an answer; other messages stay in flight.
@@ -961,4 +967,268 @@ fn an_execute_during_a_running_batch_is_refused_and_the_transaction_goes_on() {
     expected.sort_unstable();
     assert_eq!(cluster.committed_rows(1), expected);
     assert_eq!(cluster.committed_rows(2), expected);
+}
+
+/// Opens a scan of partition 0 in `transaction` at coordinator 1 and lets
+/// it run until nothing moves; returns the ScanRows the API received.
+fn scan_partition_0(cluster: &mut Cluster, transaction: u64, mode: OperationKind) -> Vec<Message> {
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::ScanOpen(ScanOpen {
+                transaction,
+                scan: 1,
+                table: TABLE,
+                columns: vec![0, 1],
+                mode,
+                partition: Some(0),
+                batch_rows: 16,
+                batch_bytes: 1 << 16,
+                ..ScanOpen::default()
+            }),
+        )],
+    );
+    cluster.quiesce();
+    cluster.answers.drain(..).collect()
+}
+
+#[test]
+fn a_commit_while_a_locking_scan_of_the_fragment_waits_keeps_the_write() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let (locked, written) = (cluster.key_in(0, 0), cluster.key_in(0, 1));
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(locked, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    // Transaction 2 holds the lock of one row of partition 0.
+    let holder = cluster.execute(
+        1,
+        2,
+        ExecuteEnd::NoCommit,
+        vec![read(locked, OperationKind::ReadExclusive)],
+    );
+    assert_eq!(holder.state, TransactionState::Open);
+    // Transaction 3 writes a row of partition 0, then scans the partition
+    // with locks: the scan waits at the held row on the primary (node 1).
+    let writer = cluster.execute(1, 3, ExecuteEnd::NoCommit, vec![insert(written, 30)]);
+    assert_eq!(writer.state, TransactionState::Open, "{writer:?}");
+    let received = scan_partition_0(&mut cluster, 3, OperationKind::ReadExclusive);
+    assert!(
+        received
+            .iter()
+            .all(|m| matches!(m, Message::ScanRows(r) if !r.finished)),
+        "the scan waits: {received:?}"
+    );
+    // Transaction 3 commits while its scan still waits there.
+    let committed = cluster.execute(1, 3, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(
+        committed.state,
+        TransactionState::Committed,
+        "{committed:?}"
+    );
+    assert_eq!(committed.error, None);
+    // Both replicas hold the committed write, and the primary kept no lock
+    // of transaction 3: the holder ends, and nothing is left anywhere.
+    let expected = {
+        let mut rows = vec![(i64::from(locked), Some(1)), (i64::from(written), Some(30))];
+        rows.sort_unstable();
+        rows
+    };
+    assert_eq!(cluster.committed_rows(1), expected, "the primary");
+    assert_eq!(cluster.committed_rows(2), expected, "the backup");
+    let released = cluster.execute(1, 2, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(released.state, TransactionState::Committed);
+    cluster.assert_idle();
+    // The written row takes a new lock at once: none was orphaned.
+    let updated = cluster.execute(2, 4, ExecuteEnd::Commit, vec![update(written, 31)]);
+    assert_eq!(updated.state, TransactionState::Committed, "{updated:?}");
+    cluster.assert_idle();
+}
+
+#[test]
+fn a_table_dropped_under_a_unique_lookup_aborts_the_transaction() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let executed = cluster.execute(
+        1,
+        1,
+        ExecuteEnd::Commit,
+        vec![insert_coded(a, 1, Some(100))],
+    );
+    assert_eq!(executed.state, TransactionState::Committed);
+    // A read by unique key: its lookup of the index row goes out first.
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::Execute(Execute {
+                transaction: 2,
+                end: ExecuteEnd::Commit,
+                operations: vec![by_code(OperationKind::ReadShared, 100)],
+            }),
+        )],
+    );
+    let lookup_confirmed = |cluster: &Cluster| {
+        cluster.links.iter().any(|((_, to), queue)| {
+            *to == 1 && queue.iter().any(|m| matches!(m, Message::KeyConfirm(_)))
+        })
+    };
+    while !lookup_confirmed(&cluster) {
+        assert!(cluster.deliver_one(), "the lookup was never confirmed");
+    }
+    // The coordinator installs a state without the table before the
+    // lookup's answer reaches it.
+    let mut state = cluster_state(true);
+    state.version += 1;
+    state.schema_version += 1;
+    state.tables.clear();
+    let mut routing = Routing::new();
+    assert!(routing.install(&state).is_empty());
+    let mut out = Vec::new();
+    let node = cluster.nodes.get_mut(&1).expect("node 1");
+    node.coordinator.install(&routing, &mut out);
+    cluster.send(1, out);
+    let Message::Executed(executed) = cluster.until_answer() else {
+        panic!("expected Executed");
+    };
+    assert_eq!(executed.transaction, 2);
+    assert_eq!(executed.state, TransactionState::Aborted, "{executed:?}");
+    assert_eq!(executed.error.as_ref().map(|e| e.ndb_code), Some(723));
+    cluster.quiesce();
+    for data_node in cluster.nodes.values() {
+        assert_eq!(data_node.coordinator.open_transactions(), 0);
+        assert_eq!(data_node.query_handler.open_work(), 0);
+    }
+}
+
+#[test]
+fn work_whose_first_step_failed_in_the_engine_commits_as_nothing() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    for id in 0..4 {
+        let executed = cluster.execute(
+            1,
+            1,
+            ExecuteEnd::Commit,
+            vec![insert(cluster.key_in(0, id), 1)],
+        );
+        assert_eq!(executed.state, TransactionState::Committed);
+    }
+    // Committed-read scans of partition 0, one row a batch, hold every
+    // engine scan of its primary (the engine allows 16).
+    for transaction in 10..26 {
+        cluster.send(
+            API,
+            vec![(
+                1,
+                Message::ScanOpen(ScanOpen {
+                    transaction,
+                    scan: 1,
+                    table: TABLE,
+                    columns: vec![0, 1],
+                    mode: OperationKind::ReadCommitted,
+                    partition: Some(0),
+                    batch_rows: 1,
+                    batch_bytes: 1 << 16,
+                    ..ScanOpen::default()
+                }),
+            )],
+        );
+        cluster.quiesce();
+        let Some(Message::ScanRows(rows)) = cluster.answers.pop_front() else {
+            panic!("expected the first batch");
+        };
+        assert!(!rows.finished && rows.error.is_none(), "{rows:?}");
+    }
+    // A locking scan then fails before the engine begins its transaction
+    // (488): the query handler must not keep work for it, and the commit
+    // that follows has nothing to commit there.
+    let received = scan_partition_0(&mut cluster, 3, OperationKind::ReadShared);
+    let [Message::ScanRows(rows)] = received.as_slice() else {
+        panic!("expected one failed batch, got {received:?}");
+    };
+    assert_eq!(
+        rows.error.as_ref().map(|e| e.ndb_code),
+        Some(488),
+        "{rows:?}"
+    );
+    let committed = cluster.execute(1, 3, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(
+        committed.state,
+        TransactionState::Committed,
+        "{committed:?}"
+    );
+    for transaction in 10..26 {
+        let ended = cluster.execute(1, transaction, ExecuteEnd::Commit, Vec::new());
+        assert_eq!(ended.state, TransactionState::Committed, "{ended:?}");
+    }
+    cluster.assert_idle();
+}
+
+#[test]
+fn a_scan_opened_just_before_the_commit_leaves_nothing_when_the_commit_overtakes_it() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let written = cluster.key_in(0, 0);
+    // Transaction 1 writes partition 0 (primary node 1, backup node 2).
+    let executed = cluster.execute(1, 1, ExecuteEnd::NoCommit, vec![insert(written, 1)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    // It opens a locking scan of the partition and commits at once.
+    cluster.send(
+        API,
+        vec![
+            (
+                1,
+                Message::ScanOpen(ScanOpen {
+                    transaction: 1,
+                    scan: 1,
+                    table: TABLE,
+                    columns: vec![0, 1],
+                    mode: OperationKind::ReadShared,
+                    partition: Some(0),
+                    batch_rows: 16,
+                    batch_bytes: 1 << 16,
+                    ..ScanOpen::default()
+                }),
+            ),
+            (
+                1,
+                Message::Execute(Execute {
+                    transaction: 1,
+                    end: ExecuteEnd::Commit,
+                    operations: Vec::new(),
+                }),
+            ),
+        ],
+    );
+    cluster.deliver_from(API, 1);
+    cluster.deliver_from(API, 1);
+    // The coordinator's scan open to the primary (its own node) is still
+    // on its way when the commit, which goes round through the backup,
+    // reaches the primary.
+    assert!(
+        matches!(
+            cluster.links[&(1, 1)].front(),
+            Some(Message::FragmentScanOpen(_))
+        ),
+        "{:?}",
+        cluster.links[&(1, 1)]
+    );
+    cluster.deliver_from(1, 2);
+    cluster.deliver_from(2, 1);
+    let answer = loop {
+        let Message::Executed(executed) = cluster.until_answer() else {
+            continue;
+        };
+        break executed;
+    };
+    assert_eq!(answer.state, TransactionState::Committed, "{answer:?}");
+    // The scan that opened after the commit holds nothing once the
+    // transaction is over.
+    cluster.assert_idle();
+    assert_eq!(
+        cluster.committed_rows(1),
+        vec![(i64::from(written), Some(1))]
+    );
+    assert_eq!(
+        cluster.committed_rows(2),
+        vec![(i64::from(written), Some(1))]
+    );
 }

@@ -79,6 +79,9 @@ pub struct TransactionMarks {
     pub index_rows_moved: u64,
     /// A transaction freed a unique key and took it again, and committed.
     pub code_swaps: u64,
+    /// A commit reached a fragment where a scan of its transaction still
+    /// waited for a lock (the query handler closed the scan first).
+    pub commits_past_waiting_scans: u64,
 }
 
 impl TransactionMarks {
@@ -93,6 +96,7 @@ impl TransactionMarks {
         self.unique_violations += other.unique_violations;
         self.index_rows_moved += other.index_rows_moved;
         self.code_swaps += other.code_swaps;
+        self.commits_past_waiting_scans += other.commits_past_waiting_scans;
     }
 }
 
@@ -394,6 +398,10 @@ impl Simulation {
                 ));
             }
             engine.check_invariants();
+            self.outcome.transactions.marks.commits_past_waiting_scans += blocks
+                .query_handler
+                .counters()
+                .waiting_scans_closed_by_commit;
         }
         let Some(state) = self.decided.last_key_value().map(|(_, s)| s.clone()) else {
             self.fail("no state was ever installed".into());
@@ -425,13 +433,15 @@ impl Simulation {
                         .get_mut(node)
                         .and_then(|sim| sim.transaction.as_mut())
                         .expect("every data node runs the blocks");
-                    let Some(rows) = blocks.query_handler.committed_rows(route.id, index as u32)
-                    else {
-                        problems.push(format!(
-                            "node {node} has no replica of fragment {index} of table {}",
-                            route.name
-                        ));
-                        continue;
+                    let rows = match blocks.query_handler.committed_rows(route.id, index as u32) {
+                        Ok(rows) => rows,
+                        Err(error) => {
+                            problems.push(format!(
+                                "node {node}: fragment {index} of table {}: {}",
+                                route.name, error.detail
+                            ));
+                            continue;
+                        }
                     };
                     match &first {
                         None => first = Some((*node, rows)),

@@ -7,8 +7,10 @@
 //! Each is `(id INT PRIMARY KEY, value BIGINT NOT NULL)` with 2 to 6
 //! partitions and READ_BACKUP chosen per seed:
 //! - `bank`: accounts with balances. Transfers read two accounts with
-//!   exclusive locks, then move an amount; audits read every account in
-//!   one batch or with one scan. Checked: a locked audit and the final
+//!   exclusive locks, then move an amount (some open a locking scan of
+//!   every account first and commit without reading it, so a commit often
+//!   meets its own scan waiting for a lock on a fragment it wrote); audits
+//!   read every account in one batch or with one scan. Checked: a locked audit and the final
 //!   state sum to the total the accounts started with; every audit finds
 //!   every account once.
 //! - `tags`: groups of 2 to 4 rows, usually in several partitions. Every
@@ -233,6 +235,8 @@ pub struct Workload {
     /// (coordinator, its transaction) that a backup refused an operation
     /// of: it must not commit.
     pub(super) must_abort: BTreeSet<(NodeId, u64)>,
+    /// (API node, API transaction) of scans their session never reads.
+    unread_scans: BTreeSet<(NodeId, u64)>,
 }
 
 impl Workload {
@@ -296,6 +300,7 @@ impl Workload {
             answered_on: BTreeMap::new(),
             first_replica: BTreeMap::new(),
             must_abort: BTreeSet::new(),
+            unread_scans: BTreeSet::new(),
         }
     }
 

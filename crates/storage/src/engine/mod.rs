@@ -352,6 +352,14 @@ impl Engine {
         self.transactions.in_use()
     }
 
+    /// Whether the engine has begun `transaction` and not yet committed or
+    /// aborted it. A caller that keeps its own map of transactions uses this
+    /// to tell one the engine never began (its first operation failed before
+    /// the engine took a record) from one it must still end.
+    pub fn has_transaction(&self, transaction: TransactionId) -> bool {
+        self.transactions.lookup(transaction).is_some()
+    }
+
     /// Answers to operations that waited, in the order they were decided.
     pub fn take_completions(&mut self) -> Vec<Completion> {
         std::mem::take(&mut self.completions)

@@ -19,12 +19,17 @@ use crate::run::transactions::int_column;
 #[derive(Debug, Clone)]
 pub(super) enum Job {
     /// Reads two accounts with exclusive locks, then moves `amount`.
+    /// With `unread_scan`, it also opens a locking scan of every account
+    /// that it never reads: the commit (or rollback) ends the scan, which
+    /// often waits for a lock another transfer holds on a fragment this
+    /// one wrote.
     Transfer {
         from: i64,
         to: i64,
         amount: i64,
         rollback: bool,
         probe: bool,
+        unread_scan: Option<UnreadScan>,
     },
     /// Reads every account, by key or with a scan.
     Audit { mode: OperationKind, scan: bool },
@@ -96,6 +101,16 @@ impl Job {
     }
 }
 
+/// A locking scan of every account that a transfer opens and never reads.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct UnreadScan {
+    /// `ReadShared` or `ReadExclusive`.
+    mode: OperationKind,
+    /// Opened once the updates were confirmed, just before an empty
+    /// commit; otherwise just before the commit batch with the updates.
+    after_writes: bool,
+}
+
 /// What a session does after a batch was answered.
 pub(super) enum Next {
     Send(ExecuteEnd, Vec<Op>),
@@ -139,12 +154,22 @@ impl Simulation {
                 let from = (self.rng.next_u64() % accounts) as i64;
                 let to =
                     (from + 1 + (self.rng.next_u64() % (accounts - 1)) as i64) % accounts as i64;
+                let amount = between(&mut self.rng, 1, 100) as i64;
+                let unread_scan = chance(&mut self.rng, 0.2).then(|| UnreadScan {
+                    mode: if chance(&mut self.rng, 0.5) {
+                        OperationKind::ReadShared
+                    } else {
+                        OperationKind::ReadExclusive
+                    },
+                    after_writes: chance(&mut self.rng, 0.5),
+                });
                 Job::Transfer {
                     from,
                     to,
-                    amount: between(&mut self.rng, 1, 100) as i64,
+                    amount,
                     rollback,
                     probe,
+                    unread_scan,
                 }
             }
             30..35 => Job::Audit {
@@ -397,14 +422,21 @@ impl Simulation {
                 to,
                 amount,
                 rollback: roll_back,
+                unread_scan,
                 ..
             } => match step {
                 0 => {
                     let (Some(a), Some(b)) = (values[0], values[1]) else {
                         return Err("an account read returned no balance".into());
                     };
+                    let after_writes = unread_scan.is_some_and(|scan| scan.after_writes);
+                    if let Some(scan) = unread_scan
+                        && !scan.after_writes
+                    {
+                        self.open_unread_scan(index, scan.mode);
+                    }
                     Ok(Some(Next::Send(
-                        if roll_back {
+                        if roll_back || after_writes {
                             ExecuteEnd::NoCommit
                         } else {
                             ExecuteEnd::Commit
@@ -417,7 +449,19 @@ impl Simulation {
                     )))
                 }
                 _ if committed => Ok(Some(Next::Finish)),
-                _ => rollback(ExecuteEnd::Rollback),
+                _ => {
+                    // The updates are confirmed and the transaction is open.
+                    if let Some(scan) = unread_scan
+                        && scan.after_writes
+                    {
+                        self.open_unread_scan(index, scan.mode);
+                    }
+                    if roll_back {
+                        rollback(ExecuteEnd::Rollback)
+                    } else {
+                        Ok(Some(Next::Send(ExecuteEnd::Commit, Vec::new())))
+                    }
+                }
             },
             Job::Audit { scan: true, .. } => Ok(Some(Next::Finish)),
             Job::Audit { mode, .. } => {

@@ -50,6 +50,39 @@ impl Simulation {
         );
     }
 
+    /// Opens a scan of every account for session `index` that the session
+    /// never reads: its transaction goes on and ends with the scan open
+    /// (see `Job::Transfer`). Its batches are dropped when they come.
+    pub(super) fn open_unread_scan(&mut self, index: usize, mode: OperationKind) {
+        let workload = self.workload_mut();
+        let table = workload.table_id(WorkTable::Bank);
+        let api = workload.sessions[index].api;
+        let running = workload.sessions[index].running.as_ref().expect("running");
+        let (transaction, coordinator) = (running.transaction, running.coordinator);
+        workload.unread_scans.insert((api, transaction));
+        self.trace(format!(
+            "api {api} transaction {transaction} -> node {coordinator}: scan bank {mode:?}, \
+             left unread"
+        ));
+        self.send(
+            api,
+            0,
+            coordinator,
+            Message::ScanOpen(ScanOpen {
+                transaction,
+                scan: 1,
+                table,
+                columns: vec![0, 1],
+                mode,
+                // A batch as large as a fragment: the scan goes on locking
+                // rows until it meets one another transaction holds.
+                batch_rows: 1_000,
+                batch_bytes: 1 << 16,
+                ..ScanOpen::default()
+            }),
+        );
+    }
+
     /// A batch of a scan reached API node `api` from `from`.
     pub(in crate::run) fn workload_scan_rows(&mut self, from: NodeId, api: NodeId, rows: ScanRows) {
         let result = self.on_scan_rows(from, api, &rows);
@@ -68,6 +101,15 @@ impl Simulation {
         api: NodeId,
         rows: &ScanRows,
     ) -> Result<(), String> {
+        if self
+            .workload()
+            .unread_scans
+            .contains(&(api, rows.transaction))
+        {
+            // Batches of a scan its transaction never reads (it may have
+            // ended already): whatever they hold, the session ignores them.
+            return Ok(());
+        }
         let partitions = self.workload().tables[WorkTable::Bank as usize].partitions as usize;
         let (accounts, total) = (self.workload().accounts, self.workload().model.total);
         let index = self
