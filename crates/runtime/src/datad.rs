@@ -523,13 +523,13 @@ impl Runtime {
                 if let Some(connection) = self.connections.get_mut(&eviction.token) {
                     log(
                         self.node,
-                        &format!("{}: {}", connection.peer_address, eviction.reason),
+                        &format!("refusing {}: {}", connection.peer_address, eviction.reason),
                     );
                     connection.queue(Message::Refused {
                         error: protocol::ErrorReply {
                             ndb_code: crate::transport::TOO_MANY_CONNECTIONS_NDB_CODE,
                             mysql_code: crate::transport::TOO_MANY_CONNECTIONS_MYSQL_CODE,
-                            message: format!("data node {}: {}", self.node, eviction.reason),
+                            message: format!("data node {} {}", self.node, eviction.reason),
                         },
                     });
                     // Best effort: the refusal goes out if the socket takes it.

@@ -431,3 +431,33 @@ fn strangers_cannot_take_the_memory_or_the_slots_of_a_cluster() {
         "bounded in time"
     );
 }
+
+/// Peers that say Hello to the management node and stay take its
+/// identified slots (the configured nodes and 64 clients); the next client
+/// is refused with a message that says so, not a closed connection, and
+/// is served again once they leave.
+#[test]
+fn a_management_node_full_of_identified_peers_says_so() {
+    let sandbox = Sandbox::start("mgm-full");
+    sandbox.wait_for_line("Cluster ready", Duration::from_secs(60));
+    let mut crowd = Vec::new();
+    for _ in 0..200 {
+        let mut stream = TcpStream::connect(("127.0.0.1", sandbox.mgm_port)).expect("connect");
+        stream.write_all(&hello(0)).expect("hello");
+        crowd.push(stream);
+        // Paced, so each says Hello before the next arrives and none is
+        // closed as an unidentified stranger.
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let (ok, text) = sandbox.mgm("SHOW");
+    assert!(!ok, "SHOW succeeded on a full management node:\n{text}");
+    assert!(
+        text.contains("already serves") && text.contains("identified connections"),
+        "the refusal says why:\n{text}"
+    );
+    drop(crowd);
+    std::thread::sleep(Duration::from_millis(500));
+    let (ok, show) = sandbox.mgm("SHOW");
+    assert!(ok, "shoal mgm -e SHOW failed once the crowd left:\n{show}");
+}
