@@ -531,6 +531,11 @@ impl SlotLimits {
         kept: Option<Token>,
         now: Instant,
     ) -> Vec<Eviction> {
+        // Called every loop turn: the common case, nothing to close, is
+        // found without allocating.
+        if self.nothing_to_evict(connections, kept, now) {
+            return Vec::new();
+        }
         let mut evictions = Vec::new();
         let mut unidentified = Vec::new();
         let mut identified = Vec::new();
@@ -578,6 +583,31 @@ impl SlotLimits {
             });
         }
         evictions
+    }
+}
+
+impl SlotLimits {
+    fn nothing_to_evict(
+        &self,
+        connections: &BTreeMap<Token, Connection>,
+        kept: Option<Token>,
+        now: Instant,
+    ) -> bool {
+        let mut unidentified = 0;
+        let mut identified = 0;
+        for (token, connection) in connections {
+            let counted = Some(*token) != kept && connection.dialed_node.is_none();
+            if connection.identified() {
+                identified += usize::from(counted);
+            } else if now.saturating_duration_since(connection.opened_at)
+                > self.identification_timeout
+            {
+                return false;
+            } else {
+                unidentified += usize::from(counted);
+            }
+        }
+        unidentified <= self.unidentified_max && identified <= self.identified_max
     }
 }
 
@@ -760,6 +790,14 @@ mod tests {
             identification_timeout: Duration::from_secs(5),
         };
         let mut connections = BTreeMap::new();
+        let (alone, _peer) = pair(9);
+        connections.insert(Token(9), alone);
+        assert!(
+            limits
+                .evictions(&connections, None, Instant::now())
+                .is_empty()
+        );
+        connections.clear();
         let mut peers = Vec::new();
         for token in 1..=6 {
             let (connection, peer) = pair(token);

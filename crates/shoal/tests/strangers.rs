@@ -367,6 +367,8 @@ fn strangers_cannot_take_the_memory_or_the_slots_of_a_cluster() {
     );
 
     // With the strangers still connected, the cluster answers as before.
+    assert_eq!(sandbox.processes("mgmd"), mgmd, "the management node is up");
+    assert_eq!(sandbox.processes("datad"), datad, "both data nodes are up");
     let (ok, show) = sandbox.mgm("SHOW");
     assert!(ok, "shoal mgm -e SHOW failed:\n{show}");
     assert!(show.contains("[ndbd(NDB)]\t2 node(s)"), "{show}");
