@@ -782,6 +782,22 @@ mod tests {
         assert_eq!(memory.bytes_used(), 0);
     }
 
+    /// The budget is ReceiveBufferMemory for each configured node, but
+    /// never less than one frame of the largest size.
+    #[test]
+    fn the_receive_budget_comes_from_receive_buffer_memory() {
+        assert_eq!(
+            ReceiveMemory::for_nodes(2 << 20, 9).bytes_max(),
+            RECEIVE_MEMORY_BYTES_MIN
+        );
+        assert_eq!(ReceiveMemory::for_nodes(8 << 20, 9).bytes_max(), 72 << 20);
+        assert_eq!(
+            ReceiveMemory::for_nodes(u64::MAX, 9).bytes_max(),
+            usize::MAX,
+            "saturates"
+        );
+    }
+
     #[test]
     fn slots_time_out_strangers_and_make_room_for_newcomers() {
         let limits = SlotLimits {
