@@ -68,16 +68,67 @@ pub fn encode_frame(messages: &[Message], out: &mut Vec<u8>) {
 /// read. Bytes `start..end` are received and not yet decoded; the buffer's
 /// length is how much of it has ever been initialised, so it is zeroed only
 /// when it grows, never per read.
-#[derive(Default)]
+///
+/// Memory follows the bytes that arrived, never the size a header
+/// announces: a peer that announces 32 MiB and sends 100 bytes costs about
+/// the room of one read. The buffer grows by half its size at a time (not
+/// doubling, so what it holds is at least two thirds used), never past the
+/// frame being received, and a buffer emptied after a large frame is given
+/// back (`RETAINED_ROOM_FACTOR`).
 pub struct FrameDecoder {
     buffer: Vec<u8>,
     start: usize,
     end: usize,
+    /// Largest payload this decoder accepts: `FRAME_PAYLOAD_BYTES_MAX`
+    /// unless the connection lowered it (a peer that has not identified
+    /// itself may send only small frames).
+    payload_bytes_max: usize,
+    /// The largest room asked of `spare`: what a buffer emptied after a
+    /// large frame is measured against.
+    room_bytes_max: usize,
+}
+
+/// A buffer with nothing undecoded and more than this many times the
+/// largest room asked of `spare` is freed, so the memory of one large frame
+/// does not stay with the connection.
+pub const RETAINED_ROOM_FACTOR: usize = 4;
+
+impl Default for FrameDecoder {
+    fn default() -> FrameDecoder {
+        FrameDecoder {
+            buffer: Vec::new(),
+            start: 0,
+            end: 0,
+            payload_bytes_max: FRAME_PAYLOAD_BYTES_MAX,
+            room_bytes_max: 0,
+        }
+    }
 }
 
 impl FrameDecoder {
     pub fn new() -> FrameDecoder {
         FrameDecoder::default()
+    }
+
+    /// Refuses frames whose payload is larger than `bytes` (at most
+    /// `FRAME_PAYLOAD_BYTES_MAX`): their header is an error as soon as it
+    /// arrives.
+    pub fn set_payload_bytes_max(&mut self, bytes: usize) {
+        assert!(
+            bytes <= FRAME_PAYLOAD_BYTES_MAX,
+            "over the frame format's limit"
+        );
+        self.payload_bytes_max = bytes;
+    }
+
+    pub fn payload_bytes_max(&self) -> usize {
+        self.payload_bytes_max
+    }
+
+    /// Bytes the buffer holds allocated, used or not: what a connection's
+    /// receive memory is charged.
+    pub fn allocated_bytes(&self) -> usize {
+        self.buffer.capacity()
     }
 
     /// Appends bytes read from the connection.
@@ -86,18 +137,61 @@ impl FrameDecoder {
         self.filled(bytes.len());
     }
 
+    /// How many bytes `spare(bytes_min)` would add to `allocated_bytes`:
+    /// a connection checks its memory budget before asking for the room.
+    pub fn growth_for(&self, bytes_min: usize) -> usize {
+        let end = if self.buffer.len() - self.end < bytes_min {
+            self.end - self.start
+        } else {
+            self.end
+        };
+        let needed = end + bytes_min;
+        let capacity = self.buffer.capacity();
+        if needed <= capacity {
+            return 0;
+        }
+        self.grown_capacity(needed) - capacity
+    }
+
+    /// The capacity the buffer takes when it must hold `needed` bytes:
+    /// half as much again as now, but not past the frame being received.
+    fn grown_capacity(&self, needed: usize) -> usize {
+        let capacity = self.buffer.capacity();
+        let mut target = capacity + capacity / 2;
+        if let Some(frame_bytes) = self.announced_frame_bytes() {
+            target = target.min(frame_bytes);
+        }
+        target.max(needed)
+    }
+
+    /// The whole size of the frame at `start`, once its header arrived.
+    fn announced_frame_bytes(&self) -> Option<usize> {
+        let available = &self.buffer[self.start..self.end];
+        if available.len() < FRAME_HEADER_BYTES {
+            return None;
+        }
+        let payload_length = u32::from_le_bytes(available[8..12].try_into().expect("4")) as usize;
+        Some(FRAME_HEADER_BYTES + payload_length.min(self.payload_bytes_max))
+    }
+
     /// Room for at least `bytes_min` more bytes after those received: read
     /// into it, then call `filled` with how many bytes arrived. Undecoded
     /// bytes move to the front first when that makes the room, so the
     /// buffer grows only when one frame needs it.
     pub fn spare(&mut self, bytes_min: usize) -> &mut [u8] {
+        self.room_bytes_max = self.room_bytes_max.max(bytes_min);
         if self.buffer.len() - self.end < bytes_min && self.start > 0 {
             self.buffer.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
         }
         if self.buffer.len() - self.end < bytes_min {
-            self.buffer.resize(self.end + bytes_min, 0);
+            let needed = self.end + bytes_min;
+            if needed > self.buffer.capacity() {
+                let target = self.grown_capacity(needed);
+                self.buffer.reserve_exact(target - self.buffer.len());
+            }
+            self.buffer.resize(needed, 0);
         }
         &mut self.buffer[self.end..]
     }
@@ -137,9 +231,10 @@ impl FrameDecoder {
         let count = u16::from_le_bytes([header[6], header[7]]) as usize;
         let payload_length = u32::from_le_bytes(header[8..12].try_into().expect("4")) as usize;
         let checksum = u32::from_le_bytes(header[12..16].try_into().expect("4"));
-        if payload_length > FRAME_PAYLOAD_BYTES_MAX {
+        if payload_length > self.payload_bytes_max {
             return Err(DecodeError::new(format!(
-                "frame: payload of {payload_length} bytes exceeds {FRAME_PAYLOAD_BYTES_MAX}"
+                "frame: payload of {payload_length} bytes exceeds {}",
+                self.payload_bytes_max
             )));
         }
         if available.len() < FRAME_HEADER_BYTES + payload_length {
@@ -159,6 +254,9 @@ impl FrameDecoder {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
+            if self.buffer.capacity() > RETAINED_ROOM_FACTOR * self.room_bytes_max {
+                self.buffer = Vec::new();
+            }
         }
         Ok(true)
     }

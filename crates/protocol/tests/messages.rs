@@ -2,7 +2,7 @@
 //! truncated bytes are rejected without panicking.
 
 use proptest::prelude::*;
-use protocol::frame::FRAME_HEADER_BYTES;
+use protocol::frame::{FRAME_HEADER_BYTES, RETAINED_ROOM_FACTOR};
 use protocol::*;
 
 fn member() -> impl Strategy<Value = Member> {
@@ -750,4 +750,130 @@ fn redirects_name_the_president() {
         message: "table exists".into(),
     };
     assert_eq!(other.president_hint(), None);
+}
+
+/// A frame header announcing `payload_bytes` (the payload itself is not sent).
+fn header_announcing(payload_bytes: u32) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    encode_frame(&[Message::Stop], &mut bytes);
+    bytes.truncate(FRAME_HEADER_BYTES);
+    bytes[8..12].copy_from_slice(&payload_bytes.to_le_bytes());
+    bytes
+}
+
+#[test]
+fn a_lowered_payload_limit_refuses_the_header_at_once() {
+    let mut decoder = FrameDecoder::new();
+    decoder.set_payload_bytes_max(4096);
+    decoder.push(&header_announcing(4097));
+    let error = decoder.next_frame(&mut Vec::new()).unwrap_err();
+    assert!(error.message.contains("exceeds 4096"), "{error}");
+    let mut small = FrameDecoder::new();
+    small.set_payload_bytes_max(4096);
+    let mut bytes = Vec::new();
+    encode_frame(&[Message::Stop], &mut bytes);
+    small.push(&bytes);
+    assert!(small.next_frame(&mut Vec::new()).unwrap());
+}
+
+/// A slow sender of a 32 MiB frame costs memory as its bytes arrive: the
+/// buffer stays within half as much again as what was received plus one
+/// read's room, never the announced size.
+#[test]
+fn memory_follows_the_bytes_received_not_the_announced_size() {
+    const ROOM: usize = 64 * 1024;
+    let mut decoder = FrameDecoder::new();
+    decoder.push(&header_announcing(32 << 20));
+    let mut received = FRAME_HEADER_BYTES;
+    while received < 8 << 20 {
+        let growth = decoder.growth_for(ROOM);
+        let before = decoder.allocated_bytes();
+        let room = decoder.spare(ROOM);
+        let piece = room.len().min(ROOM);
+        room[..piece].fill(7);
+        decoder.filled(piece);
+        received += piece;
+        assert_eq!(
+            decoder.allocated_bytes(),
+            before + growth,
+            "growth_for foretells spare"
+        );
+        assert!(!decoder.next_frame(&mut Vec::new()).unwrap());
+        assert!(
+            decoder.allocated_bytes() <= received + received / 2 + 2 * ROOM,
+            "{} bytes allocated for {received} received",
+            decoder.allocated_bytes()
+        );
+    }
+}
+
+/// The buffer never grows past the frame it receives (plus one read's room).
+#[test]
+fn growth_stops_at_the_frame_being_received() {
+    let mut messages = Vec::new();
+    for _ in 0..4000 {
+        messages.push(Message::Heartbeat {
+            generation: 1,
+            version: 2,
+        });
+    }
+    let mut bytes = Vec::new();
+    encode_frame(&messages, &mut bytes);
+    let mut decoder = FrameDecoder::new();
+    let mut sent = 0;
+    let mut decoded = Vec::new();
+    while sent < bytes.len() {
+        let room = decoder.spare(1024);
+        let piece = room.len().min(1024).min(bytes.len() - sent);
+        room[..piece].copy_from_slice(&bytes[sent..sent + piece]);
+        decoder.filled(piece);
+        sent += piece;
+        if sent < bytes.len() {
+            assert!(decoder.allocated_bytes() <= bytes.len() + 1024);
+        }
+        while decoder.next_frame(&mut decoded).unwrap() {}
+    }
+    assert_eq!(decoded.len(), 4000);
+}
+
+/// Once a large frame is decoded and nothing is left, its memory goes back.
+#[test]
+fn an_emptied_large_buffer_is_given_back() {
+    let definition = vec![5u8; 2 << 20];
+    let message = Message::DictionaryReply {
+        request: 1,
+        state: ClusterState {
+            tables: vec![TableEntry {
+                id: 1,
+                name: "t".into(),
+                schema_version: 1,
+                definition,
+                partition_count: 1,
+                fully_replicated: false,
+                read_backup: false,
+                fragments: Vec::new(),
+            }],
+            ..ClusterState::default()
+        },
+    };
+    let mut bytes = Vec::new();
+    encode_frame(&[message], &mut bytes);
+    let mut decoder = FrameDecoder::new();
+    let mut sent = 0;
+    let mut decoded = Vec::new();
+    while sent < bytes.len() {
+        let room = decoder.spare(64 * 1024);
+        let piece = room.len().min(64 * 1024).min(bytes.len() - sent);
+        room[..piece].copy_from_slice(&bytes[sent..sent + piece]);
+        decoder.filled(piece);
+        sent += piece;
+        while decoder.next_frame(&mut decoded).unwrap() {}
+    }
+    assert_eq!(decoded.len(), 1);
+    assert_eq!(decoder.buffered_bytes(), 0);
+    assert!(
+        decoder.allocated_bytes() <= RETAINED_ROOM_FACTOR * 64 * 1024,
+        "{} bytes kept",
+        decoder.allocated_bytes()
+    );
 }

@@ -26,7 +26,10 @@ use protocol::{Address, Message, NodeId, NodeRole};
 use transaction::{Coordinator, CoordinatorConfig, QueryHandler, Routing};
 
 use crate::blocking::BlockingConnection;
-use crate::transport::{Connection, Peer, Stream};
+use crate::transport::{
+    Connection, IDENTIFICATION_TIMEOUT, Peer, ReceiveMemory, SlotLimits, Stream,
+    UNIDENTIFIED_CONNECTIONS_MAX,
+};
 
 #[derive(Debug, Clone)]
 pub struct DatadOptions {
@@ -43,7 +46,10 @@ const FIRST_PEER_TOKEN: usize = 3;
 const POLL_INTERVAL_MS: u64 = 50;
 const MANAGEMENT_RETRY_MS: u64 = 1_000;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Most connections a data node accepts (data nodes plus API nodes).
+/// Most connections a data node holds, whatever the slot limits say: a
+/// backstop, never reached while they hold (identified connections are
+/// bounded by the configured nodes, unidentified ones by
+/// `UNIDENTIFIED_CONNECTIONS_MAX`).
 const CONNECTIONS_MAX: usize = 512;
 /// Messages held for one data node while the first connection to it is
 /// being set up; past this the node is too slow to reach and messages are
@@ -86,6 +92,12 @@ struct Runtime {
     transaction_out: Vec<(NodeId, Message)>,
     addresses: BTreeMap<NodeId, Address>,
     send_buffer_bytes_max: usize,
+    /// Received bytes of every connection (`ReceiveBufferMemory` for each
+    /// configured node).
+    receive_memory: ReceiveMemory,
+    slot_limits: SlotLimits,
+    /// Connections closed for not saying Hello since the last log line.
+    strangers_closed: u64,
     started: Instant,
     stop: Option<String>,
 }
@@ -185,6 +197,10 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
     let coordinator = Coordinator::new(node, settings.incarnation, coordinator_config);
     let management_node = settings.management_node;
     let send_buffer_bytes_max = own.send_buffer_memory_bytes as usize;
+    let configured_nodes =
+        config.data_nodes.len() + config.management_nodes.len() + config.api_nodes.len();
+    let receive_memory =
+        ReceiveMemory::for_nodes(config.tcp.receive_buffer_memory_bytes, configured_nodes);
     let mut runtime = Runtime {
         poll,
         listener,
@@ -210,6 +226,13 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         transaction_out: Vec::new(),
         addresses: BTreeMap::new(),
         send_buffer_bytes_max,
+        receive_memory,
+        slot_limits: SlotLimits {
+            unidentified_max: UNIDENTIFIED_CONNECTIONS_MAX,
+            identified_max: configured_nodes,
+            identification_timeout: IDENTIFICATION_TIMEOUT,
+        },
+        strangers_closed: 0,
         started,
         stop: None,
     };
@@ -347,6 +370,7 @@ impl Runtime {
             self.management_address.clone(),
             self.send_buffer_bytes_max,
         )
+        .with_receive_memory(self.receive_memory.clone())
         .with_decoder(decoder);
         connection.peer = Some(Peer {
             node: self.management_node,
@@ -431,7 +455,9 @@ impl Runtime {
                 self.apply(effects);
                 self.dial_peers();
                 self.reconnect_management();
+                self.log_strangers_closed();
             }
+            self.enforce_slots();
             self.flush_all();
         }
     }
@@ -448,6 +474,7 @@ impl Runtime {
                         continue;
                     }
                     self.open(stream.into(), address.to_string(), None);
+                    self.enforce_slots();
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => {
@@ -483,6 +510,55 @@ impl Runtime {
                 continue;
             }
             self.open(stream.into(), "local socket".to_string(), None);
+            self.enforce_slots();
+        }
+    }
+
+    /// Closes the connections the slot limits say must go: strangers that
+    /// did not say Hello in time or make room for newer ones (counted,
+    /// logged once per tick), and identified connections beyond the
+    /// configured nodes (told why, and logged).
+    fn enforce_slots(&mut self) {
+        let evictions =
+            self.slot_limits
+                .evictions(&self.connections, self.management, Instant::now());
+        for eviction in evictions {
+            if eviction.refuse {
+                if let Some(connection) = self.connections.get_mut(&eviction.token) {
+                    log(
+                        self.node,
+                        &format!("refusing {}: {}", connection.peer_address, eviction.reason),
+                    );
+                    connection.queue(Message::Refused {
+                        error: protocol::ErrorReply {
+                            ndb_code: crate::transport::TOO_MANY_CONNECTIONS_NDB_CODE,
+                            mysql_code: crate::transport::TOO_MANY_CONNECTIONS_MYSQL_CODE,
+                            message: format!("data node {} {}", self.node, eviction.reason),
+                        },
+                    });
+                    // Best effort: the refusal goes out if the socket takes it.
+                    let _ = connection.flush(self.poll.registry());
+                }
+            } else {
+                self.strangers_closed += 1;
+            }
+            self.close(eviction.token, &eviction.reason);
+        }
+    }
+
+    fn log_strangers_closed(&mut self) {
+        if self.strangers_closed > 0 {
+            log(
+                self.node,
+                &format!(
+                    "closed {} connection(s) that did not say Hello within {} ms or made room \
+                     for newer ones (at most {} wait at once)",
+                    self.strangers_closed,
+                    self.slot_limits.identification_timeout.as_millis(),
+                    self.slot_limits.unidentified_max
+                ),
+            );
+            self.strangers_closed = 0;
         }
     }
 
@@ -494,7 +570,8 @@ impl Runtime {
         let token = Token(self.next_token);
         self.next_token += 1;
         let mut connection =
-            Connection::new(stream, token, peer_address, self.send_buffer_bytes_max);
+            Connection::new(stream, token, peer_address, self.send_buffer_bytes_max)
+                .with_receive_memory(self.receive_memory.clone());
         connection.dialed_node = dialed_node;
         connection.queue(self.hello());
         if connection.register(self.poll.registry()).is_ok() {

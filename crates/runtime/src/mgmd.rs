@@ -16,10 +16,13 @@ use cluster::management::ConnectionId;
 use cluster::{Effects, Event, ManagementNode, ManagementSettings};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
-use protocol::Message;
 use protocol::persisted::ArbitratorVotes;
+use protocol::{ErrorReply, Message};
 
-use crate::transport::{Connection, Peer};
+use crate::transport::{
+    Connection, Eviction, IDENTIFICATION_TIMEOUT, Peer, ReceiveMemory, SlotLimits,
+    TOO_MANY_CONNECTIONS_MYSQL_CODE, TOO_MANY_CONNECTIONS_NDB_CODE, UNIDENTIFIED_CONNECTIONS_MAX,
+};
 
 #[derive(Debug, Clone)]
 pub struct MgmdOptions {
@@ -39,8 +42,13 @@ const LISTENER: Token = Token(0);
 /// The arbitrator's votes, in the management node's DataDir.
 const VOTES_FILE: &str = "arbitrator.votes";
 const POLL_INTERVAL_MS: u64 = 50;
-/// Most connections the management node serves at once.
+/// Most connections the management node holds, whatever the slot limits
+/// say: a backstop, never reached while they hold.
 const CONNECTIONS_MAX: usize = 1024;
+/// Identified connections beyond the configured nodes: management clients
+/// (`shoal mgm`, `shoal up`'s status checks) and nodes still asking for
+/// their node id, which say Hello as node 0.
+const MANAGEMENT_CLIENTS_MAX: usize = 64;
 /// Write buffer per connection (the configuration text is the largest message).
 const WRITE_BUFFER_BYTES_MAX: usize = 64 << 20;
 
@@ -151,6 +159,16 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
     };
     let started = Instant::now();
     let mut block = ManagementNode::new(settings, crate::incarnation_now(), 0, votes);
+    let configured_nodes =
+        config.data_nodes.len() + config.management_nodes.len() + config.api_nodes.len();
+    let receive_memory =
+        ReceiveMemory::for_nodes(config.tcp.receive_buffer_memory_bytes, configured_nodes);
+    let slot_limits = SlotLimits {
+        unidentified_max: UNIDENTIFIED_CONNECTIONS_MAX,
+        identified_max: configured_nodes + MANAGEMENT_CLIENTS_MAX,
+        identification_timeout: IDENTIFICATION_TIMEOUT,
+    };
+    let mut strangers_closed = 0u64;
     cluster_log.line(&format!(
         "Management node {} started on {bind}: {} data node(s) in {} node group(s), \
          NoOfReplicas={}, cluster log {}",
@@ -168,6 +186,8 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
     // Connections to close; a failed flush puts one here for the next turn,
     // whose effects then go out through the one path below.
     let mut closed: Vec<Token> = Vec::new();
+    // Connections the slot limits closed this turn, for the block to hear of.
+    let mut evicted: Vec<Token> = Vec::new();
     loop {
         let now = started.elapsed().as_millis() as u64;
         if terminate.load(Ordering::Relaxed) {
@@ -198,6 +218,9 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
                     match listener.accept() {
                         Ok((stream, address)) => {
                             if connections.len() >= CONNECTIONS_MAX {
+                                cluster_log.line(&format!(
+                                    "Refusing {address}: {CONNECTIONS_MAX} connections open"
+                                ));
                                 continue;
                             }
                             let _ = stream.set_nodelay(true);
@@ -208,11 +231,23 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
                                 token,
                                 address.to_string(),
                                 WRITE_BUFFER_BYTES_MAX,
-                            );
+                            )
+                            .with_receive_memory(receive_memory.clone());
                             if connection.register(poll.registry()).is_ok() {
                                 block.on_connected(token.0 as u64, &address.ip().to_string());
                                 connections.insert(token, connection);
                             }
+                            // Room for the newcomer is made at once, so a
+                            // crowd of strangers never holds more slots.
+                            let evictions =
+                                slot_limits.evictions(&connections, None, Instant::now());
+                            strangers_closed += close_evicted(
+                                evictions,
+                                &mut connections,
+                                &poll,
+                                &mut cluster_log,
+                                &mut evicted,
+                            );
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                         Err(_) => break,
@@ -246,6 +281,14 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
                 closed.push(token);
             }
         }
+        let evictions = slot_limits.evictions(&connections, None, Instant::now());
+        strangers_closed += close_evicted(
+            evictions,
+            &mut connections,
+            &poll,
+            &mut cluster_log,
+            &mut evicted,
+        );
         let now = started.elapsed().as_millis() as u64;
         for token in closed.drain(..) {
             if let Some(mut connection) = connections.remove(&token) {
@@ -253,7 +296,19 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
                 block.on_disconnected(now, token.0 as u64, &mut effects);
             }
         }
+        for token in evicted.drain(..) {
+            block.on_disconnected(now, token.0 as u64, &mut effects);
+        }
         if now >= next_tick_ms {
+            if strangers_closed > 0 {
+                cluster_log.line(&format!(
+                    "Closed {strangers_closed} connection(s) that did not say Hello within {} ms \
+                     or made room for newer ones (at most {} wait at once)",
+                    slot_limits.identification_timeout.as_millis(),
+                    slot_limits.unidentified_max
+                ));
+                strangers_closed = 0;
+            }
             block.tick(now, &mut effects);
             next_tick_ms = now + block.next_tick_ms().clamp(10, 1_000);
         }
@@ -287,6 +342,46 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
             }
         }
     }
+}
+
+/// Closes the evicted connections at once (so they stop holding slots and
+/// memory) and lists them on `evicted`, for the block to hear of; an identified peer is first told why it is refused. Returns
+/// how many strangers were closed, for the tick's log line.
+fn close_evicted(
+    evictions: Vec<Eviction>,
+    connections: &mut BTreeMap<Token, Connection>,
+    poll: &Poll,
+    cluster_log: &mut ClusterLog,
+    evicted: &mut Vec<Token>,
+) -> u64 {
+    let mut strangers = 0;
+    for eviction in evictions {
+        let Some(connection) = connections.get_mut(&eviction.token) else {
+            continue;
+        };
+        if eviction.refuse {
+            cluster_log.line(&format!(
+                "Refusing {}: {}",
+                connection.peer_address, eviction.reason
+            ));
+            connection.queue(Message::Refused {
+                error: ErrorReply {
+                    ndb_code: TOO_MANY_CONNECTIONS_NDB_CODE,
+                    mysql_code: TOO_MANY_CONNECTIONS_MYSQL_CODE,
+                    message: format!("the management node {}", eviction.reason),
+                },
+            });
+            // Best effort: the refusal goes out if the socket takes it.
+            let _ = connection.flush(poll.registry());
+        } else {
+            strangers += 1;
+        }
+        if let Some(mut connection) = connections.remove(&eviction.token) {
+            let _ = poll.registry().deregister(&mut connection.stream);
+        }
+        evicted.push(eviction.token);
+    }
+    strangers
 }
 
 /// Replaces `path` with `bytes` so that a crash leaves the old or the new
