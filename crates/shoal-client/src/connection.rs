@@ -419,6 +419,12 @@ impl Cluster {
                 continue;
             }
             let (stream, decoder, pending) = opened.into_parts();
+            // The handshake left a read timeout on the socket, and a clone
+            // shares it: the receiving thread must block until data or a
+            // real disconnect, however long the link stays idle.
+            if stream.set_read_timeout(None).is_err() {
+                continue;
+            }
             let Ok(reader) = stream.try_clone() else {
                 continue;
             };
@@ -593,8 +599,21 @@ fn receive_loop(
     loop {
         // Read straight into the decoder's buffer: no copy per read.
         let read = match reader.read(decoder.spare(RECEIVE_BYTES_MIN)) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
             Ok(n) => n,
+            // Only a closed or failed connection is a node failure: a
+            // timeout or an interrupted read just means nothing arrived.
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue;
+            }
+            Err(_) => break,
         };
         decoder.filled(read);
         shared.counters.values[crate::session::BYTES_RECEIVED]
@@ -617,4 +636,65 @@ fn receive_loop(
     }
     link.alive.store(false, Ordering::Release);
     shared.node_down(link.node);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::{Executed, TransactionState};
+    use std::net::TcpListener;
+
+    /// A receiving thread, its link, and the mailbox of session 1, reading
+    /// `client`; the server side of the socket is returned to write to.
+    fn receiving(client: TcpStream) -> (Arc<Link>, Arc<Mailbox>) {
+        let mut mailboxes = vec![None; 4];
+        let mailbox = Arc::new(Mailbox::default());
+        mailboxes[1] = Some(Arc::clone(&mailbox));
+        let shared = Arc::new(Shared {
+            mailboxes: RwLock::new(mailboxes),
+            counters: SharedCounters::default(),
+        });
+        let link = Arc::new(Link {
+            node: 2,
+            writer: Mutex::new(client.try_clone().expect("clone")),
+            alive: AtomicBool::new(true),
+        });
+        let receiving = Arc::clone(&link);
+        std::thread::spawn(move || receive_loop(client, FrameDecoder::new(), receiving, shared));
+        (link, mailbox)
+    }
+
+    /// A socket that still carries a read timeout (as the handshake leaves
+    /// it) must not end the receiving thread: an idle link stays up.
+    #[test]
+    fn an_idle_link_outlives_a_read_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
+        let (mut server, _) = listener.accept().expect("accept");
+        client
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("timeout");
+        let (link, mailbox) = receiving(client);
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(link.alive.load(Ordering::Acquire), "the idle link died");
+        let mut bytes = Vec::new();
+        encode_frame(
+            &[Message::Executed(Executed {
+                transaction: 1 << SESSION_SHIFT | 7,
+                state: TransactionState::Committed,
+                error: None,
+                results: Vec::new(),
+                hops: 0,
+            })],
+            &mut bytes,
+        );
+        server.write_all(&bytes).expect("write");
+        let mut received = VecDeque::new();
+        assert!(mailbox.take(Instant::now() + Duration::from_secs(5), &mut received));
+        assert!(
+            matches!(received.front(), Some(Delivery::Message(Message::Executed(e))) if e.transaction & 0xFF == 7),
+            "got {received:?}"
+        );
+        assert!(link.alive.load(Ordering::Acquire));
+    }
 }
