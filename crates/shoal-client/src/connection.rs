@@ -26,6 +26,13 @@ use crate::session::Session;
 
 /// How long one request waits for its answer.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long opening a connection to a data node (TCP and its Hello) may
+/// take: a data node on a host that does not answer must not hold up a
+/// client for a whole request timeout.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a data node that could not be reached is left alone before the
+/// next attempt, so a node that is down costs nothing per request.
+const RECONNECT_INTERVAL: Duration = Duration::from_millis(500);
 /// Redirects and temporary errors followed before a schema change gives up.
 const SCHEMA_ATTEMPTS_MAX: u32 = 20;
 /// Sessions one cluster connection serves at once.
@@ -139,6 +146,8 @@ pub(crate) struct Inner {
     addresses: Mutex<BTreeMap<NodeId, String>>,
     pub(crate) data_nodes: Vec<NodeId>,
     links: Vec<(NodeId, Mutex<Option<Arc<Link>>>)>,
+    /// When each data node last failed to connect (see `RECONNECT_INTERVAL`).
+    failed_connects: Mutex<BTreeMap<NodeId, Instant>>,
     pub(crate) shared: Arc<Shared>,
     routing: RwLock<Arc<Routing>>,
     next_request: AtomicU64,
@@ -203,6 +212,7 @@ impl Cluster {
             management: Mutex::new(management),
             addresses: Mutex::new(BTreeMap::new()),
             links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
+            failed_connects: Mutex::new(BTreeMap::new()),
             data_nodes,
             shared: Arc::new(Shared {
                 mailboxes: RwLock::new(mailboxes),
@@ -214,40 +224,74 @@ impl Cluster {
             admin: Mutex::new(()),
         });
         let cluster = Cluster { inner };
-        let deadline = Instant::now() + timeout;
-        loop {
-            cluster.absorb_addresses(Duration::from_millis(100))?;
-            cluster.connect_data_nodes();
-            if cluster
-                .inner
-                .links
-                .iter()
-                .all(|(n, _)| cluster.link(*n).is_some())
-                || Instant::now() >= deadline
-            {
-                break;
-            }
-        }
-        if cluster
-            .inner
-            .links
-            .iter()
-            .all(|(n, _)| cluster.link(*n).is_none())
-        {
-            return Err(ClientError::connection(format!(
-                "no data node reachable within {} ms",
-                timeout.as_millis()
-            )));
-        }
-        // Wait for a started cluster: a dictionary from a member.
-        loop {
-            match cluster.refresh_dictionary() {
-                Ok(()) => break,
-                Err(error) if Instant::now() >= deadline => return Err(error),
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
-            }
-        }
+        cluster.wait_until_ready(&config.node_groups, Instant::now() + timeout)?;
         Ok(cluster)
+    }
+
+    /// Connects to the data nodes and reads the dictionary. Ready as soon
+    /// as every member of the started cluster is connected: a data node
+    /// that is down is not waited for. At the deadline, a connected member
+    /// in every node group is enough; without one the error names the node
+    /// groups and nodes not reached.
+    fn wait_until_ready(
+        &self,
+        node_groups: &[Vec<NodeId>],
+        deadline: Instant,
+    ) -> Result<(), ClientError> {
+        let mut last_error = None;
+        loop {
+            self.absorb_addresses(Duration::from_millis(50))?;
+            self.connect_data_nodes();
+            let connected: Vec<NodeId> = self
+                .inner
+                .data_nodes
+                .iter()
+                .copied()
+                .filter(|n| self.link(*n).is_some())
+                .collect();
+            if !connected.is_empty() {
+                // A dictionary from a member means the cluster has started.
+                match self.refresh_dictionary() {
+                    Ok(()) => {
+                        let routing = self.routing();
+                        let members = self
+                            .inner
+                            .data_nodes
+                            .iter()
+                            .filter(|n| routing.is_live(**n));
+                        if members.clone().all(|n| connected.contains(n)) {
+                            return Ok(());
+                        }
+                        let every_group = node_groups.iter().all(|group| {
+                            group
+                                .iter()
+                                .any(|n| routing.is_live(*n) && connected.contains(n))
+                        });
+                        if every_group && Instant::now() >= deadline {
+                            return Ok(());
+                        }
+                        let missing: Vec<String> = members
+                            .filter(|n| !connected.contains(n))
+                            .map(|n| n.to_string())
+                            .collect();
+                        last_error = Some(ClientError::connection(format!(
+                            "data node(s) {} are cluster members but not connected",
+                            missing.join(", ")
+                        )));
+                    }
+                    Err(error) => last_error = Some(error),
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(last_error.unwrap_or_else(|| {
+                    ClientError::connection(format!(
+                        "no data node reachable (configured: {:?}) by the deadline",
+                        self.inner.data_nodes
+                    ))
+                }));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The API node id the management node gave this connection.
@@ -403,48 +447,70 @@ impl Cluster {
             else {
                 continue;
             };
-            let Ok(mut opened) = BlockingConnection::connect(
-                &address,
-                self.inner.node,
-                NodeRole::Api,
-                REQUEST_TIMEOUT,
-            ) else {
-                continue;
-            };
-            // The data node introduces itself first.
-            if !matches!(
-                opened.receive(REQUEST_TIMEOUT),
-                Ok(Some(Message::Hello { .. }))
-            ) {
+            let recently_failed = self
+                .inner
+                .failed_connects
+                .lock()
+                .expect("failed connects")
+                .get(node)
+                .is_some_and(|at| at.elapsed() < RECONNECT_INTERVAL);
+            if recently_failed {
                 continue;
             }
-            let (stream, decoder, pending) = opened.into_parts();
-            // The handshake left a read timeout on the socket, and a clone
-            // shares it: the receiving thread must block until data or a
-            // real disconnect, however long the link stays idle.
-            if stream.set_read_timeout(None).is_err() {
-                continue;
-            }
-            let Ok(reader) = stream.try_clone() else {
-                continue;
-            };
-            let link = Arc::new(Link {
-                node: *node,
-                writer: Mutex::new(stream),
-                alive: AtomicBool::new(true),
-            });
-            let shared = Arc::clone(&self.inner.shared);
-            for message in pending {
-                dispatch(&shared, message);
-            }
-            let receiving = Arc::clone(&link);
-            let spawned = std::thread::Builder::new()
-                .name(format!("shoal-receive-{node}"))
-                .spawn(move || receive_loop(reader, decoder, receiving, shared));
-            if spawned.is_ok() {
-                *slot.lock().expect("link") = Some(link);
+            match self.open_link(*node, &address) {
+                Some(link) => {
+                    *slot.lock().expect("link") = Some(link);
+                    self.inner
+                        .failed_connects
+                        .lock()
+                        .expect("failed connects")
+                        .remove(node);
+                }
+                None => {
+                    self.inner
+                        .failed_connects
+                        .lock()
+                        .expect("failed connects")
+                        .insert(*node, Instant::now());
+                }
             }
         }
+    }
+
+    /// Connects to data node `node` at `address` and starts its receiving
+    /// thread; `None` if it cannot be reached within `CONNECT_TIMEOUT`.
+    fn open_link(&self, node: NodeId, address: &str) -> Option<Arc<Link>> {
+        let mut opened =
+            BlockingConnection::connect(address, self.inner.node, NodeRole::Api, CONNECT_TIMEOUT)
+                .ok()?;
+        // The data node introduces itself first.
+        if !matches!(
+            opened.receive(CONNECT_TIMEOUT),
+            Ok(Some(Message::Hello { .. }))
+        ) {
+            return None;
+        }
+        let (stream, decoder, pending) = opened.into_parts();
+        // The handshake left a read timeout on the socket, and a clone
+        // shares it: the receiving thread must block until data or a
+        // real disconnect, however long the link stays idle.
+        stream.set_read_timeout(None).ok()?;
+        let reader = stream.try_clone().ok()?;
+        let link = Arc::new(Link {
+            node,
+            writer: Mutex::new(stream),
+            alive: AtomicBool::new(true),
+        });
+        let shared = Arc::clone(&self.inner.shared);
+        for message in pending {
+            dispatch(&shared, message);
+        }
+        let receiving = Arc::clone(&link);
+        std::thread::Builder::new()
+            .name(format!("shoal-receive-{node}"))
+            .spawn(move || receive_loop(reader, decoder, receiving, shared))
+            .ok()?;
+        Some(link)
     }
 
     fn any_connected(&self) -> Result<NodeId, ClientError> {

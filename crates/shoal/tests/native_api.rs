@@ -13,6 +13,12 @@ use schema::distribution::TableOptions;
 use schema::{ColumnDef, ColumnType, TableDef};
 use shoal_client::{Cluster, ExecuteEnd, LockMode, Status, Value};
 
+/// Sends `signal` to `pid` without relying on a `kill` binary being installed.
+fn signal(pid: u32, signal: rustix::process::Signal) -> bool {
+    rustix::process::Pid::from_raw(pid as i32)
+        .is_some_and(|pid| rustix::process::kill_process(pid, signal).is_ok())
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -82,6 +88,17 @@ impl TwoNodes {
             .spawn()
             .expect("shoal starts");
         self.children.push((name.to_string(), child));
+    }
+
+    fn kill(&mut self, name: &str) {
+        let index = self
+            .children
+            .iter()
+            .position(|(n, _)| n == name)
+            .expect("a started process");
+        let (_, mut child) = self.children.remove(index);
+        assert!(signal(child.id(), rustix::process::Signal::KILL));
+        let _ = child.wait();
     }
 
     fn log(&self, name: &str) -> String {
@@ -177,4 +194,53 @@ fn a_client_idle_for_a_minute_still_commits() {
         read_value(&mut session, 5),
         Some(Value::Bytes(b"after".to_vec()))
     );
+}
+
+/// With one data node of the node group killed, a new client connects
+/// through the survivor, reads and writes; a client that asks for the
+/// dead node by name gets an error naming that node.
+#[test]
+fn a_new_client_connects_while_a_data_node_is_down() {
+    let mut nodes = TwoNodes::start("node-down", "");
+    let first = nodes.connect_when_started();
+    first
+        .create_table(&table("accounts"), &TableOptions::default())
+        .expect("create table");
+    let old = first
+        .cluster_state(2)
+        .expect("state")
+        .member_of(3)
+        .expect("node 3 is a member");
+    nodes.kill("3");
+    eventually(Duration::from_secs(10), || {
+        let state = first.cluster_state(2).ok()?;
+        (!state.contains(old)).then_some(())
+    })
+    .unwrap_or_else(|| panic!("node 2 did not go on alone:\n{}", nodes.log("2")));
+    drop(first);
+
+    let started = Instant::now();
+    let cluster = Cluster::connect(&nodes.connectstring, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("connect with node 3 down: {e}"));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "connecting took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(cluster.data_nodes(), vec![(2, true), (3, false)]);
+    let accounts = cluster.table("accounts").expect("table");
+    let mut session = cluster.session().expect("session");
+    for id in 0..8 {
+        let mut write = session.start_transaction(None).expect("start");
+        write.insert(&accounts, &row(id, b"alone")).expect("define");
+        session
+            .execute(&mut write, ExecuteEnd::Commit)
+            .unwrap_or_else(|e| panic!("insert {id} on the survivor: {e}"));
+    }
+    assert_eq!(
+        read_value(&mut session, 7),
+        Some(Value::Bytes(b"alone".to_vec()))
+    );
+    let error = cluster.cluster_state(3).expect_err("node 3 is down");
+    assert!(error.message.contains("data node 3"), "{error}");
 }
