@@ -404,7 +404,12 @@ impl Transaction {
         decode_row(&record.table, &record.data)
     }
 
-    fn absorb(&mut self, executed: Executed) {
+    /// Takes in the answer to a batch that ended with `end`; returns the
+    /// batch's outcome. Every error a data node returns is an error here,
+    /// whatever state the transaction is left in (4102, "this execute was
+    /// not run", leaves it open), and a commit that did not commit is never
+    /// a success. The error is also kept in the transaction (`error`).
+    fn absorb(&mut self, end: ExecuteEnd, executed: Executed) -> Result<(), ClientError> {
         let first = self.records.len() - executed.results.len().min(self.records.len());
         for (record, result) in self.records[first..].iter_mut().zip(executed.results) {
             record.error = result.error;
@@ -415,9 +420,22 @@ impl Transaction {
             TransactionState::Committed => self.status = Status::Committed,
             TransactionState::Aborted => self.status = Status::Aborted,
         }
-        if let Some(error) = executed.error {
-            self.error = Some(ClientError::reply(error));
-        }
+        let error = match executed.error {
+            Some(error) => ClientError::reply(error),
+            None if end == ExecuteEnd::Commit && executed.state != TransactionState::Committed => {
+                ClientError::new(
+                    RECEIVE_FAILED,
+                    format!(
+                        "data node {} answered a commit of transaction {} with state {:?} \
+                         and no error",
+                        self.node, self.id, executed.state
+                    ),
+                )
+            }
+            None => return Ok(()),
+        };
+        self.error = Some(error.clone());
+        Err(error)
     }
 }
 
@@ -726,7 +744,7 @@ impl Session {
                 other => self.park(other),
             }
         };
-        self.finish_execute(transaction, executed)
+        self.finish_execute(transaction, end, executed)
     }
 
     fn execute_message(&mut self, transaction: &mut Transaction, end: ExecuteEnd) -> Message {
@@ -744,19 +762,17 @@ impl Session {
     fn finish_execute(
         &mut self,
         transaction: &mut Transaction,
+        end: ExecuteEnd,
         executed: Executed,
     ) -> Result<(), ClientError> {
         self.count(DATA_NODE_HOPS, u64::from(executed.hops));
-        transaction.absorb(executed);
+        let outcome = transaction.absorb(end, executed);
         match transaction.status {
             Status::Committed => self.count(COMMITTED, 1),
             Status::Aborted => self.count(ABORTED, 1),
             Status::Open => {}
         }
-        match (&transaction.error, transaction.status) {
-            (Some(error), Status::Aborted) => Err(error.clone()),
-            _ => Ok(()),
-        }
+        outcome
     }
 
     /// The next delivery, from the parked ones or the mailbox.
@@ -779,7 +795,10 @@ impl Session {
         match delivery {
             Delivery::Message(Message::Executed(executed)) => {
                 if let Some(mut transaction) = self.in_flight.remove(&executed.transaction) {
-                    let _ = self.finish_execute(&mut transaction, executed);
+                    let end = transaction.pending_end.unwrap_or(ExecuteEnd::NoCommit);
+                    // The outcome stays in the transaction (`error`), which
+                    // `send_poll` hands back to the caller.
+                    let _ = self.finish_execute(&mut transaction, end, executed);
                     self.prepared_done(transaction);
                 }
             }
@@ -1081,5 +1100,78 @@ fn lost_answer(node: NodeId, end: ExecuteEnd) -> ClientError {
             NODE_FAILURE,
             format!("the connection to data node {node} failed: the transaction was aborted"),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::ErrorReply;
+
+    fn open_transaction() -> Transaction {
+        Transaction {
+            id: 1 << SESSION_SHIFT | 1,
+            node: 2,
+            status: Status::Open,
+            started: true,
+            defined: Vec::new(),
+            records: Vec::new(),
+            error: None,
+            pending_end: None,
+            next_scan: 1,
+        }
+    }
+
+    fn executed(state: TransactionState, error: Option<u16>) -> Executed {
+        Executed {
+            transaction: 1 << SESSION_SHIFT | 1,
+            state,
+            error: error.map(|ndb_code| ErrorReply {
+                ndb_code,
+                mysql_code: 1296,
+                message: format!("error {ndb_code}"),
+            }),
+            results: Vec::new(),
+            hops: 0,
+        }
+    }
+
+    /// 4102 (the batch was not run) comes with the transaction still open:
+    /// it is an error all the same, never a success.
+    #[test]
+    fn an_error_with_the_transaction_open_is_an_error() {
+        let mut transaction = open_transaction();
+        let outcome = transaction.absorb(
+            ExecuteEnd::NoCommit,
+            executed(TransactionState::Open, Some(4102)),
+        );
+        assert_eq!(outcome.map_err(|e| e.ndb_code), Err(4102));
+        assert_eq!(transaction.status(), Status::Open);
+    }
+
+    #[test]
+    fn a_commit_answered_without_committing_is_an_error() {
+        let mut transaction = open_transaction();
+        let outcome =
+            transaction.absorb(ExecuteEnd::Commit, executed(TransactionState::Open, None));
+        assert!(outcome.is_err());
+        let mut committed = open_transaction();
+        let outcome = committed.absorb(
+            ExecuteEnd::Commit,
+            executed(TransactionState::Committed, None),
+        );
+        assert_eq!(outcome, Ok(()));
+        assert_eq!(committed.status(), Status::Committed);
+    }
+
+    #[test]
+    fn an_asked_for_rollback_is_a_success() {
+        let mut transaction = open_transaction();
+        let outcome = transaction.absorb(
+            ExecuteEnd::Rollback,
+            executed(TransactionState::Aborted, None),
+        );
+        assert_eq!(outcome, Ok(()));
+        assert_eq!(transaction.status(), Status::Aborted);
     }
 }
