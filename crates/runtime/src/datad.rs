@@ -176,6 +176,7 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
     let coordinator_config = CoordinatorConfig {
         transactions_max: own.concurrent_transactions_max,
         operations_max: own.concurrent_operations_max,
+        inactive_timeout_ms: own.transaction_inactive_timeout_ms,
         ..CoordinatorConfig::default()
     };
     let coordinator = Coordinator::new(node, settings.incarnation, coordinator_config);
@@ -425,6 +426,8 @@ impl Runtime {
                 let mut effects = Effects::new();
                 self.block.tick(now, &mut effects);
                 self.apply(effects);
+                // The inactivity timer runs at the node's tick interval.
+                self.run_transaction_blocks(|runtime, out| runtime.coordinator.tick(now, out));
                 self.dial_peers();
                 self.reconnect_management();
             }

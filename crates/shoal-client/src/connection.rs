@@ -37,8 +37,13 @@ const RECONNECT_INTERVAL: Duration = Duration::from_millis(500);
 const SCHEMA_ATTEMPTS_MAX: u32 = 20;
 /// Sessions one cluster connection serves at once.
 pub const SESSIONS_MAX: usize = 4_096;
-/// A transaction id is `session << SESSION_SHIFT | sequence`.
-pub(crate) const SESSION_SHIFT: u32 = 40;
+/// A transaction id is `session << SESSION_SHIFT | sequence`: the session's
+/// mailbox in the top bits (so the receiving thread finds it without a
+/// map), and below it a sequence counted per connection, not per session,
+/// so a session that takes a freed mailbox never repeats an id. 2^52 ids
+/// last 142 years at a million transactions a second.
+pub(crate) const SESSION_SHIFT: u32 = 52;
+const _: () = assert!(SESSIONS_MAX as u64 <= 1 << (64 - SESSION_SHIFT));
 /// The mailbox of the connection's own requests (dictionary, schema).
 const ADMIN_MAILBOX: usize = 0;
 
@@ -88,23 +93,118 @@ pub(crate) struct SharedCounters {
 
 pub(crate) struct Link {
     pub(crate) node: NodeId,
-    writer: Mutex<TcpStream>,
+    /// The socket; writes go through `&TcpStream`, one session at a time
+    /// (see `writing`), so a session waiting for its turn is not stuck
+    /// behind a lock it cannot time out of.
+    stream: TcpStream,
+    /// A session is writing a frame; the others wait on `writable`, each
+    /// until its own deadline.
+    writing: Mutex<bool>,
+    writable: Condvar,
     pub(crate) alive: AtomicBool,
 }
 
+/// The longest one blocking write to a data node lasts before the sender
+/// looks at its deadline again (the socket's send timeout).
+const WRITE_SLICE: Duration = Duration::from_millis(50);
+
 impl Link {
-    /// Sends `bytes` (whole frames); a failure marks the link down.
-    pub(crate) fn send(&self, bytes: &[u8]) -> Result<(), ClientError> {
+    /// A link over `stream` to data node `node`. `None` if the socket
+    /// refuses its send timeout.
+    fn new(node: NodeId, stream: TcpStream) -> Option<Link> {
+        stream.set_write_timeout(Some(WRITE_SLICE)).ok()?;
+        Some(Link {
+            node,
+            stream,
+            writing: Mutex::new(false),
+            writable: Condvar::new(),
+            alive: AtomicBool::new(true),
+        })
+    }
+
+    /// Sends `bytes` (whole frames) by `deadline`. Waiting for another
+    /// session's send ends at the deadline too. A frame sent in part
+    /// cannot be taken back, so a send that runs out of time midway closes
+    /// the link (the data node then rolls back this API node's open
+    /// transactions); one that sent nothing leaves the link as it was.
+    pub(crate) fn send(&self, bytes: &[u8], deadline: Instant) -> Result<(), ClientError> {
         if !self.alive.load(Ordering::Acquire) {
             return Err(node_down(self.node));
         }
-        let mut writer = self.writer.lock().expect("link writer");
-        if let Err(error) = writer.write_all(bytes) {
+        {
+            let mut writing = self.writing.lock().expect("link writing");
+            while *writing {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(ClientError::new(
+                        crate::error::REQUEST_TIMEOUT_CODE,
+                        format!(
+                            "data node {}: another session's send did not finish by this \
+                             call's deadline; nothing was sent",
+                            self.node
+                        ),
+                    ));
+                }
+                writing = self
+                    .writable
+                    .wait_timeout(writing, left)
+                    .expect("link writing")
+                    .0;
+            }
+            *writing = true;
+        }
+        let result = self.write_by(bytes, deadline);
+        *self.writing.lock().expect("link writing") = false;
+        self.writable.notify_one();
+        result
+    }
+
+    fn write_by(&self, bytes: &[u8], deadline: Instant) -> Result<(), ClientError> {
+        let mut stream = &self.stream;
+        let mut written = 0;
+        while written < bytes.len() {
+            let failure = match stream.write(&bytes[written..]) {
+                Ok(0) => "the connection accepts no more bytes".to_string(),
+                Ok(count) => {
+                    written += count;
+                    continue;
+                }
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    if Instant::now() < deadline {
+                        continue;
+                    }
+                    if written == 0 {
+                        return Err(ClientError::new(
+                            crate::error::REQUEST_TIMEOUT_CODE,
+                            format!(
+                                "data node {} took none of the request by the call's deadline \
+                                 (its connection is full); nothing was sent",
+                                self.node
+                            ),
+                        ));
+                    }
+                    format!(
+                        "the call's deadline passed with {written} of {} bytes sent",
+                        bytes.len()
+                    )
+                }
+                Err(error) => error.to_string(),
+            };
             self.alive.store(false, Ordering::Release);
-            let _ = writer.shutdown(Shutdown::Both);
+            let _ = self.stream.shutdown(Shutdown::Both);
             return Err(ClientError::new(
                 crate::error::NODE_FAILURE,
-                format!("send to data node {} failed: {error}", self.node),
+                format!(
+                    "send to data node {} failed: {failure}; the connection was closed",
+                    self.node
+                ),
             ));
         }
         Ok(())
@@ -151,6 +251,8 @@ pub(crate) struct Inner {
     pub(crate) shared: Arc<Shared>,
     routing: RwLock<Arc<Routing>>,
     next_request: AtomicU64,
+    /// The sequence part of the next transaction id (see `SESSION_SHIFT`).
+    next_transaction: AtomicU64,
     round_robin: AtomicUsize,
     /// One administrative request at a time: they share a mailbox.
     admin: Mutex<()>,
@@ -167,7 +269,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         for (_, slot) in &self.links {
             if let Some(link) = slot.lock().expect("link").take() {
-                let _ = link.writer.lock().expect("writer").shutdown(Shutdown::Both);
+                let _ = link.stream.shutdown(Shutdown::Both);
             }
         }
     }
@@ -220,6 +322,7 @@ impl Cluster {
             }),
             routing: RwLock::new(Arc::new(Routing::new())),
             next_request: AtomicU64::new(1),
+            next_transaction: AtomicU64::new(1),
             round_robin: AtomicUsize::new(0),
             admin: Mutex::new(()),
         });
@@ -336,6 +439,14 @@ impl Cluster {
     pub(crate) fn counter_values(&self) -> [u64; crate::session::COUNTERS] {
         let counters = &self.inner.shared.counters.values;
         std::array::from_fn(|index| counters[index].load(Ordering::Relaxed))
+    }
+
+    /// A transaction id for session `session`, never used before on this
+    /// connection.
+    pub(crate) fn next_transaction_id(&self, session: u32) -> u64 {
+        let sequence = self.inner.next_transaction.fetch_add(1, Ordering::Relaxed);
+        assert!(sequence < 1 << SESSION_SHIFT, "transaction ids ran out");
+        (u64::from(session) << SESSION_SHIFT) | sequence
     }
 
     pub(crate) fn release_session(&self, id: u32) {
@@ -496,11 +607,7 @@ impl Cluster {
         // real disconnect, however long the link stays idle.
         stream.set_read_timeout(None).ok()?;
         let reader = stream.try_clone().ok()?;
-        let link = Arc::new(Link {
-            node,
-            writer: Mutex::new(stream),
-            alive: AtomicBool::new(true),
-        });
+        let link = Arc::new(Link::new(node, stream)?);
         let shared = Arc::clone(&self.inner.shared);
         for message in pending {
             dispatch(&shared, message);
@@ -544,8 +651,8 @@ impl Cluster {
             let mailboxes = self.inner.shared.mailboxes.read().expect("mailboxes");
             Arc::clone(mailboxes[ADMIN_MAILBOX].as_ref().expect("admin mailbox"))
         };
-        link.send(&bytes)?;
         let deadline = Instant::now() + REQUEST_TIMEOUT;
+        link.send(&bytes, deadline)?;
         let mut received = VecDeque::new();
         loop {
             if !mailbox.take(deadline, &mut received) {
@@ -704,11 +811,87 @@ fn receive_loop(
     shared.node_down(link.node);
 }
 
+/// A cluster connection with no management node or data node behind it,
+/// for tests of the client's own bookkeeping: its data nodes are
+/// `data_nodes`, none connected (see `attach_link`).
+#[cfg(test)]
+pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpListener) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address").to_string();
+    let management =
+        BlockingConnection::connect(&address, 0, NodeRole::Api, Duration::from_secs(5))
+            .expect("connect");
+    let mut mailboxes = vec![None; SESSIONS_MAX];
+    mailboxes[ADMIN_MAILBOX] = Some(Arc::new(Mailbox::default()));
+    let inner = Arc::new(Inner {
+        node: 100,
+        management: Mutex::new(management),
+        addresses: Mutex::new(BTreeMap::new()),
+        links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
+        failed_connects: Mutex::new(BTreeMap::new()),
+        data_nodes: data_nodes.to_vec(),
+        shared: Arc::new(Shared {
+            mailboxes: RwLock::new(mailboxes),
+            counters: SharedCounters::default(),
+        }),
+        routing: RwLock::new(Arc::new(Routing::new())),
+        next_request: AtomicU64::new(1),
+        next_transaction: AtomicU64::new(1),
+        round_robin: AtomicUsize::new(0),
+        admin: Mutex::new(()),
+    });
+    (Cluster { inner }, listener)
+}
+
+/// Connects `cluster`'s link to data node `node` to a test socket, whose
+/// other end is returned.
+#[cfg(test)]
+pub(crate) fn attach_link(cluster: &Cluster, node: NodeId) -> TcpStream {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let stream = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
+    let (server, _) = listener.accept().expect("accept");
+    let link = Arc::new(Link::new(node, stream).expect("a send timeout"));
+    let (_, slot) = cluster
+        .inner
+        .links
+        .iter()
+        .find(|(n, _)| *n == node)
+        .expect("a configured data node");
+    *slot.lock().expect("link") = Some(link);
+    server
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::{Executed, TransactionState};
+    use protocol::{ExecuteEnd, Executed, TransactionState};
     use std::net::TcpListener;
+
+    /// A session that takes a freed mailbox never reuses a transaction id
+    /// of the session before it: the coordinator keys transactions by (API
+    /// node, id), so a reused id would join the old session's transaction.
+    #[test]
+    fn transaction_ids_are_never_reused_on_a_connection() {
+        let (cluster, _management) = offline_cluster(&[2]);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..3 {
+            let mut session = cluster.session().expect("session");
+            for _ in 0..3 {
+                let transaction = session.transaction_at(2);
+                assert!(
+                    seen.insert(transaction.id()),
+                    "id {} reused",
+                    transaction.id()
+                );
+            }
+        }
+        let mut first = cluster.session().expect("session");
+        let mut second = cluster.session().expect("session");
+        for _ in 0..3 {
+            assert!(seen.insert(first.transaction_at(2).id()));
+            assert!(seen.insert(second.transaction_at(2).id()));
+        }
+    }
 
     /// A receiving thread, its link, and the mailbox of session 1, reading
     /// `client`; the server side of the socket is returned to write to.
@@ -720,14 +903,180 @@ mod tests {
             mailboxes: RwLock::new(mailboxes),
             counters: SharedCounters::default(),
         });
-        let link = Arc::new(Link {
-            node: 2,
-            writer: Mutex::new(client.try_clone().expect("clone")),
-            alive: AtomicBool::new(true),
-        });
+        let link = Arc::new(Link::new(2, client.try_clone().expect("clone")).expect("link"));
         let receiving = Arc::clone(&link);
         std::thread::spawn(move || receive_loop(client, FrameDecoder::new(), receiving, shared));
         (link, mailbox)
+    }
+
+    /// Reads frames from `server` until `count` messages arrived or a
+    /// second passes.
+    fn read_messages(server: &mut TcpStream, count: usize) -> Vec<Message> {
+        server
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("timeout");
+        let mut decoder = FrameDecoder::new();
+        let mut messages = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let mut buffer = [0u8; 4096];
+        while messages.len() < count && Instant::now() < deadline {
+            if let Ok(read) = server.read(&mut buffer) {
+                decoder.push(&buffer[..read]);
+                while decoder.next_frame(&mut messages).expect("a good frame") {}
+            }
+        }
+        messages
+    }
+
+    fn execute_of(message: &Message) -> (u64, bool, ExecuteEnd) {
+        match message {
+            Message::Execute(execute) => (execute.transaction, execute.start, execute.end),
+            other => panic!("expected an Execute, got {other:?}"),
+        }
+    }
+
+    /// What a session leaves open is rolled back: a started transaction
+    /// dropped by its owner, and one in flight when its session is dropped.
+    #[test]
+    fn dropped_open_transactions_are_rolled_back() {
+        let (cluster, _management) = offline_cluster(&[2]);
+        let mut server = attach_link(&cluster, 2);
+        let mut session = cluster.session().expect("session");
+        let held = session.transaction_at(2);
+        let held_id = held.id();
+        session
+            .prepare_async(held, ExecuteEnd::NoCommit)
+            .expect("prepare");
+        assert!(
+            session
+                .send_poll(1, Duration::ZERO)
+                .expect("send")
+                .is_empty()
+        );
+        let sent = read_messages(&mut server, 1);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(execute_of(&sent[0]), (held_id, true, ExecuteEnd::NoCommit));
+        cluster.inner.shared.deliver(
+            (held_id >> SESSION_SHIFT) as usize,
+            Delivery::Message(Message::Executed(Executed {
+                transaction: held_id,
+                state: TransactionState::Open,
+                error: None,
+                results: Vec::new(),
+                hops: 0,
+            })),
+        );
+        let mut answered = session.send_poll(1, Duration::from_secs(5)).expect("poll");
+        assert_eq!(answered.len(), 1);
+        let held = answered.pop().expect("one");
+        assert_eq!(held.status(), crate::session::Status::Open);
+        drop(held);
+        let sent = read_messages(&mut server, 1);
+        assert_eq!(sent.len(), 1, "no rollback for a dropped open transaction");
+        assert_eq!(execute_of(&sent[0]), (held_id, false, ExecuteEnd::Rollback));
+
+        let in_flight = session.transaction_at(2);
+        let in_flight_id = in_flight.id();
+        session
+            .prepare_async(in_flight, ExecuteEnd::Commit)
+            .expect("prepare");
+        assert!(
+            session
+                .send_poll(1, Duration::ZERO)
+                .expect("send")
+                .is_empty()
+        );
+        drop(session);
+        let sent = read_messages(&mut server, 2);
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(
+            execute_of(&sent[0]),
+            (in_flight_id, true, ExecuteEnd::Commit)
+        );
+        assert_eq!(
+            execute_of(&sent[1]),
+            (in_flight_id, false, ExecuteEnd::Rollback)
+        );
+    }
+
+    /// A one-column table known to no cluster (sends only).
+    fn test_table() -> TableRoute {
+        let definition = schema::TableDef::new(
+            "t",
+            vec![schema::ColumnDef::new(
+                "id",
+                schema::ColumnType::Int { unsigned: false },
+                false,
+            )],
+            vec![0],
+            vec![],
+        )
+        .expect("a table");
+        let mut encoded = Vec::new();
+        schema::table_codec::encode_table(&definition, &TableOptions::default(), &mut encoded);
+        TableRoute::from_entry(&protocol::TableEntry {
+            id: 1,
+            name: "t".into(),
+            schema_version: 1,
+            definition: encoded,
+            partition_count: 1,
+            fully_replicated: false,
+            read_backup: false,
+            fragments: vec![protocol::Fragment {
+                partition: 0,
+                node_group: 0,
+                replicas: vec![2],
+                ldm: 0,
+            }],
+        })
+        .expect("a route")
+    }
+
+    /// A data node that stops reading must not hold up its client for
+    /// ever: a call given a deadline returns by it, and so does another
+    /// session's call that waits to send to the same data node.
+    #[test]
+    fn a_stuck_data_node_does_not_outlast_a_deadline() {
+        use crate::session::Status;
+        let (cluster, _management) = offline_cluster(&[2]);
+        // The server end never reads: the socket's buffers fill up.
+        let _server = attach_link(&cluster, 2);
+        let table = Arc::new(test_table());
+        let (done, finished) = std::sync::mpsc::channel();
+        for session_number in 0..2 {
+            let cluster = cluster.clone();
+            let table = Arc::clone(&table);
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut session = cluster.session().expect("session");
+                session.set_deadline(Some(Instant::now() + Duration::from_millis(500)));
+                let mut transaction = session.transaction_at(2);
+                transaction
+                    .define_encoded(
+                        &table,
+                        protocol::OperationKind::Insert,
+                        Vec::new(),
+                        vec![7; 16 << 20],
+                        Vec::new(),
+                    )
+                    .expect("define");
+                let started = Instant::now();
+                let outcome = session.execute(&mut transaction, ExecuteEnd::Commit);
+                let _ = done.send((session_number, started.elapsed(), outcome.err()));
+                assert_ne!(transaction.status(), Status::Committed);
+            });
+        }
+        for _ in 0..2 {
+            let (session, took, error) = finished
+                .recv_timeout(Duration::from_secs(10))
+                .expect("an execute to a stuck data node never returned");
+            let error = error.expect("an error, not a success");
+            assert!(
+                took < Duration::from_secs(3),
+                "session {session} took {took:?}"
+            );
+            assert!(error.message.contains("data node 2"), "{error}");
+        }
     }
 
     /// A socket that still carries a read timeout (as the handshake leaves

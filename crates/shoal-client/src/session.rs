@@ -22,7 +22,7 @@ use schema::{AttrInfoReader, AttrInfoWriter, ErrorCode, Storage, Value};
 use transaction::TableRoute;
 use transaction::maps::Map;
 
-use crate::connection::{Cluster, Delivery, Mailbox, REQUEST_TIMEOUT, SESSION_SHIFT};
+use crate::connection::{Cluster, Delivery, Mailbox, REQUEST_TIMEOUT};
 use crate::error::{ClientError, NODE_FAILURE, RECEIVE_FAILED};
 
 pub(crate) const EXECUTES: usize = 0;
@@ -126,8 +126,15 @@ struct OperationRecord {
     data: Vec<u8>,
 }
 
+/// How long the rollback of an abandoned transaction may wait for a
+/// congested link; if it cannot be sent, the data node's inactivity timer
+/// (or this API node's disconnection) ends the transaction.
+const ROLLBACK_SEND_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// A transaction: its operations, their results, and where it runs.
+/// Dropped while open, it rolls back what it did at its coordinator.
 pub struct Transaction {
+    cluster: Cluster,
     id: u64,
     node: NodeId,
     status: Status,
@@ -167,7 +174,46 @@ impl Row {
     }
 }
 
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if self.status == Status::Open && self.started {
+            self.roll_back_abandoned();
+        }
+    }
+}
+
 impl Transaction {
+    /// Tells the coordinator to roll back a transaction the application
+    /// gave up on (dropped, or its answer did not come in time), without
+    /// waiting for the answer; the transaction counts as aborted here. A
+    /// congested link gets `ROLLBACK_SEND_TIMEOUT` to take the request.
+    fn roll_back_abandoned(&mut self) {
+        self.status = Status::Aborted;
+        // Without a link the data node has seen this API node's connection
+        // fail, and rolled back every transaction it had open for it.
+        let Some(link) = self.cluster.link(self.node) else {
+            return;
+        };
+        let mut frame = Vec::new();
+        encode_frame(
+            &[Message::Execute(Execute {
+                transaction: self.id,
+                start: false,
+                end: ExecuteEnd::Rollback,
+                operations: Vec::new(),
+            })],
+            &mut frame,
+        );
+        // A failed send marks the link down, which the data node sees as
+        // this API node failing: it rolls the transaction back then.
+        if link
+            .send(&frame, Instant::now() + ROLLBACK_SEND_TIMEOUT)
+            .is_err()
+        {
+            debug_assert!(!link.alive.load(Ordering::Acquire));
+        }
+    }
+
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -581,7 +627,6 @@ pub struct Session {
     cluster: Cluster,
     id: u32,
     mailbox: Arc<Mailbox>,
-    next_sequence: u64,
     counters: [u64; COUNTERS],
     frame: Vec<u8>,
     received: VecDeque<Delivery>,
@@ -595,6 +640,10 @@ pub struct Session {
     pub(crate) auto_increment_ranges: Map<u32, (u64, u64)>,
     /// Values fetched per round trip (`ndb_autoincrement_prefetch_sz`).
     pub(crate) auto_increment_prefetch: u32,
+    /// How long one call may wait for the cluster.
+    timeout: Duration,
+    /// A deadline no call passes, until cleared (a statement timeout).
+    deadline: Option<Instant>,
 }
 
 impl Drop for Session {
@@ -609,7 +658,6 @@ impl Session {
             cluster,
             id,
             mailbox,
-            next_sequence: 1,
             counters: [0; COUNTERS],
             frame: Vec::with_capacity(4096),
             received: VecDeque::new(),
@@ -618,11 +666,33 @@ impl Session {
             scans: Map::default(),
             auto_increment_ranges: Map::default(),
             auto_increment_prefetch: crate::auto_increment::PREFETCH_DEFAULT,
+            timeout: REQUEST_TIMEOUT,
+            deadline: None,
         }
     }
 
     pub fn cluster(&self) -> &Cluster {
         &self.cluster
+    }
+
+    /// How long each call of this session may wait for the cluster, to
+    /// send and to be answered (default `REQUEST_TIMEOUT`). A call that
+    /// runs out gives NDB's 4012 and rolls its transaction back.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// A moment no call of this session passes (each still has its
+    /// timeout), until cleared with `None`: a statement's deadline.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    /// When the call starting now must be over.
+    fn call_deadline(&self) -> Instant {
+        let by_timeout = Instant::now() + self.timeout;
+        self.deadline
+            .map_or(by_timeout, |deadline| deadline.min(by_timeout))
     }
 
     /// A table by name (see `Cluster::table`).
@@ -663,10 +733,10 @@ impl Session {
     /// Starts a transaction whose coordinator is `node` (for tests and for
     /// measuring what distribution awareness saves).
     pub fn transaction_at(&mut self, node: NodeId) -> Transaction {
-        let id = (u64::from(self.id) << SESSION_SHIFT) | self.next_sequence;
-        self.next_sequence += 1;
+        let id = self.cluster.next_transaction_id(self.id);
         self.count(STARTED, 1);
         Transaction {
+            cluster: self.cluster.clone(),
             id,
             node,
             status: Status::Open,
@@ -721,15 +791,24 @@ impl Session {
             return Ok(());
         }
         let node = transaction.node;
+        // The link first: a transaction is started only by a request sent.
+        let link = self.cluster.link_or_connect(node)?;
         let message = self.execute_message(transaction, end);
         self.frame.clear();
         encode_frame(&[message], &mut self.frame);
         self.count(BYTES_SENT, self.frame.len() as u64);
-        let link = self.cluster.link_or_connect(node)?;
-        link.send(&self.frame)?;
-        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let deadline = self.call_deadline();
+        if let Err(error) = link.send(&self.frame, deadline) {
+            // Nothing or a part of the batch went out; a part closed the
+            // link, and the data node rolls back what it had.
+            return Err(self.abandon(transaction, end, error));
+        }
         let executed = loop {
-            match self.next_delivery(deadline)? {
+            let delivery = match self.next_delivery(deadline) {
+                Ok(delivery) => delivery,
+                Err(error) => return Err(self.abandon(transaction, end, error)),
+            };
+            match delivery {
                 Delivery::Message(Message::Executed(executed))
                     if executed.transaction == transaction.id =>
                 {
@@ -747,13 +826,48 @@ impl Session {
         self.finish_execute(transaction, end, executed)
     }
 
+    /// Gives up on a batch whose answer did not come: the transaction is
+    /// rolled back at its coordinator (a commit already under way goes on:
+    /// the result of a commit is unknown) and can take no more operations,
+    /// so a late answer can never be taken for a later batch's.
+    fn abandon(
+        &mut self,
+        transaction: &mut Transaction,
+        end: ExecuteEnd,
+        error: ClientError,
+    ) -> ClientError {
+        let error = ClientError::new(
+            error.ndb_code,
+            if end == ExecuteEnd::Commit {
+                format!(
+                    "{}: the commit of transaction {} may or may not have happened",
+                    error.message,
+                    transaction.id()
+                )
+            } else {
+                format!(
+                    "{}: transaction {} was rolled back",
+                    error.message,
+                    transaction.id()
+                )
+            },
+        );
+        transaction.error = Some(error.clone());
+        transaction.roll_back_abandoned();
+        self.count(ABORTED, 1);
+        error
+    }
+
     fn execute_message(&mut self, transaction: &mut Transaction, end: ExecuteEnd) -> Message {
+        // The first request of a transaction starts it at the coordinator.
+        let start = !transaction.started;
         transaction.started = true;
         let operations = std::mem::take(&mut transaction.defined);
         self.count(EXECUTES, 1);
         self.count(PK_OPERATIONS, operations.len() as u64);
         Message::Execute(Execute {
             transaction: transaction.id,
+            start,
             end,
             operations,
         })
@@ -784,7 +898,7 @@ impl Session {
             if !self.mailbox.take(deadline, &mut self.received) {
                 return Err(ClientError::new(
                     crate::error::REQUEST_TIMEOUT_CODE,
-                    format!("no answer from the cluster within {REQUEST_TIMEOUT:?}"),
+                    "no answer from the cluster by the call's deadline",
                 ));
             }
         }
@@ -793,6 +907,22 @@ impl Session {
     /// Keeps a delivery for whoever waits for it (another transaction or scan).
     fn park(&mut self, delivery: Delivery) {
         match delivery {
+            Delivery::Message(Message::Executed(executed))
+                if !self.in_flight.contains_key(&executed.transaction) =>
+            {
+                // The coordinator ended a transaction nobody waits on (its
+                // inactivity timer): its open scans end with that error.
+                if executed.state == TransactionState::Aborted {
+                    let error = executed.error.map(ClientError::reply).unwrap_or_else(|| {
+                        ClientError::new(NODE_FAILURE, "the transaction was aborted")
+                    });
+                    for ((transaction, _), state) in self.scans.iter_mut() {
+                        if *transaction == executed.transaction && state.error.is_none() {
+                            state.error = Some(error.clone());
+                        }
+                    }
+                }
+            }
             Delivery::Message(Message::Executed(executed)) => {
                 if let Some(mut transaction) = self.in_flight.remove(&executed.transaction) {
                     let end = transaction.pending_end.unwrap_or(ExecuteEnd::NoCommit);
@@ -856,32 +986,49 @@ impl Session {
         timeout: Duration,
     ) -> Result<Vec<Transaction>, ClientError> {
         let mut finished = Vec::new();
-        let mut by_node: Vec<(NodeId, Vec<Message>)> = Vec::new();
+        let mut by_node: Vec<(NodeId, Vec<Message>, Vec<u64>)> = Vec::new();
         for mut transaction in std::mem::take(&mut self.prepared) {
             let Some(end) = transaction.pending_end else {
                 finished.push(transaction);
                 continue;
             };
             let message = self.execute_message(&mut transaction, end);
-            match by_node.iter_mut().find(|(n, _)| *n == transaction.node) {
-                Some((_, messages)) => messages.push(message),
-                None => by_node.push((transaction.node, vec![message])),
+            match by_node.iter_mut().find(|(n, _, _)| *n == transaction.node) {
+                Some((_, messages, ids)) => {
+                    messages.push(message);
+                    ids.push(transaction.id);
+                }
+                None => by_node.push((transaction.node, vec![message], vec![transaction.id])),
             }
             self.in_flight.insert(transaction.id, transaction);
         }
-        for (node, messages) in by_node {
+        let send_deadline = self.call_deadline();
+        for (node, messages, ids) in by_node {
             self.frame.clear();
             encode_frame(&messages, &mut self.frame);
             self.count(BYTES_SENT, self.frame.len() as u64);
             let sent = self
                 .cluster
                 .link_or_connect(node)
-                .and_then(|link| link.send(&self.frame));
-            if sent.is_err() {
+                .and_then(|link| link.send(&self.frame, send_deadline));
+            let Err(error) = sent else {
+                continue;
+            };
+            if self.cluster.link(node).is_some() {
+                // The link is up and took none of the frame: only its
+                // transactions failed; the others' answers still come.
+                for id in ids {
+                    let mut transaction = self.in_flight.remove(&id).expect("just sent");
+                    transaction.error = Some(error.clone());
+                    transaction.roll_back_abandoned();
+                    self.count(ABORTED, 1);
+                    self.prepared_done(transaction);
+                }
+            } else {
                 self.park(Delivery::NodeDown(node));
             }
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = (Instant::now() + timeout).min(self.call_deadline());
         loop {
             // Answers parked by `park` land in `prepared` without an end.
             let (done, waiting): (Vec<Transaction>, Vec<Transaction>) =
@@ -938,9 +1085,11 @@ impl Session {
         };
         let scan = transaction.next_scan;
         transaction.next_scan += 1;
+        let start = !transaction.started;
         transaction.started = true;
         let open = ScanOpen {
             transaction: transaction.id,
+            start,
             scan,
             table: table.id,
             index: options.index,
@@ -979,7 +1128,7 @@ impl Session {
         encode_frame(&[Message::ScanOpen(open)], &mut self.frame);
         self.count(BYTES_SENT, self.frame.len() as u64);
         let link = self.cluster.link_or_connect(transaction.node)?;
-        link.send(&self.frame)?;
+        link.send(&self.frame, self.call_deadline())?;
         Ok(Scan {
             transaction: transaction.id,
             scan,
@@ -1005,7 +1154,7 @@ impl Session {
     /// fragments for their next batches as their rows are used up.
     pub fn next_row(&mut self, scan: &Scan) -> Result<Option<Row>, ClientError> {
         let key = (scan.transaction, scan.scan);
-        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let deadline = self.call_deadline();
         loop {
             let state = self
                 .scans
@@ -1047,7 +1196,7 @@ impl Session {
                 self.count(BYTES_SENT, self.frame.len() as u64);
                 self.count(SCAN_BATCHES, 1);
                 let link = self.cluster.link_or_connect(scan.node)?;
-                link.send(&self.frame)?;
+                link.send(&self.frame, self.call_deadline())?;
             }
             let delivery = self.next_delivery(deadline)?;
             self.park(delivery);
@@ -1068,7 +1217,7 @@ impl Session {
             &mut self.frame,
         );
         let link = self.cluster.link_or_connect(scan.node)?;
-        link.send(&self.frame)
+        link.send(&self.frame, self.call_deadline())
     }
 }
 
@@ -1106,14 +1255,18 @@ fn lost_answer(node: NodeId, end: ExecuteEnd) -> ClientError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connection::SESSION_SHIFT;
     use protocol::ErrorReply;
 
+    /// A transaction that was never sent: dropping it sends nothing.
     fn open_transaction() -> Transaction {
+        let (cluster, _management) = crate::connection::offline_cluster(&[2]);
         Transaction {
+            cluster,
             id: 1 << SESSION_SHIFT | 1,
             node: 2,
             status: Status::Open,
-            started: true,
+            started: false,
             defined: Vec::new(),
             records: Vec::new(),
             error: None,

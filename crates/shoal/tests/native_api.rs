@@ -244,3 +244,69 @@ fn a_new_client_connects_while_a_data_node_is_down() {
     let error = cluster.cluster_state(3).expect_err("node 3 is down");
     assert!(error.message.contains("data node 3"), "{error}");
 }
+
+/// A session dropped with an uncommitted update leaves nothing behind: the
+/// next session on the connection takes its mailbox but not its
+/// transaction ids, so its read-only commit cannot commit the update, and
+/// the dropped transaction's locks are freed at once.
+#[test]
+fn a_dropped_session_rolls_back_and_its_ids_are_not_reused() {
+    let nodes = TwoNodes::start("dropped", "");
+    let cluster = nodes.connect_when_started();
+    cluster
+        .create_table(&table("accounts"), &TableOptions::default())
+        .expect("create table");
+    let accounts = cluster.table("accounts").expect("table");
+    let mut session = cluster.session().expect("session");
+    let mut insert = session.start_transaction(None).expect("start");
+    insert
+        .insert(&accounts, &row(1, b"committed"))
+        .expect("define");
+    session
+        .execute(&mut insert, ExecuteEnd::Commit)
+        .expect("insert");
+    drop(insert);
+    drop(session);
+
+    for _ in 0..3 {
+        let mut dropped = cluster.session().expect("session");
+        let mut update = dropped.transaction_at(2);
+        update
+            .update(
+                &accounts,
+                &[(0, Value::Int(1))],
+                &[(1, Value::Bytes(b"uncommitted".to_vec()))],
+            )
+            .expect("define");
+        dropped
+            .execute(&mut update, ExecuteEnd::NoCommit)
+            .expect("update without commit");
+        drop(dropped);
+        drop(update);
+
+        let mut next = cluster.session().expect("session");
+        let mut read_only = next.transaction_at(2);
+        let op = read_only
+            .read(&accounts, &[(0, Value::Int(1))], &[1], LockMode::Committed)
+            .expect("define");
+        next.execute(&mut read_only, ExecuteEnd::Commit)
+            .expect("read-only commit");
+        assert_eq!(
+            read_only.row(op).expect("row").get(1),
+            Some(&Value::Bytes(b"committed".to_vec()))
+        );
+        // The row's lock is free: an exclusive read does not wait.
+        let mut locking = next.transaction_at(3);
+        locking
+            .read(&accounts, &[(0, Value::Int(1))], &[1], LockMode::Exclusive)
+            .expect("define");
+        next.execute(&mut locking, ExecuteEnd::Commit)
+            .unwrap_or_else(|e| panic!("the dropped transaction still holds the row: {e}"));
+        drop(next);
+    }
+    let mut session = cluster.session().expect("session");
+    assert_eq!(
+        read_value(&mut session, 1),
+        Some(Value::Bytes(b"committed".to_vec()))
+    );
+}

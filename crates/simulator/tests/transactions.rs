@@ -57,6 +57,7 @@ fn assert_marks(marks: &TransactionMarks) {
     assert!(marks.unique_violations > 0, "{marks:?}");
     assert!(marks.index_rows_moved > 0, "{marks:?}");
     assert!(marks.code_swaps > 0, "{marks:?}");
+    assert!(marks.inactive_timeouts > 0, "{marks:?}");
 }
 
 #[test]
