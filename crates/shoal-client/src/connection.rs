@@ -1079,6 +1079,45 @@ mod tests {
         }
     }
 
+    /// A batch larger than a frame may carry is refused with an error, in
+    /// the synchronous and the asynchronous interface; the process goes on.
+    #[test]
+    fn a_batch_too_large_for_a_frame_is_an_error_not_a_crash() {
+        let (cluster, _management) = offline_cluster(&[2]);
+        let _server = attach_link(&cluster, 2);
+        let table = Arc::new(test_table());
+        let mut session = cluster.session().expect("session");
+        let huge = || vec![7; protocol::frame::FRAME_PAYLOAD_BYTES_MAX + 1];
+        let mut transaction = session.transaction_at(2);
+        transaction
+            .define_encoded(
+                &table,
+                protocol::OperationKind::Insert,
+                Vec::new(),
+                huge(),
+                Vec::new(),
+            )
+            .expect("define");
+        let error = session
+            .execute(&mut transaction, ExecuteEnd::Commit)
+            .expect_err("too large");
+        assert_eq!(error.ndb_code, crate::error::API_USAGE, "{error}");
+        let mut transaction = session.transaction_at(2);
+        transaction
+            .define_encoded(
+                &table,
+                protocol::OperationKind::Insert,
+                Vec::new(),
+                huge(),
+                Vec::new(),
+            )
+            .expect("define");
+        let error = session
+            .prepare_async(transaction, ExecuteEnd::Commit)
+            .expect_err("too large");
+        assert_eq!(error.ndb_code, crate::error::API_USAGE, "{error}");
+    }
+
     /// A socket that still carries a read timeout (as the handshake leaves
     /// it) must not end the receiving thread: an idle link stays up.
     #[test]

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use protocol::frame::{FRAME_MESSAGES_MAX, FRAME_PAYLOAD_BYTES_MAX};
 use protocol::{
     Bound, Execute, ExecuteEnd, Executed, Message, NodeId, Operation, OperationKind, ScanNext,
     ScanOpen, ScanRows, TransactionState, encode_frame,
@@ -126,6 +127,15 @@ struct OperationRecord {
     data: Vec<u8>,
 }
 
+/// An upper bound of the bytes an `Execute` of `operations` takes in a
+/// frame (the encoding in `protocol::transaction`, rounded up).
+fn execute_bytes_max(operations: &[Operation]) -> usize {
+    32 + operations
+        .iter()
+        .map(|o| 32 + o.key.len() + o.values.len() + 2 * o.columns.len())
+        .sum::<usize>()
+}
+
 /// How long the rollback of an abandoned transaction may wait for a
 /// congested link; if it cannot be sent, the data node's inactivity timer
 /// (or this API node's disconnection) ends the transaction.
@@ -230,6 +240,19 @@ impl Transaction {
     /// Why the transaction aborted, if it did for an error.
     pub fn error(&self) -> Option<&ClientError> {
         self.error.as_ref()
+    }
+
+    /// The batch defined since the last execute must fit in one frame.
+    fn check_batch_fits(&self) -> Result<(), ClientError> {
+        let bytes = execute_bytes_max(&self.defined);
+        if bytes > FRAME_PAYLOAD_BYTES_MAX {
+            return Err(ClientError::usage(format!(
+                "the batch of transaction {} takes up to {bytes} bytes, more than a frame \
+                 carries ({FRAME_PAYLOAD_BYTES_MAX}); execute it in smaller batches",
+                self.id
+            )));
+        }
+        Ok(())
     }
 
     fn check_open(&self) -> Result<(), ClientError> {
@@ -776,6 +799,7 @@ impl Session {
         end: ExecuteEnd,
     ) -> Result<(), ClientError> {
         transaction.check_open()?;
+        transaction.check_batch_fits()?;
         if end == ExecuteEnd::Rollback && !transaction.started {
             transaction.defined.clear();
             transaction.status = Status::Aborted;
@@ -972,6 +996,7 @@ impl Session {
         end: ExecuteEnd,
     ) -> Result<(), ClientError> {
         transaction.check_open()?;
+        transaction.check_batch_fits()?;
         transaction.pending_end = Some(end);
         self.prepared.push(transaction);
         Ok(())
@@ -986,24 +1011,34 @@ impl Session {
         timeout: Duration,
     ) -> Result<Vec<Transaction>, ClientError> {
         let mut finished = Vec::new();
-        let mut by_node: Vec<(NodeId, Vec<Message>, Vec<u64>)> = Vec::new();
+        // Frames per data node: (node, messages, their transactions, bytes
+        // at most); a node gets another frame when one is full.
+        let mut frames: Vec<(NodeId, Vec<Message>, Vec<u64>, usize)> = Vec::new();
         for mut transaction in std::mem::take(&mut self.prepared) {
             let Some(end) = transaction.pending_end else {
                 finished.push(transaction);
                 continue;
             };
+            let bytes = execute_bytes_max(&transaction.defined);
             let message = self.execute_message(&mut transaction, end);
-            match by_node.iter_mut().find(|(n, _, _)| *n == transaction.node) {
-                Some((_, messages, ids)) => {
+            let node = transaction.node;
+            let room = frames.iter_mut().rev().find(|(n, messages, _, used)| {
+                *n == node
+                    && messages.len() < FRAME_MESSAGES_MAX
+                    && used + bytes <= FRAME_PAYLOAD_BYTES_MAX
+            });
+            match room {
+                Some((_, messages, ids, used)) => {
                     messages.push(message);
                     ids.push(transaction.id);
+                    *used += bytes;
                 }
-                None => by_node.push((transaction.node, vec![message], vec![transaction.id])),
+                None => frames.push((node, vec![message], vec![transaction.id], bytes)),
             }
             self.in_flight.insert(transaction.id, transaction);
         }
         let send_deadline = self.call_deadline();
-        for (node, messages, ids) in by_node {
+        for (node, messages, ids, _) in frames {
             self.frame.clear();
             encode_frame(&messages, &mut self.frame);
             self.count(BYTES_SENT, self.frame.len() as u64);
