@@ -53,6 +53,8 @@ pub(crate) enum Delivery {
     Message(Message),
     /// The connection to this data node failed.
     NodeDown(NodeId),
+    /// Another thread interrupted the session (see `Interrupter`).
+    Interrupted,
 }
 
 #[derive(Default)]
@@ -62,7 +64,7 @@ pub(crate) struct Mailbox {
 }
 
 impl Mailbox {
-    fn push(&self, delivery: Delivery) {
+    pub(crate) fn push(&self, delivery: Delivery) {
         self.queue.lock().expect("mailbox").push_back(delivery);
         self.ready.notify_one();
     }
@@ -1116,6 +1118,47 @@ mod tests {
             .prepare_async(transaction, ExecuteEnd::Commit)
             .expect_err("too large");
         assert_eq!(error.ndb_code, crate::error::API_USAGE, "{error}");
+    }
+
+    /// Another thread interrupts a call that waits for the cluster (the
+    /// SQL node's KILL QUERY): it returns at once with MySQL's 1317, and
+    /// its transaction is rolled back at the coordinator.
+    #[test]
+    fn an_interrupt_from_another_thread_ends_a_waiting_call() {
+        let (cluster, _management) = offline_cluster(&[2]);
+        // The data node takes the request and never answers.
+        let mut server = attach_link(&cluster, 2);
+        let mut session = cluster.session().expect("session");
+        let interrupter = session.interrupter();
+        let (done, finished) = std::sync::mpsc::channel();
+        let table = Arc::new(test_table());
+        std::thread::spawn(move || {
+            let mut transaction = session.transaction_at(2);
+            transaction
+                .define_encoded(
+                    &table,
+                    protocol::OperationKind::Insert,
+                    Vec::new(),
+                    Vec::new(),
+                    Vec::new(),
+                )
+                .expect("define");
+            let started = Instant::now();
+            let outcome = session.execute(&mut transaction, ExecuteEnd::Commit);
+            let _ = done.send((started.elapsed(), outcome.err(), transaction.status()));
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        interrupter.interrupt();
+        let (took, error, status) = finished
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the interrupted call did not return");
+        let error = error.expect("an error, not a success");
+        assert_eq!(error.mysql_code, 1317, "{error}");
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+        assert_eq!(status, crate::session::Status::Aborted);
+        let sent = read_messages(&mut server, 2);
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(execute_of(&sent[1]).2, ExecuteEnd::Rollback);
     }
 
     /// A socket that still carries a read timeout (as the handshake leaves

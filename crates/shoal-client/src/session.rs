@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use protocol::frame::{FRAME_MESSAGES_MAX, FRAME_PAYLOAD_BYTES_MAX};
@@ -135,6 +135,9 @@ fn execute_bytes_max(operations: &[Operation]) -> usize {
         .map(|o| 32 + o.key.len() + o.values.len() + 2 * o.columns.len())
         .sum::<usize>()
 }
+
+/// MySQL's ER_QUERY_INTERRUPTED, for a call interrupted by `Interrupter`.
+const QUERY_INTERRUPTED: u16 = 1317;
 
 /// How long the rollback of an abandoned transaction may wait for a
 /// congested link; if it cannot be sent, the data node's inactivity timer
@@ -667,6 +670,27 @@ pub struct Session {
     timeout: Duration,
     /// A deadline no call passes, until cleared (a statement timeout).
     deadline: Option<Instant>,
+    /// Set by an `Interrupter`: the waiting call ends.
+    interrupted: Arc<AtomicBool>,
+}
+
+/// Interrupts the calls of one session from another thread (the SQL
+/// node's KILL QUERY). Cheap to clone.
+#[derive(Clone)]
+pub struct Interrupter {
+    interrupted: Arc<AtomicBool>,
+    mailbox: Arc<Mailbox>,
+}
+
+impl Interrupter {
+    /// The call the session is waiting in returns NDB's 4012 with MySQL's
+    /// 1317 (query interrupted), and its transaction is rolled back; with
+    /// no call waiting, the next call that waits does.
+    pub fn interrupt(&self) {
+        self.interrupted.store(true, Ordering::Release);
+        // Wakes the call waiting on the mailbox, if one is.
+        self.mailbox.push(Delivery::Interrupted);
+    }
 }
 
 impl Drop for Session {
@@ -691,6 +715,7 @@ impl Session {
             auto_increment_prefetch: crate::auto_increment::PREFETCH_DEFAULT,
             timeout: REQUEST_TIMEOUT,
             deadline: None,
+            interrupted: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -709,6 +734,14 @@ impl Session {
     /// timeout), until cleared with `None`: a statement's deadline.
     pub fn set_deadline(&mut self, deadline: Option<Instant>) {
         self.deadline = deadline;
+    }
+
+    /// A handle that interrupts this session's calls from another thread.
+    pub fn interrupter(&self) -> Interrupter {
+        Interrupter {
+            interrupted: Arc::clone(&self.interrupted),
+            mailbox: Arc::clone(&self.mailbox),
+        }
     }
 
     /// When the call starting now must be over.
@@ -860,22 +893,18 @@ impl Session {
         end: ExecuteEnd,
         error: ClientError,
     ) -> ClientError {
-        let error = ClientError::new(
-            error.ndb_code,
-            if end == ExecuteEnd::Commit {
-                format!(
-                    "{}: the commit of transaction {} may or may not have happened",
-                    error.message,
-                    transaction.id()
-                )
-            } else {
-                format!(
-                    "{}: transaction {} was rolled back",
-                    error.message,
-                    transaction.id()
-                )
-            },
-        );
+        let what = if end == ExecuteEnd::Commit {
+            format!(
+                "the commit of transaction {} may or may not have happened",
+                transaction.id()
+            )
+        } else {
+            format!("transaction {} was rolled back", transaction.id())
+        };
+        let error = ClientError {
+            message: format!("{}: {what}", error.message),
+            ..error
+        };
         transaction.error = Some(error.clone());
         transaction.roll_back_abandoned();
         self.count(ABORTED, 1);
@@ -913,9 +942,22 @@ impl Session {
         outcome
     }
 
+    /// An interrupt from another thread, if one came: it ends this call.
+    fn take_interrupt(&self) -> Result<(), ClientError> {
+        if self.interrupted.swap(false, Ordering::AcqRel) {
+            return Err(ClientError {
+                ndb_code: crate::error::REQUEST_TIMEOUT_CODE,
+                mysql_code: QUERY_INTERRUPTED,
+                message: "the call was interrupted (KILL)".to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// The next delivery, from the parked ones or the mailbox.
     fn next_delivery(&mut self, deadline: Instant) -> Result<Delivery, ClientError> {
         loop {
+            self.take_interrupt()?;
             if let Some(delivery) = self.received.pop_front() {
                 return Ok(delivery);
             }
@@ -957,7 +999,8 @@ impl Session {
                 }
             }
             Delivery::Message(Message::ScanRows(rows)) => self.absorb_scan_rows(rows),
-            Delivery::Message(_) => {}
+            // The flag it came with is read by the call waiting, or the next.
+            Delivery::Message(_) | Delivery::Interrupted => {}
             Delivery::NodeDown(node) => {
                 let mut lost: Vec<u64> = self
                     .in_flight
@@ -1075,6 +1118,9 @@ impl Session {
             if finished.len() >= min_done || self.in_flight.is_empty() {
                 return Ok(finished);
             }
+            // Transactions still in flight stay in the session; their
+            // answers are taken in by later calls.
+            self.take_interrupt()?;
             if self.received.is_empty() && !self.mailbox.take(deadline, &mut self.received) {
                 return Ok(finished);
             }
