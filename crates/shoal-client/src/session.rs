@@ -944,7 +944,10 @@ impl Session {
 
     /// An interrupt from another thread, if one came: it ends this call.
     fn take_interrupt(&self) -> Result<(), ClientError> {
-        if self.interrupted.swap(false, Ordering::AcqRel) {
+        // A plain load first: no read-modify-write on every delivery.
+        if self.interrupted.load(Ordering::Acquire)
+            && self.interrupted.swap(false, Ordering::AcqRel)
+        {
             return Err(ClientError {
                 ndb_code: crate::error::REQUEST_TIMEOUT_CODE,
                 mysql_code: QUERY_INTERRUPTED,
