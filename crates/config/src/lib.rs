@@ -60,6 +60,7 @@
 //! | `ArbitrationTimeout` | ndbd | ms | 7500 | 10.. | NDB |
 //! | `StartPartialTimeout` | ndbd | ms | 30000 | 0.. | NDB |
 //! | `TransactionDeadlockDetectionTimeout` | ndbd | ms | 1200 | 50.. | NDB |
+//! | `TransactionInactiveTimeout` | ndbd | ms, 0 = never | 4294967039 | 0..=4294967039 | NDB |
 //! | `TimeBetweenGlobalCheckpoints` | ndbd | ms | 2000 | 20..=32000 | NDB |
 //! | `TimeBetweenLocalCheckpoints` | ndbd | log2 of 4-byte words | 20 | 0..=31 | NDB |
 //! | `NoOfFragmentLogFiles` | ndbd | integer | 16 | 3.. | NDB |
@@ -215,6 +216,8 @@ pub struct DataNodeConfig {
     pub arbitration_timeout_ms: u64,
     pub start_partial_timeout_ms: u64,
     pub transaction_deadlock_detection_timeout_ms: u64,
+    /// TransactionInactiveTimeout: 0 never aborts an idle transaction.
+    pub transaction_inactive_timeout_ms: u64,
     pub time_between_global_checkpoints_ms: u64,
     /// Base-2 logarithm of the 4-byte words written between local
     /// checkpoints, as in NDB.

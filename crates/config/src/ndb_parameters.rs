@@ -95,7 +95,7 @@ use ValueKind::{Boolean, Choice, CpuList, Integer, Milliseconds, Size, Text};
 // One entry per line, like a row of NDB's table; rustfmt would spread each
 // over eight lines.
 #[rustfmt::skip]
-pub static WITHOUT_EFFECT: [Parameter; 203] = [
+pub static WITHOUT_EFFECT: [Parameter; 202] = [
     // [system] and [computer].
     text("Name", SYSTEM),
     ndb("PrimaryMGMNode", SYSTEM, Integer, Number(0), 0, RNIL),
@@ -138,7 +138,6 @@ pub static WITHOUT_EFFECT: [Parameter; 203] = [
         PARALLEL_OPERATIONS_PER_SCAN_MAX),
     ndb("TransactionBufferMemory", DATA, Size, Number(MIB), KIB, RNIL),
     ndb("TimeBetweenInactiveTransactionAbortCheck", DATA, Milliseconds, Number(1000), 1000, RNIL),
-    ndb("TransactionInactiveTimeout", DATA, Milliseconds, Number(RNIL), 0, RNIL),
     ndb("MaxParallelScansPerFragment", DATA, Integer, Number(256), 1, RNIL),
     // Data nodes: memory and buffers.
     ndb("UndoIndexBuffer", DATA, Size, Number(2 * MIB), MIB, RNIL),

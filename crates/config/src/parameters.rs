@@ -273,7 +273,7 @@ use ValueKind::{Boolean, Integer, Milliseconds, Size, Text};
 // Formatting is left to the author so that each entry stays a compact block
 // that reads like a row of a table, instead of ten lines of one argument.
 #[rustfmt::skip]
-pub static PARAMETERS: [Parameter; 35] = [
+pub static PARAMETERS: [Parameter; 36] = [
     // Every node.
     parameter("NodeId", DATA, Integer, NoDefault, 1, 144, Ndb,
         "The data node's id; without it the node gets the lowest free id.")
@@ -319,6 +319,10 @@ pub static PARAMETERS: [Parameter; 35] = [
     parameter("TransactionDeadlockDetectionTimeout", DATA, Milliseconds, Number(1200), 50,
         INTEGER_MAX, Ndb,
         "Milliseconds an operation may wait for a lock or a participant before it is aborted."),
+    parameter("TransactionInactiveTimeout", DATA, Milliseconds, Number(4_294_967_039), 0,
+        4_294_967_039, Ndb,
+        "Milliseconds a transaction may wait for its application's next request before it is \
+         aborted and its locks freed; 0 never aborts (NDB's default, 2^32 - 257, is 49 days)."),
     parameter("TimeBetweenGlobalCheckpoints", DATA, Milliseconds, Number(2000), 20, 32000, Ndb,
         "Milliseconds between global checkpoints (group commits of the redo log to disk)."),
     parameter("TimeBetweenLocalCheckpoints", DATA, Integer, Number(20), 0, 31, Ndb,

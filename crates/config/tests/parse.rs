@@ -655,3 +655,19 @@ fn sandbox_config_with_a_bad_shape_is_reported_by_parse() {
     let error = parse(&text, "sandbox.ini").expect_err("3 nodes cannot pair up");
     assert_eq!(error.key.as_deref(), Some("NoOfReplicas"));
 }
+
+#[test]
+fn transaction_inactive_timeout_takes_ndb_default_and_range() {
+    let config = parsed("[ndb_mgmd]\n[ndbd]\n[ndbd]\nTransactionInactiveTimeout=0\n");
+    assert_eq!(
+        config.data_nodes[0].transaction_inactive_timeout_ms,
+        4_294_967_039
+    );
+    assert_eq!(config.data_nodes[1].transaction_inactive_timeout_ms, 0);
+    assert_error(
+        "[ndb_mgmd]\n[ndbd]\nTransactionInactiveTimeout=4294967040\n",
+        3,
+        Some("TransactionInactiveTimeout"),
+        "4294967039",
+    );
+}

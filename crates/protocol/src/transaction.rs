@@ -144,9 +144,14 @@ const NO_INDEX: u16 = u16::MAX;
 /// API → TC: run a batch of operations in a transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Execute {
-    /// The API's id for the transaction, unique on its connection. The first
-    /// `Execute` with a new id starts the transaction at this TC.
+    /// The API's id for the transaction, never used twice on one API
+    /// node connection.
     pub transaction: u64,
+    /// This request starts the transaction (NDB's start flag): the first
+    /// request of a transaction says so, and the TC refuses a request that
+    /// continues a transaction it does not have (4350) instead of starting
+    /// a new one.
+    pub start: bool,
     pub end: ExecuteEnd,
     pub operations: Vec<Operation>,
 }
@@ -215,6 +220,8 @@ pub enum Bound {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ScanOpen {
     pub transaction: u64,
+    /// API → TC: this request starts the transaction (as `Execute::start`).
+    pub start: bool,
     /// The API's id for the scan, unique within the transaction.
     pub scan: u32,
     pub table: u32,
@@ -349,6 +356,7 @@ pub(crate) fn get_columns(r: &mut Reader) -> Result<Vec<u16>, DecodeError> {
 
 pub(crate) fn put_execute(w: &mut Writer, execute: &Execute) {
     w.u64(execute.transaction);
+    w.bool(execute.start);
     w.u8(execute.end.wire_id());
     w.count(execute.operations.len());
     for operation in &execute.operations {
@@ -364,6 +372,7 @@ pub(crate) fn put_execute(w: &mut Writer, execute: &Execute) {
 
 pub(crate) fn get_execute(r: &mut Reader) -> Result<Execute, DecodeError> {
     let transaction = r.u64("transaction")?;
+    let start = r.bool("start")?;
     let id = r.u8("execute end")?;
     let end = ExecuteEnd::from_wire_id(id)
         .ok_or_else(|| DecodeError::new(format!("unknown execute end {id}")))?;
@@ -385,6 +394,7 @@ pub(crate) fn get_execute(r: &mut Reader) -> Result<Execute, DecodeError> {
     }
     Ok(Execute {
         transaction,
+        start,
         end,
         operations,
     })
@@ -468,6 +478,7 @@ fn get_bound(r: &mut Reader) -> Result<Bound, DecodeError> {
 
 pub(crate) fn put_scan_open(w: &mut Writer, open: &ScanOpen) {
     w.u64(open.transaction);
+    w.bool(open.start);
     w.u32(open.scan);
     w.u32(open.table);
     match open.index {
@@ -498,6 +509,7 @@ pub(crate) fn put_scan_open(w: &mut Writer, open: &ScanOpen) {
 
 pub(crate) fn get_scan_open(r: &mut Reader) -> Result<ScanOpen, DecodeError> {
     let transaction = r.u64("transaction")?;
+    let start = r.bool("start")?;
     let scan = r.u32("scan")?;
     let table = r.u32("table")?;
     let index = if r.bool("index present")? {
@@ -521,6 +533,7 @@ pub(crate) fn get_scan_open(r: &mut Reader) -> Result<ScanOpen, DecodeError> {
     };
     Ok(ScanOpen {
         transaction,
+        start,
         scan,
         table,
         index,

@@ -347,7 +347,7 @@ fn scan_open() -> impl Strategy<Value = ScanOpen> {
             any::<u32>(),
             prop::option::of(any::<u16>()),
         ),
-        (bound(), bound(), any::<bool>(), bytes(8)),
+        (bound(), bound(), any::<bool>(), bytes(8), any::<bool>()),
         (
             prop::collection::vec(any::<u16>(), 0..4),
             prop::sample::select(vec![
@@ -362,11 +362,12 @@ fn scan_open() -> impl Strategy<Value = ScanOpen> {
         .prop_map(
             |(
                 (transaction, scan, table, index),
-                (lower, upper, descending, filter),
+                (lower, upper, descending, filter, start),
                 (columns, mode, partition),
                 (batch_rows, batch_bytes, fragment, coordinator),
             )| ScanOpen {
                 transaction,
+                start,
                 scan,
                 table,
                 index,
@@ -416,6 +417,7 @@ fn transaction_message() -> impl Strategy<Value = Message> {
     prop_oneof![
         (
             any::<u64>(),
+            any::<bool>(),
             prop::sample::select(vec![
                 ExecuteEnd::NoCommit,
                 ExecuteEnd::Commit,
@@ -423,11 +425,14 @@ fn transaction_message() -> impl Strategy<Value = Message> {
             ]),
             prop::collection::vec(operation(), 0..4)
         )
-            .prop_map(|(transaction, end, operations)| Message::Execute(Execute {
-                transaction,
-                end,
-                operations
-            })),
+            .prop_map(
+                |(transaction, start, end, operations)| Message::Execute(Execute {
+                    transaction,
+                    start,
+                    end,
+                    operations
+                })
+            ),
         (
             any::<u64>(),
             prop::sample::select(vec![
@@ -710,6 +715,7 @@ fn the_smallest_items_decode() {
         },
         Message::Execute(Execute {
             transaction: 1,
+            start: true,
             end: ExecuteEnd::Commit,
             operations: vec![Operation::default()],
         }),

@@ -193,6 +193,7 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         transactions_max: own.concurrent_transactions_max,
         operations_max: own.concurrent_operations_max,
         scans_max: own.concurrent_scans_max,
+        inactive_timeout_ms: own.transaction_inactive_timeout_ms,
     };
     let coordinator = Coordinator::new(node, settings.incarnation, coordinator_config);
     let management_node = settings.management_node;
@@ -453,6 +454,8 @@ impl Runtime {
                 let mut effects = Effects::new();
                 self.block.tick(now, &mut effects);
                 self.apply(effects);
+                // The inactivity timer runs at the node's tick interval.
+                self.run_transaction_blocks(|runtime, out| runtime.coordinator.tick(now, out));
                 self.dial_peers();
                 self.reconnect_management();
                 self.log_strangers_closed();

@@ -26,12 +26,24 @@ use crate::session::Session;
 
 /// How long one request waits for its answer.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long opening a connection to a data node (TCP and its Hello) may
+/// take: a data node on a host that does not answer must not hold up a
+/// client for a whole request timeout.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a data node that could not be reached is left alone before the
+/// next attempt, so a node that is down costs nothing per request.
+const RECONNECT_INTERVAL: Duration = Duration::from_millis(500);
 /// Redirects and temporary errors followed before a schema change gives up.
 const SCHEMA_ATTEMPTS_MAX: u32 = 20;
 /// Sessions one cluster connection serves at once.
 pub const SESSIONS_MAX: usize = 4_096;
-/// A transaction id is `session << SESSION_SHIFT | sequence`.
-pub(crate) const SESSION_SHIFT: u32 = 40;
+/// A transaction id is `session << SESSION_SHIFT | sequence`: the session's
+/// mailbox in the top bits (so the receiving thread finds it without a
+/// map), and below it a sequence counted per connection, not per session,
+/// so a session that takes a freed mailbox never repeats an id. 2^52 ids
+/// last 142 years at a million transactions a second.
+pub(crate) const SESSION_SHIFT: u32 = 52;
+const _: () = assert!(SESSIONS_MAX as u64 <= 1 << (64 - SESSION_SHIFT));
 /// The mailbox of the connection's own requests (dictionary, schema).
 const ADMIN_MAILBOX: usize = 0;
 
@@ -41,6 +53,8 @@ pub(crate) enum Delivery {
     Message(Message),
     /// The connection to this data node failed.
     NodeDown(NodeId),
+    /// Another thread interrupted the session (see `Interrupter`).
+    Interrupted,
 }
 
 #[derive(Default)]
@@ -50,7 +64,7 @@ pub(crate) struct Mailbox {
 }
 
 impl Mailbox {
-    fn push(&self, delivery: Delivery) {
+    pub(crate) fn push(&self, delivery: Delivery) {
         self.queue.lock().expect("mailbox").push_back(delivery);
         self.ready.notify_one();
     }
@@ -81,23 +95,118 @@ pub(crate) struct SharedCounters {
 
 pub(crate) struct Link {
     pub(crate) node: NodeId,
-    writer: Mutex<TcpStream>,
+    /// The socket; writes go through `&TcpStream`, one session at a time
+    /// (see `writing`), so a session waiting for its turn is not stuck
+    /// behind a lock it cannot time out of.
+    stream: TcpStream,
+    /// A session is writing a frame; the others wait on `writable`, each
+    /// until its own deadline.
+    writing: Mutex<bool>,
+    writable: Condvar,
     pub(crate) alive: AtomicBool,
 }
 
+/// The longest one blocking write to a data node lasts before the sender
+/// looks at its deadline again (the socket's send timeout).
+const WRITE_SLICE: Duration = Duration::from_millis(50);
+
 impl Link {
-    /// Sends `bytes` (whole frames); a failure marks the link down.
-    pub(crate) fn send(&self, bytes: &[u8]) -> Result<(), ClientError> {
+    /// A link over `stream` to data node `node`. `None` if the socket
+    /// refuses its send timeout.
+    fn new(node: NodeId, stream: TcpStream) -> Option<Link> {
+        stream.set_write_timeout(Some(WRITE_SLICE)).ok()?;
+        Some(Link {
+            node,
+            stream,
+            writing: Mutex::new(false),
+            writable: Condvar::new(),
+            alive: AtomicBool::new(true),
+        })
+    }
+
+    /// Sends `bytes` (whole frames) by `deadline`. Waiting for another
+    /// session's send ends at the deadline too. A frame sent in part
+    /// cannot be taken back, so a send that runs out of time midway closes
+    /// the link (the data node then rolls back this API node's open
+    /// transactions); one that sent nothing leaves the link as it was.
+    pub(crate) fn send(&self, bytes: &[u8], deadline: Instant) -> Result<(), ClientError> {
         if !self.alive.load(Ordering::Acquire) {
             return Err(node_down(self.node));
         }
-        let mut writer = self.writer.lock().expect("link writer");
-        if let Err(error) = writer.write_all(bytes) {
+        {
+            let mut writing = self.writing.lock().expect("link writing");
+            while *writing {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(ClientError::new(
+                        crate::error::REQUEST_TIMEOUT_CODE,
+                        format!(
+                            "data node {}: another session's send did not finish by this \
+                             call's deadline; nothing was sent",
+                            self.node
+                        ),
+                    ));
+                }
+                writing = self
+                    .writable
+                    .wait_timeout(writing, left)
+                    .expect("link writing")
+                    .0;
+            }
+            *writing = true;
+        }
+        let result = self.write_by(bytes, deadline);
+        *self.writing.lock().expect("link writing") = false;
+        self.writable.notify_one();
+        result
+    }
+
+    fn write_by(&self, bytes: &[u8], deadline: Instant) -> Result<(), ClientError> {
+        let mut stream = &self.stream;
+        let mut written = 0;
+        while written < bytes.len() {
+            let failure = match stream.write(&bytes[written..]) {
+                Ok(0) => "the connection accepts no more bytes".to_string(),
+                Ok(count) => {
+                    written += count;
+                    continue;
+                }
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    if Instant::now() < deadline {
+                        continue;
+                    }
+                    if written == 0 {
+                        return Err(ClientError::new(
+                            crate::error::REQUEST_TIMEOUT_CODE,
+                            format!(
+                                "data node {} took none of the request by the call's deadline \
+                                 (its connection is full); nothing was sent",
+                                self.node
+                            ),
+                        ));
+                    }
+                    format!(
+                        "the call's deadline passed with {written} of {} bytes sent",
+                        bytes.len()
+                    )
+                }
+                Err(error) => error.to_string(),
+            };
             self.alive.store(false, Ordering::Release);
-            let _ = writer.shutdown(Shutdown::Both);
+            let _ = self.stream.shutdown(Shutdown::Both);
             return Err(ClientError::new(
                 crate::error::NODE_FAILURE,
-                format!("send to data node {} failed: {error}", self.node),
+                format!(
+                    "send to data node {} failed: {failure}; the connection was closed",
+                    self.node
+                ),
             ));
         }
         Ok(())
@@ -139,9 +248,13 @@ pub(crate) struct Inner {
     addresses: Mutex<BTreeMap<NodeId, String>>,
     pub(crate) data_nodes: Vec<NodeId>,
     links: Vec<(NodeId, Mutex<Option<Arc<Link>>>)>,
+    /// When each data node last failed to connect (see `RECONNECT_INTERVAL`).
+    failed_connects: Mutex<BTreeMap<NodeId, Instant>>,
     pub(crate) shared: Arc<Shared>,
     routing: RwLock<Arc<Routing>>,
     next_request: AtomicU64,
+    /// The sequence part of the next transaction id (see `SESSION_SHIFT`).
+    next_transaction: AtomicU64,
     round_robin: AtomicUsize,
     /// One administrative request at a time: they share a mailbox.
     admin: Mutex<()>,
@@ -158,7 +271,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         for (_, slot) in &self.links {
             if let Some(link) = slot.lock().expect("link").take() {
-                let _ = link.writer.lock().expect("writer").shutdown(Shutdown::Both);
+                let _ = link.stream.shutdown(Shutdown::Both);
             }
         }
     }
@@ -203,6 +316,7 @@ impl Cluster {
             management: Mutex::new(management),
             addresses: Mutex::new(BTreeMap::new()),
             links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
+            failed_connects: Mutex::new(BTreeMap::new()),
             data_nodes,
             shared: Arc::new(Shared {
                 mailboxes: RwLock::new(mailboxes),
@@ -210,44 +324,79 @@ impl Cluster {
             }),
             routing: RwLock::new(Arc::new(Routing::new())),
             next_request: AtomicU64::new(1),
+            next_transaction: AtomicU64::new(1),
             round_robin: AtomicUsize::new(0),
             admin: Mutex::new(()),
         });
         let cluster = Cluster { inner };
-        let deadline = Instant::now() + timeout;
-        loop {
-            cluster.absorb_addresses(Duration::from_millis(100))?;
-            cluster.connect_data_nodes();
-            if cluster
-                .inner
-                .links
-                .iter()
-                .all(|(n, _)| cluster.link(*n).is_some())
-                || Instant::now() >= deadline
-            {
-                break;
-            }
-        }
-        if cluster
-            .inner
-            .links
-            .iter()
-            .all(|(n, _)| cluster.link(*n).is_none())
-        {
-            return Err(ClientError::connection(format!(
-                "no data node reachable within {} ms",
-                timeout.as_millis()
-            )));
-        }
-        // Wait for a started cluster: a dictionary from a member.
-        loop {
-            match cluster.refresh_dictionary() {
-                Ok(()) => break,
-                Err(error) if Instant::now() >= deadline => return Err(error),
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
-            }
-        }
+        cluster.wait_until_ready(&config.node_groups, Instant::now() + timeout)?;
         Ok(cluster)
+    }
+
+    /// Connects to the data nodes and reads the dictionary. Ready as soon
+    /// as every member of the started cluster is connected: a data node
+    /// that is down is not waited for. At the deadline, a connected member
+    /// in every node group is enough; without one the error names the node
+    /// groups and nodes not reached.
+    fn wait_until_ready(
+        &self,
+        node_groups: &[Vec<NodeId>],
+        deadline: Instant,
+    ) -> Result<(), ClientError> {
+        let mut last_error = None;
+        loop {
+            self.absorb_addresses(Duration::from_millis(50))?;
+            self.connect_data_nodes();
+            let connected: Vec<NodeId> = self
+                .inner
+                .data_nodes
+                .iter()
+                .copied()
+                .filter(|n| self.link(*n).is_some())
+                .collect();
+            if !connected.is_empty() {
+                // A dictionary from a member means the cluster has started.
+                match self.refresh_dictionary() {
+                    Ok(()) => {
+                        let routing = self.routing();
+                        let members = self
+                            .inner
+                            .data_nodes
+                            .iter()
+                            .filter(|n| routing.is_live(**n));
+                        if members.clone().all(|n| connected.contains(n)) {
+                            return Ok(());
+                        }
+                        let every_group = node_groups.iter().all(|group| {
+                            group
+                                .iter()
+                                .any(|n| routing.is_live(*n) && connected.contains(n))
+                        });
+                        if every_group && Instant::now() >= deadline {
+                            return Ok(());
+                        }
+                        let missing: Vec<String> = members
+                            .filter(|n| !connected.contains(n))
+                            .map(|n| n.to_string())
+                            .collect();
+                        last_error = Some(ClientError::connection(format!(
+                            "data node(s) {} are cluster members but not connected",
+                            missing.join(", ")
+                        )));
+                    }
+                    Err(error) => last_error = Some(error),
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(last_error.unwrap_or_else(|| {
+                    ClientError::connection(format!(
+                        "no data node reachable (configured: {:?}) by the deadline",
+                        self.inner.data_nodes
+                    ))
+                }));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The API node id the management node gave this connection.
@@ -292,6 +441,14 @@ impl Cluster {
     pub(crate) fn counter_values(&self) -> [u64; crate::session::COUNTERS] {
         let counters = &self.inner.shared.counters.values;
         std::array::from_fn(|index| counters[index].load(Ordering::Relaxed))
+    }
+
+    /// A transaction id for session `session`, never used before on this
+    /// connection.
+    pub(crate) fn next_transaction_id(&self, session: u32) -> u64 {
+        let sequence = self.inner.next_transaction.fetch_add(1, Ordering::Relaxed);
+        assert!(sequence < 1 << SESSION_SHIFT, "transaction ids ran out");
+        (u64::from(session) << SESSION_SHIFT) | sequence
     }
 
     pub(crate) fn release_session(&self, id: u32) {
@@ -403,42 +560,66 @@ impl Cluster {
             else {
                 continue;
             };
-            let Ok(mut opened) = BlockingConnection::connect(
-                &address,
-                self.inner.node,
-                NodeRole::Api,
-                REQUEST_TIMEOUT,
-            ) else {
-                continue;
-            };
-            // The data node introduces itself first.
-            if !matches!(
-                opened.receive(REQUEST_TIMEOUT),
-                Ok(Some(Message::Hello { .. }))
-            ) {
+            let recently_failed = self
+                .inner
+                .failed_connects
+                .lock()
+                .expect("failed connects")
+                .get(node)
+                .is_some_and(|at| at.elapsed() < RECONNECT_INTERVAL);
+            if recently_failed {
                 continue;
             }
-            let (stream, decoder, pending) = opened.into_parts();
-            let Ok(reader) = stream.try_clone() else {
-                continue;
-            };
-            let link = Arc::new(Link {
-                node: *node,
-                writer: Mutex::new(stream),
-                alive: AtomicBool::new(true),
-            });
-            let shared = Arc::clone(&self.inner.shared);
-            for message in pending {
-                dispatch(&shared, message);
-            }
-            let receiving = Arc::clone(&link);
-            let spawned = std::thread::Builder::new()
-                .name(format!("shoal-receive-{node}"))
-                .spawn(move || receive_loop(reader, decoder, receiving, shared));
-            if spawned.is_ok() {
-                *slot.lock().expect("link") = Some(link);
+            match self.open_link(*node, &address) {
+                Some(link) => {
+                    *slot.lock().expect("link") = Some(link);
+                    self.inner
+                        .failed_connects
+                        .lock()
+                        .expect("failed connects")
+                        .remove(node);
+                }
+                None => {
+                    self.inner
+                        .failed_connects
+                        .lock()
+                        .expect("failed connects")
+                        .insert(*node, Instant::now());
+                }
             }
         }
+    }
+
+    /// Connects to data node `node` at `address` and starts its receiving
+    /// thread; `None` if it cannot be reached within `CONNECT_TIMEOUT`.
+    fn open_link(&self, node: NodeId, address: &str) -> Option<Arc<Link>> {
+        let mut opened =
+            BlockingConnection::connect(address, self.inner.node, NodeRole::Api, CONNECT_TIMEOUT)
+                .ok()?;
+        // The data node introduces itself first.
+        if !matches!(
+            opened.receive(CONNECT_TIMEOUT),
+            Ok(Some(Message::Hello { .. }))
+        ) {
+            return None;
+        }
+        let (stream, decoder, pending) = opened.into_parts();
+        // The handshake left a read timeout on the socket, and a clone
+        // shares it: the receiving thread must block until data or a
+        // real disconnect, however long the link stays idle.
+        stream.set_read_timeout(None).ok()?;
+        let reader = stream.try_clone().ok()?;
+        let link = Arc::new(Link::new(node, stream)?);
+        let shared = Arc::clone(&self.inner.shared);
+        for message in pending {
+            dispatch(&shared, message);
+        }
+        let receiving = Arc::clone(&link);
+        std::thread::Builder::new()
+            .name(format!("shoal-receive-{node}"))
+            .spawn(move || receive_loop(reader, decoder, receiving, shared))
+            .ok()?;
+        Some(link)
     }
 
     fn any_connected(&self) -> Result<NodeId, ClientError> {
@@ -472,8 +653,8 @@ impl Cluster {
             let mailboxes = self.inner.shared.mailboxes.read().expect("mailboxes");
             Arc::clone(mailboxes[ADMIN_MAILBOX].as_ref().expect("admin mailbox"))
         };
-        link.send(&bytes)?;
         let deadline = Instant::now() + REQUEST_TIMEOUT;
+        link.send(&bytes, deadline)?;
         let mut received = VecDeque::new();
         loop {
             if !mailbox.take(deadline, &mut received) {
@@ -593,8 +774,21 @@ fn receive_loop(
     loop {
         // Read straight into the decoder's buffer: no copy per read.
         let read = match reader.read(decoder.spare(RECEIVE_BYTES_MIN)) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
             Ok(n) => n,
+            // Only a closed or failed connection is a node failure: a
+            // timeout or an interrupted read just means nothing arrived.
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue;
+            }
+            Err(_) => break,
         };
         decoder.filled(read);
         shared.counters.values[crate::session::BYTES_RECEIVED]
@@ -617,4 +811,387 @@ fn receive_loop(
     }
     link.alive.store(false, Ordering::Release);
     shared.node_down(link.node);
+}
+
+/// A cluster connection with no management node or data node behind it,
+/// for tests of the client's own bookkeeping: its data nodes are
+/// `data_nodes`, none connected (see `attach_link`).
+#[cfg(test)]
+pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpListener) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address").to_string();
+    let management =
+        BlockingConnection::connect(&address, 0, NodeRole::Api, Duration::from_secs(5))
+            .expect("connect");
+    let mut mailboxes = vec![None; SESSIONS_MAX];
+    mailboxes[ADMIN_MAILBOX] = Some(Arc::new(Mailbox::default()));
+    let inner = Arc::new(Inner {
+        node: 100,
+        management: Mutex::new(management),
+        addresses: Mutex::new(BTreeMap::new()),
+        links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
+        failed_connects: Mutex::new(BTreeMap::new()),
+        data_nodes: data_nodes.to_vec(),
+        shared: Arc::new(Shared {
+            mailboxes: RwLock::new(mailboxes),
+            counters: SharedCounters::default(),
+        }),
+        routing: RwLock::new(Arc::new(Routing::new())),
+        next_request: AtomicU64::new(1),
+        next_transaction: AtomicU64::new(1),
+        round_robin: AtomicUsize::new(0),
+        admin: Mutex::new(()),
+    });
+    (Cluster { inner }, listener)
+}
+
+/// Connects `cluster`'s link to data node `node` to a test socket, whose
+/// other end is returned.
+#[cfg(test)]
+pub(crate) fn attach_link(cluster: &Cluster, node: NodeId) -> TcpStream {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let stream = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
+    let (server, _) = listener.accept().expect("accept");
+    let link = Arc::new(Link::new(node, stream).expect("a send timeout"));
+    let (_, slot) = cluster
+        .inner
+        .links
+        .iter()
+        .find(|(n, _)| *n == node)
+        .expect("a configured data node");
+    *slot.lock().expect("link") = Some(link);
+    server
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::{ExecuteEnd, Executed, TransactionState};
+    use std::net::TcpListener;
+
+    /// A session that takes a freed mailbox never reuses a transaction id
+    /// of the session before it: the coordinator keys transactions by (API
+    /// node, id), so a reused id would join the old session's transaction.
+    #[test]
+    fn transaction_ids_are_never_reused_on_a_connection() {
+        let (cluster, _management) = offline_cluster(&[2]);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..3 {
+            let mut session = cluster.session().expect("session");
+            for _ in 0..3 {
+                let transaction = session.transaction_at(2);
+                assert!(
+                    seen.insert(transaction.id()),
+                    "id {} reused",
+                    transaction.id()
+                );
+            }
+        }
+        let mut first = cluster.session().expect("session");
+        let mut second = cluster.session().expect("session");
+        for _ in 0..3 {
+            assert!(seen.insert(first.transaction_at(2).id()));
+            assert!(seen.insert(second.transaction_at(2).id()));
+        }
+    }
+
+    /// A receiving thread, its link, and the mailbox of session 1, reading
+    /// `client`; the server side of the socket is returned to write to.
+    fn receiving(client: TcpStream) -> (Arc<Link>, Arc<Mailbox>) {
+        let mut mailboxes = vec![None; 4];
+        let mailbox = Arc::new(Mailbox::default());
+        mailboxes[1] = Some(Arc::clone(&mailbox));
+        let shared = Arc::new(Shared {
+            mailboxes: RwLock::new(mailboxes),
+            counters: SharedCounters::default(),
+        });
+        let link = Arc::new(Link::new(2, client.try_clone().expect("clone")).expect("link"));
+        let receiving = Arc::clone(&link);
+        std::thread::spawn(move || receive_loop(client, FrameDecoder::new(), receiving, shared));
+        (link, mailbox)
+    }
+
+    /// Reads frames from `server` until `count` messages arrived or a
+    /// second passes.
+    fn read_messages(server: &mut TcpStream, count: usize) -> Vec<Message> {
+        server
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("timeout");
+        let mut decoder = FrameDecoder::new();
+        let mut messages = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let mut buffer = [0u8; 4096];
+        while messages.len() < count && Instant::now() < deadline {
+            if let Ok(read) = server.read(&mut buffer) {
+                decoder.push(&buffer[..read]);
+                while decoder.next_frame(&mut messages).expect("a good frame") {}
+            }
+        }
+        messages
+    }
+
+    fn execute_of(message: &Message) -> (u64, bool, ExecuteEnd) {
+        match message {
+            Message::Execute(execute) => (execute.transaction, execute.start, execute.end),
+            other => panic!("expected an Execute, got {other:?}"),
+        }
+    }
+
+    /// What a session leaves open is rolled back: a started transaction
+    /// dropped by its owner, and one in flight when its session is dropped.
+    #[test]
+    fn dropped_open_transactions_are_rolled_back() {
+        let (cluster, _management) = offline_cluster(&[2]);
+        let mut server = attach_link(&cluster, 2);
+        let mut session = cluster.session().expect("session");
+        let held = session.transaction_at(2);
+        let held_id = held.id();
+        session
+            .prepare_async(held, ExecuteEnd::NoCommit)
+            .expect("prepare");
+        assert!(
+            session
+                .send_poll(1, Duration::ZERO)
+                .expect("send")
+                .is_empty()
+        );
+        let sent = read_messages(&mut server, 1);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(execute_of(&sent[0]), (held_id, true, ExecuteEnd::NoCommit));
+        cluster.inner.shared.deliver(
+            (held_id >> SESSION_SHIFT) as usize,
+            Delivery::Message(Message::Executed(Executed {
+                transaction: held_id,
+                state: TransactionState::Open,
+                error: None,
+                results: Vec::new(),
+                hops: 0,
+            })),
+        );
+        let mut answered = session.send_poll(1, Duration::from_secs(5)).expect("poll");
+        assert_eq!(answered.len(), 1);
+        let held = answered.pop().expect("one");
+        assert_eq!(held.status(), crate::session::Status::Open);
+        drop(held);
+        let sent = read_messages(&mut server, 1);
+        assert_eq!(sent.len(), 1, "no rollback for a dropped open transaction");
+        assert_eq!(execute_of(&sent[0]), (held_id, false, ExecuteEnd::Rollback));
+
+        let in_flight = session.transaction_at(2);
+        let in_flight_id = in_flight.id();
+        session
+            .prepare_async(in_flight, ExecuteEnd::Commit)
+            .expect("prepare");
+        assert!(
+            session
+                .send_poll(1, Duration::ZERO)
+                .expect("send")
+                .is_empty()
+        );
+        drop(session);
+        let sent = read_messages(&mut server, 2);
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(
+            execute_of(&sent[0]),
+            (in_flight_id, true, ExecuteEnd::Commit)
+        );
+        assert_eq!(
+            execute_of(&sent[1]),
+            (in_flight_id, false, ExecuteEnd::Rollback)
+        );
+    }
+
+    /// A one-column table known to no cluster (sends only).
+    fn test_table() -> TableRoute {
+        let definition = schema::TableDef::new(
+            "t",
+            vec![schema::ColumnDef::new(
+                "id",
+                schema::ColumnType::Int { unsigned: false },
+                false,
+            )],
+            vec![0],
+            vec![],
+        )
+        .expect("a table");
+        let mut encoded = Vec::new();
+        schema::table_codec::encode_table(&definition, &TableOptions::default(), &mut encoded);
+        TableRoute::from_entry(&protocol::TableEntry {
+            id: 1,
+            name: "t".into(),
+            schema_version: 1,
+            definition: encoded,
+            partition_count: 1,
+            fully_replicated: false,
+            read_backup: false,
+            fragments: vec![protocol::Fragment {
+                partition: 0,
+                node_group: 0,
+                replicas: vec![2],
+                ldm: 0,
+            }],
+        })
+        .expect("a route")
+    }
+
+    /// A data node that stops reading must not hold up its client for
+    /// ever: a call given a deadline returns by it, and so does another
+    /// session's call that waits to send to the same data node.
+    #[test]
+    fn a_stuck_data_node_does_not_outlast_a_deadline() {
+        use crate::session::Status;
+        let (cluster, _management) = offline_cluster(&[2]);
+        // The server end never reads: the socket's buffers fill up.
+        let _server = attach_link(&cluster, 2);
+        let table = Arc::new(test_table());
+        let (done, finished) = std::sync::mpsc::channel();
+        for session_number in 0..2 {
+            let cluster = cluster.clone();
+            let table = Arc::clone(&table);
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut session = cluster.session().expect("session");
+                session.set_deadline(Some(Instant::now() + Duration::from_millis(500)));
+                let mut transaction = session.transaction_at(2);
+                transaction
+                    .define_encoded(
+                        &table,
+                        protocol::OperationKind::Insert,
+                        Vec::new(),
+                        vec![7; 16 << 20],
+                        Vec::new(),
+                    )
+                    .expect("define");
+                let started = Instant::now();
+                let outcome = session.execute(&mut transaction, ExecuteEnd::Commit);
+                let _ = done.send((session_number, started.elapsed(), outcome.err()));
+                assert_ne!(transaction.status(), Status::Committed);
+            });
+        }
+        for _ in 0..2 {
+            let (session, took, error) = finished
+                .recv_timeout(Duration::from_secs(10))
+                .expect("an execute to a stuck data node never returned");
+            let error = error.expect("an error, not a success");
+            assert!(
+                took < Duration::from_secs(3),
+                "session {session} took {took:?}"
+            );
+            assert!(error.message.contains("data node 2"), "{error}");
+        }
+    }
+
+    /// A batch larger than a frame may carry is refused with an error, in
+    /// the synchronous and the asynchronous interface; the process goes on.
+    #[test]
+    fn a_batch_too_large_for_a_frame_is_an_error_not_a_crash() {
+        let (cluster, _management) = offline_cluster(&[2]);
+        let _server = attach_link(&cluster, 2);
+        let table = Arc::new(test_table());
+        let mut session = cluster.session().expect("session");
+        let huge = || vec![7; protocol::frame::FRAME_PAYLOAD_BYTES_MAX + 1];
+        let mut transaction = session.transaction_at(2);
+        transaction
+            .define_encoded(
+                &table,
+                protocol::OperationKind::Insert,
+                Vec::new(),
+                huge(),
+                Vec::new(),
+            )
+            .expect("define");
+        let error = session
+            .execute(&mut transaction, ExecuteEnd::Commit)
+            .expect_err("too large");
+        assert_eq!(error.ndb_code, crate::error::API_USAGE, "{error}");
+        let mut transaction = session.transaction_at(2);
+        transaction
+            .define_encoded(
+                &table,
+                protocol::OperationKind::Insert,
+                Vec::new(),
+                huge(),
+                Vec::new(),
+            )
+            .expect("define");
+        let error = session
+            .prepare_async(transaction, ExecuteEnd::Commit)
+            .expect_err("too large");
+        assert_eq!(error.ndb_code, crate::error::API_USAGE, "{error}");
+    }
+
+    /// Another thread interrupts a call that waits for the cluster (the
+    /// SQL node's KILL QUERY): it returns at once with MySQL's 1317, and
+    /// its transaction is rolled back at the coordinator.
+    #[test]
+    fn an_interrupt_from_another_thread_ends_a_waiting_call() {
+        let (cluster, _management) = offline_cluster(&[2]);
+        // The data node takes the request and never answers.
+        let mut server = attach_link(&cluster, 2);
+        let mut session = cluster.session().expect("session");
+        let interrupter = session.interrupter();
+        let (done, finished) = std::sync::mpsc::channel();
+        let table = Arc::new(test_table());
+        std::thread::spawn(move || {
+            let mut transaction = session.transaction_at(2);
+            transaction
+                .define_encoded(
+                    &table,
+                    protocol::OperationKind::Insert,
+                    Vec::new(),
+                    Vec::new(),
+                    Vec::new(),
+                )
+                .expect("define");
+            let started = Instant::now();
+            let outcome = session.execute(&mut transaction, ExecuteEnd::Commit);
+            let _ = done.send((started.elapsed(), outcome.err(), transaction.status()));
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        interrupter.interrupt();
+        let (took, error, status) = finished
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the interrupted call did not return");
+        let error = error.expect("an error, not a success");
+        assert_eq!(error.mysql_code, 1317, "{error}");
+        assert!(took < Duration::from_secs(2), "took {took:?}");
+        assert_eq!(status, crate::session::Status::Aborted);
+        let sent = read_messages(&mut server, 2);
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(execute_of(&sent[1]).2, ExecuteEnd::Rollback);
+    }
+
+    /// A socket that still carries a read timeout (as the handshake leaves
+    /// it) must not end the receiving thread: an idle link stays up.
+    #[test]
+    fn an_idle_link_outlives_a_read_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
+        let (mut server, _) = listener.accept().expect("accept");
+        client
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("timeout");
+        let (link, mailbox) = receiving(client);
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(link.alive.load(Ordering::Acquire), "the idle link died");
+        let mut bytes = Vec::new();
+        encode_frame(
+            &[Message::Executed(Executed {
+                transaction: 1 << SESSION_SHIFT | 7,
+                state: TransactionState::Committed,
+                error: None,
+                results: Vec::new(),
+                hops: 0,
+            })],
+            &mut bytes,
+        );
+        server.write_all(&bytes).expect("write");
+        let mut received = VecDeque::new();
+        assert!(mailbox.take(Instant::now() + Duration::from_secs(5), &mut received));
+        assert!(
+            matches!(received.front(), Some(Delivery::Message(Message::Executed(e))) if e.transaction & 0xFF == 7),
+            "got {received:?}"
+        );
+        assert!(link.alive.load(Ordering::Acquire));
+    }
 }

@@ -29,7 +29,7 @@ pub use pool::ClusterPool;
 pub use protocol::{ExecuteEnd, OperationKind};
 pub use schema::Value;
 pub use session::{
-    Counters, Hint, LockMode, OperationId, Row, SCAN_BATCH_ROWS_DEFAULT, Scan, ScanOptions,
-    Session, Status, Transaction,
+    Counters, Hint, Interrupter, LockMode, OperationId, Row, SCAN_BATCH_ROWS_DEFAULT, Scan,
+    ScanOptions, Session, Status, Transaction,
 };
 pub use transaction::TableRoute;

@@ -10,9 +10,10 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use protocol::frame::{FRAME_MESSAGES_MAX, FRAME_PAYLOAD_BYTES_MAX};
 use protocol::{
     Bound, Execute, ExecuteEnd, Executed, Message, NodeId, Operation, OperationKind, ScanNext,
     ScanOpen, ScanRows, TransactionState, encode_frame,
@@ -22,7 +23,7 @@ use schema::{AttrInfoReader, AttrInfoWriter, ErrorCode, Storage, Value};
 use transaction::TableRoute;
 use transaction::maps::Map;
 
-use crate::connection::{Cluster, Delivery, Mailbox, REQUEST_TIMEOUT, SESSION_SHIFT};
+use crate::connection::{Cluster, Delivery, Mailbox, REQUEST_TIMEOUT};
 use crate::error::{ClientError, NODE_FAILURE, RECEIVE_FAILED};
 
 pub(crate) const EXECUTES: usize = 0;
@@ -126,8 +127,27 @@ struct OperationRecord {
     data: Vec<u8>,
 }
 
+/// An upper bound of the bytes an `Execute` of `operations` takes in a
+/// frame (the encoding in `protocol::transaction`, rounded up).
+fn execute_bytes_max(operations: &[Operation]) -> usize {
+    32 + operations
+        .iter()
+        .map(|o| 32 + o.key.len() + o.values.len() + 2 * o.columns.len())
+        .sum::<usize>()
+}
+
+/// MySQL's ER_QUERY_INTERRUPTED, for a call interrupted by `Interrupter`.
+const QUERY_INTERRUPTED: u16 = 1317;
+
+/// How long the rollback of an abandoned transaction may wait for a
+/// congested link; if it cannot be sent, the data node's inactivity timer
+/// (or this API node's disconnection) ends the transaction.
+const ROLLBACK_SEND_TIMEOUT: Duration = Duration::from_secs(1);
+
 /// A transaction: its operations, their results, and where it runs.
+/// Dropped while open, it rolls back what it did at its coordinator.
 pub struct Transaction {
+    cluster: Cluster,
     id: u64,
     node: NodeId,
     status: Status,
@@ -167,7 +187,46 @@ impl Row {
     }
 }
 
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if self.status == Status::Open && self.started {
+            self.roll_back_abandoned();
+        }
+    }
+}
+
 impl Transaction {
+    /// Tells the coordinator to roll back a transaction the application
+    /// gave up on (dropped, or its answer did not come in time), without
+    /// waiting for the answer; the transaction counts as aborted here. A
+    /// congested link gets `ROLLBACK_SEND_TIMEOUT` to take the request.
+    fn roll_back_abandoned(&mut self) {
+        self.status = Status::Aborted;
+        // Without a link the data node has seen this API node's connection
+        // fail, and rolled back every transaction it had open for it.
+        let Some(link) = self.cluster.link(self.node) else {
+            return;
+        };
+        let mut frame = Vec::new();
+        encode_frame(
+            &[Message::Execute(Execute {
+                transaction: self.id,
+                start: false,
+                end: ExecuteEnd::Rollback,
+                operations: Vec::new(),
+            })],
+            &mut frame,
+        );
+        // A failed send marks the link down, which the data node sees as
+        // this API node failing: it rolls the transaction back then.
+        if link
+            .send(&frame, Instant::now() + ROLLBACK_SEND_TIMEOUT)
+            .is_err()
+        {
+            debug_assert!(!link.alive.load(Ordering::Acquire));
+        }
+    }
+
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -184,6 +243,19 @@ impl Transaction {
     /// Why the transaction aborted, if it did for an error.
     pub fn error(&self) -> Option<&ClientError> {
         self.error.as_ref()
+    }
+
+    /// The batch defined since the last execute must fit in one frame.
+    fn check_batch_fits(&self) -> Result<(), ClientError> {
+        let bytes = execute_bytes_max(&self.defined);
+        if bytes > FRAME_PAYLOAD_BYTES_MAX {
+            return Err(ClientError::usage(format!(
+                "the batch of transaction {} takes up to {bytes} bytes, more than a frame \
+                 carries ({FRAME_PAYLOAD_BYTES_MAX}); execute it in smaller batches",
+                self.id
+            )));
+        }
+        Ok(())
     }
 
     fn check_open(&self) -> Result<(), ClientError> {
@@ -404,7 +476,12 @@ impl Transaction {
         decode_row(&record.table, &record.data)
     }
 
-    fn absorb(&mut self, executed: Executed) {
+    /// Takes in the answer to a batch that ended with `end`; returns the
+    /// batch's outcome. Every error a data node returns is an error here,
+    /// whatever state the transaction is left in (4102, "this execute was
+    /// not run", leaves it open), and a commit that did not commit is never
+    /// a success. The error is also kept in the transaction (`error`).
+    fn absorb(&mut self, end: ExecuteEnd, executed: Executed) -> Result<(), ClientError> {
         let first = self.records.len() - executed.results.len().min(self.records.len());
         for (record, result) in self.records[first..].iter_mut().zip(executed.results) {
             record.error = result.error;
@@ -415,9 +492,22 @@ impl Transaction {
             TransactionState::Committed => self.status = Status::Committed,
             TransactionState::Aborted => self.status = Status::Aborted,
         }
-        if let Some(error) = executed.error {
-            self.error = Some(ClientError::reply(error));
-        }
+        let error = match executed.error {
+            Some(error) => ClientError::reply(error),
+            None if end == ExecuteEnd::Commit && executed.state != TransactionState::Committed => {
+                ClientError::new(
+                    RECEIVE_FAILED,
+                    format!(
+                        "data node {} answered a commit of transaction {} with state {:?} \
+                         and no error",
+                        self.node, self.id, executed.state
+                    ),
+                )
+            }
+            None => return Ok(()),
+        };
+        self.error = Some(error.clone());
+        Err(error)
     }
 }
 
@@ -563,7 +653,6 @@ pub struct Session {
     cluster: Cluster,
     id: u32,
     mailbox: Arc<Mailbox>,
-    next_sequence: u64,
     counters: [u64; COUNTERS],
     frame: Vec<u8>,
     received: VecDeque<Delivery>,
@@ -577,6 +666,31 @@ pub struct Session {
     pub(crate) auto_increment_ranges: Map<u32, (u64, u64)>,
     /// Values fetched per round trip (`ndb_autoincrement_prefetch_sz`).
     pub(crate) auto_increment_prefetch: u32,
+    /// How long one call may wait for the cluster.
+    timeout: Duration,
+    /// A deadline no call passes, until cleared (a statement timeout).
+    deadline: Option<Instant>,
+    /// Set by an `Interrupter`: the waiting call ends.
+    interrupted: Arc<AtomicBool>,
+}
+
+/// Interrupts the calls of one session from another thread (the SQL
+/// node's KILL QUERY). Cheap to clone.
+#[derive(Clone)]
+pub struct Interrupter {
+    interrupted: Arc<AtomicBool>,
+    mailbox: Arc<Mailbox>,
+}
+
+impl Interrupter {
+    /// The call the session is waiting in returns NDB's 4012 with MySQL's
+    /// 1317 (query interrupted), and its transaction is rolled back; with
+    /// no call waiting, the next call that waits does.
+    pub fn interrupt(&self) {
+        self.interrupted.store(true, Ordering::Release);
+        // Wakes the call waiting on the mailbox, if one is.
+        self.mailbox.push(Delivery::Interrupted);
+    }
 }
 
 impl Drop for Session {
@@ -591,7 +705,6 @@ impl Session {
             cluster,
             id,
             mailbox,
-            next_sequence: 1,
             counters: [0; COUNTERS],
             frame: Vec::with_capacity(4096),
             received: VecDeque::new(),
@@ -600,11 +713,42 @@ impl Session {
             scans: Map::default(),
             auto_increment_ranges: Map::default(),
             auto_increment_prefetch: crate::auto_increment::PREFETCH_DEFAULT,
+            timeout: REQUEST_TIMEOUT,
+            deadline: None,
+            interrupted: Arc::new(AtomicBool::new(false)),
         }
     }
 
     pub fn cluster(&self) -> &Cluster {
         &self.cluster
+    }
+
+    /// How long each call of this session may wait for the cluster, to
+    /// send and to be answered (default `REQUEST_TIMEOUT`). A call that
+    /// runs out gives NDB's 4012 and rolls its transaction back.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// A moment no call of this session passes (each still has its
+    /// timeout), until cleared with `None`: a statement's deadline.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    /// A handle that interrupts this session's calls from another thread.
+    pub fn interrupter(&self) -> Interrupter {
+        Interrupter {
+            interrupted: Arc::clone(&self.interrupted),
+            mailbox: Arc::clone(&self.mailbox),
+        }
+    }
+
+    /// When the call starting now must be over.
+    fn call_deadline(&self) -> Instant {
+        let by_timeout = Instant::now() + self.timeout;
+        self.deadline
+            .map_or(by_timeout, |deadline| deadline.min(by_timeout))
     }
 
     /// A table by name (see `Cluster::table`).
@@ -645,10 +789,10 @@ impl Session {
     /// Starts a transaction whose coordinator is `node` (for tests and for
     /// measuring what distribution awareness saves).
     pub fn transaction_at(&mut self, node: NodeId) -> Transaction {
-        let id = (u64::from(self.id) << SESSION_SHIFT) | self.next_sequence;
-        self.next_sequence += 1;
+        let id = self.cluster.next_transaction_id(self.id);
         self.count(STARTED, 1);
         Transaction {
+            cluster: self.cluster.clone(),
             id,
             node,
             status: Status::Open,
@@ -688,6 +832,7 @@ impl Session {
         end: ExecuteEnd,
     ) -> Result<(), ClientError> {
         transaction.check_open()?;
+        transaction.check_batch_fits()?;
         if end == ExecuteEnd::Rollback && !transaction.started {
             transaction.defined.clear();
             transaction.status = Status::Aborted;
@@ -703,15 +848,24 @@ impl Session {
             return Ok(());
         }
         let node = transaction.node;
+        // The link first: a transaction is started only by a request sent.
+        let link = self.cluster.link_or_connect(node)?;
         let message = self.execute_message(transaction, end);
         self.frame.clear();
         encode_frame(&[message], &mut self.frame);
         self.count(BYTES_SENT, self.frame.len() as u64);
-        let link = self.cluster.link_or_connect(node)?;
-        link.send(&self.frame)?;
-        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let deadline = self.call_deadline();
+        if let Err(error) = link.send(&self.frame, deadline) {
+            // Nothing or a part of the batch went out; a part closed the
+            // link, and the data node rolls back what it had.
+            return Err(self.abandon(transaction, end, error));
+        }
         let executed = loop {
-            match self.next_delivery(deadline)? {
+            let delivery = match self.next_delivery(deadline) {
+                Ok(delivery) => delivery,
+                Err(error) => return Err(self.abandon(transaction, end, error)),
+            };
+            match delivery {
                 Delivery::Message(Message::Executed(executed))
                     if executed.transaction == transaction.id =>
                 {
@@ -726,16 +880,47 @@ impl Session {
                 other => self.park(other),
             }
         };
-        self.finish_execute(transaction, executed)
+        self.finish_execute(transaction, end, executed)
+    }
+
+    /// Gives up on a batch whose answer did not come: the transaction is
+    /// rolled back at its coordinator (a commit already under way goes on:
+    /// the result of a commit is unknown) and can take no more operations,
+    /// so a late answer can never be taken for a later batch's.
+    fn abandon(
+        &mut self,
+        transaction: &mut Transaction,
+        end: ExecuteEnd,
+        error: ClientError,
+    ) -> ClientError {
+        let what = if end == ExecuteEnd::Commit {
+            format!(
+                "the commit of transaction {} may or may not have happened",
+                transaction.id()
+            )
+        } else {
+            format!("transaction {} was rolled back", transaction.id())
+        };
+        let error = ClientError {
+            message: format!("{}: {what}", error.message),
+            ..error
+        };
+        transaction.error = Some(error.clone());
+        transaction.roll_back_abandoned();
+        self.count(ABORTED, 1);
+        error
     }
 
     fn execute_message(&mut self, transaction: &mut Transaction, end: ExecuteEnd) -> Message {
+        // The first request of a transaction starts it at the coordinator.
+        let start = !transaction.started;
         transaction.started = true;
         let operations = std::mem::take(&mut transaction.defined);
         self.count(EXECUTES, 1);
         self.count(PK_OPERATIONS, operations.len() as u64);
         Message::Execute(Execute {
             transaction: transaction.id,
+            start,
             end,
             operations,
         })
@@ -744,31 +929,45 @@ impl Session {
     fn finish_execute(
         &mut self,
         transaction: &mut Transaction,
+        end: ExecuteEnd,
         executed: Executed,
     ) -> Result<(), ClientError> {
         self.count(DATA_NODE_HOPS, u64::from(executed.hops));
-        transaction.absorb(executed);
+        let outcome = transaction.absorb(end, executed);
         match transaction.status {
             Status::Committed => self.count(COMMITTED, 1),
             Status::Aborted => self.count(ABORTED, 1),
             Status::Open => {}
         }
-        match (&transaction.error, transaction.status) {
-            (Some(error), Status::Aborted) => Err(error.clone()),
-            _ => Ok(()),
+        outcome
+    }
+
+    /// An interrupt from another thread, if one came: it ends this call.
+    fn take_interrupt(&self) -> Result<(), ClientError> {
+        // A plain load first: no read-modify-write on every delivery.
+        if self.interrupted.load(Ordering::Acquire)
+            && self.interrupted.swap(false, Ordering::AcqRel)
+        {
+            return Err(ClientError {
+                ndb_code: crate::error::REQUEST_TIMEOUT_CODE,
+                mysql_code: QUERY_INTERRUPTED,
+                message: "the call was interrupted (KILL)".to_string(),
+            });
         }
+        Ok(())
     }
 
     /// The next delivery, from the parked ones or the mailbox.
     fn next_delivery(&mut self, deadline: Instant) -> Result<Delivery, ClientError> {
         loop {
+            self.take_interrupt()?;
             if let Some(delivery) = self.received.pop_front() {
                 return Ok(delivery);
             }
             if !self.mailbox.take(deadline, &mut self.received) {
                 return Err(ClientError::new(
                     crate::error::REQUEST_TIMEOUT_CODE,
-                    format!("no answer from the cluster within {REQUEST_TIMEOUT:?}"),
+                    "no answer from the cluster by the call's deadline",
                 ));
             }
         }
@@ -777,14 +976,34 @@ impl Session {
     /// Keeps a delivery for whoever waits for it (another transaction or scan).
     fn park(&mut self, delivery: Delivery) {
         match delivery {
+            Delivery::Message(Message::Executed(executed))
+                if !self.in_flight.contains_key(&executed.transaction) =>
+            {
+                // The coordinator ended a transaction nobody waits on (its
+                // inactivity timer): its open scans end with that error.
+                if executed.state == TransactionState::Aborted {
+                    let error = executed.error.map(ClientError::reply).unwrap_or_else(|| {
+                        ClientError::new(NODE_FAILURE, "the transaction was aborted")
+                    });
+                    for ((transaction, _), state) in self.scans.iter_mut() {
+                        if *transaction == executed.transaction && state.error.is_none() {
+                            state.error = Some(error.clone());
+                        }
+                    }
+                }
+            }
             Delivery::Message(Message::Executed(executed)) => {
                 if let Some(mut transaction) = self.in_flight.remove(&executed.transaction) {
-                    let _ = self.finish_execute(&mut transaction, executed);
+                    let end = transaction.pending_end.unwrap_or(ExecuteEnd::NoCommit);
+                    // The outcome stays in the transaction (`error`), which
+                    // `send_poll` hands back to the caller.
+                    let _ = self.finish_execute(&mut transaction, end, executed);
                     self.prepared_done(transaction);
                 }
             }
             Delivery::Message(Message::ScanRows(rows)) => self.absorb_scan_rows(rows),
-            Delivery::Message(_) => {}
+            // The flag it came with is read by the call waiting, or the next.
+            Delivery::Message(_) | Delivery::Interrupted => {}
             Delivery::NodeDown(node) => {
                 let mut lost: Vec<u64> = self
                     .in_flight
@@ -823,6 +1042,7 @@ impl Session {
         end: ExecuteEnd,
     ) -> Result<(), ClientError> {
         transaction.check_open()?;
+        transaction.check_batch_fits()?;
         transaction.pending_end = Some(end);
         self.prepared.push(transaction);
         Ok(())
@@ -837,32 +1057,59 @@ impl Session {
         timeout: Duration,
     ) -> Result<Vec<Transaction>, ClientError> {
         let mut finished = Vec::new();
-        let mut by_node: Vec<(NodeId, Vec<Message>)> = Vec::new();
+        // Frames per data node: (node, messages, their transactions, bytes
+        // at most); a node gets another frame when one is full.
+        let mut frames: Vec<(NodeId, Vec<Message>, Vec<u64>, usize)> = Vec::new();
         for mut transaction in std::mem::take(&mut self.prepared) {
             let Some(end) = transaction.pending_end else {
                 finished.push(transaction);
                 continue;
             };
+            let bytes = execute_bytes_max(&transaction.defined);
             let message = self.execute_message(&mut transaction, end);
-            match by_node.iter_mut().find(|(n, _)| *n == transaction.node) {
-                Some((_, messages)) => messages.push(message),
-                None => by_node.push((transaction.node, vec![message])),
+            let node = transaction.node;
+            let room = frames.iter_mut().rev().find(|(n, messages, _, used)| {
+                *n == node
+                    && messages.len() < FRAME_MESSAGES_MAX
+                    && used + bytes <= FRAME_PAYLOAD_BYTES_MAX
+            });
+            match room {
+                Some((_, messages, ids, used)) => {
+                    messages.push(message);
+                    ids.push(transaction.id);
+                    *used += bytes;
+                }
+                None => frames.push((node, vec![message], vec![transaction.id], bytes)),
             }
             self.in_flight.insert(transaction.id, transaction);
         }
-        for (node, messages) in by_node {
+        let send_deadline = self.call_deadline();
+        for (node, messages, ids, _) in frames {
             self.frame.clear();
             encode_frame(&messages, &mut self.frame);
             self.count(BYTES_SENT, self.frame.len() as u64);
             let sent = self
                 .cluster
                 .link_or_connect(node)
-                .and_then(|link| link.send(&self.frame));
-            if sent.is_err() {
+                .and_then(|link| link.send(&self.frame, send_deadline));
+            let Err(error) = sent else {
+                continue;
+            };
+            if self.cluster.link(node).is_some() {
+                // The link is up and took none of the frame: only its
+                // transactions failed; the others' answers still come.
+                for id in ids {
+                    let mut transaction = self.in_flight.remove(&id).expect("just sent");
+                    transaction.error = Some(error.clone());
+                    transaction.roll_back_abandoned();
+                    self.count(ABORTED, 1);
+                    self.prepared_done(transaction);
+                }
+            } else {
                 self.park(Delivery::NodeDown(node));
             }
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = (Instant::now() + timeout).min(self.call_deadline());
         loop {
             // Answers parked by `park` land in `prepared` without an end.
             let (done, waiting): (Vec<Transaction>, Vec<Transaction>) =
@@ -874,6 +1121,9 @@ impl Session {
             if finished.len() >= min_done || self.in_flight.is_empty() {
                 return Ok(finished);
             }
+            // Transactions still in flight stay in the session; their
+            // answers are taken in by later calls.
+            self.take_interrupt()?;
             if self.received.is_empty() && !self.mailbox.take(deadline, &mut self.received) {
                 return Ok(finished);
             }
@@ -919,9 +1169,11 @@ impl Session {
         };
         let scan = transaction.next_scan;
         transaction.next_scan += 1;
+        let start = !transaction.started;
         transaction.started = true;
         let open = ScanOpen {
             transaction: transaction.id,
+            start,
             scan,
             table: table.id,
             index: options.index,
@@ -960,7 +1212,7 @@ impl Session {
         encode_frame(&[Message::ScanOpen(open)], &mut self.frame);
         self.count(BYTES_SENT, self.frame.len() as u64);
         let link = self.cluster.link_or_connect(transaction.node)?;
-        link.send(&self.frame)?;
+        link.send(&self.frame, self.call_deadline())?;
         Ok(Scan {
             transaction: transaction.id,
             scan,
@@ -986,7 +1238,7 @@ impl Session {
     /// fragments for their next batches as their rows are used up.
     pub fn next_row(&mut self, scan: &Scan) -> Result<Option<Row>, ClientError> {
         let key = (scan.transaction, scan.scan);
-        let deadline = Instant::now() + REQUEST_TIMEOUT;
+        let deadline = self.call_deadline();
         loop {
             let state = self
                 .scans
@@ -1028,7 +1280,7 @@ impl Session {
                 self.count(BYTES_SENT, self.frame.len() as u64);
                 self.count(SCAN_BATCHES, 1);
                 let link = self.cluster.link_or_connect(scan.node)?;
-                link.send(&self.frame)?;
+                link.send(&self.frame, self.call_deadline())?;
             }
             let delivery = self.next_delivery(deadline)?;
             self.park(delivery);
@@ -1049,7 +1301,7 @@ impl Session {
             &mut self.frame,
         );
         let link = self.cluster.link_or_connect(scan.node)?;
-        link.send(&self.frame)
+        link.send(&self.frame, self.call_deadline())
     }
 }
 
@@ -1081,5 +1333,82 @@ fn lost_answer(node: NodeId, end: ExecuteEnd) -> ClientError {
             NODE_FAILURE,
             format!("the connection to data node {node} failed: the transaction was aborted"),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::connection::SESSION_SHIFT;
+    use protocol::ErrorReply;
+
+    /// A transaction that was never sent: dropping it sends nothing.
+    fn open_transaction() -> Transaction {
+        let (cluster, _management) = crate::connection::offline_cluster(&[2]);
+        Transaction {
+            cluster,
+            id: 1 << SESSION_SHIFT | 1,
+            node: 2,
+            status: Status::Open,
+            started: false,
+            defined: Vec::new(),
+            records: Vec::new(),
+            error: None,
+            pending_end: None,
+            next_scan: 1,
+        }
+    }
+
+    fn executed(state: TransactionState, error: Option<u16>) -> Executed {
+        Executed {
+            transaction: 1 << SESSION_SHIFT | 1,
+            state,
+            error: error.map(|ndb_code| ErrorReply {
+                ndb_code,
+                mysql_code: 1296,
+                message: format!("error {ndb_code}"),
+            }),
+            results: Vec::new(),
+            hops: 0,
+        }
+    }
+
+    /// 4102 (the batch was not run) comes with the transaction still open:
+    /// it is an error all the same, never a success.
+    #[test]
+    fn an_error_with_the_transaction_open_is_an_error() {
+        let mut transaction = open_transaction();
+        let outcome = transaction.absorb(
+            ExecuteEnd::NoCommit,
+            executed(TransactionState::Open, Some(4102)),
+        );
+        assert_eq!(outcome.map_err(|e| e.ndb_code), Err(4102));
+        assert_eq!(transaction.status(), Status::Open);
+    }
+
+    #[test]
+    fn a_commit_answered_without_committing_is_an_error() {
+        let mut transaction = open_transaction();
+        let outcome =
+            transaction.absorb(ExecuteEnd::Commit, executed(TransactionState::Open, None));
+        assert!(outcome.is_err());
+        let mut committed = open_transaction();
+        let outcome = committed.absorb(
+            ExecuteEnd::Commit,
+            executed(TransactionState::Committed, None),
+        );
+        assert_eq!(outcome, Ok(()));
+        assert_eq!(committed.status(), Status::Committed);
+    }
+
+    #[test]
+    fn an_asked_for_rollback_is_a_success() {
+        let mut transaction = open_transaction();
+        let outcome = transaction.absorb(
+            ExecuteEnd::Rollback,
+            executed(TransactionState::Aborted, None),
+        );
+        assert_eq!(outcome, Ok(()));
+        assert_eq!(transaction.status(), Status::Aborted);
     }
 }

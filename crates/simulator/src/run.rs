@@ -510,6 +510,7 @@ impl Simulation {
                 let next = block.next_tick_ms().max(now + 1);
                 self.schedule(next, SimEvent::Tick { node, incarnation });
                 self.apply_data_effects(node, incarnation, effects);
+                self.coordinator_tick(node, incarnation);
             }
             SimEvent::ManagementTick { incarnation } => {
                 if self.management.incarnation != incarnation {
@@ -583,10 +584,14 @@ impl Simulation {
         let now = self.now_ms;
         let mut block = DataNode::new(self.settings(node, incarnation), now);
         block.set_memory_pages(u64::from(node), 2048);
-        let blocks = self
-            .workload
-            .as_ref()
-            .map(|w| Box::new(TransactionBlocks::new(node, incarnation, w.engine_config())));
+        let blocks = self.workload.as_ref().map(|w| {
+            Box::new(TransactionBlocks::new(
+                node,
+                incarnation,
+                w.engine_config(),
+                w.coordinator_config(),
+            ))
+        });
         let sim = self.nodes.get_mut(&node).expect("configured node");
         assert!(sim.block.is_none(), "a running node is not restarted");
         sim.block = Some(block);

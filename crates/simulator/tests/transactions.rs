@@ -58,6 +58,7 @@ fn assert_marks(marks: &TransactionMarks) {
     assert!(marks.index_rows_moved > 0, "{marks:?}");
     assert!(marks.code_swaps > 0, "{marks:?}");
     assert!(marks.commits_past_waiting_scans > 0, "{marks:?}");
+    assert!(marks.inactive_timeouts > 0, "{marks:?}");
 }
 
 #[test]

@@ -51,6 +51,10 @@ pub struct CoordinatorConfig {
     pub operations_max: u32,
     /// Scans open at once on this coordinator.
     pub scans_max: u32,
+    /// [TransactionInactiveTimeout] milliseconds a transaction may wait
+    /// for its API's next request before `tick` aborts it (266) and frees
+    /// its locks; 0 never aborts.
+    pub inactive_timeout_ms: u64,
 }
 
 impl Default for CoordinatorConfig {
@@ -59,6 +63,7 @@ impl Default for CoordinatorConfig {
             transactions_max: 4_096,
             operations_max: 32_768,
             scans_max: 256,
+            inactive_timeout_ms: 0,
         }
     }
 }
@@ -161,6 +166,9 @@ struct Transaction {
     answered: bool,
     error: Option<ErrorReply>,
     scans: Vec<CoordinatorScan>,
+    /// The coordinator's clock (`tick`) when the API last sent a request
+    /// for this transaction or was last sent an answer.
+    active_ms: u64,
 }
 
 /// Counters of one coordinator (NDB's `ndbinfo.counters` for the TC).
@@ -187,6 +195,8 @@ pub struct Coordinator {
     scans_in_use: u32,
     key_scratch: Vec<u8>,
     counters: CoordinatorCounters,
+    /// The time of the last `tick`: the clock of the inactivity timer.
+    now_ms: u64,
 }
 
 impl Coordinator {
@@ -203,6 +213,7 @@ impl Coordinator {
             scans_in_use: 0,
             key_scratch: Vec::new(),
             counters: CoordinatorCounters::default(),
+            now_ms: 0,
         }
     }
 
@@ -275,6 +286,43 @@ impl Coordinator {
         }
     }
 
+    /// Advances the coordinator's clock to `now_ms` and aborts every
+    /// transaction that has waited for its API longer than
+    /// `inactive_timeout_ms` (NDB's TransactionInactiveTimeout), freeing
+    /// its locks. The API gets NDB's 266 for it, as NDB's TC timer gives;
+    /// a later request for it is refused (4350). The runtime calls this
+    /// periodically; the accuracy of the timeout is the calling interval.
+    pub fn tick(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
+        // A clock that goes backwards would make every transaction look
+        // fresh: the runtimes pass a monotonic clock.
+        assert!(now_ms >= self.now_ms, "the coordinator's clock went back");
+        self.now_ms = now_ms;
+        let timeout_ms = self.config.inactive_timeout_ms;
+        if timeout_ms == 0 {
+            return;
+        }
+        let mut expired: Vec<u64> = self
+            .transactions
+            .iter()
+            .filter(|(_, t)| t.stage == Stage::Open && !t.answered)
+            .filter(|(_, t)| now_ms.saturating_sub(t.active_ms) > timeout_ms)
+            .map(|(id, _)| *id)
+            .collect();
+        expired.sort_unstable();
+        for id in expired {
+            let transaction = &self.transactions[&id];
+            let error = reply(
+                ErrorCode::LockWaitTimeout,
+                format!(
+                    "transaction {} of API node {} was idle for more than {timeout_ms} ms \
+                     (TransactionInactiveTimeout) and was aborted",
+                    transaction.client, transaction.api
+                ),
+            );
+            self.abort(id, Some(error), out);
+        }
+    }
+
     /// Handles a message for the coordinator. Returns it back if it is not one.
     pub fn on_message(
         &mut self,
@@ -325,10 +373,31 @@ impl Coordinator {
         ));
     }
 
-    /// Finds the transaction for an API's id, or starts one.
-    fn transaction_for(&mut self, api: NodeId, client: u64) -> Result<u64, ErrorReply> {
-        if let Some(id) = self.clients.get(&(api, client)) {
-            return Ok(*id);
+    /// Finds the transaction for an API's id, or starts one if the API's
+    /// request says it starts the transaction. A request that continues a
+    /// transaction this coordinator no longer has (it timed out, or a node
+    /// it used failed) is refused: starting afresh would commit the second
+    /// half of a transaction whose first half was rolled back.
+    fn transaction_for(
+        &mut self,
+        api: NodeId,
+        client: u64,
+        start: bool,
+    ) -> Result<u64, ErrorReply> {
+        if let Some(id) = self.clients.get(&(api, client)).copied() {
+            let transaction = self.transactions.get_mut(&id).expect("mapped");
+            transaction.active_ms = self.now_ms;
+            return Ok(id);
+        }
+        if !start {
+            return Err(reply(
+                ErrorCode::NoSuchTransaction,
+                format!(
+                    "node {} has no transaction {client} of API node {api}: it was aborted \
+                     (idle longer than TransactionInactiveTimeout, or a node failed)",
+                    self.node
+                ),
+            ));
         }
         if self.transactions.len() >= self.config.transactions_max as usize {
             return Err(reply(
@@ -356,6 +425,7 @@ impl Coordinator {
                 answered: false,
                 error: None,
                 scans: Vec::new(),
+                active_ms: self.now_ms,
             },
         );
         self.clients.insert((api, client), id);
@@ -364,7 +434,7 @@ impl Coordinator {
 
     fn on_execute(&mut self, api: NodeId, execute: Execute, out: &mut Vec<(NodeId, Message)>) {
         let client = execute.transaction;
-        let id = match self.transaction_for(api, client) {
+        let id = match self.transaction_for(api, client, execute.start) {
             Ok(id) => id,
             Err(error) => {
                 self.answer(
@@ -379,6 +449,12 @@ impl Coordinator {
             }
         };
         let transaction = self.transactions.get_mut(&id).expect("just found");
+        if execute.end == ExecuteEnd::Rollback && transaction.stage == Stage::Executing {
+            // The API gave up on its batch (a timeout, or the transaction
+            // was dropped): abort now rather than run it to the end.
+            self.abort(id, None, out);
+            return;
+        }
         if transaction.stage != Stage::Open {
             // An API that sends a batch before the last one was answered
             // breaks the protocol; this execute is refused and not run, and
@@ -765,6 +841,7 @@ impl Coordinator {
             _ => {
                 let batch = transaction.batch.take().expect("checked");
                 transaction.stage = Stage::Open;
+                transaction.active_ms = self.now_ms;
                 let (api, client) = (transaction.api, transaction.client);
                 self.answer(
                     (api, client),
@@ -1051,7 +1128,7 @@ impl Coordinator {
                 }),
             ));
         };
-        let id = match self.transaction_for(api, client) {
+        let id = match self.transaction_for(api, client, open.start) {
             Ok(id) => id,
             Err(error) => {
                 fail(error, out);
@@ -1171,6 +1248,7 @@ impl Coordinator {
         // A failed scan ends on its fragment; the API decides what becomes
         // of the transaction (NDB leaves it to the application too).
         rows.transaction = transaction.client;
+        transaction.active_ms = self.now_ms;
         out.push((transaction.api, Message::ScanRows(rows)));
     }
 
@@ -1178,7 +1256,9 @@ impl Coordinator {
         let Some(id) = self.clients.get(&(api, next.transaction)).copied() else {
             return;
         };
-        let transaction = &self.transactions[&id];
+        let transaction = self.transactions.get_mut(&id).expect("mapped");
+        transaction.active_ms = self.now_ms;
+        let transaction = &*transaction;
         let Some(scan) = transaction.scans.iter().find(|s| s.scan == next.scan) else {
             return;
         };

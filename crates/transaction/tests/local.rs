@@ -41,6 +41,9 @@ struct Cluster {
     answers: VecDeque<Message>,
     steps: Vec<Step>,
     routing: Routing,
+    /// Transactions (coordinator, id) the API has open: its next execute
+    /// of one continues it, any other starts a transaction.
+    open: std::collections::BTreeSet<(NodeId, u64)>,
 }
 
 fn table_definition(read_backup: bool) -> Vec<u8> {
@@ -151,6 +154,7 @@ impl Cluster {
             answers: VecDeque::new(),
             steps: Vec::new(),
             routing,
+            open: Default::default(),
         }
     }
 
@@ -226,12 +230,26 @@ impl Cluster {
         end: ExecuteEnd,
         operations: Vec<Operation>,
     ) -> Executed {
+        let start = !self.open.contains(&(coordinator, transaction));
+        self.execute_with(coordinator, transaction, start, end, operations)
+    }
+
+    /// An execute whose start flag the test chooses.
+    fn execute_with(
+        &mut self,
+        coordinator: NodeId,
+        transaction: u64,
+        start: bool,
+        end: ExecuteEnd,
+        operations: Vec<Operation>,
+    ) -> Executed {
         self.send(
             API,
             vec![(
                 coordinator,
                 Message::Execute(Execute {
                     transaction,
+                    start,
                     end,
                     operations,
                 }),
@@ -240,9 +258,25 @@ impl Cluster {
         match self.until_answer() {
             Message::Executed(executed) => {
                 assert_eq!(executed.transaction, transaction);
+                if executed.state == TransactionState::Open {
+                    self.open.insert((coordinator, transaction));
+                } else {
+                    self.open.remove(&(coordinator, transaction));
+                }
                 executed
             }
             other => panic!("expected Executed, got {other:?}"),
+        }
+    }
+
+    /// Ticks every coordinator's inactivity timer at `now_ms`.
+    fn tick(&mut self, now_ms: u64) {
+        let nodes: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for node in nodes {
+            let mut out = Vec::new();
+            let coordinator = &mut self.nodes.get_mut(&node).expect("node").coordinator;
+            coordinator.tick(now_ms, &mut out);
+            self.send(node, out);
         }
     }
 
@@ -582,6 +616,7 @@ fn a_scan_runs_in_batches_across_both_nodes() {
             2,
             Message::ScanOpen(ScanOpen {
                 transaction: 2,
+                start: true,
                 scan: 1,
                 table: TABLE,
                 columns: vec![0, 1],
@@ -661,6 +696,7 @@ fn operations_behind_a_lock_wait_run_in_order() {
             2,
             Message::Execute(Execute {
                 transaction: 3,
+                start: true,
                 end: ExecuteEnd::Commit,
                 operations: vec![
                     update(a, 5),
@@ -933,9 +969,10 @@ fn an_execute_during_a_running_batch_is_refused_and_the_transaction_goes_on() {
     assert_eq!(holder.state, TransactionState::Open);
     // Transaction 3's first batch waits for the lock; its second execute
     // arrives while the first runs.
-    let execute = |end, operations| {
+    let execute = |start, end, operations| {
         Message::Execute(Execute {
             transaction: 3,
+            start,
             end,
             operations,
         })
@@ -943,8 +980,8 @@ fn an_execute_during_a_running_batch_is_refused_and_the_transaction_goes_on() {
     cluster.send(
         API,
         vec![
-            (2, execute(ExecuteEnd::NoCommit, vec![update(a, 5)])),
-            (2, execute(ExecuteEnd::Commit, vec![insert(b, 6)])),
+            (2, execute(true, ExecuteEnd::NoCommit, vec![update(a, 5)])),
+            (2, execute(false, ExecuteEnd::Commit, vec![insert(b, 6)])),
         ],
     );
     let Message::Executed(refused) = cluster.until_answer() else {
@@ -969,9 +1006,133 @@ fn an_execute_during_a_running_batch_is_refused_and_the_transaction_goes_on() {
     assert_eq!(cluster.committed_rows(2), expected);
 }
 
+/// A transaction whose API goes quiet holds its locks only until
+/// TransactionInactiveTimeout: the coordinator's timer aborts it (266 to
+/// the API, as NDB's TC gives), another transaction then gets the row,
+/// and the API's late continuation is refused (4350) instead of starting a
+/// new transaction that would commit half of the old one.
+#[test]
+fn an_idle_transaction_is_aborted_after_the_inactive_timeout() {
+    let config = CoordinatorConfig {
+        inactive_timeout_ms: 1_000,
+        ..CoordinatorConfig::default()
+    };
+    let mut cluster = Cluster::new(true, config);
+    let (a, b) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    cluster.tick(100);
+    let idle = cluster.execute(2, 2, ExecuteEnd::NoCommit, vec![update(a, 7)]);
+    assert_eq!(idle.state, TransactionState::Open, "{idle:?}");
+    // Within the timeout nothing happens.
+    cluster.tick(1_000);
+    cluster.quiesce();
+    assert!(cluster.answers.is_empty(), "{:?}", cluster.answers);
+    cluster.tick(1_200);
+    let Message::Executed(aborted) = cluster.until_answer() else {
+        panic!("expected Executed");
+    };
+    assert_eq!(aborted.transaction, 2);
+    assert_eq!(aborted.state, TransactionState::Aborted);
+    assert_eq!(aborted.error.as_ref().map(|e| e.ndb_code), Some(266));
+    cluster.open.remove(&(2, 2));
+    // The lock is free: another transaction updates the row at once.
+    let other = cluster.execute(1, 3, ExecuteEnd::Commit, vec![update(a, 9)]);
+    assert_eq!(other.state, TransactionState::Committed, "{other:?}");
+    // The late continuation does not start a new transaction.
+    let late = cluster.execute_with(2, 2, false, ExecuteEnd::Commit, vec![insert(b, 5)]);
+    assert_eq!(late.state, TransactionState::Aborted);
+    assert_eq!(late.error.as_ref().map(|e| e.ndb_code), Some(4350));
+    assert!(late.results.is_empty(), "the refused batch did not run");
+    cluster.assert_idle();
+    assert_eq!(cluster.committed_rows(1), vec![(i64::from(a), Some(9))]);
+    assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(9))]);
+}
+
+/// With the timeout at 0 (never), an idle transaction stays open.
+#[test]
+fn an_inactive_timeout_of_zero_never_aborts() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    cluster.tick(0);
+    let idle = cluster.execute(1, 1, ExecuteEnd::NoCommit, vec![insert(a, 1)]);
+    assert_eq!(idle.state, TransactionState::Open);
+    cluster.tick(u64::from(u32::MAX) * 10);
+    cluster.quiesce();
+    assert!(cluster.answers.is_empty());
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+}
+
+/// A request that continues a transaction the coordinator never had is
+/// refused, and nothing of it runs.
+#[test]
+fn continuing_an_unknown_transaction_is_refused() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let refused = cluster.execute_with(1, 5, false, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(refused.state, TransactionState::Aborted);
+    assert_eq!(refused.error.as_ref().map(|e| e.ndb_code), Some(4350));
+    cluster.assert_idle();
+    assert!(cluster.committed_rows(1).is_empty());
+}
+
+/// An API that gives up on a batch still running (a client timeout, a
+/// dropped transaction) rolls it back: the coordinator aborts at once and
+/// the locks the batch took are freed.
+#[test]
+fn a_rollback_during_a_running_batch_aborts_it() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let (a, b) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    let holder = cluster.execute(
+        1,
+        2,
+        ExecuteEnd::NoCommit,
+        vec![read(a, OperationKind::ReadExclusive)],
+    );
+    assert_eq!(holder.state, TransactionState::Open);
+    // Transaction 3 inserts b, then waits for a's lock; its API rolls back.
+    let execute = |start, end, operations| {
+        Message::Execute(Execute {
+            transaction: 3,
+            start,
+            end,
+            operations,
+        })
+    };
+    cluster.send(
+        API,
+        vec![
+            (
+                2,
+                execute(true, ExecuteEnd::Commit, vec![insert(b, 6), update(a, 5)]),
+            ),
+            (2, execute(false, ExecuteEnd::Rollback, Vec::new())),
+        ],
+    );
+    let Message::Executed(rolled_back) = cluster.until_answer() else {
+        panic!("expected Executed");
+    };
+    assert_eq!(rolled_back.transaction, 3);
+    assert_eq!(
+        rolled_back.state,
+        TransactionState::Aborted,
+        "{rolled_back:?}"
+    );
+    let released = cluster.execute(1, 2, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(released.state, TransactionState::Committed);
+    cluster.assert_idle();
+    assert_eq!(cluster.committed_rows(1), vec![(i64::from(a), Some(1))]);
+    assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(1))]);
+}
+
 /// Opens a scan of partition 0 in `transaction` at coordinator 1 and lets
 /// it run until nothing moves; returns the ScanRows the API received.
 fn scan_partition_0(cluster: &mut Cluster, transaction: u64, mode: OperationKind) -> Vec<Message> {
+    let start = !cluster.open.contains(&(1, transaction));
     cluster.send(
         API,
         vec![(
@@ -985,6 +1146,7 @@ fn scan_partition_0(cluster: &mut Cluster, transaction: u64, mode: OperationKind
                 partition: Some(0),
                 batch_rows: 16,
                 batch_bytes: 1 << 16,
+                start,
                 ..ScanOpen::default()
             }),
         )],
@@ -1062,6 +1224,7 @@ fn a_table_dropped_under_a_unique_lookup_aborts_the_transaction() {
             1,
             Message::Execute(Execute {
                 transaction: 2,
+                start: true,
                 end: ExecuteEnd::Commit,
                 operations: vec![by_code(OperationKind::ReadShared, 100)],
             }),
@@ -1128,6 +1291,7 @@ fn work_whose_first_step_failed_in_the_engine_commits_as_nothing() {
                     partition: Some(0),
                     batch_rows: 1,
                     batch_bytes: 1 << 16,
+                    start: true,
                     ..ScanOpen::default()
                 }),
             )],
@@ -1192,6 +1356,7 @@ fn a_scan_opened_just_before_the_commit_leaves_nothing_when_the_commit_overtakes
                 1,
                 Message::Execute(Execute {
                     transaction: 1,
+                    start: false,
                     end: ExecuteEnd::Commit,
                     operations: Vec::new(),
                 }),

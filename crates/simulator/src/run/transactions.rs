@@ -2,7 +2,8 @@
 //! and a query handler (LQH) — fed by the event loop the way the
 //! production runtime feeds them: every installed cluster state goes to
 //! both; a transaction message goes to the TC, and to the LQH when the TC
-//! hands it back; the LQH is ticked at its lock-wait deadline. Their
+//! hands it back; the LQH is ticked at its lock-wait deadline, the TC's
+//! inactivity timer at every tick of its data node. Their
 //! messages travel over `TcpLinks` (in order per link, exactly once).
 //!
 //! The runtime also watches what the blocks send, for coverage marks and
@@ -36,9 +37,14 @@ pub struct TransactionBlocks {
 }
 
 impl TransactionBlocks {
-    pub fn new(node: NodeId, incarnation: u64, engine: EngineConfig) -> TransactionBlocks {
+    pub fn new(
+        node: NodeId,
+        incarnation: u64,
+        engine: EngineConfig,
+        coordinator: CoordinatorConfig,
+    ) -> TransactionBlocks {
         TransactionBlocks {
-            coordinator: Coordinator::new(node, incarnation, CoordinatorConfig::default()),
+            coordinator: Coordinator::new(node, incarnation, coordinator),
             query_handler: QueryHandler::new(node, engine).expect("the simulator's engine config"),
             routing: Routing::new(),
             tick_at_ms: None,
@@ -82,6 +88,9 @@ pub struct TransactionMarks {
     /// A commit reached a fragment where a scan of its transaction still
     /// waited for a lock (the query handler closed the scan first).
     pub commits_past_waiting_scans: u64,
+    /// A transaction its API abandoned was aborted by its coordinator's
+    /// inactivity timer (TransactionInactiveTimeout, NDB error 266).
+    pub inactive_timeouts: u64,
 }
 
 impl TransactionMarks {
@@ -97,6 +106,7 @@ impl TransactionMarks {
         self.index_rows_moved += other.index_rows_moved;
         self.code_swaps += other.code_swaps;
         self.commits_past_waiting_scans += other.commits_past_waiting_scans;
+        self.inactive_timeouts += other.inactive_timeouts;
     }
 }
 
@@ -327,6 +337,26 @@ impl Simulation {
                 at_ms: deadline,
             },
         );
+    }
+
+    /// Runs the coordinator's inactivity timer of `node` (at each of the
+    /// node's ticks, as the production runtime does).
+    pub(super) fn coordinator_tick(&mut self, node: NodeId, incarnation: u64) {
+        let now = self.now_ms;
+        let Some(sim) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        if sim.incarnation != incarnation {
+            return;
+        }
+        let Some(blocks) = sim.transaction.as_mut() else {
+            return;
+        };
+        let mut out = Vec::new();
+        blocks.coordinator.tick(now, &mut out);
+        for (to, message) in out {
+            self.send(node, incarnation, to, message);
+        }
     }
 
     /// Whether some query handler still has a lock wait that may end.

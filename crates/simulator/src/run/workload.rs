@@ -52,6 +52,7 @@ use rand_chacha::ChaCha8Rng;
 use schema::distribution::TableOptions;
 use schema::{AttrInfoWriter, ColumnDef, ColumnType, IndexDef, TableDef, Value};
 use storage::engine::EngineConfig;
+use transaction::CoordinatorConfig;
 
 use super::transactions::{AnsweredOn, int_column};
 use super::{SimEvent, Simulation, between, chance};
@@ -75,6 +76,11 @@ const GROUP_STRIDE: i64 = 8;
 const ATTEMPTS_MAX: u32 = 3;
 const NO_SUCH_ROW: u16 = 626;
 const LOCK_WAIT_TIMEOUT: u16 = 266;
+/// The coordinators' TransactionInactiveTimeout in the simulator.
+const INACTIVE_TIMEOUT_MS: u64 = 3_000;
+/// The chance that a session walks away from its open transaction after a
+/// batch (see `abandon`).
+const ABANDON_CHANCE: f64 = 0.01;
 const DUPLICATE_KEY: u16 = 630;
 const UNIQUE_VIOLATION: u16 = 893;
 /// `coded`'s unique column, and its index's position among the table's
@@ -198,6 +204,8 @@ struct Running {
     scan: Option<ScanState>,
     /// The `coded` row its locked read found: id and code.
     found: Option<(i64, Option<i64>)>,
+    /// Its first request was sent: later ones continue the transaction.
+    started: bool,
 }
 
 /// One transaction at a time, on one API node's connection.
@@ -237,6 +245,9 @@ pub struct Workload {
     pub(super) must_abort: BTreeSet<(NodeId, u64)>,
     /// (API node, API transaction) of scans their session never reads.
     unread_scans: BTreeSet<(NodeId, u64)>,
+    /// Transactions a session walked away from (API node, id), and their
+    /// coordinators: each must be aborted by its inactivity timer.
+    abandoned: BTreeMap<(NodeId, u64), NodeId>,
 }
 
 impl Workload {
@@ -301,6 +312,17 @@ impl Workload {
             first_replica: BTreeMap::new(),
             must_abort: BTreeSet::new(),
             unread_scans: BTreeSet::new(),
+            abandoned: BTreeMap::new(),
+        }
+    }
+
+    /// The coordinators' limits: an inactivity timeout far above the time a
+    /// running session takes between two batches (network delays and
+    /// retransmissions), so only abandoned transactions reach it.
+    pub fn coordinator_config(&self) -> CoordinatorConfig {
+        CoordinatorConfig {
+            inactive_timeout_ms: INACTIVE_TIMEOUT_MS,
+            ..CoordinatorConfig::default()
         }
     }
 
@@ -551,6 +573,7 @@ impl Simulation {
             coordinator,
             Message::Execute(Execute {
                 transaction,
+                start: true,
                 end: ExecuteEnd::Commit,
                 operations,
             }),
@@ -590,13 +613,17 @@ impl Simulation {
         if workload.phase == Phase::Running && now >= workload.run_until_ms {
             workload.phase = Phase::Draining;
         }
-        let busy = workload.sessions.iter().any(|s| s.running.is_some());
+        // An abandoned transaction keeps the run going until its
+        // coordinator's inactivity timer aborts it.
+        let abandoned = !workload.abandoned.is_empty();
+        let busy = workload.sessions.iter().any(|s| s.running.is_some()) || abandoned;
         if in_flight > 0 {
             return;
         }
         if busy || workload.phase == Phase::Loading {
-            // Nothing in flight: only a lock wait ending can move things on.
-            if !self.lock_waits_pending() {
+            // Nothing in flight: only a lock wait ending, or an inactivity
+            // timeout, can move things on.
+            if !self.lock_waits_pending() && !abandoned {
                 self.fail_stuck("transactions wait for answers, but no message is in flight");
             }
             return;
@@ -693,6 +720,7 @@ impl Simulation {
             own_writes: BTreeMap::new(),
             scan: None,
             found: None,
+            started: false,
         });
         if let Job::Audit { mode, scan: true } = self.workload_mut().sessions[index]
             .running
@@ -728,6 +756,8 @@ impl Simulation {
         running.wrote_read_backup |= read_backup_write;
         let (transaction, coordinator, tag) =
             (running.transaction, running.coordinator, running.tag);
+        let start = !running.started;
+        running.started = true;
         let sent = Sent { end, operations };
         let line = format!(
             "api {api} transaction {transaction} (tag {tag}) -> node {coordinator}: {}",
@@ -744,6 +774,7 @@ impl Simulation {
             coordinator,
             Message::Execute(Execute {
                 transaction,
+                start,
                 end,
                 operations: protocol_operations,
             }),
@@ -783,6 +814,28 @@ impl Simulation {
                 let at = now + between(&mut self.rng, 0, think_ms_max);
                 self.schedule(at, SimEvent::Session { index });
             }
+            return;
+        }
+        if let Some(coordinator) = self
+            .workload_mut()
+            .abandoned
+            .remove(&(api, executed.transaction))
+        {
+            let timed_out = executed.state == TransactionState::Aborted
+                && executed.error.as_ref().map(|e| e.ndb_code) == Some(LOCK_WAIT_TIMEOUT);
+            if from != coordinator || !timed_out {
+                self.fail(format!(
+                    "api {api} abandoned transaction {} on node {coordinator}; node {from} \
+                     answered {executed:?} instead of its inactivity timeout (266)",
+                    executed.transaction
+                ));
+                return;
+            }
+            self.trace(format!(
+                "api {api} transaction {} <- node {from}: aborted, idle too long",
+                executed.transaction
+            ));
+            self.outcome.transactions.marks.inactive_timeouts += 1;
             return;
         }
         let Some(index) = self.workload().sessions.iter().position(|s| {
@@ -840,6 +893,12 @@ impl Simulation {
                 ));
             }
             Ok(Some(next)) => match next {
+                Next::Send(..)
+                    if self.workload().phase == Phase::Running
+                        && chance(&mut self.rng, ABANDON_CHANCE) =>
+                {
+                    self.abandon(index);
+                }
                 Next::Send(end, operations) => self.send_batch(index, end, operations),
                 Next::Finish => self.finish_job(index, true, None),
             },
@@ -962,6 +1021,23 @@ impl Simulation {
             }
         }
         self.after_batch(index, sent, executed, job)
+    }
+
+    /// Session `index` walks away from its open transaction, as a client
+    /// that hangs would: its coordinator must abort it once it has been
+    /// idle for the inactivity timeout, freeing its locks, and tell the API
+    /// (checked in `workload_receive`; the run does not end before).
+    fn abandon(&mut self, index: usize) {
+        let workload = self.workload_mut();
+        let session = &workload.sessions[index];
+        let running = session.running.as_ref().expect("running");
+        let (api, transaction, coordinator) =
+            (session.api, running.transaction, running.coordinator);
+        workload.abandoned.insert((api, transaction), coordinator);
+        self.trace(format!(
+            "api {api} transaction {transaction} on node {coordinator}: abandoned"
+        ));
+        self.finish_job(index, false, None);
     }
 
     /// The transaction of session `index` ended.

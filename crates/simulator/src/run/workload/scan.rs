@@ -28,6 +28,8 @@ impl Simulation {
         let api = workload.sessions[index].api;
         let running = workload.sessions[index].running.as_mut().expect("running");
         running.scan = Some(ScanState::default());
+        let start = !running.started;
+        running.started = true;
         let (transaction, coordinator) = (running.transaction, running.coordinator);
         self.trace(format!(
             "api {api} transaction {transaction} -> node {coordinator}: scan bank {mode:?}, \
@@ -39,6 +41,7 @@ impl Simulation {
             coordinator,
             Message::ScanOpen(ScanOpen {
                 transaction,
+                start,
                 scan: 1,
                 table,
                 columns: vec![0, 1],
