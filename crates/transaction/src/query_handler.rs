@@ -793,6 +793,10 @@ impl QueryHandler {
                 self.node, phase.transaction, phase.fragment, phase.table, error
             );
         }
+        assert!(
+            !self.engine.has_transaction(work),
+            "committed work still open in the engine"
+        );
     }
 
     /// The engine's abort of work, which fails only for a transaction the
@@ -805,6 +809,10 @@ impl QueryHandler {
                 self.node, error
             );
         }
+        assert!(
+            !self.engine.has_transaction(work),
+            "aborted work still open in the engine"
+        );
     }
 
     /// Produces the batch the coordinator asked for, unless the scan waits

@@ -1397,3 +1397,56 @@ fn a_scan_opened_just_before_the_commit_leaves_nothing_when_the_commit_overtakes
         vec![(i64::from(written), Some(1))]
     );
 }
+
+#[test]
+#[should_panic(expected = "while one of its operations waits for a lock")]
+fn a_commit_reaching_work_with_a_waiting_operation_stops_the_node() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    let holder = cluster.execute(
+        1,
+        2,
+        ExecuteEnd::NoCommit,
+        vec![read(a, OperationKind::ReadExclusive)],
+    );
+    assert_eq!(holder.state, TransactionState::Open);
+    // Transaction 3's update waits for the lock on the primary (node 1).
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::Execute(Execute {
+                transaction: 3,
+                end: ExecuteEnd::NoCommit,
+                operations: vec![update(a, 5)],
+            }),
+        )],
+    );
+    cluster.quiesce();
+    let waiting = cluster
+        .steps
+        .iter()
+        .rev()
+        .find_map(|step| match &step.delivered {
+            Message::KeyRequest(request) if step.to == 1 => Some(request.transaction),
+            _ => None,
+        })
+        .expect("the update reached the primary");
+    // A Commit no coordinator would send yet: the node must stop rather
+    // than commit around the waiting update.
+    let mut out = Vec::new();
+    let node = cluster.nodes.get_mut(&1).expect("node 1");
+    node.query_handler.on_message(
+        0,
+        Message::Commit(protocol::Phase {
+            transaction: waiting,
+            coordinator: 1,
+            table: TABLE,
+            fragment: 0,
+            chain: Vec::new(),
+        }),
+        &mut out,
+    );
+}
