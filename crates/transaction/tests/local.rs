@@ -1419,6 +1419,7 @@ fn a_commit_reaching_work_with_a_waiting_operation_stops_the_node() {
             1,
             Message::Execute(Execute {
                 transaction: 3,
+                start: true,
                 end: ExecuteEnd::NoCommit,
                 operations: vec![update(a, 5)],
             }),
