@@ -209,7 +209,7 @@ impl Cluster {
                 counters: SharedCounters::default(),
             }),
             routing: RwLock::new(Arc::new(Routing::new())),
-            next_request: AtomicU64::new(1),
+            next_request: AtomicU64::new(first_request_id()),
             round_robin: AtomicUsize::new(0),
             admin: Mutex::new(()),
         });
@@ -464,6 +464,17 @@ impl Cluster {
         make: impl Fn(u64) -> Message,
     ) -> Result<Message, ClientError> {
         let request = self.inner.next_request.fetch_add(1, Ordering::Relaxed);
+        self.request_as(node, request, make)
+    }
+
+    /// Sends administrative request `request` to `node` and waits for its
+    /// answer (a retry passes the id of its first attempt).
+    fn request_as(
+        &self,
+        node: NodeId,
+        request: u64,
+        make: impl Fn(u64) -> Message,
+    ) -> Result<Message, ClientError> {
         let link = self.link_or_connect(node)?;
         let mut bytes = Vec::new();
         encode_frame(&[make(request)], &mut bytes);
@@ -526,12 +537,20 @@ impl Cluster {
     }
 
     /// Sends a dictionary change to the president, following redirects and
-    /// retrying temporary errors a bounded number of times.
+    /// retrying temporary errors a bounded number of times. Every attempt
+    /// carries the same request id: the cluster remembers the changes it
+    /// applied by request, so a retry of one whose answer was lost (the
+    /// president failed, the connection closed) gets the answer the first
+    /// attempt got, not "already exists" or "does not exist".
     fn schema_change(&self, change: SchemaChange) -> Result<u32, ClientError> {
+        let request = self.inner.next_request.fetch_add(1, Ordering::Relaxed);
         let mut target = self.any_connected()?;
         let mut last_error = None;
+        // Whether an attempt may have reached the president without its
+        // answer coming back: then giving up leaves the outcome unknown.
+        let mut outcome_unknown = false;
         for _ in 0..SCHEMA_ATTEMPTS_MAX {
-            let reply = self.request_from(target, |request| Message::SchemaRequest {
+            let reply = self.request_as(target, request, |request| Message::SchemaRequest {
                 request,
                 change: change.clone(),
             });
@@ -544,7 +563,10 @@ impl Cluster {
                     (ClientError::reply(error), president)
                 }
                 Ok(_) => unreachable!("filtered by the request"),
-                Err(error) => (error, None),
+                Err(error) => {
+                    outcome_unknown = true;
+                    (error, None)
+                }
             };
             if !error.is_temporary() {
                 return Err(error);
@@ -555,8 +577,30 @@ impl Cluster {
             last_error = Some(error);
             std::thread::sleep(Duration::from_millis(50));
         }
-        Err(last_error.expect("at least one attempt"))
+        let last_error = last_error.expect("at least one attempt");
+        if outcome_unknown {
+            return Err(ClientError::new(
+                crate::error::REQUEST_TIMEOUT_CODE,
+                format!(
+                    "the schema change may or may not have been applied: no answer after \
+                     {SCHEMA_ATTEMPTS_MAX} attempts (last: {last_error}); read the dictionary \
+                     before retrying"
+                ),
+            ));
+        }
+        Err(last_error)
     }
+}
+
+/// The first request id of a connection: the wall clock in microseconds,
+/// so an API node id reused by a later process does not repeat the request
+/// ids of an earlier one, which the cluster remembers with their schema
+/// changes.
+fn first_request_id() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |since| since.as_micros() as u64)
+        .max(1)
 }
 
 fn reply_request(message: &Message) -> Option<u64> {

@@ -219,6 +219,11 @@ struct Management {
 struct ClientRequest {
     change: SchemaChange,
     sent_ms: u64,
+    /// Answered "not the president" or "busy": resent at the next client
+    /// step, to this node when the answer named one. Not at once, because
+    /// a retry keeps the request id, so a duplicated answer would start a
+    /// second chain of retries.
+    retry_to: Option<NodeId>,
 }
 
 struct Simulation {
@@ -251,6 +256,11 @@ struct Simulation {
     acknowledged_at_ms: BTreeMap<String, u64>,
     /// Tables a drop was sent for and not answered: they may be gone.
     dropping: BTreeSet<String>,
+    /// Tables whose drop was acknowledged, and when: dropped in the newest
+    /// generation, they must stay gone (names are never reused).
+    dropped: BTreeMap<String, u64>,
+    /// Tables whose create was answered with an error: they must not exist.
+    refused_creates: BTreeMap<String, String>,
     trace: VecDeque<String>,
     outcome: Outcome,
     failure: Option<String>,
@@ -370,6 +380,8 @@ impl Simulation {
             last_formation_ms: 0,
             acknowledged_at_ms: BTreeMap::new(),
             dropping: BTreeSet::new(),
+            dropped: BTreeMap::new(),
+            refused_creates: BTreeMap::new(),
             trace: VecDeque::new(),
             outcome: Outcome::default(),
             failure: None,
@@ -971,13 +983,18 @@ impl Simulation {
         let stale: Vec<u64> = self
             .client_requests
             .iter()
-            .filter(|(_, r)| now.saturating_sub(r.sent_ms) > CLIENT_TIMEOUT_MS)
+            .filter(|(_, r)| {
+                r.retry_to.is_some() || now.saturating_sub(r.sent_ms) > CLIENT_TIMEOUT_MS
+            })
             .map(|(id, _)| *id)
             .collect();
         for id in stale {
-            let change = self.client_requests.remove(&id).expect("listed").change;
-            let to = self.random_data_node();
-            self.client_send(to, change);
+            let request = self.client_requests.remove(&id).expect("listed");
+            let to = request
+                .retry_to
+                .filter(|node| self.nodes.contains_key(node))
+                .unwrap_or_else(|| self.random_data_node());
+            self.client_resend(to, id, request.change);
         }
         if self.workload.is_some() {
             self.create_workload_tables();
@@ -1004,6 +1021,13 @@ impl Simulation {
     fn client_send(&mut self, to: NodeId, change: SchemaChange) {
         let request = self.next_request;
         self.next_request += 1;
+        self.client_resend(to, request, change);
+    }
+
+    /// Sends `change` as `request`. A retry keeps the request id: the id
+    /// names the change, so the cluster answers a retry of a change it
+    /// applied with the first answer.
+    fn client_resend(&mut self, to: NodeId, request: u64, change: SchemaChange) {
         if let SchemaChange::DropTable { name } = &change {
             self.dropping.insert(name.clone());
         }
@@ -1012,6 +1036,7 @@ impl Simulation {
             ClientRequest {
                 change: change.clone(),
                 sent_ms: self.now_ms,
+                retry_to: None,
             },
         );
         self.send(
@@ -1047,6 +1072,7 @@ impl Simulation {
                 self.trace(format!("client: table {name} (id {table_id}) dropped"));
                 self.acknowledged_tables.remove(name);
                 self.dropping.remove(name);
+                self.dropped.insert(name.clone(), self.now_ms);
             }
             (Err(error), change) => {
                 self.trace(format!(
@@ -1056,24 +1082,57 @@ impl Simulation {
                 match error.ndb_code {
                     // Not the president: retry where it points, or anywhere.
                     702 | 711 => {
-                        let president = error
-                            .president_hint()
-                            .filter(|n| self.nodes.contains_key(n));
-                        let to = match president {
-                            Some(node) => node,
-                            None => self.random_data_node(),
-                        };
-                        self.client_send(to, change.clone());
+                        // Unknown nodes (0: no president known) fall back to
+                        // a random node when resent.
+                        let retry_to = error.president_hint().unwrap_or(0);
+                        self.client_requests.insert(
+                            request,
+                            ClientRequest {
+                                retry_to: Some(retry_to),
+                                ..sent
+                            },
+                        );
                     }
-                    // A retried create whose first attempt succeeded, or a
-                    // retried drop whose first attempt did: the outcome is
-                    // settled by the final state check.
-                    _ => {
-                        if let SchemaChange::DropTable { name } = change {
+                    // Any other answer is final, and must be true. This
+                    // client creates each name once and drops only tables
+                    // it created, so "exists" for a create or "does not
+                    // exist" for a drop of a table acknowledged in this
+                    // generation can only come from an earlier attempt of
+                    // the same request having been applied: a false answer.
+                    _ => match change {
+                        SchemaChange::DropTable { name } => {
+                            let acknowledged_in_this_generation = self
+                                .acknowledged_at_ms
+                                .get(name)
+                                .is_some_and(|at| *at > self.last_formation_ms);
+                            if error.ndb_code == 723 && acknowledged_in_this_generation {
+                                self.fail(format!(
+                                    "DROP of table {name} answered {} ({}), but the client \
+                                     created it and nobody else dropped it: an earlier attempt \
+                                     of this drop was applied",
+                                    error.ndb_code, error.message
+                                ));
+                            }
                             self.acknowledged_tables.remove(name);
                             self.dropping.remove(name);
                         }
-                    }
+                        SchemaChange::CreateTable { definition } => {
+                            let (table, _) = schema::table_codec::decode_table(definition)
+                                .expect("the client's own bytes");
+                            if error.mysql_code == 1050 {
+                                self.fail(format!(
+                                    "CREATE of table {} answered {} ({}), but only this request \
+                                     ever created that name: an earlier attempt of it was \
+                                     applied",
+                                    table.name, error.ndb_code, error.message
+                                ));
+                            }
+                            self.refused_creates.insert(
+                                table.name,
+                                format!("{}: {}", error.ndb_code, error.message),
+                            );
+                        }
+                    },
                 }
             }
         }
@@ -1263,6 +1322,22 @@ impl Simulation {
             }
             let mut names = BTreeSet::new();
             for table in &state.tables {
+                if self
+                    .dropped
+                    .get(&table.name)
+                    .is_some_and(|at| *at > self.last_formation_ms)
+                {
+                    problems.push(format!(
+                        "table {} was acknowledged dropped but is in the dictionary",
+                        table.name
+                    ));
+                }
+                if let Some(answer) = self.refused_creates.get(&table.name) {
+                    problems.push(format!(
+                        "table {} exists, but its CREATE was answered {answer}",
+                        table.name
+                    ));
+                }
                 if !names.insert(table.name.to_lowercase()) {
                     problems.push(format!("table name {} appears twice", table.name));
                 }

@@ -97,3 +97,14 @@ fn a_quiet_cluster_forms_and_takes_schema_changes() {
     assert!(outcome.tables > 0);
     assert_eq!(outcome.crashes, 0);
 }
+
+/// The president counts fragment replicas per node against the same limit
+/// the query handlers create engine tables under (the two crates do not
+/// depend on each other, so the number is written twice).
+#[test]
+fn the_president_and_the_query_handlers_agree_on_fragment_replicas_per_node() {
+    assert_eq!(
+        cluster::dictionary::FRAGMENT_REPLICAS_PER_NODE_MAX,
+        transaction::query_handler::FRAGMENT_REPLICAS_PER_NODE_MAX
+    );
+}
