@@ -110,6 +110,9 @@ pub struct Marks {
     pub excluded_node_group_lost: u64,
     /// The node learned that the others had removed it.
     pub excluded_by_others: u64,
+    /// A retried schema request was answered from the outcome the agreed
+    /// state remembers (its first attempt had been applied).
+    pub schema_retry_answered_from_state: u64,
 }
 
 impl Marks {
@@ -120,6 +123,7 @@ impl Marks {
         self.excluded_without_quorum += other.excluded_without_quorum;
         self.excluded_node_group_lost += other.excluded_node_group_lost;
         self.excluded_by_others += other.excluded_by_others;
+        self.schema_retry_answered_from_state += other.schema_retry_answered_from_state;
     }
 }
 
@@ -756,6 +760,7 @@ impl DataNode {
                 // A retry of a request already applied: the agreed state
                 // holds its answer.
                 let position = state.position();
+                self.marks.schema_retry_answered_from_state += 1;
                 self.schema_requests.pop_front();
                 self.acknowledge(now_ms, origin, outcome.table_id, position, effects);
                 continue;

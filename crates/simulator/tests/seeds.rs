@@ -47,6 +47,9 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     assert!(decided > 0 && acknowledged > 0, "nothing was decided");
     eprintln!("{data_nodes} nodes, {replicas} replicas: {marks:?}");
     assert!(marks.proposals_retried > 0, "{marks:?}");
+    // Retries of applied schema changes reach the president, so the
+    // client's truth checks cover their answers.
+    assert!(marks.schema_retry_answered_from_state > 0, "{marks:?}");
     assert!(marks.excluded_without_quorum > 0, "{marks:?}");
     if expected.recovery {
         assert!(marks.adopted_earlier_change > 0, "{marks:?}");
