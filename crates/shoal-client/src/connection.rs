@@ -26,8 +26,14 @@ use crate::session::Session;
 
 /// How long one request waits for its answer.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// Redirects and temporary errors followed before a schema change gives up.
-const SCHEMA_ATTEMPTS_MAX: u32 = 20;
+/// How long a schema change follows redirects and retries temporary errors
+/// before it gives up: long enough for the data nodes to detect a failed
+/// president and agree on the next (retries are safe: see `schema_change`).
+const SCHEMA_CHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The first pause between two attempts of a schema change; it doubles up
+/// to `SCHEMA_RETRY_PAUSE_MAX`.
+const SCHEMA_RETRY_PAUSE: Duration = Duration::from_millis(50);
+const SCHEMA_RETRY_PAUSE_MAX: Duration = Duration::from_secs(1);
 /// Sessions one cluster connection serves at once.
 pub const SESSIONS_MAX: usize = 4_096;
 /// A transaction id is `session << SESSION_SHIFT | sequence`.
@@ -537,19 +543,22 @@ impl Cluster {
     }
 
     /// Sends a dictionary change to the president, following redirects and
-    /// retrying temporary errors a bounded number of times. Every attempt
+    /// retrying temporary errors for at most `SCHEMA_CHANGE_TIMEOUT`. Every attempt
     /// carries the same request id: the cluster remembers the changes it
     /// applied by request, so a retry of one whose answer was lost (the
     /// president failed, the connection closed) gets the answer the first
     /// attempt got, not "already exists" or "does not exist".
     fn schema_change(&self, change: SchemaChange) -> Result<u32, ClientError> {
         let request = self.inner.next_request.fetch_add(1, Ordering::Relaxed);
+        let deadline = Instant::now() + SCHEMA_CHANGE_TIMEOUT;
+        let mut pause = SCHEMA_RETRY_PAUSE;
         let mut target = self.any_connected()?;
-        let mut last_error = None;
+        let mut attempts = 0u32;
         // Whether an attempt may have reached the president without its
         // answer coming back: then giving up leaves the outcome unknown.
         let mut outcome_unknown = false;
-        for _ in 0..SCHEMA_ATTEMPTS_MAX {
+        let last_error = loop {
+            attempts += 1;
             let reply = self.request_as(target, request, |request| Message::SchemaRequest {
                 request,
                 change: change.clone(),
@@ -571,20 +580,26 @@ impl Cluster {
             if !error.is_temporary() {
                 return Err(error);
             }
-            target = president
+            if Instant::now() + pause >= deadline {
+                break error;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(SCHEMA_RETRY_PAUSE_MAX);
+            let next = president
                 .filter(|n| self.inner.data_nodes.contains(n))
-                .map_or_else(|| self.any_connected(), Ok)?;
-            last_error = Some(error);
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let last_error = last_error.expect("at least one attempt");
+                .map_or_else(|| self.any_connected(), Ok);
+            match next {
+                Ok(node) => target = node,
+                Err(error) => break error,
+            }
+        };
         if outcome_unknown {
             return Err(ClientError::new(
                 crate::error::REQUEST_TIMEOUT_CODE,
                 format!(
                     "the schema change may or may not have been applied: no answer after \
-                     {SCHEMA_ATTEMPTS_MAX} attempts (last: {last_error}); read the dictionary \
-                     before retrying"
+                     {attempts} attempts in {SCHEMA_CHANGE_TIMEOUT:?} (last: {last_error}); read \
+                     the dictionary before retrying"
                 ),
             ));
         }
