@@ -41,6 +41,10 @@ use crate::state::{Electorate, Voter, apply, covers_node_groups, uncovered_node_
 /// Schema requests waiting at the president beyond this many are refused
 /// with a temporary error.
 pub const SCHEMA_REQUESTS_QUEUED_MAX: usize = 64;
+/// Refused schema requests the president remembers, so a duplicate or
+/// late copy of one gets the same refusal rather than being planned again
+/// when, say, memory was freed since: a request gets one answer.
+pub const SCHEMA_REFUSALS_REMEMBERED_MAX: usize = 256;
 /// A proposal that has not decided after this many heartbeat intervals is
 /// retried with a higher ballot.
 const PROPOSAL_TIMEOUT_INTERVALS: u64 = 4;
@@ -200,6 +204,8 @@ pub struct DataNode {
     first_suspicion_ms: Option<u64>,
     join_requests: BTreeMap<NodeId, (Member, u64)>,
     schema_requests: VecDeque<SchemaRequest>,
+    /// The newest permanent refusals this node gave as president.
+    schema_refusals: VecDeque<(SchemaRequestId, ErrorReply)>,
     next_heartbeat_ms: u64,
     stopped: bool,
     /// DataMemory pages (used, total), set by the runtime for status reports.
@@ -236,6 +242,7 @@ impl DataNode {
             first_suspicion_ms: None,
             join_requests: BTreeMap::new(),
             schema_requests: VecDeque::new(),
+            schema_refusals: VecDeque::new(),
             next_heartbeat_ms: now_ms,
             stopped: false,
             memory_pages: (0, 0),
@@ -765,10 +772,31 @@ impl DataNode {
                 self.acknowledge(now_ms, origin, outcome.table_id, position, effects);
                 continue;
             }
+            if let Some((_, error)) = self.schema_refusals.iter().find(|(o, _)| *o == origin) {
+                // A duplicate of a request this node refused: same answer.
+                let error = error.clone();
+                self.schema_requests.pop_front();
+                effects.send(
+                    origin.node,
+                    Message::SchemaReply {
+                        request: origin.request,
+                        result: Err(error),
+                    },
+                );
+                continue;
+            }
             match dictionary::plan(state, &request.change, origin, &self.settings, &free_pages) {
                 Ok(change) => return Some(change),
                 Err(error) => {
                     let request = self.schema_requests.pop_front().expect("front");
+                    // A temporary refusal invites a retry of the same
+                    // request; any other is its final answer.
+                    if error.ndb_code != dictionary::NOT_YET_NDB_CODE {
+                        if self.schema_refusals.len() >= SCHEMA_REFUSALS_REMEMBERED_MAX {
+                            self.schema_refusals.pop_front();
+                        }
+                        self.schema_refusals.push_back((origin, error.clone()));
+                    }
                     effects.send(
                         request.from,
                         Message::SchemaReply {
@@ -782,10 +810,30 @@ impl DataNode {
         None
     }
 
+    /// A node that no longer presides sends its queued schema requests to
+    /// the president: left queued, one could be planned long after its
+    /// client retried elsewhere and got another answer.
+    fn redirect_schema_requests(&mut self, effects: &mut Effects) {
+        if self.schema_requests.is_empty() {
+            return;
+        }
+        let president = self.acting_president().map_or(0, |m| m.node);
+        for request in self.schema_requests.drain(..) {
+            effects.send(
+                request.from,
+                Message::SchemaReply {
+                    request: request.request,
+                    result: Err(ErrorReply::not_president(president)),
+                },
+            );
+        }
+    }
+
     /// Starts, continues or retries this node's proposal.
     fn drive_proposal(&mut self, now_ms: u64, effects: &mut Effects) {
         if self.stopped || !self.is_acting_president() {
             self.proposal = None;
+            self.redirect_schema_requests(effects);
             return;
         }
         if let Some(proposal) = &self.proposal

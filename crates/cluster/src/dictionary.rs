@@ -44,6 +44,9 @@ pub const FRAGMENT_REPLICAS_PER_NODE_MAX: u32 = 8_192;
 /// that is created can also be written (variable-size parts and ordered
 /// indexes add a page each).
 pub const FRAGMENT_PAGES_MIN: u64 = 2;
+/// NDB's 711, the one temporary refusal planning gives (a node has not
+/// reported its memory yet): the request may be retried and then applied.
+pub const NOT_YET_NDB_CODE: u16 = 711;
 /// Largest encoded table definition accepted.
 pub const DEFINITION_BYTES_MAX: usize = 256 * 1024;
 /// Largest dictionary, as it travels whole in a `Decided` message: well
@@ -207,6 +210,15 @@ fn needs_per_node(table: &TableEntry) -> BTreeMap<NodeId, NodeNeed> {
     needs
 }
 
+/// DataMemory pages `table` needs on each node it places fragments on (as
+/// the president counts them when it plans a create).
+pub fn pages_per_node(table: &TableEntry) -> BTreeMap<NodeId, u64> {
+    needs_per_node(table)
+        .into_iter()
+        .map(|(node, need)| (node, need.pages))
+        .collect()
+}
+
 /// Refuses `entry` unless every node it places fragments on has an engine
 /// table for each and, by its last report, the DataMemory for them.
 fn check_members_hold(
@@ -238,7 +250,7 @@ fn check_members_hold(
             // Heartbeats carry the report, and a joining node sends one as
             // soon as it installs the state that admits it: the wait is short.
             return Err(ErrorReply {
-                ndb_code: 711,
+                ndb_code: NOT_YET_NDB_CODE,
                 mysql_code: 1297,
                 message: format!(
                     "cannot create table '{}' yet: data node {node} has not reported its free \

@@ -34,6 +34,12 @@ const START_PARTIAL_TIMEOUT_MS: u64 = 3_000;
 const FAULT_PERIOD_MS: u64 = 100;
 const CLIENT_PERIOD_MS: u64 = 250;
 const CLIENT_TIMEOUT_MS: u64 = 2_000;
+/// DataMemory pages of a simulated data node in schema runs: a few dozen
+/// tables fill it, so creates are refused (827) and the checker holds the
+/// president to never accept more than the nodes can hold. Transaction runs
+/// keep `TRANSACTION_RUN_DATA_MEMORY_PAGES`, the figure they always reported.
+const SCHEMA_RUN_DATA_MEMORY_PAGES: u64 = 40;
+const TRANSACTION_RUN_DATA_MEMORY_PAGES: u64 = 2048;
 /// The trace printed with a failure keeps this many last events.
 const TRACE_LINES_MAX: usize = 3_000;
 /// A run that schedules more events than this is stuck in a loop.
@@ -125,6 +131,8 @@ pub struct Outcome {
     pub messages_dropped: u64,
     pub tables: usize,
     pub schema_changes_acknowledged: u32,
+    /// Creates refused because a node lacked DataMemory (827).
+    pub creates_refused_for_memory: u32,
     pub exclusions: u32,
     /// Rare protocol paths the data nodes took (summed over incarnations).
     pub marks: cluster::data_node::Marks,
@@ -594,7 +602,11 @@ impl Simulation {
         self.next_incarnation += 1;
         let now = self.now_ms;
         let mut block = DataNode::new(self.settings(node, incarnation), now);
-        block.set_memory_pages(u64::from(node), 2048);
+        if self.options.transactions {
+            block.set_memory_pages(u64::from(node), TRANSACTION_RUN_DATA_MEMORY_PAGES);
+        } else {
+            block.set_memory_pages(0, SCHEMA_RUN_DATA_MEMORY_PAGES);
+        }
         let blocks = self
             .workload
             .as_ref()
@@ -839,6 +851,8 @@ impl Simulation {
                 Event::Installed(state) => {
                     if self.workload.is_some() {
                         self.install_transaction_blocks(node, incarnation, &state);
+                    } else {
+                        self.model_data_memory(node, incarnation, &state);
                     }
                     self.check_installed(node, incarnation, *state);
                 }
@@ -1127,6 +1141,9 @@ impl Simulation {
                                     table.name, error.ndb_code, error.message
                                 ));
                             }
+                            if error.ndb_code == 827 {
+                                self.outcome.creates_refused_for_memory += 1;
+                            }
                             self.refused_creates.insert(
                                 table.name,
                                 format!("{}: {}", error.ndb_code, error.message),
@@ -1138,6 +1155,28 @@ impl Simulation {
         }
         if self.workload.is_some() {
             self.create_workload_tables();
+        }
+    }
+
+    /// Schema runs have no engines: a node's DataMemory in use is what the
+    /// installed dictionary places on it, as the president counts it, and
+    /// the node reports it as a data node's runtime does after creating the
+    /// fragments.
+    fn model_data_memory(&mut self, node: NodeId, incarnation: u64, state: &ClusterState) {
+        let used: u64 = state
+            .tables
+            .iter()
+            .filter_map(|table| {
+                cluster::dictionary::pages_per_node(table)
+                    .get(&node)
+                    .copied()
+            })
+            .sum();
+        if let Some(sim) = self.nodes.get_mut(&node)
+            && sim.incarnation == incarnation
+            && let Some(block) = sim.block.as_mut()
+        {
+            block.set_memory_pages(used, SCHEMA_RUN_DATA_MEMORY_PAGES);
         }
     }
 
@@ -1187,6 +1226,25 @@ impl Simulation {
                 "version {} has no node of node group {group}",
                 state.version
             ));
+        }
+        // The president never accepts a table the nodes cannot hold.
+        if !self.options.transactions {
+            let mut pages: BTreeMap<NodeId, u64> = BTreeMap::new();
+            for table in &state.tables {
+                for (holder, table_pages) in cluster::dictionary::pages_per_node(table) {
+                    *pages.entry(holder).or_insert(0) += table_pages;
+                }
+            }
+            if let Some((holder, used)) = pages
+                .iter()
+                .find(|(_, used)| **used > SCHEMA_RUN_DATA_MEMORY_PAGES)
+            {
+                self.fail(format!(
+                    "version {} places {used} DataMemory pages on node {holder}, which has \
+                     {SCHEMA_RUN_DATA_MEMORY_PAGES}",
+                    state.version
+                ));
+            }
         }
         // Once a newer generation formed, the old one must never decide
         // anything again: that would be two clusters.
