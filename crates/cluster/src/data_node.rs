@@ -28,7 +28,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use protocol::{Ballot, Change, ClusterState, DataNodeReport, ErrorReply, Member, Message, NodeId};
+use protocol::{
+    Ballot, Change, ClusterState, DataNodeReport, ErrorReply, FreePages, Member, Message, NodeId,
+    SchemaRequestId,
+};
 
 use crate::acceptor::{Acceptor, Vote};
 use crate::dictionary;
@@ -38,6 +41,10 @@ use crate::state::{Electorate, Voter, apply, covers_node_groups, uncovered_node_
 /// Schema requests waiting at the president beyond this many are refused
 /// with a temporary error.
 pub const SCHEMA_REQUESTS_QUEUED_MAX: usize = 64;
+/// Refused schema requests the president remembers, so a duplicate or
+/// late copy of one gets the same refusal rather than being planned again
+/// when, say, memory was freed since: a request gets one answer.
+pub const SCHEMA_REFUSALS_REMEMBERED_MAX: usize = 256;
 /// A proposal that has not decided after this many heartbeat intervals is
 /// retried with a higher ballot.
 const PROPOSAL_TIMEOUT_INTERVALS: u64 = 4;
@@ -60,6 +67,8 @@ pub struct DataNodeSettings {
     pub missed_heartbeats_max: u32,
     pub arbitration_timeout_ms: u64,
     pub tables_max: u32,
+    /// Most fragment replicas one node holds (its query handler's engine tables).
+    pub fragment_replicas_per_node_max: u32,
 }
 
 impl DataNodeSettings {
@@ -83,6 +92,7 @@ impl DataNodeSettings {
             missed_heartbeats_max: own.missed_heartbeats_max,
             arbitration_timeout_ms: own.arbitration_timeout_ms,
             tables_max: dictionary::TABLES_MAX,
+            fragment_replicas_per_node_max: dictionary::FRAGMENT_REPLICAS_PER_NODE_MAX,
         })
     }
 }
@@ -104,6 +114,9 @@ pub struct Marks {
     pub excluded_node_group_lost: u64,
     /// The node learned that the others had removed it.
     pub excluded_by_others: u64,
+    /// A retried schema request was answered from the outcome the agreed
+    /// state remembers (its first attempt had been applied).
+    pub schema_retry_answered_from_state: u64,
 }
 
 impl Marks {
@@ -114,6 +127,7 @@ impl Marks {
         self.excluded_without_quorum += other.excluded_without_quorum;
         self.excluded_node_group_lost += other.excluded_node_group_lost;
         self.excluded_by_others += other.excluded_by_others;
+        self.schema_retry_answered_from_state += other.schema_retry_answered_from_state;
     }
 }
 
@@ -144,8 +158,7 @@ struct Proposal {
 /// A decided schema change whose answer waits for every member to install it.
 #[derive(Debug, Clone)]
 struct AwaitingInstall {
-    from: NodeId,
-    request: u64,
+    origin: SchemaRequestId,
     table_id: u32,
     position: (u64, u64),
     deadline_ms: u64,
@@ -162,6 +175,15 @@ struct SchemaRequest {
     from: NodeId,
     request: u64,
     change: protocol::SchemaChange,
+}
+
+impl SchemaRequest {
+    fn origin(&self) -> SchemaRequestId {
+        SchemaRequestId {
+            node: self.from,
+            request: self.request,
+        }
+    }
 }
 
 pub struct DataNode {
@@ -182,10 +204,17 @@ pub struct DataNode {
     first_suspicion_ms: Option<u64>,
     join_requests: BTreeMap<NodeId, (Member, u64)>,
     schema_requests: VecDeque<SchemaRequest>,
+    /// The newest permanent refusals this node gave as president.
+    schema_refusals: VecDeque<(SchemaRequestId, ErrorReply)>,
     next_heartbeat_ms: u64,
     stopped: bool,
     /// DataMemory pages (used, total), set by the runtime for status reports.
     memory_pages: (u64, u64),
+    /// The schema version installed when `memory_pages` was measured.
+    memory_schema_version: u64,
+    /// Each member's free DataMemory from its last heartbeat (the
+    /// president plans creates against it).
+    member_free_pages: BTreeMap<Member, FreePages>,
     marks: Marks,
     /// The position each member last said it installed (its heartbeats).
     member_positions: BTreeMap<Member, (u64, u64)>,
@@ -213,9 +242,12 @@ impl DataNode {
             first_suspicion_ms: None,
             join_requests: BTreeMap::new(),
             schema_requests: VecDeque::new(),
+            schema_refusals: VecDeque::new(),
             next_heartbeat_ms: now_ms,
             stopped: false,
             memory_pages: (0, 0),
+            memory_schema_version: 0,
+            member_free_pages: BTreeMap::new(),
             marks: Marks::default(),
             member_positions: BTreeMap::new(),
             awaiting_installs: Vec::new(),
@@ -263,9 +295,22 @@ impl DataNode {
         self.is_started() && self.acting_president() == Some(self.me)
     }
 
-    /// Sets the DataMemory figures the next status report carries.
+    /// Sets the DataMemory figures the next status report and heartbeats
+    /// carry. The runtime measures after it created the fragments of the
+    /// installed state, so the figures count every table up to its schema
+    /// version.
     pub fn set_memory_pages(&mut self, used: u64, total: u64) {
         self.memory_pages = (used, total);
+        self.memory_schema_version = self.state.as_ref().map_or(0, |s| s.schema_version);
+    }
+
+    /// The free DataMemory heartbeats report, once the runtime measured it.
+    fn free_pages(&self) -> Option<FreePages> {
+        let (used, total) = self.memory_pages;
+        (total > 0).then(|| FreePages {
+            pages: total.saturating_sub(used),
+            schema_version: self.memory_schema_version,
+        })
     }
 
     fn send_report(&self, effects: &mut Effects) {
@@ -324,6 +369,7 @@ impl DataNode {
             let generation = state.generation;
             let silence_ms_max = interval * u64::from(self.settings.missed_heartbeats_max);
             let mut silent = Vec::new();
+            let free_pages = self.free_pages();
             for member in &state.members {
                 if *member == self.me {
                     continue;
@@ -333,6 +379,7 @@ impl DataNode {
                     Message::Heartbeat {
                         generation,
                         version,
+                        free_pages,
                     },
                 );
                 let heard = self
@@ -423,8 +470,9 @@ impl DataNode {
             Message::Heartbeat {
                 generation,
                 version,
+                free_pages,
             } => {
-                self.on_heartbeat(sender, (generation, version), effects);
+                self.on_heartbeat(sender, (generation, version), free_pages, effects);
                 self.release_acknowledgements(now_ms, effects);
             }
             Message::Join { member } => {
@@ -582,7 +630,13 @@ impl DataNode {
         }
     }
 
-    fn on_heartbeat(&mut self, sender: Member, position: (u64, u64), effects: &mut Effects) {
+    fn on_heartbeat(
+        &mut self,
+        sender: Member,
+        position: (u64, u64),
+        free_pages: Option<FreePages>,
+        effects: &mut Effects,
+    ) {
         let Some(state) = self.state.as_ref().filter(|_| self.is_started()) else {
             // Heartbeats come only from members: this node was admitted and
             // missed the news. Asking makes the sender send the state.
@@ -592,6 +646,9 @@ impl DataNode {
         if state.contains(sender) {
             let known = self.member_positions.entry(sender).or_default();
             *known = (*known).max(position);
+            if let Some(free) = free_pages {
+                self.member_free_pages.insert(sender, free);
+            }
         }
         // A peer that is behind, or no longer a member and unaware of it,
         // learns the current state from the heartbeat's answer.
@@ -660,7 +717,7 @@ impl DataNode {
     // ---- proposer ----
 
     /// The change this node, as acting president, wants next.
-    fn desired_change(&mut self, effects: &mut Effects) -> Option<Change> {
+    fn desired_change(&mut self, now_ms: u64, effects: &mut Effects) -> Option<Change> {
         let state = self.state.as_ref()?;
         let mut removed: BTreeSet<Member> = state
             .members
@@ -695,11 +752,51 @@ impl DataNode {
             members.push(*member);
             return Some(Change::Membership { members });
         }
+        let mut free_pages: BTreeMap<NodeId, FreePages> = self
+            .member_free_pages
+            .iter()
+            .map(|(member, free)| (member.node, *free))
+            .collect();
+        if let Some(own) = self.free_pages() {
+            free_pages.insert(self.me.node, own);
+        }
         while let Some(request) = self.schema_requests.front() {
-            match dictionary::plan(state, &request.change, &self.settings) {
+            let state = self.state.as_ref().expect("checked above");
+            let origin = request.origin();
+            if let Some(outcome) = state.schema_outcome(origin) {
+                // A retry of a request already applied: the agreed state
+                // holds its answer.
+                let position = state.position();
+                self.marks.schema_retry_answered_from_state += 1;
+                self.schema_requests.pop_front();
+                self.acknowledge(now_ms, origin, outcome.table_id, position, effects);
+                continue;
+            }
+            if let Some((_, error)) = self.schema_refusals.iter().find(|(o, _)| *o == origin) {
+                // A duplicate of a request this node refused: same answer.
+                let error = error.clone();
+                self.schema_requests.pop_front();
+                effects.send(
+                    origin.node,
+                    Message::SchemaReply {
+                        request: origin.request,
+                        result: Err(error),
+                    },
+                );
+                continue;
+            }
+            match dictionary::plan(state, &request.change, origin, &self.settings, &free_pages) {
                 Ok(change) => return Some(change),
                 Err(error) => {
                     let request = self.schema_requests.pop_front().expect("front");
+                    // A temporary refusal invites a retry of the same
+                    // request; any other is its final answer.
+                    if error.ndb_code != dictionary::NOT_YET_NDB_CODE {
+                        if self.schema_refusals.len() >= SCHEMA_REFUSALS_REMEMBERED_MAX {
+                            self.schema_refusals.pop_front();
+                        }
+                        self.schema_refusals.push_back((origin, error.clone()));
+                    }
                     effects.send(
                         request.from,
                         Message::SchemaReply {
@@ -713,10 +810,30 @@ impl DataNode {
         None
     }
 
+    /// A node that no longer presides sends its queued schema requests to
+    /// the president: left queued, one could be planned long after its
+    /// client retried elsewhere and got another answer.
+    fn redirect_schema_requests(&mut self, effects: &mut Effects) {
+        if self.schema_requests.is_empty() {
+            return;
+        }
+        let president = self.acting_president().map_or(0, |m| m.node);
+        for request in self.schema_requests.drain(..) {
+            effects.send(
+                request.from,
+                Message::SchemaReply {
+                    request: request.request,
+                    result: Err(ErrorReply::not_president(president)),
+                },
+            );
+        }
+    }
+
     /// Starts, continues or retries this node's proposal.
     fn drive_proposal(&mut self, now_ms: u64, effects: &mut Effects) {
         if self.stopped || !self.is_acting_president() {
             self.proposal = None;
+            self.redirect_schema_requests(effects);
             return;
         }
         if let Some(proposal) = &self.proposal
@@ -724,7 +841,7 @@ impl DataNode {
         {
             return;
         }
-        let Some(desired) = self.desired_change(effects) else {
+        let Some(desired) = self.desired_change(now_ms, effects) else {
             self.proposal = None;
             return;
         };
@@ -870,8 +987,7 @@ impl DataNode {
                         self.marks.decided_with_arbitrator += 1;
                     }
                     let change = change.clone();
-                    let desired = proposal.desired.clone();
-                    self.decided(now_ms, change, desired, effects);
+                    self.decided(now_ms, change, effects);
                 }
             }
             _ => {}
@@ -879,7 +995,7 @@ impl DataNode {
     }
 
     /// `change` is decided for the next version: tell everyone and install it.
-    fn decided(&mut self, now_ms: u64, change: Change, desired: Change, effects: &mut Effects) {
+    fn decided(&mut self, now_ms: u64, change: Change, effects: &mut Effects) {
         let state = self.state.as_ref().expect("a proposer has a state");
         let next = apply(state, &change);
         let mut recipients: BTreeSet<NodeId> = state.members.iter().map(|m| m.node).collect();
@@ -898,42 +1014,52 @@ impl DataNode {
                 },
             );
         }
-        if change == desired
-            && matches!(
-                change,
-                Change::CreateTable { .. } | Change::DropTable { .. }
-            )
-            && let Some(request) = self.schema_requests.pop_front()
-        {
-            let table_id = match &change {
-                Change::CreateTable { table } => table.id,
-                Change::DropTable { table_id } => *table_id,
-                Change::Membership { .. } => unreachable!("matched above"),
-            };
-            // Acknowledged once every member has installed it, so a client
-            // that goes on to any data node finds the table there.
-            if self.awaiting_installs.len() < AWAITING_INSTALLS_MAX {
-                self.awaiting_installs.push(AwaitingInstall {
-                    from: request.from,
-                    request: request.request,
-                    table_id,
-                    position: next.position(),
-                    deadline_ms: now_ms
-                        + self.settings.heartbeat_interval_ms * INSTALL_WAIT_INTERVALS_MAX,
-                });
-            } else {
-                effects.send(
-                    request.from,
-                    Message::SchemaReply {
-                        request: request.request,
-                        result: Ok(table_id),
-                    },
-                );
-            }
+        // Whoever planned the decided change (this node, or an earlier
+        // president whose accepted change Paxos made this one finish), the
+        // request it names gets its answer, and a queued copy of it is done.
+        let applied = match &change {
+            Change::CreateTable { table, origin } => Some((*origin, table.id)),
+            Change::DropTable { table_id, origin } => Some((*origin, *table_id)),
+            Change::Membership { .. } => None,
+        };
+        if let Some((origin, table_id)) = applied {
+            self.schema_requests
+                .retain(|request| request.origin() != origin);
+            self.acknowledge(now_ms, origin, table_id, next.position(), effects);
         }
         self.proposal = None;
         self.install(now_ms, next, effects);
         self.release_acknowledgements(now_ms, effects);
+    }
+
+    /// Answers `origin` with `table_id` once every member has installed
+    /// `position`, so a client that goes on to any data node finds the
+    /// change there.
+    fn acknowledge(
+        &mut self,
+        now_ms: u64,
+        origin: SchemaRequestId,
+        table_id: u32,
+        position: (u64, u64),
+        effects: &mut Effects,
+    ) {
+        if self.awaiting_installs.len() < AWAITING_INSTALLS_MAX {
+            self.awaiting_installs.push(AwaitingInstall {
+                origin,
+                table_id,
+                position,
+                deadline_ms: now_ms
+                    + self.settings.heartbeat_interval_ms * INSTALL_WAIT_INTERVALS_MAX,
+            });
+        } else {
+            effects.send(
+                origin.node,
+                Message::SchemaReply {
+                    request: origin.request,
+                    result: Ok(table_id),
+                },
+            );
+        }
     }
 
     /// Answers the schema requests whose change every current member has
@@ -953,9 +1079,9 @@ impl DataNode {
                 .all(|m| *m == me || positions.get(m).is_some_and(|p| *p >= waiting.position));
             if installed_everywhere || now_ms >= waiting.deadline_ms {
                 effects.send(
-                    waiting.from,
+                    waiting.origin.node,
                     Message::SchemaReply {
-                        request: waiting.request,
+                        request: waiting.origin.request,
                         result: Ok(waiting.table_id),
                     },
                 );
@@ -1044,15 +1170,19 @@ impl DataNode {
             .events
             .push(Event::Installed(Box::new(next.clone())));
         self.member_positions.retain(|m, _| next.contains(*m));
+        self.member_free_pages.retain(|m, _| next.contains(*m));
         // The president waits for this before it acknowledges a schema change.
         if let Some(president) = next.president()
             && president != self.me
         {
+            // The free pages were measured before this state's fragments
+            // existed, and say so by their schema version.
             effects.send(
                 president.node,
                 Message::Heartbeat {
                     generation: next.generation,
                     version: next.version,
+                    free_pages: self.free_pages(),
                 },
             );
         }
@@ -1080,6 +1210,14 @@ impl DataNode {
                     result: Err(ErrorReply::not_president(president)),
                 },
             );
+            return;
+        }
+        let origin = SchemaRequestId {
+            node: from,
+            request,
+        };
+        if self.schema_requests.iter().any(|r| r.origin() == origin) {
+            // A retry of a request still queued: the queued one answers it.
             return;
         }
         if self.schema_requests.len() >= SCHEMA_REQUESTS_QUEUED_MAX {

@@ -3,8 +3,30 @@
 //! the current state (table id, partition map), so every node applies the
 //! same entry; planning validates everything, so a decided change always
 //! applies.
+//!
+//! Answers are true under failures and retries. A change carries the
+//! request that asked for it (API node, request id, kept across the
+//! client's retries) and the agreed state remembers it
+//! (`ClusterState::schema_outcomes`), so a retry whose first attempt was
+//! applied, on whichever president, gets the first attempt's answer rather
+//! than "already exists" or "does not exist". NDB's DBDICT gets the same
+//! from its schema transactions: the API's transaction key survives a
+//! master takeover, and the new master finishes or rolls back each one.
+//!
+//! A create the members cannot hold is refused as a whole, before it is
+//! proposed: the president counts each node's fragment replicas in the
+//! dictionary (`FRAGMENT_REPLICAS_PER_NODE_MAX`) and compares the pages the
+//! new fragments need with the free DataMemory each member last reported in
+//! its heartbeat, less what tables created since that report take. The
+//! decision is the president's, so it is agreed like the change itself;
+//! nodes never refuse a decided change on their own.
 
-use protocol::{Change, ClusterState, ErrorReply, Fragment, SchemaChange, TableEntry};
+use std::collections::BTreeMap;
+
+use protocol::{
+    Change, ClusterState, ErrorReply, Fragment, FreePages, NodeId, SchemaChange, SchemaRequestId,
+    TableEntry,
+};
 use schema::distribution::{ClusterShape, PartitionMap};
 use schema::{Error, ErrorCode};
 
@@ -13,6 +35,18 @@ use crate::data_node::DataNodeSettings;
 /// Most tables in the dictionary (NDB's MaxNoOfTables default is 128; we
 /// allow more because a table costs only its definition until it has rows).
 pub const TABLES_MAX: u32 = 1024;
+/// Most fragment replicas one data node holds: its query handler gives each
+/// an engine table (`transaction::query_handler::FRAGMENT_REPLICAS_PER_NODE_MAX`
+/// is the same number; the simulator's tests check that they agree).
+pub const FRAGMENT_REPLICAS_PER_NODE_MAX: u32 = 8_192;
+/// DataMemory pages every new fragment replica needs: one for its hash
+/// index, taken when it is created, and one for its first rows, so a table
+/// that is created can also be written (variable-size parts and ordered
+/// indexes add a page each).
+pub const FRAGMENT_PAGES_MIN: u64 = 2;
+/// NDB's 711, the one temporary refusal planning gives (a node has not
+/// reported its memory yet): the request may be retried and then applied.
+pub const NOT_YET_NDB_CODE: u16 = 711;
 /// Largest encoded table definition accepted.
 pub const DEFINITION_BYTES_MAX: usize = 256 * 1024;
 /// Largest dictionary, as it travels whole in a `Decided` message: well
@@ -38,12 +72,20 @@ fn reply(error: Error) -> ErrorReply {
     }
 }
 
-/// Plans `request` against `state`.
+/// Plans `request`, asked by `origin`, against `state`. `free_pages` holds
+/// the members' last DataMemory reports; a create waits (a temporary
+/// error) until every node it places fragments on has reported.
 pub fn plan(
     state: &ClusterState,
     request: &SchemaChange,
+    origin: SchemaRequestId,
     settings: &DataNodeSettings,
+    free_pages: &BTreeMap<NodeId, FreePages>,
 ) -> Result<Change, ErrorReply> {
+    assert!(
+        state.schema_outcome(origin).is_none(),
+        "an applied request is answered from its outcome, not planned again"
+    );
     match request {
         SchemaChange::CreateTable { definition } => {
             if definition.len() > DEFINITION_BYTES_MAX {
@@ -97,16 +139,149 @@ pub fn plan(
                     ),
                 });
             }
-            Ok(Change::CreateTable { table: entry })
+            check_members_hold(state, &entry, settings, free_pages)?;
+            Ok(Change::CreateTable {
+                table: entry,
+                origin,
+            })
         }
         SchemaChange::DropTable { name } => match state.table_by_name(name) {
-            Some(table) => Ok(Change::DropTable { table_id: table.id }),
+            Some(table) => Ok(Change::DropTable {
+                table_id: table.id,
+                origin,
+            }),
             None => Err(reply(Error::new(
                 ErrorCode::NoSuchTable,
                 format!("table '{name}' does not exist"),
             ))),
         },
     }
+}
+
+/// What a table's fragment replicas take on one node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct NodeNeed {
+    /// Engine tables: fragment replicas, hidden tables' included.
+    replicas: u64,
+    /// DataMemory pages for them to be created and take a first row.
+    pages: u64,
+}
+
+/// DataMemory pages a fragment replica of `def` needs to be created and to
+/// take its first row: its hash index page, a page of fixed-size rows, one
+/// of variable-size parts if it has any, and one per ordered index.
+fn fragment_pages(def: &schema::TableDef) -> u64 {
+    FRAGMENT_PAGES_MIN + u64::from(def.layout.var_columns > 0) + def.ordered_indexes.len() as u64
+}
+
+/// What `table` places on each node, counting its hidden tables as the
+/// nodes' query handlers create them: one per unique index with the
+/// table's fragments, and the auto-increment sequence with one partition
+/// on the replicas of the first fragment.
+fn needs_per_node(table: &TableEntry) -> BTreeMap<NodeId, NodeNeed> {
+    // A definition that no longer decodes (it was validated when planned)
+    // counts as the smallest table.
+    let (unique_indexes, pages) = schema::table_codec::decode_table(&table.definition).map_or(
+        (0, FRAGMENT_PAGES_MIN),
+        |(def, _)| {
+            let unique = def.ordered_indexes.iter().filter(|i| i.unique).count() as u64;
+            // A unique index's hidden table: its key may be variable-sized.
+            (
+                unique,
+                fragment_pages(&def) + unique * (FRAGMENT_PAGES_MIN + 1),
+            )
+        },
+    );
+    let mut needs: BTreeMap<NodeId, NodeNeed> = BTreeMap::new();
+    for fragment in &table.fragments {
+        for node in &fragment.replicas {
+            let need = needs.entry(*node).or_default();
+            need.replicas += 1 + unique_indexes;
+            need.pages += pages;
+        }
+    }
+    if let Some(first) = table.fragments.first() {
+        for node in &first.replicas {
+            let need = needs.entry(*node).or_default();
+            need.replicas += 1;
+            need.pages += FRAGMENT_PAGES_MIN;
+        }
+    }
+    needs
+}
+
+/// DataMemory pages `table` needs on each node it places fragments on (as
+/// the president counts them when it plans a create).
+pub fn pages_per_node(table: &TableEntry) -> BTreeMap<NodeId, u64> {
+    needs_per_node(table)
+        .into_iter()
+        .map(|(node, need)| (node, need.pages))
+        .collect()
+}
+
+/// Refuses `entry` unless every node it places fragments on has an engine
+/// table for each and, by its last report, the DataMemory for them.
+fn check_members_hold(
+    state: &ClusterState,
+    entry: &TableEntry,
+    settings: &DataNodeSettings,
+    free_pages: &BTreeMap<NodeId, FreePages>,
+) -> Result<(), ErrorReply> {
+    let existing: Vec<BTreeMap<NodeId, NodeNeed>> =
+        state.tables.iter().map(needs_per_node).collect();
+    for (node, need) in needs_per_node(entry) {
+        let held: u64 = existing
+            .iter()
+            .map(|needs| needs.get(&node).map_or(0, |n| n.replicas))
+            .sum();
+        if held + need.replicas > u64::from(settings.fragment_replicas_per_node_max) {
+            return Err(ErrorReply {
+                ndb_code: 707,
+                mysql_code: 1005,
+                message: format!(
+                    "no more table metadata objects: data node {node} holds {held} fragment \
+                     replicas and table '{}' would add {}, more than the maximum of {} per \
+                     node: drop tables or use fewer partitions",
+                    entry.name, need.replicas, settings.fragment_replicas_per_node_max
+                ),
+            });
+        }
+        let Some(report) = free_pages.get(&node) else {
+            // Heartbeats carry the report, and a joining node sends one as
+            // soon as it installs the state that admits it: the wait is short.
+            return Err(ErrorReply {
+                ndb_code: NOT_YET_NDB_CODE,
+                mysql_code: 1297,
+                message: format!(
+                    "cannot create table '{}' yet: data node {node} has not reported its free \
+                     DataMemory (it is starting): a temporary error, retry",
+                    entry.name
+                ),
+            });
+        };
+        // Tables created after the report took pages the report still
+        // counts as free.
+        let taken_since: u64 = state
+            .tables
+            .iter()
+            .zip(&existing)
+            .filter(|(table, _)| table.schema_version > report.schema_version)
+            .map(|(_, needs)| needs.get(&node).map_or(0, |n| n.pages))
+            .sum();
+        let free = report.pages.saturating_sub(taken_since);
+        if free < need.pages {
+            return Err(reply(Error::new(
+                ErrorCode::TableFull,
+                format!(
+                    "cannot create table '{}': data node {node} has {free} free DataMemory pages \
+                     and its {} fragment replicas need {}: increase DataMemory or free memory, \
+                     then retry",
+                    entry.name, need.replicas, need.pages
+                ),
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Every fragment of the map: one per partition, or one per partition and
@@ -165,7 +340,34 @@ mod tests {
             missed_heartbeats_max: 4,
             arbitration_timeout_ms: 1_000,
             tables_max: TABLES_MAX,
+            fragment_replicas_per_node_max: FRAGMENT_REPLICAS_PER_NODE_MAX,
         }
+    }
+
+    fn origin(request: u64) -> SchemaRequestId {
+        SchemaRequestId { node: 250, request }
+    }
+
+    /// Both nodes report plenty of free DataMemory.
+    fn roomy() -> BTreeMap<NodeId, FreePages> {
+        [2, 3]
+            .into_iter()
+            .map(|node| {
+                let free = FreePages {
+                    pages: 1 << 40,
+                    schema_version: 0,
+                };
+                (node, free)
+            })
+            .collect()
+    }
+
+    fn plan_for(
+        state: &ClusterState,
+        request: &SchemaChange,
+        id: u64,
+    ) -> Result<Change, ErrorReply> {
+        plan(state, request, origin(id), &settings(), &roomy())
     }
 
     fn create(name: &str, options: &TableOptions) -> SchemaChange {
@@ -188,8 +390,8 @@ mod tests {
     #[test]
     fn a_create_gets_the_next_id_and_a_partition_map() {
         let state = ClusterState::default();
-        let Change::CreateTable { table } =
-            plan(&state, &create("t", &TableOptions::default()), &settings()).expect("plans")
+        let Change::CreateTable { table, .. } =
+            plan_for(&state, &create("t", &TableOptions::default()), 1).expect("plans")
         else {
             panic!("a create plans a CreateTable");
         };
@@ -202,21 +404,17 @@ mod tests {
     #[test]
     fn duplicate_names_and_unknown_drops_are_refused() {
         let mut state = ClusterState::default();
-        let Ok(Change::CreateTable { table }) =
-            plan(&state, &create("t", &TableOptions::default()), &settings())
+        let Ok(Change::CreateTable { table, .. }) =
+            plan_for(&state, &create("t", &TableOptions::default()), 1)
         else {
             panic!("plans");
         };
         state.tables.push(table);
-        let error = plan(&state, &create("T", &TableOptions::default()), &settings())
+        let error = plan_for(&state, &create("T", &TableOptions::default()), 2)
             .expect_err("names are case-insensitive");
         assert_eq!(error.mysql_code, 1050, "{error:?}");
-        let error = plan(
-            &state,
-            &SchemaChange::DropTable { name: "u".into() },
-            &settings(),
-        )
-        .expect_err("no such table");
+        let error = plan_for(&state, &SchemaChange::DropTable { name: "u".into() }, 3)
+            .expect_err("no such table");
         assert_eq!(error.ndb_code, 723, "{error:?}");
     }
 
@@ -229,8 +427,14 @@ mod tests {
         };
         let mut created = 0;
         let error = loop {
-            match plan(&state, &create(&format!("t{created}"), &big), &settings()) {
-                Ok(Change::CreateTable { table }) => {
+            let settings = DataNodeSettings {
+                // This test is about bytes; the per-node limit comes first otherwise.
+                fragment_replicas_per_node_max: u32::MAX,
+                ..settings()
+            };
+            let request = create(&format!("t{created}"), &big);
+            match plan(&state, &request, origin(created), &settings, &roomy()) {
+                Ok(Change::CreateTable { table, .. }) => {
                     state.next_table_id = table.id + 1;
                     state.tables.push(table);
                     created += 1;
@@ -244,5 +448,81 @@ mod tests {
         let total: usize = state.tables.iter().map(table_bytes).sum();
         assert!(total <= DICTIONARY_BYTES_MAX);
         assert!(created > 10, "{created} tables of 2048 partitions fit");
+    }
+
+    fn apply_create(state: &mut ClusterState, change: Change) {
+        let Change::CreateTable { table, .. } = change else {
+            panic!("a create plans a CreateTable");
+        };
+        state.next_table_id = table.id + 1;
+        state.schema_version = table.schema_version;
+        state.tables.push(table);
+    }
+
+    #[test]
+    fn a_create_the_nodes_have_no_fragment_replicas_for_is_refused_whole() {
+        let settings = DataNodeSettings {
+            fragment_replicas_per_node_max: 12,
+            ..settings()
+        };
+        let mut state = ClusterState::default();
+        // Four partitions, each on both nodes, and the one-partition
+        // sequence table: five replicas per node.
+        for (id, name) in ["a", "b"].into_iter().enumerate() {
+            let request = create(name, &TableOptions::default());
+            let change =
+                plan(&state, &request, origin(id as u64), &settings, &roomy()).expect("fits");
+            apply_create(&mut state, change);
+        }
+        let request = create("c", &TableOptions::default());
+        let error = plan(&state, &request, origin(9), &settings, &roomy())
+            .expect_err("15 replicas on a node of at most 12");
+        assert_eq!(error.ndb_code, 707, "{error:?}");
+        assert!(error.message.contains("data node 2"), "{error:?}");
+    }
+
+    #[test]
+    fn a_create_the_nodes_lack_data_memory_for_is_refused_whole() {
+        let mut state = ClusterState::default();
+        let request = create("a", &TableOptions::default());
+        let error = plan(&state, &request, origin(1), &settings(), &BTreeMap::new())
+            .expect_err("no reports yet");
+        assert_eq!(error.ndb_code, 711, "a temporary error: {error:?}");
+        // Five replicas per node (four fragments and the sequence) need 10
+        // pages; node 3 reported 11 free at schema version 0.
+        let mut free = BTreeMap::new();
+        free.insert(
+            2,
+            FreePages {
+                pages: 1_000,
+                schema_version: 0,
+            },
+        );
+        free.insert(
+            3,
+            FreePages {
+                pages: 11,
+                schema_version: 0,
+            },
+        );
+        let change = plan(&state, &request, origin(1), &settings(), &free).expect("fits");
+        apply_create(&mut state, change);
+        // The report predates table a, whose 10 pages it still counts as free.
+        let request = create("b", &TableOptions::default());
+        let error = plan(&state, &request, origin(2), &settings(), &free)
+            .expect_err("1 page left on node 3");
+        assert_eq!(error.ndb_code, 827, "{error:?}");
+        assert_eq!(error.mysql_code, 1114, "{error:?}");
+        assert!(error.message.contains("data node 3"), "{error:?}");
+        assert!(error.message.contains("DataMemory"), "{error:?}");
+        // A newer report that counts table a and shows room again lets it in.
+        free.insert(
+            3,
+            FreePages {
+                pages: 10,
+                schema_version: state.schema_version,
+            },
+        );
+        plan(&state, &request, origin(2), &settings(), &free).expect("room after all");
     }
 }

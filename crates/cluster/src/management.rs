@@ -668,6 +668,8 @@ impl ManagementNode {
             schema_version: previous.schema_version,
             next_table_id: previous.next_table_id,
             tables: previous.tables,
+            // Retries of changes the dictionary kept still get their answer.
+            schema_outcomes: previous.schema_outcomes,
         };
         let names: Vec<String> = state.members.iter().map(|m| m.node.to_string()).collect();
         effects.events.push(Event::Log(format!(

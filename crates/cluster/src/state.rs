@@ -1,7 +1,12 @@
 //! Rules of the agreed cluster state: applying a decided change, who votes
 //! on the next change, and when votes make a quorum.
 
-use protocol::{Change, ClusterState, Member, NodeId};
+use protocol::{Change, ClusterState, Member, NodeId, SchemaOutcome, SchemaRequestId};
+
+/// Dictionary changes the agreed state remembers with the request behind
+/// each, so a retry of any of them gets its first answer. A client retries
+/// within seconds; this many changes take much longer to happen.
+pub const SCHEMA_OUTCOMES_REMEMBERED_MAX: usize = 1024;
 
 /// Weight of a data node's vote; the arbitrator's weighs 1. With `n`
 /// members the total is `2n + 1`, which is odd, so two disjoint vote sets
@@ -25,7 +30,7 @@ pub fn apply(state: &ClusterState, change: &Change) -> ClusterState {
             next.removed.sort();
             next.members = members.clone();
         }
-        Change::CreateTable { table } => {
+        Change::CreateTable { table, origin } => {
             assert!(
                 table.id >= state.next_table_id,
                 "table ids are never reused"
@@ -34,13 +39,33 @@ pub fn apply(state: &ClusterState, change: &Change) -> ClusterState {
             next.next_table_id = table.id + 1;
             next.tables.push(table.clone());
             next.tables.sort_by_key(|t| t.id);
+            remember(&mut next, *origin, table.id);
         }
-        Change::DropTable { table_id } => {
+        Change::DropTable { table_id, origin } => {
             next.schema_version += 1;
             next.tables.retain(|t| t.id != *table_id);
+            remember(&mut next, *origin, *table_id);
         }
     }
     next
+}
+
+/// Records that `origin`'s change was applied, forgetting the oldest
+/// outcome beyond `SCHEMA_OUTCOMES_REMEMBERED_MAX`.
+fn remember(state: &mut ClusterState, origin: SchemaRequestId, table_id: u32) {
+    // The president plans a request only when the state has no outcome for
+    // it, so one request is never applied twice.
+    assert!(
+        state.schema_outcome(origin).is_none(),
+        "a schema request is applied once"
+    );
+    if state.schema_outcomes.len() >= SCHEMA_OUTCOMES_REMEMBERED_MAX {
+        let excess = state.schema_outcomes.len() + 1 - SCHEMA_OUTCOMES_REMEMBERED_MAX;
+        state.schema_outcomes.drain(..excess);
+    }
+    state
+        .schema_outcomes
+        .push(SchemaOutcome { origin, table_id });
 }
 
 /// Who votes on the change that follows `state`, with what weight.
@@ -163,5 +188,45 @@ mod tests {
             uncovered_node_group(&state(&[2, 3]).members, &groups),
             Some(1)
         );
+    }
+
+    #[test]
+    fn the_state_remembers_the_newest_schema_outcomes_by_request() {
+        let mut current = state(&[2, 3]);
+        let total = SCHEMA_OUTCOMES_REMEMBERED_MAX as u64 + 5;
+        for request in 0..total {
+            let origin = SchemaRequestId { node: 250, request };
+            current = apply(
+                &current,
+                &Change::DropTable {
+                    table_id: request as u32,
+                    origin,
+                },
+            );
+            assert_eq!(
+                current.schema_outcome(origin).map(|o| o.table_id),
+                Some(request as u32)
+            );
+        }
+        assert_eq!(
+            current.schema_outcomes.len(),
+            SCHEMA_OUTCOMES_REMEMBERED_MAX
+        );
+        let oldest = SchemaRequestId {
+            node: 250,
+            request: 4,
+        };
+        assert!(current.schema_outcome(oldest).is_none(), "forgotten");
+        let kept = SchemaRequestId {
+            node: 250,
+            request: 5,
+        };
+        assert_eq!(current.schema_outcome(kept).map(|o| o.table_id), Some(5));
+        // Another API node's request with the same id is another request.
+        let other = SchemaRequestId {
+            node: 251,
+            request: 5,
+        };
+        assert!(current.schema_outcome(other).is_none());
     }
 }

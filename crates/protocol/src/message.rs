@@ -23,6 +23,8 @@ pub enum Message {
     Heartbeat {
         generation: u64,
         version: u64,
+        /// The sender's free DataMemory, once its runtime measured it.
+        free_pages: Option<FreePages>,
     },
     /// A data node without a place in the cluster asks to be admitted.
     Join {
@@ -261,10 +263,16 @@ impl Message {
             Message::Heartbeat {
                 generation,
                 version,
+                free_pages,
             } => {
                 w.u8(KIND_HEARTBEAT);
                 w.u64(*generation);
                 w.u64(*version);
+                w.bool(free_pages.is_some());
+                if let Some(free) = free_pages {
+                    w.u64(free.pages);
+                    w.u64(free.schema_version);
+                }
             }
             Message::Join { member } => {
                 w.u8(KIND_JOIN);
@@ -553,6 +561,14 @@ impl Message {
             KIND_HEARTBEAT => Message::Heartbeat {
                 generation: r.u64("generation")?,
                 version: r.u64("version")?,
+                free_pages: if r.bool("free pages present")? {
+                    Some(FreePages {
+                        pages: r.u64("free pages")?,
+                        schema_version: r.u64("free pages schema version")?,
+                    })
+                } else {
+                    None
+                },
             },
             KIND_JOIN => Message::Join {
                 member: get_member(&mut r)?,
@@ -864,15 +880,29 @@ pub(crate) fn put_change(w: &mut Writer, change: &Change) {
             w.u8(CHANGE_MEMBERSHIP);
             put_members(w, members);
         }
-        Change::CreateTable { table } => {
+        Change::CreateTable { table, origin } => {
             w.u8(CHANGE_CREATE_TABLE);
             put_table(w, table);
+            put_origin(w, *origin);
         }
-        Change::DropTable { table_id } => {
+        Change::DropTable { table_id, origin } => {
             w.u8(CHANGE_DROP_TABLE);
             w.u32(*table_id);
+            put_origin(w, *origin);
         }
     }
+}
+
+fn put_origin(w: &mut Writer, origin: SchemaRequestId) {
+    w.u8(origin.node);
+    w.u64(origin.request);
+}
+
+fn get_origin(r: &mut Reader) -> Result<SchemaRequestId, DecodeError> {
+    Ok(SchemaRequestId {
+        node: r.u8("request node")?,
+        request: r.u64("request id")?,
+    })
 }
 
 pub(crate) fn get_change(r: &mut Reader) -> Result<Change, DecodeError> {
@@ -882,9 +912,11 @@ pub(crate) fn get_change(r: &mut Reader) -> Result<Change, DecodeError> {
         }),
         CHANGE_CREATE_TABLE => Ok(Change::CreateTable {
             table: get_table(r)?,
+            origin: get_origin(r)?,
         }),
         CHANGE_DROP_TABLE => Ok(Change::DropTable {
             table_id: r.u32("table id")?,
+            origin: get_origin(r)?,
         }),
         other => Err(DecodeError::new(format!("unknown change kind {other}"))),
     }
@@ -901,6 +933,11 @@ pub(crate) fn put_state(w: &mut Writer, state: &ClusterState) {
     for table in &state.tables {
         put_table(w, table);
     }
+    w.count(state.schema_outcomes.len());
+    for outcome in &state.schema_outcomes {
+        put_origin(w, outcome.origin);
+        w.u32(outcome.table_id);
+    }
 }
 
 pub(crate) fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
@@ -915,6 +952,14 @@ pub(crate) fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
     for _ in 0..count {
         tables.push(get_table(r)?);
     }
+    let count = r.count(13, "schema outcomes")?;
+    let mut schema_outcomes = Vec::with_capacity(count);
+    for _ in 0..count {
+        schema_outcomes.push(SchemaOutcome {
+            origin: get_origin(r)?,
+            table_id: r.u32("outcome table id")?,
+        });
+    }
     Ok(ClusterState {
         generation,
         version,
@@ -923,5 +968,6 @@ pub(crate) fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
         schema_version,
         next_table_id,
         tables,
+        schema_outcomes,
     })
 }

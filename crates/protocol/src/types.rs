@@ -100,6 +100,40 @@ pub struct ClusterState {
     pub next_table_id: u32,
     /// Sorted by id.
     pub tables: Vec<TableEntry>,
+    /// The most recent dictionary changes with the request that asked for
+    /// each, oldest first: a retried request (same API node, same request
+    /// id) finds its change here and gets the answer the first attempt got,
+    /// whichever president it reaches. The `cluster` crate bounds the list.
+    pub schema_outcomes: Vec<SchemaOutcome>,
+}
+
+/// A member's free DataMemory as its heartbeats tell the president, which
+/// refuses a create the members could not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FreePages {
+    /// Free 32 KiB pages of DataMemory when measured.
+    pub pages: u64,
+    /// The schema version the member had installed (and created the
+    /// fragments of) when it measured: tables created after it are not
+    /// counted in `pages` yet.
+    pub schema_version: u64,
+}
+
+/// Who asked for a dictionary change: the API node and its request id. A
+/// client keeps the request id for every retry of one change, so the id
+/// names the change, not the attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct SchemaRequestId {
+    pub node: NodeId,
+    pub request: u64,
+}
+
+/// A dictionary change applied for a request, as the agreed state remembers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemaOutcome {
+    pub origin: SchemaRequestId,
+    /// The table created or dropped: the answer the request gets.
+    pub table_id: u32,
 }
 
 impl ClusterState {
@@ -133,20 +167,29 @@ impl ClusterState {
             .iter()
             .find(|t| t.name.eq_ignore_ascii_case(name))
     }
+
+    /// The outcome remembered for `origin`, if its change was applied.
+    pub fn schema_outcome(&self, origin: SchemaRequestId) -> Option<SchemaOutcome> {
+        self.schema_outcomes
+            .iter()
+            .rev()
+            .find(|outcome| outcome.origin == origin)
+            .copied()
+    }
 }
 
 /// One step of the cluster state, agreed by Paxos for one version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     /// The new member list (removals and at most one admission).
-    Membership {
-        members: Vec<Member>,
-    },
+    Membership { members: Vec<Member> },
     CreateTable {
         table: TableEntry,
+        origin: SchemaRequestId,
     },
     DropTable {
         table_id: u32,
+        origin: SchemaRequestId,
     },
 }
 

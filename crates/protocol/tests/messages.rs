@@ -58,9 +58,14 @@ fn table() -> impl Strategy<Value = TableEntry> {
 fn change() -> impl Strategy<Value = Change> {
     prop_oneof![
         prop::collection::vec(member(), 0..6).prop_map(|members| Change::Membership { members }),
-        table().prop_map(|table| Change::CreateTable { table }),
-        any::<u32>().prop_map(|table_id| Change::DropTable { table_id }),
+        (table(), origin()).prop_map(|(table, origin)| Change::CreateTable { table, origin }),
+        (any::<u32>(), origin())
+            .prop_map(|(table_id, origin)| Change::DropTable { table_id, origin }),
     ]
+}
+
+fn origin() -> impl Strategy<Value = SchemaRequestId> {
+    (any::<u8>(), any::<u64>()).prop_map(|(node, request)| SchemaRequestId { node, request })
 }
 
 fn state() -> impl Strategy<Value = ClusterState> {
@@ -73,9 +78,21 @@ fn state() -> impl Strategy<Value = ClusterState> {
         any::<u64>(),
         any::<u32>(),
         prop::collection::vec(table(), 0..3),
+        prop::collection::vec(
+            (origin(), any::<u32>())
+                .prop_map(|(origin, table_id)| SchemaOutcome { origin, table_id }),
+            0..3,
+        ),
     )
         .prop_map(
-            |((generation, version), (members, removed), schema_version, next_table_id, tables)| {
+            |(
+                (generation, version),
+                (members, removed),
+                schema_version,
+                next_table_id,
+                tables,
+                schema_outcomes,
+            )| {
                 ClusterState {
                     generation,
                     version,
@@ -84,6 +101,7 @@ fn state() -> impl Strategy<Value = ClusterState> {
                     schema_version,
                     next_table_id,
                     tables,
+                    schema_outcomes,
                 }
             },
         )
@@ -112,10 +130,19 @@ fn cluster_message() -> impl Strategy<Value = Message> {
             incarnation,
             role
         }),
-        (any::<u64>(), any::<u64>()).prop_map(|(generation, version)| Message::Heartbeat {
-            generation,
-            version
-        }),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            prop::option::of((any::<u64>(), any::<u64>()))
+        )
+            .prop_map(|(generation, version, free)| Message::Heartbeat {
+                generation,
+                version,
+                free_pages: free.map(|(pages, schema_version)| FreePages {
+                    pages,
+                    schema_version
+                }),
+            }),
         member().prop_map(|member| Message::Join { member }),
         (any::<u64>(), member()).prop_map(|(version, member)| Message::Suspect { version, member }),
         (any::<u64>(), any::<u64>(), ballot()).prop_map(|(generation, version, ballot)| {
@@ -624,6 +651,7 @@ fn a_flipped_payload_bit_fails_the_checksum() {
         &[Message::Heartbeat {
             generation: 1,
             version: 7,
+            free_pages: None,
         }],
         &mut bytes,
     );
@@ -662,16 +690,21 @@ fn the_heartbeat_layout_is_pinned() {
         &[Message::Heartbeat {
             generation: 3,
             version: 0x0102,
+            free_pages: Some(FreePages {
+                pages: 5,
+                schema_version: 6,
+            }),
         }],
         &mut bytes,
     );
     assert_eq!(&bytes[0..4], b"SHOL");
-    assert_eq!(&bytes[4..8], &[1, 0, 1, 0]);
-    assert_eq!(&bytes[8..12], &[21, 0, 0, 0]);
+    assert_eq!(&bytes[4..8], &[2, 0, 1, 0]);
+    assert_eq!(&bytes[8..12], &[38, 0, 0, 0]);
     assert_eq!(
         &bytes[16..],
         &[
-            17, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0
+            34, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 1, 5, 0, 0, 0, 0, 0, 0,
+            0, 6, 0, 0, 0, 0, 0, 0, 0
         ]
     );
 }
@@ -821,6 +854,7 @@ fn growth_stops_at_the_frame_being_received() {
         messages.push(Message::Heartbeat {
             generation: 1,
             version: 2,
+            free_pages: None,
         });
     }
     let mut bytes = Vec::new();

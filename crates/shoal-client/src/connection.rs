@@ -33,8 +33,14 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a data node that could not be reached is left alone before the
 /// next attempt, so a node that is down costs nothing per request.
 const RECONNECT_INTERVAL: Duration = Duration::from_millis(500);
-/// Redirects and temporary errors followed before a schema change gives up.
-const SCHEMA_ATTEMPTS_MAX: u32 = 20;
+/// How long a schema change follows redirects and retries temporary errors
+/// before it gives up: long enough for the data nodes to detect a failed
+/// president and agree on the next (retries are safe: see `schema_change`).
+const SCHEMA_CHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// The first pause between two attempts of a schema change; it doubles up
+/// to `SCHEMA_RETRY_PAUSE_MAX`.
+const SCHEMA_RETRY_PAUSE: Duration = Duration::from_millis(50);
+const SCHEMA_RETRY_PAUSE_MAX: Duration = Duration::from_secs(1);
 /// Sessions one cluster connection serves at once.
 pub const SESSIONS_MAX: usize = 4_096;
 /// A transaction id is `session << SESSION_SHIFT | sequence`: the session's
@@ -323,7 +329,7 @@ impl Cluster {
                 counters: SharedCounters::default(),
             }),
             routing: RwLock::new(Arc::new(Routing::new())),
-            next_request: AtomicU64::new(1),
+            next_request: AtomicU64::new(first_request_id()),
             next_transaction: AtomicU64::new(1),
             round_robin: AtomicUsize::new(0),
             admin: Mutex::new(()),
@@ -645,6 +651,17 @@ impl Cluster {
         make: impl Fn(u64) -> Message,
     ) -> Result<Message, ClientError> {
         let request = self.inner.next_request.fetch_add(1, Ordering::Relaxed);
+        self.request_as(node, request, make)
+    }
+
+    /// Sends administrative request `request` to `node` and waits for its
+    /// answer (a retry passes the id of its first attempt).
+    fn request_as(
+        &self,
+        node: NodeId,
+        request: u64,
+        make: impl Fn(u64) -> Message,
+    ) -> Result<Message, ClientError> {
         let link = self.link_or_connect(node)?;
         let mut bytes = Vec::new();
         encode_frame(&[make(request)], &mut bytes);
@@ -707,12 +724,23 @@ impl Cluster {
     }
 
     /// Sends a dictionary change to the president, following redirects and
-    /// retrying temporary errors a bounded number of times.
+    /// retrying temporary errors for at most `SCHEMA_CHANGE_TIMEOUT`. Every attempt
+    /// carries the same request id: the cluster remembers the changes it
+    /// applied by request, so a retry of one whose answer was lost (the
+    /// president failed, the connection closed) gets the answer the first
+    /// attempt got, not "already exists" or "does not exist".
     fn schema_change(&self, change: SchemaChange) -> Result<u32, ClientError> {
+        let request = self.inner.next_request.fetch_add(1, Ordering::Relaxed);
+        let deadline = Instant::now() + SCHEMA_CHANGE_TIMEOUT;
+        let mut pause = SCHEMA_RETRY_PAUSE;
         let mut target = self.any_connected()?;
-        let mut last_error = None;
-        for _ in 0..SCHEMA_ATTEMPTS_MAX {
-            let reply = self.request_from(target, |request| Message::SchemaRequest {
+        let mut attempts = 0u32;
+        // Whether an attempt may have reached the president without its
+        // answer coming back: then giving up leaves the outcome unknown.
+        let mut outcome_unknown = false;
+        let last_error = loop {
+            attempts += 1;
+            let reply = self.request_as(target, request, |request| Message::SchemaRequest {
                 request,
                 change: change.clone(),
             });
@@ -725,19 +753,50 @@ impl Cluster {
                     (ClientError::reply(error), president)
                 }
                 Ok(_) => unreachable!("filtered by the request"),
-                Err(error) => (error, None),
+                Err(error) => {
+                    outcome_unknown = true;
+                    (error, None)
+                }
             };
             if !error.is_temporary() {
                 return Err(error);
             }
-            target = president
+            if Instant::now() + pause >= deadline {
+                break error;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(SCHEMA_RETRY_PAUSE_MAX);
+            let next = president
                 .filter(|n| self.inner.data_nodes.contains(n))
-                .map_or_else(|| self.any_connected(), Ok)?;
-            last_error = Some(error);
-            std::thread::sleep(Duration::from_millis(50));
+                .map_or_else(|| self.any_connected(), Ok);
+            match next {
+                Ok(node) => target = node,
+                Err(error) => break error,
+            }
+        };
+        if outcome_unknown {
+            return Err(ClientError::new(
+                crate::error::REQUEST_TIMEOUT_CODE,
+                format!(
+                    "the schema change may or may not have been applied: no answer after \
+                     {attempts} attempts in {SCHEMA_CHANGE_TIMEOUT:?} (last: {last_error}); read \
+                     the dictionary before retrying"
+                ),
+            ));
         }
-        Err(last_error.expect("at least one attempt"))
+        Err(last_error)
     }
+}
+
+/// The first request id of a connection: the wall clock in microseconds,
+/// so an API node id reused by a later process does not repeat the request
+/// ids of an earlier one, which the cluster remembers with their schema
+/// changes.
+fn first_request_id() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |since| since.as_micros() as u64)
+        .max(1)
 }
 
 fn reply_request(message: &Message) -> Option<u64> {

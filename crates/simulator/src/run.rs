@@ -34,6 +34,12 @@ const START_PARTIAL_TIMEOUT_MS: u64 = 3_000;
 const FAULT_PERIOD_MS: u64 = 100;
 const CLIENT_PERIOD_MS: u64 = 250;
 const CLIENT_TIMEOUT_MS: u64 = 2_000;
+/// DataMemory pages of a simulated data node in schema runs: a few dozen
+/// tables fill it, so creates are refused (827) and the checker holds the
+/// president to never accept more than the nodes can hold. Transaction runs
+/// keep `TRANSACTION_RUN_DATA_MEMORY_PAGES`, the figure they always reported.
+const SCHEMA_RUN_DATA_MEMORY_PAGES: u64 = 40;
+const TRANSACTION_RUN_DATA_MEMORY_PAGES: u64 = 2048;
 /// The trace printed with a failure keeps this many last events.
 const TRACE_LINES_MAX: usize = 3_000;
 /// A run that schedules more events than this is stuck in a loop.
@@ -125,6 +131,8 @@ pub struct Outcome {
     pub messages_dropped: u64,
     pub tables: usize,
     pub schema_changes_acknowledged: u32,
+    /// Creates refused because a node lacked DataMemory (827).
+    pub creates_refused_for_memory: u32,
     pub exclusions: u32,
     /// Rare protocol paths the data nodes took (summed over incarnations).
     pub marks: cluster::data_node::Marks,
@@ -219,6 +227,11 @@ struct Management {
 struct ClientRequest {
     change: SchemaChange,
     sent_ms: u64,
+    /// Answered "not the president" or "busy": resent at the next client
+    /// step, to this node when the answer named one. Not at once, because
+    /// a retry keeps the request id, so a duplicated answer would start a
+    /// second chain of retries.
+    retry_to: Option<NodeId>,
 }
 
 struct Simulation {
@@ -251,6 +264,11 @@ struct Simulation {
     acknowledged_at_ms: BTreeMap<String, u64>,
     /// Tables a drop was sent for and not answered: they may be gone.
     dropping: BTreeSet<String>,
+    /// Tables whose drop was acknowledged, and when: dropped in the newest
+    /// generation, they must stay gone (names are never reused).
+    dropped: BTreeMap<String, u64>,
+    /// Tables whose create was answered with an error: they must not exist.
+    refused_creates: BTreeMap<String, String>,
     trace: VecDeque<String>,
     outcome: Outcome,
     failure: Option<String>,
@@ -370,6 +388,8 @@ impl Simulation {
             last_formation_ms: 0,
             acknowledged_at_ms: BTreeMap::new(),
             dropping: BTreeSet::new(),
+            dropped: BTreeMap::new(),
+            refused_creates: BTreeMap::new(),
             trace: VecDeque::new(),
             outcome: Outcome::default(),
             failure: None,
@@ -583,7 +603,11 @@ impl Simulation {
         self.next_incarnation += 1;
         let now = self.now_ms;
         let mut block = DataNode::new(self.settings(node, incarnation), now);
-        block.set_memory_pages(u64::from(node), 2048);
+        if self.options.transactions {
+            block.set_memory_pages(u64::from(node), TRANSACTION_RUN_DATA_MEMORY_PAGES);
+        } else {
+            block.set_memory_pages(0, SCHEMA_RUN_DATA_MEMORY_PAGES);
+        }
         let blocks = self.workload.as_ref().map(|w| {
             Box::new(TransactionBlocks::new(
                 node,
@@ -832,6 +856,8 @@ impl Simulation {
                 Event::Installed(state) => {
                     if self.workload.is_some() {
                         self.install_transaction_blocks(node, incarnation, &state);
+                    } else {
+                        self.model_data_memory(node, incarnation, &state);
                     }
                     self.check_installed(node, incarnation, *state);
                 }
@@ -976,13 +1002,18 @@ impl Simulation {
         let stale: Vec<u64> = self
             .client_requests
             .iter()
-            .filter(|(_, r)| now.saturating_sub(r.sent_ms) > CLIENT_TIMEOUT_MS)
+            .filter(|(_, r)| {
+                r.retry_to.is_some() || now.saturating_sub(r.sent_ms) > CLIENT_TIMEOUT_MS
+            })
             .map(|(id, _)| *id)
             .collect();
         for id in stale {
-            let change = self.client_requests.remove(&id).expect("listed").change;
-            let to = self.random_data_node();
-            self.client_send(to, change);
+            let request = self.client_requests.remove(&id).expect("listed");
+            let to = request
+                .retry_to
+                .filter(|node| self.nodes.contains_key(node))
+                .unwrap_or_else(|| self.random_data_node());
+            self.client_resend(to, id, request.change);
         }
         if self.workload.is_some() {
             self.create_workload_tables();
@@ -1009,6 +1040,13 @@ impl Simulation {
     fn client_send(&mut self, to: NodeId, change: SchemaChange) {
         let request = self.next_request;
         self.next_request += 1;
+        self.client_resend(to, request, change);
+    }
+
+    /// Sends `change` as `request`. A retry keeps the request id: the id
+    /// names the change, so the cluster answers a retry of a change it
+    /// applied with the first answer.
+    fn client_resend(&mut self, to: NodeId, request: u64, change: SchemaChange) {
         if let SchemaChange::DropTable { name } = &change {
             self.dropping.insert(name.clone());
         }
@@ -1017,6 +1055,7 @@ impl Simulation {
             ClientRequest {
                 change: change.clone(),
                 sent_ms: self.now_ms,
+                retry_to: None,
             },
         );
         self.send(
@@ -1052,6 +1091,7 @@ impl Simulation {
                 self.trace(format!("client: table {name} (id {table_id}) dropped"));
                 self.acknowledged_tables.remove(name);
                 self.dropping.remove(name);
+                self.dropped.insert(name.clone(), self.now_ms);
             }
             (Err(error), change) => {
                 self.trace(format!(
@@ -1061,29 +1101,87 @@ impl Simulation {
                 match error.ndb_code {
                     // Not the president: retry where it points, or anywhere.
                     702 | 711 => {
-                        let president = error
-                            .president_hint()
-                            .filter(|n| self.nodes.contains_key(n));
-                        let to = match president {
-                            Some(node) => node,
-                            None => self.random_data_node(),
-                        };
-                        self.client_send(to, change.clone());
+                        // Unknown nodes (0: no president known) fall back to
+                        // a random node when resent.
+                        let retry_to = error.president_hint().unwrap_or(0);
+                        self.client_requests.insert(
+                            request,
+                            ClientRequest {
+                                retry_to: Some(retry_to),
+                                ..sent
+                            },
+                        );
                     }
-                    // A retried create whose first attempt succeeded, or a
-                    // retried drop whose first attempt did: the outcome is
-                    // settled by the final state check.
-                    _ => {
-                        if let SchemaChange::DropTable { name } = change {
+                    // Any other answer is final, and must be true. This
+                    // client creates each name once and drops only tables
+                    // it created, so "exists" for a create or "does not
+                    // exist" for a drop of a table acknowledged in this
+                    // generation can only come from an earlier attempt of
+                    // the same request having been applied: a false answer.
+                    _ => match change {
+                        SchemaChange::DropTable { name } => {
+                            let acknowledged_in_this_generation = self
+                                .acknowledged_at_ms
+                                .get(name)
+                                .is_some_and(|at| *at > self.last_formation_ms);
+                            if error.ndb_code == 723 && acknowledged_in_this_generation {
+                                self.fail(format!(
+                                    "DROP of table {name} answered {} ({}), but the client \
+                                     created it and nobody else dropped it: an earlier attempt \
+                                     of this drop was applied",
+                                    error.ndb_code, error.message
+                                ));
+                            }
                             self.acknowledged_tables.remove(name);
                             self.dropping.remove(name);
                         }
-                    }
+                        SchemaChange::CreateTable { definition } => {
+                            let (table, _) = schema::table_codec::decode_table(definition)
+                                .expect("the client's own bytes");
+                            if error.mysql_code == 1050 {
+                                self.fail(format!(
+                                    "CREATE of table {} answered {} ({}), but only this request \
+                                     ever created that name: an earlier attempt of it was \
+                                     applied",
+                                    table.name, error.ndb_code, error.message
+                                ));
+                            }
+                            if error.ndb_code == 827 {
+                                self.outcome.creates_refused_for_memory += 1;
+                            }
+                            self.refused_creates.insert(
+                                table.name,
+                                format!("{}: {}", error.ndb_code, error.message),
+                            );
+                        }
+                    },
                 }
             }
         }
         if self.workload.is_some() {
             self.create_workload_tables();
+        }
+    }
+
+    /// Schema runs have no engines: a node's DataMemory in use is what the
+    /// installed dictionary places on it, as the president counts it, and
+    /// the node reports it as a data node's runtime does after creating the
+    /// fragments.
+    fn model_data_memory(&mut self, node: NodeId, incarnation: u64, state: &ClusterState) {
+        let used: u64 = state
+            .tables
+            .iter()
+            .filter_map(|table| {
+                cluster::dictionary::pages_per_node(table)
+                    .get(&node)
+                    .copied()
+            })
+            .sum();
+        if let Some(sim) = self.nodes.get_mut(&node)
+            && sim.incarnation == incarnation
+            && let Some(block) = sim.block.as_mut()
+        {
+            block.set_memory_pages(used, SCHEMA_RUN_DATA_MEMORY_PAGES);
         }
     }
 
@@ -1133,6 +1231,25 @@ impl Simulation {
                 "version {} has no node of node group {group}",
                 state.version
             ));
+        }
+        // The president never accepts a table the nodes cannot hold.
+        if !self.options.transactions {
+            let mut pages: BTreeMap<NodeId, u64> = BTreeMap::new();
+            for table in &state.tables {
+                for (holder, table_pages) in cluster::dictionary::pages_per_node(table) {
+                    *pages.entry(holder).or_insert(0) += table_pages;
+                }
+            }
+            if let Some((holder, used)) = pages
+                .iter()
+                .find(|(_, used)| **used > SCHEMA_RUN_DATA_MEMORY_PAGES)
+            {
+                self.fail(format!(
+                    "version {} places {used} DataMemory pages on node {holder}, which has \
+                     {SCHEMA_RUN_DATA_MEMORY_PAGES}",
+                    state.version
+                ));
+            }
         }
         // Once a newer generation formed, the old one must never decide
         // anything again: that would be two clusters.
@@ -1268,6 +1385,22 @@ impl Simulation {
             }
             let mut names = BTreeSet::new();
             for table in &state.tables {
+                if self
+                    .dropped
+                    .get(&table.name)
+                    .is_some_and(|at| *at > self.last_formation_ms)
+                {
+                    problems.push(format!(
+                        "table {} was acknowledged dropped but is in the dictionary",
+                        table.name
+                    ));
+                }
+                if let Some(answer) = self.refused_creates.get(&table.name) {
+                    problems.push(format!(
+                        "table {} exists, but its CREATE was answered {answer}",
+                        table.name
+                    ));
+                }
                 if !names.insert(table.name.to_lowercase()) {
                     problems.push(format!("table name {} appears twice", table.name));
                 }

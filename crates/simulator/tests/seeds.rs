@@ -30,6 +30,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     let mut decided = 0;
     let mut crashes = 0;
     let mut acknowledged = 0;
+    let mut refused_for_memory = 0;
     for seed in first_seed..first_seed + seeds_per_shape() {
         let options = SimulationOptions::new(seed, data_nodes, replicas);
         match run(&options) {
@@ -37,6 +38,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
                 decided += outcome.versions_seen;
                 crashes += outcome.crashes;
                 acknowledged += outcome.schema_changes_acknowledged;
+                refused_for_memory += outcome.creates_refused_for_memory;
                 marks.add(&outcome.marks);
             }
             Err(failure) => panic!("{failure}"),
@@ -45,8 +47,16 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     // The faults must have done something, or the checks prove nothing.
     assert!(crashes > 0, "no node crashed in any seed");
     assert!(decided > 0 && acknowledged > 0, "nothing was decided");
+    // DataMemory fills up in some seeds: the president refuses creates.
+    assert!(
+        refused_for_memory > 0,
+        "no create was refused for DataMemory"
+    );
     eprintln!("{data_nodes} nodes, {replicas} replicas: {marks:?}");
     assert!(marks.proposals_retried > 0, "{marks:?}");
+    // Retries of applied schema changes reach the president, so the
+    // client's truth checks cover their answers.
+    assert!(marks.schema_retry_answered_from_state > 0, "{marks:?}");
     assert!(marks.excluded_without_quorum > 0, "{marks:?}");
     if expected.recovery {
         assert!(marks.adopted_earlier_change > 0, "{marks:?}");
@@ -59,7 +69,8 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     }
     eprintln!(
         "{data_nodes} nodes, {replicas} replicas: {} seeds, {decided} states, {crashes} crashes, \
-         {acknowledged} schema changes acknowledged",
+         {acknowledged} schema changes acknowledged, {refused_for_memory} creates refused for \
+         DataMemory",
         seeds_per_shape()
     );
 }
@@ -96,4 +107,15 @@ fn a_quiet_cluster_forms_and_takes_schema_changes() {
     let outcome = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
     assert!(outcome.tables > 0);
     assert_eq!(outcome.crashes, 0);
+}
+
+/// The president counts fragment replicas per node against the same limit
+/// the query handlers create engine tables under (the two crates do not
+/// depend on each other, so the number is written twice).
+#[test]
+fn the_president_and_the_query_handlers_agree_on_fragment_replicas_per_node() {
+    assert_eq!(
+        cluster::dictionary::FRAGMENT_REPLICAS_PER_NODE_MAX,
+        transaction::query_handler::FRAGMENT_REPLICAS_PER_NODE_MAX
+    );
 }

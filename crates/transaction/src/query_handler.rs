@@ -70,6 +70,11 @@ use crate::routing::Routing;
 
 /// Most fragment replicas one node holds (engine tables).
 pub const FRAGMENT_REPLICAS_PER_NODE_MAX: u32 = 8_192;
+/// Lines one `install` adds to the log about fragments it could not create;
+/// the rest are counted in one more line. A fragment that cannot be created
+/// is retried at every install but reported once per schema version, so a
+/// node short of memory does not write a line per fragment per state change.
+pub const FRAGMENT_LOG_LINES_PER_INSTALL_MAX: usize = 16;
 /// Rows a scan batch holds at most, whatever the API asks.
 pub const SCAN_BATCH_ROWS_MAX: u32 = 992;
 /// Bytes a scan batch holds at most, whatever the API asks.
@@ -132,6 +137,9 @@ pub struct QueryHandler {
     next_token: u64,
     counters: QueryHandlerCounters,
     log: Vec<String>,
+    /// Fragments whose creation failed and was logged, with the schema
+    /// version that was tried: retried at every install, logged once.
+    failed_fragments: Map<(u32, u32), u64>,
 }
 
 impl QueryHandler {
@@ -154,6 +162,7 @@ impl QueryHandler {
             next_token: 1,
             counters: QueryHandlerCounters::default(),
             log: Vec::new(),
+            failed_fragments: Map::default(),
         })
     }
 
@@ -289,16 +298,50 @@ impl QueryHandler {
             }
             self.free_engine_tables.push(replica.engine_table);
         }
+        self.failed_fragments.retain(|key, schema_version| {
+            wanted
+                .iter()
+                .any(|w| (w.0, w.1) == *key && w.2 == *schema_version)
+        });
+        let mut lines = 0;
+        let mut unlogged = 0;
         for (table, fragment, schema_version, def) in wanted {
             if self.fragments.contains_key(&(table, fragment)) {
                 continue;
             }
-            if let Err(error) = self.create_fragment(table, fragment, schema_version, def) {
-                self.log.push(format!(
-                    "cannot create fragment {fragment} of table {table}: {}",
-                    error.detail
-                ));
+            match self.create_fragment(table, fragment, schema_version, def) {
+                Ok(()) => {
+                    self.failed_fragments.remove(&(table, fragment));
+                }
+                Err(error) => {
+                    let reported = self
+                        .failed_fragments
+                        .insert((table, fragment), schema_version)
+                        == Some(schema_version);
+                    if reported {
+                        continue;
+                    }
+                    if lines < FRAGMENT_LOG_LINES_PER_INSTALL_MAX {
+                        lines += 1;
+                        // The error's display names its NDB and MySQL codes
+                        // and message, so the line says why even when the
+                        // engine gave no detail.
+                        self.log.push(format!(
+                            "cannot create fragment {fragment} of table {table} ({}): {error}",
+                            def.name
+                        ));
+                    } else {
+                        unlogged += 1;
+                    }
+                }
             }
+        }
+        if unlogged > 0 {
+            self.log.push(format!(
+                "cannot create {unlogged} more fragment(s) either (at most \
+                 {FRAGMENT_LOG_LINES_PER_INSTALL_MAX} are named per state change); operations on \
+                 them fail until memory is freed and the next state change creates them"
+            ));
         }
     }
 

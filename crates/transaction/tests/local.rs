@@ -114,6 +114,7 @@ fn cluster_state(read_backup: bool) -> ClusterState {
                 },
             ],
         }],
+        schema_outcomes: Vec::new(),
     }
 }
 
@@ -389,6 +390,47 @@ fn delete(id: i32) -> Operation {
         key: key(id),
         ..Operation::default()
     }
+}
+
+/// A node whose DataMemory cannot hold the fragments a state places on it
+/// logs why, in a bounded number of lines, once.
+#[test]
+fn fragments_that_do_not_fit_are_logged_with_their_reason_and_rate_limited() {
+    let mut state = cluster_state(true);
+    let template = state.tables[0].clone();
+    for id in 2..200 {
+        state.tables.push(TableEntry {
+            id,
+            name: format!("t{id}"),
+            ..template.clone()
+        });
+    }
+    state.next_table_id = 200;
+    let mut routing = Routing::new();
+    assert!(routing.install(&state).is_empty());
+    let config = EngineConfig {
+        data_memory_bytes: 4 * storage::memory::page_pool::PAGE_SIZE_BYTES as u64,
+        ..engine_config()
+    };
+    let mut query_handler = QueryHandler::new(1, config).expect("engine");
+    query_handler.install(&routing);
+    let log = query_handler.take_log();
+    assert!(!log.is_empty(), "four pages cannot hold 200 tables");
+    assert!(
+        log.len() <= transaction::query_handler::FRAGMENT_LOG_LINES_PER_INSTALL_MAX + 1,
+        "{} lines: {log:#?}",
+        log.len()
+    );
+    for line in &log[..log.len() - 1] {
+        assert!(line.contains("NDB 827"), "no reason: {line}");
+    }
+    let summary = log.last().expect("not empty");
+    assert!(summary.contains("more"), "no count of the rest: {summary}");
+    // The next state change retries the fragments but does not repeat the
+    // lines.
+    query_handler.install(&routing);
+    let again = query_handler.take_log();
+    assert!(again.is_empty(), "{again:#?}");
 }
 
 #[test]
