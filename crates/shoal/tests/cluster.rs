@@ -4,164 +4,15 @@
 //! back, and stopping `shoal up` leaves no process behind. Everything runs
 //! on 127.0.0.1 with free ports, and every wait is bounded.
 
-use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+mod support;
+
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use schema::distribution::TableOptions;
 use schema::{ColumnDef, ColumnType, TableDef};
 use shoal_client::Cluster;
-
-/// Sends `signal` to `pid` without relying on a `kill` binary being installed.
-fn signal(pid: u32, signal: rustix::process::Signal) -> bool {
-    rustix::process::Pid::from_raw(pid as i32)
-        .is_some_and(|pid| rustix::process::kill_process(pid, signal).is_ok())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("shoal-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-/// A `shoal up` child that is stopped (and, failing that, killed) on drop.
-struct Sandbox {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    mgm_port: u16,
-    dir: PathBuf,
-}
-
-impl Sandbox {
-    fn start(name: &str, nodes: u8, replicas: u8) -> Sandbox {
-        let dir = scratch_dir(name);
-        let mgm_port = free_port();
-        let sql_port = free_port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
-            .args(["up", "--data-dir"])
-            .arg(&dir)
-            .args([
-                "--nodes",
-                &nodes.to_string(),
-                "--replicas",
-                &replicas.to_string(),
-            ])
-            .args(["--mgm-port", &mgm_port.to_string()])
-            .args(["--sql-port", &sql_port.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("shoal up starts");
-        let stdout = child.stdout.take().expect("piped");
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                eprintln!("[shoal up] {line}");
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Sandbox {
-            child,
-            lines,
-            mgm_port,
-            dir,
-        }
-    }
-
-    fn wait_for_line(&self, prefix: &str, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.starts_with(prefix) => return line,
-                Ok(_) => continue,
-                Err(_) => panic!("no line starting with {prefix:?} within {timeout:?}"),
-            }
-        }
-    }
-
-    fn connectstring(&self) -> String {
-        format!("127.0.0.1:{}", self.mgm_port)
-    }
-
-    fn mgm(&self, command: &str) -> (bool, String) {
-        let output = Command::new(env!("CARGO_BIN_EXE_shoal"))
-            .args(["mgm", "-c", &self.connectstring(), "-e", command])
-            .output()
-            .expect("shoal mgm runs");
-        let text = String::from_utf8_lossy(&output.stdout).to_string()
-            + &String::from_utf8_lossy(&output.stderr);
-        (output.status.success(), text)
-    }
-
-    /// Pids of this sandbox's processes (they all name its management port).
-    fn processes(&self, extra: &str) -> Vec<u32> {
-        // Data nodes name the management node's address; the management
-        // node names its port.
-        let needles = [
-            format!("127.0.0.1:{}", self.mgm_port),
-            format!("--port {}", self.mgm_port),
-        ];
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
-                continue;
-            };
-            let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
-            if needles.iter().any(|n| cmdline.contains(n.as_str())) && cmdline.contains(extra) {
-                pids.push(pid);
-            }
-        }
-        pids
-    }
-
-    /// Waits for `shoal up` to exit by itself.
-    fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
-        eventually(timeout, || self.child.try_wait().ok().flatten())
-    }
-
-    fn stop(&mut self) {
-        signal(self.child.id(), rustix::process::Signal::TERM);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        panic!("shoal up did not stop within 30 s of SIGTERM");
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-        for pid in self.processes("") {
-            signal(pid, rustix::process::Signal::KILL);
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use support::{Processes, Sandbox, eventually, free_port, scratch_dir, signal};
 
 fn table(name: &str) -> TableDef {
     TableDef::new(
@@ -174,20 +25,6 @@ fn table(name: &str) -> TableDef {
         vec![],
     )
     .expect("a valid table")
-}
-
-/// Polls `check` until it returns `Some`, for at most `timeout`.
-fn eventually<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check() {
-            return Some(value);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]
@@ -320,44 +157,6 @@ fn a_bad_config_file_names_file_line_and_key() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Processes started directly (no `shoal up`), killed on drop.
-struct Processes {
-    children: Vec<(String, Child)>,
-}
-
-impl Processes {
-    fn spawn(&mut self, name: &str, args: &[&str], log: &std::path::Path) {
-        let file = std::fs::File::create(log).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("shoal starts");
-        self.children.push((name.to_string(), child));
-    }
-
-    fn kill(&mut self, name: &str) {
-        let index = self
-            .children
-            .iter()
-            .position(|(n, _)| n == name)
-            .expect("a started process");
-        let (_, mut child) = self.children.remove(index);
-        assert!(signal(child.id(), rustix::process::Signal::KILL));
-        let _ = child.wait();
-    }
-}
-
-impl Drop for Processes {
-    fn drop(&mut self) {
-        for (_, child) in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 #[test]
 fn two_nodes_survive_a_failure_through_the_arbitrator_after_it_restarted() {
     let dir = scratch_dir("arbitrator");
@@ -369,9 +168,7 @@ fn two_nodes_survive_a_failure_through_the_arbitrator_after_it_restarted() {
     let config_arg = config_file.to_str().expect("UTF-8").to_string();
     let port_arg = port.to_string();
     let connectstring = format!("127.0.0.1:{port}");
-    let mut processes = Processes {
-        children: Vec::new(),
-    };
+    let mut processes = Processes::default();
     let mgmd_args = ["mgmd", "--config-file", &config_arg, "--port", &port_arg];
     processes.spawn("mgmd", &mgmd_args, &dir.join("mgmd.log"));
     std::thread::sleep(Duration::from_millis(300));

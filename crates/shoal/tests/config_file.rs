@@ -4,24 +4,12 @@
 //! start a DataMemory the machine cannot hold, saying so. Loopback only,
 //! free ports, bounded waits, every process stopped.
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("shoal-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
+use support::{free_port, scratch_dir};
 
 /// A child process killed on drop.
 struct Running(Child);

@@ -4,7 +4,8 @@
 //! two data nodes run on 127.0.0.1 with free ports; every wait is bounded
 //! and every process is killed when its test ends.
 
-use std::net::TcpListener;
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,33 +13,7 @@ use std::time::{Duration, Instant};
 use schema::distribution::TableOptions;
 use schema::{ColumnDef, ColumnType, TableDef};
 use shoal_client::{Cluster, ExecuteEnd, LockMode, Status, Value};
-
-/// Sends `signal` to `pid` without relying on a `kill` binary being installed.
-fn signal(pid: u32, signal: rustix::process::Signal) -> bool {
-    rustix::process::Pid::from_raw(pid as i32)
-        .is_some_and(|pid| rustix::process::kill_process(pid, signal).is_ok())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// Polls `check` until it returns `Some`, for at most `timeout`.
-fn eventually<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check() {
-            return Some(value);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use support::{eventually, free_port, signal};
 
 /// A management node and two data nodes (one node group, two replicas),
 /// started directly so a test can kill one; all killed on drop.

@@ -4,68 +4,14 @@
 //! fragment it could not create. Everything runs on 127.0.0.1 with free
 //! ports, every wait is bounded, and every process is stopped.
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod support;
+
 use std::time::{Duration, Instant};
 
 use schema::distribution::TableOptions;
 use schema::{ColumnDef, ColumnType, TableDef};
 use shoal_client::{Cluster, ExecuteEnd, LockMode, Value};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("shoal-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-/// Processes started directly (no `shoal up`), killed on drop.
-struct Processes {
-    children: Vec<Child>,
-}
-
-impl Processes {
-    fn spawn(&mut self, args: &[&str], log: &Path) {
-        let file = std::fs::File::create(log).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_shoal"))
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .expect("shoal starts");
-        self.children.push(child);
-    }
-}
-
-impl Drop for Processes {
-    fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Polls `check` until it returns `Some`, for at most `timeout`.
-fn eventually<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check() {
-            return Some(value);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use support::{Processes, eventually, free_port, scratch_dir};
 
 fn table(name: &str) -> TableDef {
     TableDef::new(
@@ -92,15 +38,17 @@ fn creates_beyond_data_memory_are_refused_whole_and_every_created_table_works() 
     let config_arg = config_file.to_str().expect("UTF-8").to_string();
     let port_arg = port.to_string();
     let connectstring = format!("127.0.0.1:{port}");
-    let mut processes = Processes {
-        children: Vec::new(),
-    };
+    let mut processes = Processes::default();
     let mgmd_args = ["mgmd", "--config-file", &config_arg, "--port", &port_arg];
-    processes.spawn(&mgmd_args, &dir.join("mgmd.log"));
+    processes.spawn("mgmd", &mgmd_args, &dir.join("mgmd.log"));
     std::thread::sleep(Duration::from_millis(300));
     for node in ["2", "3"] {
         let args = ["datad", "-c", &connectstring, "--ndb-nodeid", node];
-        processes.spawn(&args, &dir.join(format!("datad-{node}.log")));
+        processes.spawn(
+            &format!("datad-{node}"),
+            &args,
+            &dir.join(format!("datad-{node}.log")),
+        );
     }
     let cluster = eventually(Duration::from_secs(20), || {
         Cluster::connect(&connectstring, Duration::from_secs(5)).ok()

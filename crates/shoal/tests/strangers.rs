@@ -6,17 +6,17 @@
 //! native-API client still connects and commits. Loopback only, bounded in
 //! time, every process stopped.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use protocol::{Message, NodeRole, encode_frame};
 use schema::distribution::TableOptions;
 use schema::{ColumnDef, ColumnType, TableDef};
 use shoal_client::{ExecuteEnd, LockMode, Status, Value};
+use support::Sandbox;
 
 /// Strangers announcing a 32 MiB frame, per target node.
 const SLOW_FRAMES: usize = 100;
@@ -32,119 +32,6 @@ const IDLE_CONNECTIONS: usize = 2_000;
 /// own room (measured: 66 to 78 MiB). Before the limits, the slow senders
 /// alone made a node hold 100 × 2 MiB.
 const RESIDENT_GROWTH_BYTES_MAX: u64 = 128 << 20;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-/// A `shoal up` child that is stopped (and, failing that, killed) on drop.
-struct Sandbox {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    mgm_port: u16,
-    dir: PathBuf,
-}
-
-impl Sandbox {
-    fn start(name: &str) -> Sandbox {
-        let dir = std::env::temp_dir().join(format!("shoal-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let mgm_port = free_port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_shoal"))
-            .args(["up", "--data-dir"])
-            .arg(&dir)
-            .args(["--nodes", "2", "--replicas", "2"])
-            .args(["--mgm-port", &mgm_port.to_string()])
-            .args(["--sql-port", &free_port().to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("shoal up starts");
-        let stdout = child.stdout.take().expect("piped");
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                eprintln!("[shoal up] {line}");
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Sandbox {
-            child,
-            lines,
-            mgm_port,
-            dir,
-        }
-    }
-
-    fn wait_for_line(&self, prefix: &str, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.starts_with(prefix) => return,
-                Ok(_) => continue,
-                Err(_) => panic!("no line starting with {prefix:?} within {timeout:?}"),
-            }
-        }
-    }
-
-    fn connectstring(&self) -> String {
-        format!("127.0.0.1:{}", self.mgm_port)
-    }
-
-    fn mgm(&self, command: &str) -> (bool, String) {
-        let output = Command::new(env!("CARGO_BIN_EXE_shoal"))
-            .args(["mgm", "-c", &self.connectstring(), "-e", command])
-            .output()
-            .expect("shoal mgm runs");
-        let text = String::from_utf8_lossy(&output.stdout).to_string()
-            + &String::from_utf8_lossy(&output.stderr);
-        (output.status.success(), text)
-    }
-
-    /// Pids of this sandbox's processes whose command line holds `role`.
-    fn processes(&self, role: &str) -> Vec<u32> {
-        let needles = [
-            format!("127.0.0.1:{}", self.mgm_port),
-            format!("--port {}", self.mgm_port),
-        ];
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
-                continue;
-            };
-            let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
-            if needles.iter().any(|n| cmdline.contains(n.as_str())) && cmdline.contains(role) {
-                pids.push(pid);
-            }
-        }
-        pids.sort();
-        pids
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-        for pid in self.processes("") {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// VmRSS of `pid`, in bytes.
 fn resident_bytes(pid: u32) -> u64 {
@@ -305,7 +192,7 @@ fn table() -> TableDef {
 #[test]
 fn strangers_cannot_take_the_memory_or_the_slots_of_a_cluster() {
     let started = Instant::now();
-    let sandbox = Sandbox::start("strangers");
+    let sandbox = Sandbox::start("strangers", 2, 2);
     sandbox.wait_for_line("Cluster ready", Duration::from_secs(60));
     let mgmd = sandbox.processes("mgmd");
     let datad = sandbox.processes("datad");
@@ -474,7 +361,7 @@ fn strangers_cannot_take_the_memory_or_the_slots_of_a_cluster() {
 /// is served again once they leave.
 #[test]
 fn a_management_node_full_of_identified_peers_says_so() {
-    let sandbox = Sandbox::start("mgm-full");
+    let sandbox = Sandbox::start("mgm-full", 2, 2);
     sandbox.wait_for_line("Cluster ready", Duration::from_secs(60));
     let mut crowd = Vec::new();
     for _ in 0..200 {
