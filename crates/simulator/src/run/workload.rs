@@ -58,6 +58,9 @@ use model::{Model, TagState};
 use scan::ScanState;
 use unique::initial_code;
 
+pub use deserter::DESERTER_API;
+
+mod deserter;
 mod jobs;
 mod model;
 mod scan;
@@ -233,6 +236,8 @@ pub struct Workload {
     /// (coordinator, its transaction) that a backup refused an operation
     /// of: it must not commit.
     pub(super) must_abort: BTreeSet<(NodeId, u64)>,
+    /// The deserter's transaction and coordinator, until its answer.
+    deserter: Option<(u64, NodeId)>,
 }
 
 impl Workload {
@@ -272,7 +277,12 @@ impl Workload {
             accounts,
             counters,
             coded_rows,
-            next_transaction: apis.iter().map(|api| (*api, 1)).collect(),
+            next_transaction: apis
+                .iter()
+                .chain([&DESERTER_API])
+                .map(|api| (*api, 1))
+                .collect(),
+            deserter: None,
             apis,
             sessions,
             think_ms_max: between(rng, 0, 30),
@@ -309,8 +319,15 @@ impl Workload {
         }
     }
 
+    /// The API nodes' ids, the deserter's included.
+    pub fn apis(&self) -> Vec<NodeId> {
+        let mut apis = self.apis.clone();
+        apis.push(DESERTER_API);
+        apis
+    }
+
     pub fn is_api(&self, node: NodeId) -> bool {
-        self.apis.contains(&node)
+        self.apis.contains(&node) || node == DESERTER_API
     }
 
     pub fn is_done(&self) -> bool {
@@ -491,10 +508,10 @@ impl Simulation {
         }
         let mut ids = [0u32; TABLE_NAMES.len()];
         for sim in self.nodes.values() {
-            let ready = sim.block.as_ref().is_some_and(|b| b.is_started())
-                && sim.transaction.as_ref().is_some_and(|blocks| {
-                    TABLE_NAMES.iter().enumerate().all(|(index, name)| {
-                        match blocks.routing().table_by_name(name) {
+            let ready = sim.composite.as_ref().is_some_and(|composite| {
+                composite.membership().is_started()
+                    && TABLE_NAMES.iter().enumerate().all(|(index, name)| {
+                        match composite.routing().table_by_name(name) {
                             Some(route) => {
                                 ids[index] = route.id;
                                 true
@@ -502,7 +519,7 @@ impl Simulation {
                             None => false,
                         }
                     })
-                });
+            });
             if !ready {
                 return;
             }
@@ -542,7 +559,6 @@ impl Simulation {
         self.outcome.transactions.executes += 1;
         self.send(
             api,
-            0,
             coordinator,
             Message::Execute(Execute {
                 transaction,
@@ -585,7 +601,8 @@ impl Simulation {
         if workload.phase == Phase::Running && now >= workload.run_until_ms {
             workload.phase = Phase::Draining;
         }
-        let busy = workload.sessions.iter().any(|s| s.running.is_some());
+        let busy =
+            workload.sessions.iter().any(|s| s.running.is_some()) || workload.deserter.is_some();
         if in_flight > 0 {
             return;
         }
@@ -735,7 +752,6 @@ impl Simulation {
         self.outcome.transactions.executes += 1;
         self.send(
             api,
-            0,
             coordinator,
             Message::Execute(Execute {
                 transaction,
@@ -747,6 +763,10 @@ impl Simulation {
 
     /// An `Executed` reached API node `api` from `from`.
     pub(super) fn workload_receive(&mut self, from: NodeId, api: NodeId, executed: Executed) {
+        if api == DESERTER_API {
+            self.deserter_receive(from, executed);
+            return;
+        }
         let answered_on = self
             .workload()
             .answered_on
@@ -778,6 +798,8 @@ impl Simulation {
                 let at = now + between(&mut self.rng, 0, think_ms_max);
                 self.schedule(at, SimEvent::Session { index });
             }
+            let at = now + between(&mut self.rng, 0, fault_ms / 2);
+            self.schedule(at, SimEvent::Deserter);
             return;
         }
         let Some(index) = self.workload().sessions.iter().position(|s| {

@@ -35,7 +35,6 @@ impl Simulation {
         ));
         self.send(
             api,
-            0,
             coordinator,
             Message::ScanOpen(ScanOpen {
                 transaction,
@@ -133,7 +132,6 @@ impl Simulation {
         if !rows.finished {
             self.send(
                 api,
-                0,
                 from,
                 Message::ScanNext(ScanNext {
                     transaction,
