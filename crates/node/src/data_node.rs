@@ -32,6 +32,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use cluster::{DataNode, DataNodeSettings, Effects, Event};
+use protocol::identity::{ClusterSecret, Nonce, hello_proof, proof_holds};
 use protocol::{Address, ClusterState, Message, NodeId, NodeRole};
 use transaction::{Coordinator, CoordinatorConfig, QueryHandler, Routing};
 
@@ -59,7 +60,13 @@ pub struct Peer {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Link {
+    /// Set once the peer proved its claim; `None` until then, and then the
+    /// link carries nothing but the handshake.
     peer: Option<Peer>,
+    /// Who the peer's `Hello` claims to be, until its proof arrives.
+    claimed: Option<Peer>,
+    /// This side's challenge on the link.
+    nonce: Nonce,
     /// The data node this side dialed, until its `Hello` sets `peer`.
     dialed: Option<NodeId>,
 }
@@ -179,6 +186,8 @@ impl NodeMarks {
 pub struct DataNodeComposite {
     node: NodeId,
     settings: DataNodeSettings,
+    /// The cluster secret peers prove they know (`protocol::identity`).
+    secret: ClusterSecret,
     membership: DataNode,
     coordinator: Coordinator,
     query_handler: QueryHandler,
@@ -229,6 +238,7 @@ impl DataNodeComposite {
         query_handler: QueryHandler,
         coordinator_config: CoordinatorConfig,
         listen: Address,
+        secret: ClusterSecret,
     ) -> DataNodeComposite {
         assert_eq!(listen.node, settings.node);
         let node = settings.node;
@@ -237,6 +247,7 @@ impl DataNodeComposite {
         DataNodeComposite {
             node,
             settings,
+            secret,
             membership,
             coordinator,
             query_handler,
@@ -350,22 +361,38 @@ impl DataNodeComposite {
         self.query_handler.next_deadline_ms()
     }
 
-    fn hello(&self) -> Message {
+    fn hello(&self, nonce: Nonce) -> Message {
         Message::Hello {
             node: self.node,
             incarnation: self.settings.incarnation,
             role: NodeRole::Data,
+            nonce,
         }
     }
 
     // ---- connections ----
 
     /// A connection opened: accepted (`dialed` is `None`) or dialed to a
-    /// data node. The node says `Hello` on it.
-    pub fn on_connected(&mut self, link: LinkId, dialed: Option<NodeId>, output: &mut Output) {
-        let fresh = self.links.insert(link, Link { peer: None, dialed });
+    /// data node. The node says `Hello` on it with `nonce`, a fresh random
+    /// challenge from the runtime.
+    pub fn on_connected(
+        &mut self,
+        link: LinkId,
+        dialed: Option<NodeId>,
+        nonce: Nonce,
+        output: &mut Output,
+    ) {
+        let fresh = self.links.insert(
+            link,
+            Link {
+                peer: None,
+                claimed: None,
+                nonce,
+                dialed,
+            },
+        );
         assert!(fresh.is_none(), "link {link} is reused");
-        output.sends.push((link, self.hello()));
+        output.sends.push((link, self.hello(nonce)));
     }
 
     /// A connection closed (the peer closed it, or reading or writing
@@ -434,30 +461,18 @@ impl DataNodeComposite {
         let Some(state) = self.links.get(&link).copied() else {
             return;
         };
-        if let Message::Hello {
-            node,
-            incarnation,
-            role,
-        } = message
-        {
-            if state.peer.is_none() {
-                self.identify(
-                    now_ms,
-                    link,
-                    Peer {
-                        node,
-                        incarnation,
-                        role,
-                    },
-                    output,
-                );
-            }
+        if state.peer.is_none() {
+            self.handshake(now_ms, link, state, message, output);
             return;
         }
         let Some(peer) = state.peer else {
-            self.close_link(now_ms, link, "spoke before saying Hello", output);
-            return;
+            unreachable!("checked above");
         };
+        if matches!(message, Message::Hello { .. } | Message::HelloProof { .. }) {
+            // The handshake is over; a second one is not a peer's doing.
+            self.close_link(now_ms, link, "a second Hello on the connection", output);
+            return;
+        }
         if transaction::is_transaction_message(&message) {
             self.on_transaction_message(now_ms, peer, message, output);
             return;
@@ -474,21 +489,88 @@ impl DataNodeComposite {
         self.deliver(now_ms, peer.node, peer.incarnation, message, output);
     }
 
-    /// The peer of `link` said who it is.
+    /// A message on a link whose peer has not proved who it is: only its
+    /// `Hello` (a claim and a challenge, answered with this node's proof)
+    /// and then its `HelloProof` are accepted; anything else closes the
+    /// link, so a stranger can make this node do nothing but answer.
+    fn handshake(
+        &mut self,
+        now_ms: u64,
+        link: LinkId,
+        state: Link,
+        message: Message,
+        output: &mut Output,
+    ) {
+        match message {
+            Message::Hello {
+                node,
+                incarnation,
+                role,
+                nonce,
+            } if state.claimed.is_none() => {
+                let claim = Peer {
+                    node,
+                    incarnation,
+                    role,
+                };
+                if let Err(why) = self.check_claim(claim) {
+                    self.close_link(now_ms, link, &why, output);
+                    return;
+                }
+                self.links.get_mut(&link).expect("known").claimed = Some(claim);
+                // This side dialed if the runtime said so (data nodes);
+                // API nodes always dial in.
+                let proof = hello_proof(
+                    &self.secret,
+                    state.dialed.is_some(),
+                    &nonce,
+                    self.node,
+                    self.settings.incarnation,
+                    NodeRole::Data,
+                );
+                output.sends.push((link, Message::HelloProof { proof }));
+            }
+            Message::HelloProof { proof } if state.claimed.is_some() => {
+                let claim = state.claimed.expect("guarded");
+                if proof_holds(
+                    &proof,
+                    &self.secret,
+                    state.dialed.is_none(),
+                    &state.nonce,
+                    claim.node,
+                    claim.incarnation,
+                    claim.role,
+                ) {
+                    self.identify(now_ms, link, claim, output);
+                } else {
+                    let why = format!(
+                        "it claimed to be node {} but could not prove it",
+                        claim.node
+                    );
+                    output.logs.push(format!("refused a connection: {why}"));
+                    self.close_link(now_ms, link, &why, output);
+                }
+            }
+            other => {
+                let why = format!("{} before proving who it is", other.name());
+                self.close_link(now_ms, link, &why, output);
+            }
+        }
+    }
+
+    /// Whether a `Hello`'s claim could be a peer's at all.
+    fn check_claim(&self, claim: Peer) -> Result<(), String> {
+        if claim.node == self.node || claim.role == NodeRole::Management {
+            return Err("a Hello that cannot be a peer's".into());
+        }
+        if claim.role == NodeRole::Data && !self.settings.data_nodes.contains(&claim.node) {
+            return Err(format!("node {} is not a configured data node", claim.node));
+        }
+        Ok(())
+    }
+
+    /// The peer of `link` proved who it is.
     fn identify(&mut self, now_ms: u64, link: LinkId, peer: Peer, output: &mut Output) {
-        if peer.node == self.node || peer.role == NodeRole::Management {
-            self.close_link(now_ms, link, "a Hello that cannot be a peer's", output);
-            return;
-        }
-        if peer.role == NodeRole::Data && !self.settings.data_nodes.contains(&peer.node) {
-            self.close_link(
-                now_ms,
-                link,
-                &format!("node {} is not a configured data node", peer.node),
-                output,
-            );
-            return;
-        }
         if let Some(current) = self.peers.get(&peer.node).and_then(|l| self.links.get(l))
             && current
                 .peer
@@ -579,7 +661,7 @@ impl DataNodeComposite {
                     );
                 }
             }
-            Message::Hello { .. } => {}
+            Message::Hello { .. } | Message::HelloProof { .. } => {}
             other => {
                 let management_node = self.settings.management_node;
                 self.deliver(now_ms, management_node, 0, other, output);
@@ -596,7 +678,9 @@ impl DataNodeComposite {
         self.management = ManagementLink::Allocating {
             deadline_ms: now_ms + MANAGEMENT_ANSWER_TIMEOUT_MS,
         };
-        output.to_management.push(self.hello());
+        // The management node asks for no proof (clients get the secret
+        // from it); the nonce is never used.
+        output.to_management.push(self.hello([0; 16]));
         output.to_management.push(Message::AllocateNodeId {
             role: NodeRole::Data,
             requested: Some(self.node),

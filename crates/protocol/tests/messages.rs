@@ -107,11 +107,15 @@ fn role() -> impl Strategy<Value = NodeRole> {
 
 fn cluster_message() -> impl Strategy<Value = Message> {
     prop_oneof![
-        (any::<u8>(), any::<u64>(), role()).prop_map(|(node, incarnation, role)| Message::Hello {
-            node,
-            incarnation,
-            role
-        }),
+        (any::<u8>(), any::<u64>(), role(), any::<[u8; 16]>()).prop_map(
+            |(node, incarnation, role, nonce)| Message::Hello {
+                node,
+                incarnation,
+                role,
+                nonce,
+            }
+        ),
+        any::<[u8; 32]>().prop_map(|proof| Message::HelloProof { proof }),
         (any::<u64>(), any::<u64>()).prop_map(|(generation, version)| Message::Heartbeat {
             generation,
             version
@@ -183,13 +187,14 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                 listen_port
             }
         ),
-        (any::<u8>(), ".{0,10}", ".{0,100}").prop_map(|(node, config_file, config_text)| {
-            Message::NodeIdAllocated {
+        (any::<u8>(), ".{0,10}", ".{0,100}", any::<[u8; 32]>()).prop_map(
+            |(node, config_file, config_text, secret)| Message::NodeIdAllocated {
                 node,
                 config_file,
                 config_text,
+                secret,
             }
-        }),
+        ),
         error_reply().prop_map(|error| Message::Refused { error }),
         prop::collection::vec((any::<u8>(), "[a-z0-9.]{0,15}", any::<u16>()), 0..5).prop_map(
             |entries| Message::Addresses {
@@ -661,7 +666,8 @@ fn the_heartbeat_layout_is_pinned() {
         &mut bytes,
     );
     assert_eq!(&bytes[0..4], b"SHOL");
-    assert_eq!(&bytes[4..8], &[1, 0, 1, 0]);
+    // Version 2 (Hello carries a nonce), one message.
+    assert_eq!(&bytes[4..8], &[2, 0, 1, 0]);
     assert_eq!(&bytes[8..12], &[21, 0, 0, 0]);
     assert_eq!(
         &bytes[16..],

@@ -26,6 +26,7 @@ use cluster::DataNodeSettings;
 use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
 use node::{DataNodeComposite, LinkId, Output};
+use protocol::identity::ClusterSecret;
 use protocol::{Address, Message, NodeId, NodeRole};
 use transaction::{CoordinatorConfig, QueryHandler};
 
@@ -85,7 +86,7 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         signal_hook::flag::register(signal, Arc::clone(&terminate))
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
-    let (mut management, node, config_file, config_text) =
+    let (mut management, node, config_file, config_text, secret) =
         allocate_with_retries(options, &terminate)?;
     let config = config::parse(&config_text, &config_file)
         .map_err(|e| format!("the management node sent a bad configuration: {e}"))?;
@@ -172,6 +173,7 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
             host: listen_address.ip().to_string(),
             port: listen_address.port(),
         },
+        secret,
     );
     let send_buffer_bytes_max = own.send_buffer_memory_bytes as usize;
     let mut runtime = Runtime {
@@ -215,7 +217,7 @@ const START_CONNECT_DELAY: Duration = Duration::from_secs(1);
 fn allocate_with_retries(
     options: &DatadOptions,
     terminate: &AtomicBool,
-) -> Result<(BlockingConnection, NodeId, String, String), String> {
+) -> Result<Allocated, String> {
     let mut attempt = 1;
     loop {
         if terminate.load(Ordering::Relaxed) {
@@ -239,6 +241,10 @@ fn allocate_with_retries(
     }
 }
 
+/// The management connection, the node id, the configuration file's name
+/// and text, and the cluster secret.
+type Allocated = (BlockingConnection, NodeId, String, String, ClusterSecret);
+
 enum AllocateError {
     Unreachable(String),
     Refused(String),
@@ -253,9 +259,7 @@ impl From<AllocateError> for String {
 }
 
 /// Connects to the management node and gets a node id and the configuration.
-fn allocate(
-    options: &DatadOptions,
-) -> Result<(BlockingConnection, NodeId, String, String), AllocateError> {
+fn allocate(options: &DatadOptions) -> Result<Allocated, AllocateError> {
     let mut connection = BlockingConnection::connect(
         &options.connectstring,
         options.node_id.unwrap_or(0),
@@ -283,7 +287,8 @@ fn allocate(
             node,
             config_file,
             config_text,
-        } => Ok((connection, node, config_file, config_text)),
+            secret,
+        } => Ok((connection, node, config_file, config_text, secret)),
         Message::Refused { error } => Err(AllocateError::Refused(format!(
             "the management node refused a node id: {} (error {})",
             error.message, error.ndb_code
@@ -468,13 +473,21 @@ impl Runtime {
         }
         let token = Token(self.next_token);
         self.next_token += 1;
+        // The challenge the peer must answer to be identified.
+        let nonce = match crate::random_bytes() {
+            Ok(nonce) => nonce,
+            Err(e) => {
+                log(self.node, &format!("refusing {peer_address}: {e}"));
+                return;
+            }
+        };
         let mut connection =
             Connection::new(stream, token, peer_address, self.send_buffer_bytes_max);
         connection.dialed_node = dialed_node;
         if connection.register(self.poll.registry()).is_ok() {
             self.connections.insert(token, connection);
             self.composite
-                .on_connected(token.0 as LinkId, dialed_node, &mut self.output);
+                .on_connected(token.0 as LinkId, dialed_node, nonce, &mut self.output);
             self.perform();
         }
     }

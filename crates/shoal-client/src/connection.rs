@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use protocol::identity::ClusterSecret;
 use protocol::{ClusterState, FrameDecoder, Message, NodeId, NodeRole, SchemaChange, encode_frame};
 use runtime::blocking::BlockingConnection;
 use schema::TableDef;
@@ -136,6 +137,9 @@ impl Shared {
 pub(crate) struct Inner {
     pub(crate) node: NodeId,
     management: Mutex<BlockingConnection>,
+    /// The cluster secret from the management node: this API node proves
+    /// its id to data nodes with it, and they theirs to it.
+    secret: ClusterSecret,
     addresses: Mutex<BTreeMap<NodeId, String>>,
     pub(crate) data_nodes: Vec<NodeId>,
     links: Vec<(NodeId, Mutex<Option<Arc<Link>>>)>,
@@ -183,12 +187,13 @@ impl Cluster {
                 |m| matches!(m, Message::NodeIdAllocated { .. } | Message::Refused { .. }),
             )
             .map_err(|e| ClientError::connection(e.to_string()))?;
-        let (node, config_text, config_file) = match reply {
+        let (node, config_text, config_file, secret) = match reply {
             Message::NodeIdAllocated {
                 node,
                 config_text,
                 config_file,
-            } => (node, config_text, config_file),
+                secret,
+            } => (node, config_text, config_file, secret),
             Message::Refused { error } => return Err(ClientError::reply(error)),
             _ => unreachable!("filtered by the request"),
         };
@@ -201,6 +206,7 @@ impl Cluster {
         let inner = Arc::new(Inner {
             node,
             management: Mutex::new(management),
+            secret,
             addresses: Mutex::new(BTreeMap::new()),
             links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
             data_nodes,
@@ -411,12 +417,11 @@ impl Cluster {
             ) else {
                 continue;
             };
-            // The data node introduces itself first.
-            if !matches!(
-                opened.receive(REQUEST_TIMEOUT),
-                Ok(Some(Message::Hello { .. }))
-            ) {
-                continue;
+            // Each side proves its claim before anything else; a peer
+            // that cannot is not the data node it says it is.
+            match opened.prove(&self.inner.secret, REQUEST_TIMEOUT) {
+                Ok((proven, _)) if proven == *node => {}
+                _ => continue,
             }
             let (stream, decoder, pending) = opened.into_parts();
             let Ok(reader) = stream.try_clone() else {

@@ -1,7 +1,9 @@
 //! Real processes against hostile or broken peers: a management node that
 //! accepts connections and never answers must not stall the data nodes'
-//! event loops. Everything runs on 127.0.0.1 with free ports, every wait
-//! is bounded, and every process is stopped.
+//! event loops, and a stranger's `Hello` claiming a data node's id must
+//! neither take over that node's connection nor get anyone restarted.
+//! Everything runs on 127.0.0.1 with free ports, every wait is bounded,
+//! and every process is stopped.
 
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
@@ -11,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use protocol::{FrameDecoder, Message, NodeRole, encode_frame};
 use shoal_client::Cluster;
 
 /// Sends `signal` to `pid` without relying on a `kill` binary being installed.
@@ -227,5 +230,140 @@ fn a_silent_management_node_does_not_stall_the_data_nodes() {
         let after = eventually(Duration::from_secs(10), || client.cluster_state(node).ok())
             .unwrap_or_else(|| panic!("node {node} does not answer:\n{}", cluster.logs()));
         assert_eq!(after.members, before.members, "{}", cluster.logs());
+    }
+}
+
+/// The 31-byte frame of the first protocol version's `Hello` (no nonce):
+/// claims data node `node` with `incarnation`, as the issue's stranger sent.
+fn legacy_hello(node: u8, incarnation: u64) -> Vec<u8> {
+    let mut message = vec![1, node];
+    message.extend_from_slice(&incarnation.to_le_bytes());
+    message.push(NodeRole::Data.wire_id());
+    let mut payload = (message.len() as u32).to_le_bytes().to_vec();
+    payload.extend_from_slice(&message);
+    let mut frame = b"SHOL".to_vec();
+    frame.extend_from_slice(&1u16.to_le_bytes());
+    frame.extend_from_slice(&1u16.to_le_bytes());
+    frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    frame.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
+    frame.extend_from_slice(&payload);
+    assert_eq!(frame.len(), 31);
+    frame
+}
+
+/// A data node's TCP port, from its log line "listening on 127.0.0.1:N,".
+fn data_node_port(log: &str) -> u16 {
+    let after = log
+        .split("listening on ")
+        .nth(1)
+        .expect("the data node logged where it listens");
+    let address = after.split(',').next().expect("an address");
+    address
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a port")
+}
+
+/// Connects to `port` as a stranger, sends `bytes`, and returns the
+/// messages received until the peer closed the connection (or 3 s passed:
+/// `closed` is false then).
+fn stranger(port: u16, bytes: &[u8]) -> (Vec<Message>, bool) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    use std::io::Write;
+    stream.write_all(bytes).expect("send");
+    let mut decoder = FrameDecoder::new();
+    let mut messages = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut buffer = [0u8; 65536];
+    while Instant::now() < deadline {
+        match stream.read(&mut buffer) {
+            Ok(0) => return (messages, true),
+            Ok(n) => {
+                decoder.push(&buffer[..n]);
+                while let Ok(true) = decoder.next_frame(&mut messages) {}
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (messages, true),
+            Err(_) => {}
+        }
+    }
+    (messages, false)
+}
+
+/// Issue 10, item 8: a 31-byte `Hello` claiming a data node's id, sent by
+/// any TCP client, replaced the real node's connection (the stranger got
+/// the frames meant for it) and made the node exclude itself and restart.
+/// Now a claim counts only with a proof made with the cluster secret, and
+/// the old unversioned-proof frame is refused outright.
+#[test]
+fn a_forged_hello_takes_over_nothing_and_restarts_no_one() {
+    let mut cluster = TwoNodeCluster::start("forged-hello");
+    let before = cluster.client.cluster_state(2).expect("state");
+    let member_3 = before.member_of(3).expect("node 3 is a member");
+    let port_2 = data_node_port(&cluster.log("datad-2.log"));
+    // The issue's frame, claiming node 3 (its real incarnation and a newer
+    // one), to data node 2 and to the management node.
+    for incarnation in [member_3.incarnation, member_3.incarnation + 1] {
+        for port in [port_2, cluster.port] {
+            let (received, closed) = stranger(port, &legacy_hello(3, incarnation));
+            assert!(
+                closed,
+                "port {port} kept talking to a stranger: {received:?}"
+            );
+            assert!(
+                received
+                    .iter()
+                    .all(|m| matches!(m, Message::Hello { .. } | Message::HelloProof { .. })),
+                "a stranger got {received:?}"
+            );
+        }
+    }
+    // The current format with a made-up proof.
+    let mut forged = Vec::new();
+    encode_frame(
+        &[
+            Message::Hello {
+                node: 3,
+                incarnation: member_3.incarnation + 1,
+                role: NodeRole::Data,
+                nonce: [7; 16],
+            },
+            Message::HelloProof { proof: [0; 32] },
+        ],
+        &mut forged,
+    );
+    let (received, closed) = stranger(port_2, &forged);
+    assert!(
+        closed,
+        "data node 2 kept talking to a stranger: {received:?}"
+    );
+    assert!(
+        received
+            .iter()
+            .all(|m| matches!(m, Message::Hello { .. } | Message::HelloProof { .. })),
+        "a stranger got {received:?}"
+    );
+    // Well past failure detection: nobody was excluded or restarted, and
+    // clients are served.
+    std::thread::sleep(Duration::from_secs(3));
+    let logs = cluster.logs();
+    assert!(cluster.processes.all_running(), "{logs}");
+    assert!(
+        !logs.contains("excluded"),
+        "a data node was excluded:\n{logs}"
+    );
+    assert!(
+        !logs.contains("restarted"),
+        "a data node restarted:\n{logs}"
+    );
+    for node in [2, 3] {
+        let after = cluster
+            .client
+            .cluster_state(node)
+            .unwrap_or_else(|e| panic!("node {node} does not answer: {e:?}\n{logs}"));
+        assert_eq!(after.members, before.members, "{logs}");
     }
 }

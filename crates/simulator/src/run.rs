@@ -275,6 +275,14 @@ struct Simulation {
     next_link: LinkId,
     /// (API node, data node) → the API node's end of its connection.
     api_links: BTreeMap<(NodeId, NodeId), LinkId>,
+    /// The cluster secret the management node hands out.
+    secret: protocol::identity::ClusterSecret,
+    /// The challenge of each API node's connection end, until the data
+    /// node's proof answers it.
+    api_nonces: BTreeMap<LinkId, protocol::identity::Nonce>,
+    /// Handshake messages waiting for delivery (`nodes::handshake`).
+    handshakes: VecDeque<(NodeId, LinkId, Message)>,
+    draining_handshakes: bool,
 }
 
 /// Runs one seeded simulation; `Err` carries the failure, the replay
@@ -358,6 +366,8 @@ impl Simulation {
         };
         let management_node = config.management_nodes[0].node_id;
         let tcp = TcpLinks::new(&mut rng, options.faults);
+        let mut secret = [0u8; 32];
+        rng.fill_bytes(&mut secret);
         let workload = options
             .transactions
             .then(|| Box::new(Workload::new(&mut rng, options.replicas)));
@@ -395,6 +405,10 @@ impl Simulation {
             links: BTreeMap::new(),
             next_link: 1,
             api_links: BTreeMap::new(),
+            secret,
+            api_nonces: BTreeMap::new(),
+            handshakes: VecDeque::new(),
+            draining_handshakes: false,
         })
     }
 
@@ -434,8 +448,12 @@ impl Simulation {
     }
 
     fn management_settings(&self) -> ManagementSettings {
-        let mut settings =
-            ManagementSettings::new("config.ini", &self.config_text, self.config.clone());
+        let mut settings = ManagementSettings::new(
+            "config.ini",
+            &self.config_text,
+            self.config.clone(),
+            self.secret,
+        );
         settings.heartbeat_interval_ms = HEARTBEAT_INTERVAL_MS;
         settings.arbitration_timeout_ms = ARBITRATION_TIMEOUT_MS;
         settings.start_partial_timeout_ms = START_PARTIAL_TIMEOUT_MS;

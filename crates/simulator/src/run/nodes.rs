@@ -69,6 +69,7 @@ impl Simulation {
                 host: "sim".into(),
                 port: SIMULATED_PORT,
             },
+            self.secret,
         );
         composite.set_observing(self.workload.is_some());
         let sim = self.nodes.get_mut(&node).expect("configured node");
@@ -231,19 +232,23 @@ impl Simulation {
         let now = self.now_ms;
         // Both ends exist before either says Hello.
         let mut from_output = Output::default();
+        let from_nonce = self.nonce();
+        let to_nonce = self.nonce();
         if role == NodeRole::Data {
             self.composite_mut(from).expect("checked").on_connected(
                 from_link,
                 dialed,
+                from_nonce,
                 &mut from_output,
             );
         } else {
             self.api_links.insert((from, to), from_link);
+            self.api_nonces.insert(from_link, from_nonce);
         }
         let mut output = Output::default();
         self.composite_mut(to)
             .expect("checked")
-            .on_connected(to_link, None, &mut output);
+            .on_connected(to_link, None, to_nonce, &mut output);
         if role == NodeRole::Api {
             // The API node's Hello, as `shoal-client` says it.
             self.composite_mut(to).expect("checked").on_message(
@@ -253,13 +258,29 @@ impl Simulation {
                     node: from,
                     incarnation: 0,
                     role: NodeRole::Api,
+                    nonce: from_nonce,
                 },
                 &mut output,
             );
-        } else {
+        }
+        // Both Hellos are queued before either is answered, as both leave
+        // before anything comes back on a real connection.
+        let draining = std::mem::replace(&mut self.draining_handshakes, true);
+        if role == NodeRole::Data {
             self.perform(from, from_output);
         }
         self.perform(to, output);
+        self.draining_handshakes = draining;
+        if !draining {
+            self.drain_handshakes();
+        }
+    }
+
+    /// A connection's random challenge, from the run's seeded source.
+    fn nonce(&mut self) -> protocol::identity::Nonce {
+        let mut nonce = [0u8; 16];
+        rand_core::Rng::fill_bytes(&mut self.rng, &mut nonce);
+        nonce
     }
 
     fn composite_incarnation(&self, node: NodeId) -> Option<u64> {
@@ -278,12 +299,10 @@ impl Simulation {
         let Some(end) = self.links.remove(&link) else {
             return;
         };
-        if self.nodes.contains_key(&end.peer) {
-            self.trace(format!(
-                "node {}'s connection to node {} closes: {why}",
-                end.owner, end.peer
-            ));
-        }
+        self.trace(format!(
+            "node {}'s connection to node {} closes: {why}",
+            end.owner, end.peer
+        ));
         if let Some(api) = self.api_links.get(&(end.owner, end.peer))
             && *api == link
         {
@@ -528,12 +547,30 @@ impl Simulation {
             }
             return;
         }
-        if matches!(message, Message::Hello { .. }) {
-            // The connection's handshake, at once.
-            self.deliver_on_link(end.owner, end.peer_link, message);
+        if matches!(message, Message::Hello { .. } | Message::HelloProof { .. }) {
+            self.handshake(end.owner, end.peer_link, message);
             return;
         }
         self.transmit(end.owner, end.peer, Some(end.peer_link), message);
+    }
+
+    /// A handshake message (`Hello`, `HelloProof`) arrives at once — TCP's
+    /// handshake timing is not what the simulator tests — but in order:
+    /// through one queue, so each side's `Hello` comes before its proof,
+    /// as on a TCP stream.
+    fn handshake(&mut self, from: NodeId, to_end: LinkId, message: Message) {
+        self.handshakes.push_back((from, to_end, message));
+        if !self.draining_handshakes {
+            self.drain_handshakes();
+        }
+    }
+
+    fn drain_handshakes(&mut self) {
+        self.draining_handshakes = true;
+        while let Some((from, to_end, message)) = self.handshakes.pop_front() {
+            self.deliver_on_link(from, to_end, message);
+        }
+        self.draining_handshakes = false;
     }
 
     /// A message from an API node (the schema client or the workload's) to
@@ -652,13 +689,40 @@ impl Simulation {
             self.perform(to, output);
             return;
         }
-        if to == CLIENT_NODE {
-            self.client_receive(from, message);
-            return;
-        }
         match message {
-            // A data node's Hello to an API node.
-            Message::Hello { .. } => {}
+            // A data node's Hello to an API node: the API node proves its
+            // claim, as `shoal-client` does.
+            Message::Hello { nonce, .. } => {
+                // API nodes dial.
+                let proof = protocol::identity::hello_proof(
+                    &self.secret,
+                    true,
+                    &nonce,
+                    to,
+                    0,
+                    NodeRole::Api,
+                );
+                self.handshake(to, end.peer_link, Message::HelloProof { proof });
+            }
+            // The data node's proof: checked as `shoal-client` checks it.
+            Message::HelloProof { proof } => {
+                let nonce = self.api_nonces.remove(&link).unwrap_or_default();
+                let incarnation = self.composite_incarnation(from).unwrap_or(0);
+                if !protocol::identity::proof_holds(
+                    &proof,
+                    &self.secret,
+                    false,
+                    &nonce,
+                    from,
+                    incarnation,
+                    NodeRole::Data,
+                ) {
+                    self.fail(format!(
+                        "data node {from} failed to prove itself to API node {to}"
+                    ));
+                }
+            }
+            other if to == CLIENT_NODE => self.client_receive(from, other),
             Message::Executed(executed) => self.workload_receive(from, to, executed),
             Message::ScanRows(rows) => self.workload_scan_rows(from, to, rows),
             other => self.fail(format!("API node {to} got {other:?} from {from}")),
