@@ -64,6 +64,9 @@ struct Runtime {
     management_connecting: Option<Token>,
     management_node: NodeId,
     management_address: String,
+    /// The management node's address as resolved at start, so reconnecting
+    /// never waits on a name lookup inside the event loop.
+    management_socket_address: Option<SocketAddr>,
     node: NodeId,
     /// Every decision about peers, messages and restarts (sans-IO).
     composite: DataNodeComposite,
@@ -186,6 +189,7 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         management_connecting: None,
         management_node,
         management_address: options.connectstring.clone(),
+        management_socket_address: None,
         node,
         composite,
         output: Output::default(),
@@ -320,6 +324,7 @@ impl Runtime {
     /// Takes over the connection the start-up allocation used.
     fn adopt_management(&mut self, connection: BlockingConnection) -> Result<(), String> {
         let (stream, decoder, pending) = connection.into_parts();
+        self.management_socket_address = stream.peer_addr().ok();
         stream.set_nonblocking(true).map_err(|e| e.to_string())?;
         let mut connection = Connection::new(
             TcpStream::from_std(stream),
@@ -523,10 +528,12 @@ impl Runtime {
     fn connect_management(&mut self) {
         self.drop_management("reconnecting");
         let now = self.now_ms();
-        let address = match self.management_address.to_socket_addrs() {
-            Ok(mut addresses) => addresses.next(),
-            Err(_) => None,
-        };
+        let address = self.management_socket_address.or_else(|| {
+            self.management_address
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut addresses| addresses.next())
+        });
         let Some(address) = address else {
             self.composite.on_management_lost(
                 now,
