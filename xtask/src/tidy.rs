@@ -38,13 +38,14 @@ pub const CHECKS: [Check; 4] = [
 
 /// Crates that must stay deterministic and free of I/O: they take the time
 /// and every input as arguments, so the simulator can drive them.
-pub const SANS_IO_CRATES: [&str; 6] = [
+pub const SANS_IO_CRATES: [&str; 7] = [
     "schema",
     "storage",
     "config",
     "protocol",
     "cluster",
     "transaction",
+    "node",
 ];
 
 /// Text that betrays clocks, randomness or an I/O runtime in Rust source.
@@ -645,7 +646,7 @@ mod tests {
             "//! Storage.\n// std::fs in a comment is fine\nuse std::fs;\n#[cfg(test)]\nmod tests {\n    use proptest::prelude::*;\n    fn f() { let _ = std::time::Instant::now(); }\n}\n",
         );
         write("crates/schema/Cargo.toml", "[dependencies]\n");
-        for clean in ["config", "protocol", "cluster", "transaction"] {
+        for clean in ["config", "protocol", "cluster", "transaction", "node"] {
             write(&format!("crates/{clean}/Cargo.toml"), "[dependencies]\n");
             write(&format!("crates/{clean}/src/lib.rs"), "//! Clean.\n");
         }

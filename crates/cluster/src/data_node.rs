@@ -598,6 +598,7 @@ impl DataNode {
             // Replies meant for API or management nodes, and runtime-level
             // messages the runtime consumes itself.
             Message::Hello { .. }
+            | Message::HelloProof { .. }
             | Message::SchemaReply { .. }
             | Message::DictionaryReply { .. }
             | Message::AllocateNodeId { .. }

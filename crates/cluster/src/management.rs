@@ -47,10 +47,18 @@ pub struct ManagementSettings {
     pub heartbeat_interval_ms: u64,
     pub arbitration_timeout_ms: u64,
     pub arbitrator: bool,
+    /// The cluster secret handed out with every node id
+    /// (`protocol::identity`): the runtime generates it once and keeps it.
+    pub secret: protocol::identity::ClusterSecret,
 }
 
 impl ManagementSettings {
-    pub fn new(config_file: &str, config_text: &str, config: config::ClusterConfig) -> Self {
+    pub fn new(
+        config_file: &str,
+        config_text: &str,
+        config: config::ClusterConfig,
+        secret: protocol::identity::ClusterSecret,
+    ) -> Self {
         let management = config
             .management_nodes
             .first()
@@ -68,6 +76,7 @@ impl ManagementSettings {
             arbitration_timeout_ms: first.arbitration_timeout_ms,
             arbitrator: management.arbitration_rank > 0,
             config,
+            secret,
         }
     }
 }
@@ -511,6 +520,7 @@ impl ManagementNode {
                         node,
                         config_file: self.settings.config_file.clone(),
                         config_text: self.settings.config_text.clone(),
+                        secret: self.settings.secret,
                     },
                 );
                 if role == NodeRole::Data {

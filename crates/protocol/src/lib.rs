@@ -8,6 +8,7 @@
 
 pub mod codec;
 pub mod frame;
+pub mod identity;
 pub mod message;
 pub mod persisted;
 pub mod transaction;

@@ -8,16 +8,25 @@
 //! `put_*`/`get_*` pairs below, field by field in the order written.
 
 use crate::codec::{DecodeError, Reader, Writer};
+use crate::identity::{ClusterSecret, Nonce, Proof};
 use crate::transaction::*;
 use crate::types::*;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
-    /// First message on every connection, both ways.
+    /// First message on every connection, both ways: who the sender
+    /// claims to be and a fresh random challenge for the other side
+    /// (`crate::identity`).
     Hello {
         node: NodeId,
         incarnation: u64,
         role: NodeRole,
+        nonce: Nonce,
+    },
+    /// The answer to the other side's `Hello`: its nonce and the sender's
+    /// claimed identity hashed under the cluster secret.
+    HelloProof {
+        proof: Proof,
     },
     /// Sent by every member to every other member each heartbeat interval.
     Heartbeat {
@@ -96,6 +105,8 @@ pub enum Message {
         node: NodeId,
         config_file: String,
         config_text: String,
+        /// The cluster secret peers prove knowledge of (`crate::identity`).
+        secret: ClusterSecret,
     },
     Refused {
         error: ErrorReply,
@@ -180,6 +191,7 @@ const KIND_STOP_REQUEST: u8 = 23;
 const KIND_STOP_REPLY: u8 = 24;
 const KIND_STOP: u8 = 25;
 const KIND_LEAVING: u8 = 26;
+const KIND_HELLO_PROOF: u8 = 27;
 const KIND_EXECUTE: u8 = 40;
 const KIND_EXECUTED: u8 = 41;
 const KIND_SCAN_OPEN: u8 = 42;
@@ -202,6 +214,7 @@ impl Message {
     pub fn name(&self) -> &'static str {
         match self {
             Message::Hello { .. } => "Hello",
+            Message::HelloProof { .. } => "HelloProof",
             Message::Heartbeat { .. } => "Heartbeat",
             Message::Join { .. } => "Join",
             Message::Suspect { .. } => "Suspect",
@@ -254,11 +267,17 @@ impl Message {
                 node,
                 incarnation,
                 role,
+                nonce,
             } => {
                 w.u8(KIND_HELLO);
                 w.u8(*node);
                 w.u64(*incarnation);
                 w.u8(role.wire_id());
+                w.bytes(nonce);
+            }
+            Message::HelloProof { proof } => {
+                w.u8(KIND_HELLO_PROOF);
+                w.bytes(proof);
             }
             Message::Heartbeat {
                 generation,
@@ -396,11 +415,13 @@ impl Message {
                 node,
                 config_file,
                 config_text,
+                secret,
             } => {
                 w.u8(KIND_NODE_ID_ALLOCATED);
                 w.u8(*node);
                 w.string(config_file);
                 w.string(config_text);
+                w.bytes(secret);
             }
             Message::Refused { error } => {
                 w.u8(KIND_REFUSED);
@@ -557,6 +578,10 @@ impl Message {
                 node: r.u8("node")?,
                 incarnation: r.u64("incarnation")?,
                 role: get_role(&mut r)?,
+                nonce: fixed(&mut r, "nonce")?,
+            },
+            KIND_HELLO_PROOF => Message::HelloProof {
+                proof: fixed(&mut r, "proof")?,
             },
             KIND_HEARTBEAT => Message::Heartbeat {
                 generation: r.u64("generation")?,
@@ -662,6 +687,7 @@ impl Message {
                 node: r.u8("node")?,
                 config_file: r.string("config file")?,
                 config_text: r.string("config text")?,
+                secret: fixed(&mut r, "secret")?,
             },
             KIND_REFUSED => Message::Refused {
                 error: get_error(&mut r)?,
@@ -766,6 +792,13 @@ impl Message {
         r.finish(message.name())?;
         Ok(message)
     }
+}
+
+/// A byte string of exactly `N` bytes (nonce, proof, secret).
+fn fixed<const N: usize>(r: &mut Reader, what: &str) -> Result<[u8; N], DecodeError> {
+    let bytes = r.bytes(what)?;
+    <[u8; N]>::try_from(bytes)
+        .map_err(|_| DecodeError::new(format!("{what}: {} bytes, not {N}", bytes.len())))
 }
 
 fn put_member(w: &mut Writer, member: Member) {

@@ -125,11 +125,15 @@ fn role() -> impl Strategy<Value = NodeRole> {
 
 fn cluster_message() -> impl Strategy<Value = Message> {
     prop_oneof![
-        (any::<u8>(), any::<u64>(), role()).prop_map(|(node, incarnation, role)| Message::Hello {
-            node,
-            incarnation,
-            role
-        }),
+        (any::<u8>(), any::<u64>(), role(), any::<[u8; 16]>()).prop_map(
+            |(node, incarnation, role, nonce)| Message::Hello {
+                node,
+                incarnation,
+                role,
+                nonce,
+            }
+        ),
+        any::<[u8; 32]>().prop_map(|proof| Message::HelloProof { proof }),
         (
             any::<u64>(),
             any::<u64>(),
@@ -210,13 +214,14 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                 listen_port
             }
         ),
-        (any::<u8>(), ".{0,10}", ".{0,100}").prop_map(|(node, config_file, config_text)| {
-            Message::NodeIdAllocated {
+        (any::<u8>(), ".{0,10}", ".{0,100}", any::<[u8; 32]>()).prop_map(
+            |(node, config_file, config_text, secret)| Message::NodeIdAllocated {
                 node,
                 config_file,
                 config_text,
+                secret,
             }
-        }),
+        ),
         error_reply().prop_map(|error| Message::Refused { error }),
         prop::collection::vec((any::<u8>(), "[a-z0-9.]{0,15}", any::<u16>()), 0..5).prop_map(
             |entries| Message::Addresses {

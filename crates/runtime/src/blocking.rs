@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use protocol::identity::{ClusterSecret, Nonce, hello_proof, proof_holds};
 use protocol::{FrameDecoder, Message, NodeId, NodeRole, encode_frame};
 
 /// A connection that sends messages and waits for replies.
@@ -14,6 +15,11 @@ pub struct BlockingConnection {
     decoder: FrameDecoder,
     pending: std::collections::VecDeque<Message>,
     pub peer: String,
+    /// Who this side said it is in its `Hello`, and its challenge.
+    node: NodeId,
+    incarnation: u64,
+    role: NodeRole,
+    nonce: Nonce,
 }
 
 /// Why a blocking exchange failed; the message names the peer.
@@ -45,18 +51,61 @@ impl BlockingConnection {
             .ok_or_else(|| ConnectionError(format!("cannot resolve {address}")))?;
         let stream = TcpStream::connect_timeout(&target, timeout).map_err(unreachable)?;
         stream.set_nodelay(true).map_err(unreachable)?;
+        let nonce = crate::random_bytes().map_err(ConnectionError)?;
+        let incarnation = crate::incarnation_now();
         let mut connection = BlockingConnection {
             stream,
             decoder: FrameDecoder::new(),
             pending: Default::default(),
             peer: address.to_string(),
+            node,
+            incarnation,
+            role,
+            nonce,
         };
         connection.send(&[Message::Hello {
             node,
-            incarnation: crate::incarnation_now(),
+            incarnation,
             role,
+            nonce,
         }])?;
         Ok(connection)
+    }
+
+    /// The handshake with a data node (`protocol::identity`): waits for its
+    /// `Hello`, proves this side's claim, and checks the data node's proof.
+    /// Returns the data node's id and incarnation.
+    pub fn prove(
+        &mut self,
+        secret: &ClusterSecret,
+        timeout: Duration,
+    ) -> Result<(NodeId, u64), ConnectionError> {
+        let deadline = Instant::now() + timeout;
+        let late = || ConnectionError("no handshake in time".to_string());
+        let Some(Message::Hello {
+            node,
+            incarnation,
+            role,
+            nonce,
+        }) = self.receive(deadline.saturating_duration_since(Instant::now()))?
+        else {
+            return Err(ConnectionError(format!("{} did not say Hello", self.peer)));
+        };
+        // This side dialed; the data node accepted.
+        let proof = hello_proof(secret, true, &nonce, self.node, self.incarnation, self.role);
+        self.send(&[Message::HelloProof { proof }])?;
+        match self.receive(deadline.saturating_duration_since(Instant::now()))? {
+            Some(Message::HelloProof { proof })
+                if proof_holds(&proof, secret, false, &self.nonce, node, incarnation, role) =>
+            {
+                Ok((node, incarnation))
+            }
+            Some(_) => Err(ConnectionError(format!(
+                "{} claimed to be node {node} but could not prove it",
+                self.peer
+            ))),
+            None => Err(late()),
+        }
     }
 
     /// The socket, the bytes read but not yet decoded, and messages decoded

@@ -1,9 +1,12 @@
 //! `shoal datad`: the data node process. One event loop (mio) owns the
-//! sockets and drives the `cluster::DataNode` block: it fetches the
-//! configuration and its node id from the management node, listens for
-//! other data nodes and API nodes, dials every data node with a higher id
-//! (one connection per pair), and restarts the block as a new incarnation
-//! when the cluster excludes it, as NDB's angel process restarts ndbd.
+//! sockets, the clock and the signals; every decision about what the node
+//! does is `node::DataNodeComposite`'s (the same code the simulator runs):
+//! the loop fetches the configuration and its node id from the management
+//! node, listens for other data nodes and API nodes, dials the data nodes
+//! the composite names, reopens the management connection without
+//! blocking when the composite asks, and feeds every connection event and
+//! message in. When the cluster excludes the node the composite restarts
+//! as a new incarnation, as NDB's angel process restarts ndbd.
 //!
 //! Data nodes on one host talk over a Unix-domain socket instead of TCP
 //! (NDB's shared-memory transporter plays this part): each node also
@@ -13,17 +16,19 @@
 //! stack, which the profile of a write showed to be most of a data node's
 //! time (a write sends six messages between data nodes, a read none).
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::net::SocketAddr;
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use cluster::{DataNode, DataNodeSettings, Effects, Event};
+use cluster::DataNodeSettings;
 use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token};
+use node::{DataNodeComposite, LinkId, Output};
+use protocol::identity::ClusterSecret;
 use protocol::{Address, Message, NodeId, NodeRole};
-use transaction::{Coordinator, CoordinatorConfig, QueryHandler, Routing};
+use transaction::{CoordinatorConfig, QueryHandler};
 
 use crate::blocking::BlockingConnection;
 use crate::transport::{
@@ -44,17 +49,12 @@ const LOCAL_LISTENER: Token = Token(2);
 const FIRST_PEER_TOKEN: usize = 3;
 /// Longest wait in `poll`, so signals and timers are noticed promptly.
 const POLL_INTERVAL_MS: u64 = 50;
-const MANAGEMENT_RETRY_MS: u64 = 1_000;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most connections a data node holds, whatever the slot limits say: a
 /// backstop, never reached while they hold (identified connections are
 /// bounded by the configured nodes, unidentified ones by
 /// `UNIDENTIFIED_CONNECTIONS_MAX`).
 const CONNECTIONS_MAX: usize = 512;
-/// Messages held for one data node while the first connection to it is
-/// being set up; past this the node is too slow to reach and messages are
-/// dropped (with a log line), as a failed link drops them.
-const PENDING_MESSAGES_PER_NODE_MAX: usize = 65_536;
 
 struct Runtime {
     poll: Poll,
@@ -62,35 +62,22 @@ struct Runtime {
     /// Data nodes on this host connect here (see the module notes); `None`
     /// where the platform has no abstract sockets or the name was taken.
     local_listener: Option<UnixListener>,
-    listen_address: SocketAddr,
     connections: BTreeMap<Token, Connection>,
     next_token: usize,
+    /// The management node's connection, once connected.
     management: Option<Token>,
+    /// A management connection being opened (not yet writable).
+    management_connecting: Option<Token>,
     management_node: NodeId,
     management_address: String,
-    management_retry_at: Instant,
+    /// The management node's address as resolved at start, so reconnecting
+    /// never waits on a name lookup inside the event loop.
+    management_socket_address: Option<SocketAddr>,
     node: NodeId,
-    settings: DataNodeSettings,
-    block: DataNode,
-    coordinator: Coordinator,
-    handler: QueryHandler,
-    routing: Routing,
-    coordinator_config: CoordinatorConfig,
-    /// Messages this node sends itself (coordinator ↔ local query handler),
-    /// delivered in order within the same loop turn.
-    local: VecDeque<Message>,
-    /// The connection of each identified peer.
-    peers: BTreeMap<NodeId, Token>,
-    /// Messages for data nodes this incarnation has not been connected to
-    /// yet: a member's link counts as up before its TCP connection is, so
-    /// what is sent on it waits here, in order, instead of being lost.
-    pending: BTreeMap<NodeId, Vec<Message>>,
-    /// Data nodes this incarnation has had a connection to; after one
-    /// closes, messages to the node are dropped like those of any failed
-    /// link (the node's failure is handled by membership).
-    ever_connected: BTreeSet<NodeId>,
-    transaction_out: Vec<(NodeId, Message)>,
-    addresses: BTreeMap<NodeId, Address>,
+    /// Every decision about peers, messages and restarts (sans-IO).
+    composite: DataNodeComposite,
+    /// What the composite asked for, performed by `perform`.
+    output: Output,
     send_buffer_bytes_max: usize,
     /// Received bytes of every connection (`ReceiveBufferMemory` for each
     /// configured node).
@@ -114,7 +101,7 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         signal_hook::flag::register(signal, Arc::clone(&terminate))
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
-    let (mut management, node, config_file, config_text) =
+    let (mut management, node, config_file, config_text, secret) =
         allocate_with_retries(options, &terminate)?;
     let config = config::parse(&config_text, &config_file)
         .map_err(|e| format!("the management node sent a bad configuration: {e}"))?;
@@ -188,15 +175,26 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
     let settings = DataNodeSettings::from_config(&config, node, crate::incarnation_now())
         .ok_or_else(|| "the configuration has no management node".to_string())?;
     let started = Instant::now();
-    let block = DataNode::new(settings.clone(), 0);
     let coordinator_config = CoordinatorConfig {
         transactions_max: own.concurrent_transactions_max,
         operations_max: own.concurrent_operations_max,
         scans_max: own.concurrent_scans_max,
         inactive_timeout_ms: own.transaction_inactive_timeout_ms,
     };
-    let coordinator = Coordinator::new(node, settings.incarnation, coordinator_config);
     let management_node = settings.management_node;
+    let incarnation = settings.incarnation;
+    let composite = DataNodeComposite::new(
+        settings,
+        0,
+        handler,
+        coordinator_config,
+        Address {
+            node,
+            host: listen_address.ip().to_string(),
+            port: listen_address.port(),
+        },
+        secret,
+    );
     let send_buffer_bytes_max = own.send_buffer_memory_bytes as usize;
     let configured_nodes =
         config.data_nodes.len() + config.management_nodes.len() + config.api_nodes.len();
@@ -206,26 +204,16 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         poll,
         listener,
         local_listener,
-        listen_address,
         connections: BTreeMap::new(),
         next_token: FIRST_PEER_TOKEN,
         management: None,
+        management_connecting: None,
         management_node,
         management_address: options.connectstring.clone(),
-        management_retry_at: Instant::now(),
+        management_socket_address: None,
         node,
-        settings,
-        block,
-        coordinator,
-        handler,
-        routing: Routing::new(),
-        coordinator_config,
-        local: VecDeque::new(),
-        peers: BTreeMap::new(),
-        pending: BTreeMap::new(),
-        ever_connected: BTreeSet::new(),
-        transaction_out: Vec::new(),
-        addresses: BTreeMap::new(),
+        composite,
+        output: Output::default(),
         send_buffer_bytes_max,
         receive_memory,
         slot_limits: SlotLimits {
@@ -243,13 +231,13 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
     log(
         node,
         &format!(
-            "listening on {listen_address}, incarnation {}, {} LDM thread(s), DataMemory {} MiB",
-            runtime.block.member().incarnation,
+            "listening on {listen_address}, incarnation {incarnation}, {} LDM thread(s), \
+             DataMemory {} MiB",
             own.ldm_threads(),
             own.data_memory_bytes >> 20
         ),
     );
-    runtime.adopt_management(management, MANAGEMENT)?;
+    runtime.adopt_management(management)?;
     runtime.event_loop(&terminate)
 }
 
@@ -261,7 +249,7 @@ const START_CONNECT_DELAY: Duration = Duration::from_secs(1);
 fn allocate_with_retries(
     options: &DatadOptions,
     terminate: &AtomicBool,
-) -> Result<(BlockingConnection, NodeId, String, String), String> {
+) -> Result<Allocated, String> {
     let mut attempt = 1;
     loop {
         if terminate.load(Ordering::Relaxed) {
@@ -285,6 +273,10 @@ fn allocate_with_retries(
     }
 }
 
+/// The management connection, the node id, the configuration file's name
+/// and text, and the cluster secret.
+type Allocated = (BlockingConnection, NodeId, String, String, ClusterSecret);
+
 enum AllocateError {
     Unreachable(String),
     Refused(String),
@@ -299,9 +291,7 @@ impl From<AllocateError> for String {
 }
 
 /// Connects to the management node and gets a node id and the configuration.
-fn allocate(
-    options: &DatadOptions,
-) -> Result<(BlockingConnection, NodeId, String, String), AllocateError> {
+fn allocate(options: &DatadOptions) -> Result<Allocated, AllocateError> {
     let mut connection = BlockingConnection::connect(
         &options.connectstring,
         options.node_id.unwrap_or(0),
@@ -329,7 +319,8 @@ fn allocate(
             node,
             config_file,
             config_text,
-        } => Ok((connection, node, config_file, config_text)),
+            secret,
+        } => Ok((connection, node, config_file, config_text, secret)),
         Message::Refused { error } => Err(AllocateError::Refused(format!(
             "the management node refused a node id: {} (error {})",
             error.message, error.ndb_code
@@ -358,16 +349,14 @@ impl Runtime {
         self.started.elapsed().as_millis() as u64
     }
 
-    fn adopt_management(
-        &mut self,
-        connection: BlockingConnection,
-        token: Token,
-    ) -> Result<(), String> {
+    /// Takes over the connection the start-up allocation used.
+    fn adopt_management(&mut self, connection: BlockingConnection) -> Result<(), String> {
         let (stream, decoder, pending) = connection.into_parts();
+        self.management_socket_address = stream.peer_addr().ok();
         stream.set_nonblocking(true).map_err(|e| e.to_string())?;
         let mut connection = Connection::new(
             TcpStream::from_std(stream),
-            token,
+            MANAGEMENT,
             self.management_address.clone(),
             self.send_buffer_bytes_max,
         )
@@ -381,11 +370,14 @@ impl Runtime {
         connection
             .register(self.poll.registry())
             .map_err(|e| e.to_string())?;
-        self.connections.insert(token, connection);
-        self.management = Some(token);
+        self.connections.insert(MANAGEMENT, connection);
+        self.management = Some(MANAGEMENT);
+        let now = self.now_ms();
         for message in pending {
-            self.on_management_message(message);
+            self.composite
+                .on_management_message(now, message, &mut self.output);
         }
+        self.perform();
         Ok(())
     }
 
@@ -395,7 +387,10 @@ impl Runtime {
         loop {
             if terminate.load(Ordering::Relaxed) && self.stop.is_none() {
                 log(self.node, "stopping on a signal");
-                self.deliver(self.management_node, 0, Message::Stop);
+                let now = self.now_ms();
+                self.composite
+                    .on_management_message(now, Message::Stop, &mut self.output);
+                self.perform();
             }
             if let Some(reason) = self.stop.clone() {
                 self.flush_all();
@@ -405,11 +400,11 @@ impl Runtime {
                 return Ok(());
             }
             let now = self.now_ms();
-            let next_ms = self
-                .block
-                .next_tick_ms()
-                .min(self.handler.next_deadline_ms().unwrap_or(u64::MAX));
-            let wait_ms = next_ms.saturating_sub(now).min(POLL_INTERVAL_MS);
+            let wait_ms = self
+                .composite
+                .next_deadline_ms()
+                .saturating_sub(now)
+                .min(POLL_INTERVAL_MS);
             match self
                 .poll
                 .poll(&mut events, Some(Duration::from_millis(wait_ms)))
@@ -422,6 +417,9 @@ impl Runtime {
                 match event.token() {
                     LISTENER => self.accept(),
                     LOCAL_LISTENER => self.accept_local(),
+                    token if Some(token) == self.management_connecting => {
+                        self.management_connect_progress(token);
+                    }
                     token => {
                         let Some(connection) = self.connections.get_mut(&token) else {
                             continue;
@@ -444,20 +442,9 @@ impl Runtime {
                 }
             }
             let now = self.now_ms();
-            if self.handler.next_deadline_ms().is_some_and(|at| at <= now) {
-                self.run_transaction_blocks(|runtime, out| runtime.handler.tick(now, out));
-            }
-            if now >= self.block.next_tick_ms() {
-                let report = self.handler.memory_report();
-                self.block
-                    .set_memory_pages(u64::from(report.pages_used), u64::from(report.pages_total));
-                let mut effects = Effects::new();
-                self.block.tick(now, &mut effects);
-                self.apply(effects);
-                // The inactivity timer runs at the node's tick interval.
-                self.run_transaction_blocks(|runtime, out| runtime.coordinator.tick(now, out));
-                self.dial_peers();
-                self.reconnect_management();
+            if now >= self.composite.next_deadline_ms() {
+                self.composite.tick(now, &mut self.output);
+                self.perform();
                 self.log_strangers_closed();
             }
             self.enforce_slots();
@@ -565,407 +552,286 @@ impl Runtime {
         }
     }
 
-    /// Registers a new connection and says Hello on it.
+    /// Registers a new connection; the composite says Hello on it.
     fn open(&mut self, stream: Stream, peer_address: String, dialed_node: Option<NodeId>) {
         if let Stream::Tcp(stream) = &stream {
             let _ = stream.set_nodelay(true);
         }
         let token = Token(self.next_token);
         self.next_token += 1;
+        // The challenge the peer must answer to be identified.
+        let nonce = match crate::random_bytes() {
+            Ok(nonce) => nonce,
+            Err(e) => {
+                log(self.node, &format!("refusing {peer_address}: {e}"));
+                return;
+            }
+        };
         let mut connection =
             Connection::new(stream, token, peer_address, self.send_buffer_bytes_max)
                 .with_receive_memory(self.receive_memory.clone());
         connection.dialed_node = dialed_node;
-        connection.queue(self.hello());
         if connection.register(self.poll.registry()).is_ok() {
             self.connections.insert(token, connection);
+            self.composite
+                .on_connected(token.0 as LinkId, dialed_node, nonce, &mut self.output);
+            self.perform();
         }
     }
 
-    fn hello(&self) -> Message {
-        Message::Hello {
-            node: self.node,
-            incarnation: self.block.member().incarnation,
-            role: NodeRole::Data,
-        }
-    }
-
-    /// Dials every data node with a higher id that has no connection yet.
-    fn dial_peers(&mut self) {
-        let connected: Vec<NodeId> = self
-            .connections
-            .values()
-            .filter_map(|c| c.peer.filter(|p| p.role == NodeRole::Data).map(|p| p.node))
-            .collect();
-        let dialing: Vec<NodeId> = self
-            .connections
-            .values()
-            .filter(|c| c.peer.is_none())
-            .filter_map(|c| c.dialed_node)
-            .collect();
-        let targets: Vec<Address> = self
-            .addresses
-            .values()
-            .filter(|a| a.node > self.node && a.port != 0)
-            .filter(|a| !connected.contains(&a.node) && !dialing.contains(&a.node))
-            .cloned()
-            .collect();
-        for target in targets {
-            let Ok(address) = format!("{}:{}", target.host, target.port).parse::<SocketAddr>()
-            else {
-                continue;
-            };
-            // Only a data node on this host can have bound the local name
-            // of its address; anywhere else the connect fails at once and
-            // TCP is used.
-            if let Some(stream) =
-                local_socket_address(address).and_then(|name| UnixStream::connect_addr(&name).ok())
-            {
-                self.open(
-                    stream.into(),
-                    format!("{address} (local socket)"),
-                    Some(target.node),
-                );
-                continue;
-            }
-            let Ok(stream) = TcpStream::connect(address) else {
-                continue;
-            };
-            self.open(stream.into(), address.to_string(), Some(target.node));
-        }
-    }
-
-    fn reconnect_management(&mut self) {
-        if self.management.is_some() || Instant::now() < self.management_retry_at {
+    /// Dials a data node: the local socket of this host if it listens
+    /// there, else TCP. Both connects return at once.
+    fn dial(&mut self, target: &Address) {
+        let Ok(address) = format!("{}:{}", target.host, target.port).parse::<SocketAddr>() else {
+            return;
+        };
+        // Only a data node on this host can have bound the local name of
+        // its address; anywhere else the connect fails at once and TCP is
+        // used.
+        if let Some(stream) =
+            local_socket_address(address).and_then(|name| UnixStream::connect_addr(&name).ok())
+        {
+            self.open(
+                stream.into(),
+                format!("{address} (local socket)"),
+                Some(target.node),
+            );
             return;
         }
-        self.management_retry_at = Instant::now() + Duration::from_millis(MANAGEMENT_RETRY_MS);
-        let options = DatadOptions {
-            connectstring: self.management_address.clone(),
-            node_id: Some(self.node),
-            initial: false,
+        let Ok(stream) = TcpStream::connect(address) else {
+            return;
         };
-        match allocate(&options) {
-            Ok((mut connection, node, _, _)) => {
-                assert_eq!(node, self.node);
-                let _ = connection.send(&[Message::Addresses {
-                    entries: vec![Address {
-                        node,
-                        host: self.listen_address.ip().to_string(),
-                        port: self.listen_address.port(),
-                    }],
-                }]);
-                log(self.node, "reconnected to the management node");
-                let token = Token(self.next_token);
-                self.next_token += 1;
-                if let Err(e) = self.adopt_management(connection, token) {
-                    log(self.node, &format!("management connection: {e}"));
-                }
+        self.open(stream.into(), address.to_string(), Some(target.node));
+    }
+
+    /// Starts a non-blocking connect to the management node; the event loop
+    /// sees it complete (`management_connect_progress`) and the composite
+    /// gives up on it after its deadline.
+    fn connect_management(&mut self) {
+        self.drop_management("reconnecting");
+        let now = self.now_ms();
+        let address = self.management_socket_address.or_else(|| {
+            self.management_address
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut addresses| addresses.next())
+        });
+        let Some(address) = address else {
+            self.composite.on_management_lost(
+                now,
+                &format!("cannot resolve {}", self.management_address),
+                &mut self.output,
+            );
+            return;
+        };
+        let stream = match TcpStream::connect(address) {
+            Ok(stream) => stream,
+            Err(e) => {
+                self.composite.on_management_lost(
+                    now,
+                    &format!("cannot connect to {address}: {e}"),
+                    &mut self.output,
+                );
+                return;
             }
-            Err(e) => log(
-                self.node,
-                &format!("management node unreachable: {}", String::from(e)),
-            ),
+        };
+        let _ = stream.set_nodelay(true);
+        let token = Token(self.next_token);
+        self.next_token += 1;
+        let mut connection = Connection::new(
+            stream,
+            token,
+            self.management_address.clone(),
+            self.send_buffer_bytes_max,
+        );
+        // Writable once the connect completes (or fails).
+        if let Err(e) = self.poll.registry().register(
+            &mut connection.stream,
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            self.composite.on_management_lost(
+                now,
+                &format!("poll registration: {e}"),
+                &mut self.output,
+            );
+            return;
+        }
+        self.connections.insert(token, connection);
+        self.management_connecting = Some(token);
+    }
+
+    /// An event on the management connection being opened.
+    fn management_connect_progress(&mut self, token: Token) {
+        let now = self.now_ms();
+        let Some(connection) = self.connections.get_mut(&token) else {
+            return;
+        };
+        let Stream::Tcp(stream) = &connection.stream else {
+            return;
+        };
+        let failed = match stream.take_error() {
+            Ok(Some(e)) | Err(e) => Some(e.to_string()),
+            Ok(None) => None,
+        };
+        if let Some(error) = failed {
+            self.drop_management(&error);
+            self.composite
+                .on_management_lost(now, &error, &mut self.output);
+            self.perform();
+            return;
+        }
+        // Not connected yet: wait for the next event.
+        if stream.peer_addr().is_err() {
+            return;
+        }
+        connection.peer = Some(Peer {
+            node: self.management_node,
+            incarnation: 0,
+            role: NodeRole::Management,
+        });
+        let _ = self
+            .poll
+            .registry()
+            .reregister(&mut connection.stream, token, Interest::READABLE);
+        self.management_connecting = None;
+        self.management = Some(token);
+        self.composite
+            .on_management_connected(now, &mut self.output);
+        self.perform();
+    }
+
+    /// Closes the management connection (open or being opened), if any,
+    /// without telling the composite.
+    fn drop_management(&mut self, why: &str) {
+        for token in [self.management.take(), self.management_connecting.take()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(mut connection) = self.connections.remove(&token) {
+                let _ = self.poll.registry().deregister(&mut connection.stream);
+                log(self.node, &format!("management connection closed: {why}"));
+            }
         }
     }
 
     fn on_connection_message(&mut self, token: Token, message: Message) {
-        if Some(token) == self.management {
-            self.on_management_message(message);
-            return;
-        }
-        let Some(connection) = self.connections.get_mut(&token) else {
-            return;
-        };
-        if let Message::Hello {
-            node,
-            incarnation,
-            role,
-        } = message
-        {
-            if connection.peer.is_some() {
-                return;
-            }
-            connection.peer = Some(Peer {
-                node,
-                incarnation,
-                role,
-            });
-            self.peers.insert(node, token);
-            if role == NodeRole::Data {
-                self.ever_connected.insert(node);
-                let held = self.pending.remove(&node).unwrap_or_default();
-                let connection = self.connections.get_mut(&token).expect("looked up above");
-                for message in held {
-                    connection.queue(message);
-                }
-            }
-            // A newer connection from the same node replaces an older one.
-            let stale: Vec<Token> = self
-                .connections
-                .iter()
-                .filter(|(t, c)| **t != token && c.peer.is_some_and(|p| p.node == node))
-                .map(|(t, _)| *t)
-                .collect();
-            for old in stale {
-                self.close(old, "replaced by a newer connection");
-            }
-            return;
-        }
-        let Some(peer) = connection.peer else {
-            self.close(token, "spoke before saying Hello");
-            return;
-        };
-        if transaction::is_transaction_message(&message) {
-            self.on_transaction_message(peer.node, peer.role, message);
-            return;
-        }
-        // API nodes may ask; only data nodes take part in membership.
-        if peer.role != NodeRole::Data
-            && !matches!(
-                message,
-                Message::SchemaRequest { .. } | Message::DictionaryRequest { .. }
-            )
-        {
-            return;
-        }
-        self.deliver(peer.node, peer.incarnation, message);
-    }
-
-    /// Hands a transaction message to the coordinator or the query handler,
-    /// then delivers what they send, messages to this node included.
-    fn on_transaction_message(&mut self, from: NodeId, role: NodeRole, message: Message) {
-        self.run_transaction_blocks(|runtime, out| match role {
-            NodeRole::Api => {
-                // API nodes talk to coordinators only.
-                if !transaction::for_query_handler(&message)
-                    || matches!(message, Message::ScanNext(_) | Message::ScanClose { .. })
-                {
-                    runtime.coordinator.on_message(from, message, out);
-                }
-            }
-            NodeRole::Data => runtime.on_data_node_message(from, message, out),
-            NodeRole::Management => {}
-        });
-    }
-
-    /// A transaction message from a data node (this one included) goes to
-    /// the query handler or the coordinator.
-    fn on_data_node_message(
-        &mut self,
-        from: NodeId,
-        message: Message,
-        out: &mut Vec<(NodeId, Message)>,
-    ) {
-        if transaction::for_query_handler(&message) {
-            let now = self.now_ms();
-            self.handler.on_message(now, message, out);
-        } else {
-            self.coordinator.on_message(from, message, out);
-        }
-    }
-
-    /// Runs `step` on the transaction blocks, then sends what they put out;
-    /// messages to this node go through the local queue, in order, until it
-    /// is empty. The output buffer is reused from call to call.
-    fn run_transaction_blocks(
-        &mut self,
-        step: impl FnOnce(&mut Runtime, &mut Vec<(NodeId, Message)>),
-    ) {
-        let mut out = std::mem::take(&mut self.transaction_out);
-        step(self, &mut out);
-        self.send_transaction_messages(&mut out);
-        self.transaction_out = out;
-    }
-
-    fn send_transaction_messages(&mut self, out: &mut Vec<(NodeId, Message)>) {
-        loop {
-            for (to, message) in out.drain(..) {
-                if to == self.node {
-                    self.local.push_back(message);
-                } else {
-                    self.send(to, message);
-                }
-            }
-            let Some(message) = self.local.pop_front() else {
-                return;
-            };
-            self.on_data_node_message(self.node, message, out);
-        }
-    }
-
-    fn on_management_message(&mut self, message: Message) {
-        match message {
-            Message::Addresses { entries } => {
-                for entry in entries {
-                    self.addresses.insert(entry.node, entry);
-                }
-                // Connect at once: a cluster may form and take work before
-                // the next tick.
-                self.dial_peers();
-            }
-            Message::NodeIdAllocated { .. } | Message::Refused { .. } | Message::Hello { .. } => {}
-            other => self.deliver(self.management_node, 0, other),
-        }
-    }
-
-    fn deliver(&mut self, from: NodeId, incarnation: u64, message: Message) {
-        let mut effects = Effects::new();
         let now = self.now_ms();
-        self.block
-            .on_message(now, from, incarnation, message, &mut effects);
-        self.apply(effects);
+        if Some(token) == self.management {
+            self.composite
+                .on_management_message(now, message, &mut self.output);
+            self.perform();
+            return;
+        }
+        let link = token.0 as LinkId;
+        self.composite
+            .on_message(now, link, message, &mut self.output);
+        // `Connection::peer` stays `None` until the composite identified
+        // the peer (the transport's limits key on it).
+        if let Some(connection) = self.connections.get_mut(&token) {
+            connection.peer = self.composite.peer_of(link).map(|peer| Peer {
+                node: peer.node,
+                incarnation: peer.incarnation,
+                role: peer.role,
+            });
+        }
+        self.perform();
     }
 
+    /// A connection failed or its peer closed it.
     fn close(&mut self, token: Token, why: &str) {
         let Some(mut connection) = self.connections.remove(&token) else {
             return;
         };
         let _ = self.poll.registry().deregister(&mut connection.stream);
-        if let Some(peer) = connection.peer
-            && self.peers.get(&peer.node) == Some(&token)
-        {
-            self.peers.remove(&peer.node);
-            if peer.role == NodeRole::Api {
+        let now = self.now_ms();
+        if Some(token) == self.management || Some(token) == self.management_connecting {
+            self.management = None;
+            self.management_connecting = None;
+            self.composite
+                .on_management_lost(now, why, &mut self.output);
+        } else {
+            self.composite
+                .on_link_closed(now, token.0 as LinkId, why, &mut self.output);
+        }
+        self.perform();
+    }
+
+    /// Does what the composite asked for, until it asks for nothing more.
+    fn perform(&mut self) {
+        // What acting on one output makes the composite say lands in a fresh
+        // `self.output`, taken on the next round.
+        while !is_empty(&self.output) {
+            let mut output = std::mem::take(&mut self.output);
+            for (link, why) in output.close.drain(..) {
+                if let Some(mut connection) = self.connections.remove(&Token(link as usize)) {
+                    let _ = self.poll.registry().deregister(&mut connection.stream);
+                    log(
+                        self.node,
+                        &format!(
+                            "closed the connection from {}: {why}",
+                            connection.peer_address
+                        ),
+                    );
+                }
+            }
+            for (link, message) in output.sends.drain(..) {
+                if let Some(connection) = self.connections.get_mut(&Token(link as usize)) {
+                    connection.queue(message);
+                }
+            }
+            if let Some(why) = output.close_management.take() {
+                self.drop_management(&why);
+            }
+            if let Some(token) = self.management
+                && let Some(connection) = self.connections.get_mut(&token)
+            {
+                for message in output.to_management.drain(..) {
+                    connection.queue(message);
+                }
+            }
+            for line in output.logs.drain(..).chain(output.problems.drain(..)) {
+                log(self.node, &line);
+            }
+            for state in output.installed.drain(..) {
+                let members: Vec<String> =
+                    state.members.iter().map(|m| m.node.to_string()).collect();
                 log(
                     self.node,
-                    &format!("connection to API node {} closed: {why}", peer.node),
+                    &format!(
+                        "cluster state {}.{}: members {} (president {}), {} table(s)",
+                        state.generation,
+                        state.version,
+                        members.join(","),
+                        members.first().map_or("-", String::as_str),
+                        state.tables.len()
+                    ),
                 );
-                self.run_transaction_blocks(|runtime, out| {
-                    runtime.coordinator.on_api_failed(peer.node, out);
-                });
+            }
+            if let Some(reason) = output.stop.take() {
+                self.stop = Some(reason);
+            }
+            if let Some(reason) = output.excluded.take() {
+                log(self.node, &format!("excluded: {reason}; restarting"));
+                let now = self.now_ms();
+                let incarnation = crate::incarnation_now().max(self.composite.incarnation() + 1);
+                self.composite.restart(now, incarnation, &mut self.output);
+            }
+            if output.connect_management {
+                self.connect_management();
+            }
+            for target in &output.dial {
+                self.dial(target);
             }
         }
-        if Some(token) == self.management {
-            self.management = None;
-            log(self.node, &format!("lost the management node: {why}"));
-            return;
-        }
-        if let Some(peer) = connection.peer
-            && peer.role == NodeRole::Data
-        {
-            log(
-                self.node,
-                &format!("connection to data node {} closed: {why}", peer.node),
-            );
-            let mut effects = Effects::new();
-            let now = self.now_ms();
-            self.block.on_disconnected(now, peer.node, &mut effects);
-            self.apply(effects);
-        }
-    }
-
-    fn apply(&mut self, effects: Effects) {
-        for event in effects.events {
-            match event {
-                Event::Installed(state) => {
-                    for problem in self.routing.install(&state) {
-                        log(self.node, &problem);
-                    }
-                    self.handler.install(&self.routing);
-                    for line in self.handler.take_log() {
-                        log(self.node, &line);
-                    }
-                    self.run_transaction_blocks(|runtime, out| {
-                        runtime.coordinator.install(&runtime.routing, out);
-                    });
-                    let members: Vec<String> =
-                        state.members.iter().map(|m| m.node.to_string()).collect();
-                    log(
-                        self.node,
-                        &format!(
-                            "cluster state {}.{}: members {} (president {}), {} table(s)",
-                            state.generation,
-                            state.version,
-                            members.join(","),
-                            members.first().map_or("-", String::as_str),
-                            state.tables.len()
-                        ),
-                    );
-                }
-                Event::Excluded { reason } => {
-                    log(self.node, &format!("excluded: {reason}; restarting"));
-                    self.restart();
-                    return;
-                }
-                Event::Stop { reason } => self.stop = Some(reason),
-                Event::Log(line) => log(self.node, &line),
-                // Only the management node votes as arbitrator.
-                Event::PersistVotes(_) => {}
-            }
-        }
-        for (to, message) in effects.sends {
-            self.send(to, message);
-        }
-    }
-
-    fn send(&mut self, to: NodeId, message: Message) {
-        let token = if to == self.management_node {
-            self.management
-        } else {
-            self.peers.get(&to).copied()
-        };
-        if let Some(connection) = token.and_then(|t| self.connections.get_mut(&t)) {
-            connection.queue(message);
-            return;
-        }
-        if self.settings.data_nodes.contains(&to) && !self.ever_connected.contains(&to) {
-            let held = self.pending.entry(to).or_default();
-            if held.len() < PENDING_MESSAGES_PER_NODE_MAX {
-                held.push(message);
-                if held.len() == PENDING_MESSAGES_PER_NODE_MAX {
-                    log(
-                        self.node,
-                        &format!(
-                            "node {to} is still not connected after \
-                             {PENDING_MESSAGES_PER_NODE_MAX} messages for it; dropping more \
-                             until it is"
-                        ),
-                    );
-                }
-            }
-        }
-    }
-
-    /// A new incarnation: the block starts over and every data-node
-    /// connection is closed so peers see the old incarnation fail at once.
-    fn restart(&mut self) {
-        let peers: Vec<Token> = self
-            .connections
-            .iter()
-            .filter(|(t, _)| Some(**t) != self.management)
-            .map(|(t, _)| *t)
-            .collect();
-        for token in peers {
-            if let Some(mut connection) = self.connections.remove(&token) {
-                let _ = self.poll.registry().deregister(&mut connection.stream);
-            }
-        }
-        // Every peer connection is gone (the management node's is not a peer).
-        self.peers.clear();
-        self.pending.clear();
-        self.ever_connected.clear();
-        self.settings.incarnation = crate::incarnation_now();
-        self.block = DataNode::new(self.settings.clone(), self.now_ms());
-        // The new incarnation starts without data or transactions: its
-        // fragments come back when it is admitted again (and, with node
-        // recovery, refilled from live replicas).
-        self.coordinator = Coordinator::new(
-            self.node,
-            self.settings.incarnation,
-            self.coordinator_config,
-        );
-        self.routing = Routing::new();
-        self.handler.install(&self.routing);
-        log(
-            self.node,
-            &format!("restarted as incarnation {}", self.settings.incarnation),
-        );
     }
 
     fn flush_all(&mut self) {
         let mut failed = Vec::new();
         for (token, connection) in &mut self.connections {
+            if Some(*token) == self.management_connecting {
+                continue;
+            }
             if let Err(error) = connection.flush(self.poll.registry()) {
                 failed.push((*token, error));
             }
@@ -974,4 +840,18 @@ impl Runtime {
             self.close(token, &error);
         }
     }
+}
+
+fn is_empty(output: &Output) -> bool {
+    output.sends.is_empty()
+        && output.to_management.is_empty()
+        && output.close.is_empty()
+        && output.dial.is_empty()
+        && !output.connect_management
+        && output.close_management.is_none()
+        && output.logs.is_empty()
+        && output.problems.is_empty()
+        && output.installed.is_empty()
+        && output.excluded.is_none()
+        && output.stop.is_none()
 }

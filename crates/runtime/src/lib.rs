@@ -12,6 +12,14 @@ pub mod transport;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// `N` bytes from the operating system's random source: connection
+/// challenges (`protocol::identity`) and the cluster secret.
+pub fn random_bytes<const N: usize>() -> Result<[u8; N], String> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no random bytes from the system: {e}"))?;
+    Ok(bytes)
+}
+
 /// A number that grows from one start of a process to the next: the
 /// microseconds since the Unix epoch, shifted below 2^47 so a management
 /// node's generations fit (see `cluster::management`).

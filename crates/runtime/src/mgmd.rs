@@ -16,6 +16,7 @@ use cluster::management::ConnectionId;
 use cluster::{Effects, Event, ManagementNode, ManagementSettings};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
+use protocol::identity::ClusterSecret;
 use protocol::persisted::ArbitratorVotes;
 use protocol::{ErrorReply, Message};
 
@@ -41,6 +42,10 @@ pub fn listen_port(command_line: Option<u16>, port_number: u16) -> u16 {
 const LISTENER: Token = Token(0);
 /// The arbitrator's votes, in the management node's DataDir.
 const VOTES_FILE: &str = "arbitrator.votes";
+/// The cluster secret (`protocol::identity`), in the management node's
+/// DataDir: generated at the first start and kept, so nodes that got it
+/// from an earlier run still prove themselves to each other.
+const SECRET_FILE: &str = "cluster.secret";
 const POLL_INTERVAL_MS: u64 = 50;
 /// Most connections the management node holds, whatever the slot limits
 /// say: a backstop, never reached while they hold.
@@ -100,7 +105,6 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
         std::fs::read(&options.config_file).map_err(|e| format!("cannot read {file_name}: {e}"))?;
     let config = config::parse_bytes(&bytes, &file_name).map_err(|e| e.to_string())?;
     let text = String::from_utf8(bytes).map_err(|e| format!("{file_name}: {e}"))?;
-    let settings = ManagementSettings::new(&file_name, &text, config.clone());
     let own = config
         .management_nodes
         .first()
@@ -108,6 +112,8 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
     let data_dir = resolve_dir(&options.config_file, &own.data_dir);
     std::fs::create_dir_all(&data_dir)
         .map_err(|e| format!("cannot create DataDir {}: {e}", data_dir.display()))?;
+    let secret = cluster_secret(&data_dir.join(SECRET_FILE))?;
+    let settings = ManagementSettings::new(&file_name, &text, config.clone(), secret);
     let log_path = data_dir.join(format!("ndb_{}_cluster.log", own.node_id));
     let file = OpenOptions::new()
         .create(true)
@@ -179,6 +185,8 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
         log_path.display()
     ));
     let mut connections: BTreeMap<Token, Connection> = BTreeMap::new();
+    // What each connection's Hello claimed (incarnation, role).
+    let mut claims: BTreeMap<Token, (u64, protocol::NodeRole)> = BTreeMap::new();
     let mut next_token = 1usize;
     let mut events = Events::with_capacity(1024);
     let mut next_tick_ms = 0u64;
@@ -262,17 +270,18 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
             let mut messages = Vec::new();
             let result = connection.read(&mut messages);
             for message in messages {
+                // A Hello proves nothing here (clients get the secret from
+                // this node): it is only remembered. The connection counts
+                // as identified (`Connection::peer`) once this node
+                // allocates it a node id.
                 if let Message::Hello {
-                    node,
-                    incarnation,
-                    role,
+                    incarnation, role, ..
                 } = message
                 {
-                    connection.peer = Some(Peer {
-                        node,
-                        incarnation,
-                        role,
-                    });
+                    claims.insert(token, (incarnation, role));
+                    continue;
+                }
+                if matches!(message, Message::HelloProof { .. }) {
                     continue;
                 }
                 block.on_message(now, token.0 as u64, message, &mut effects);
@@ -291,6 +300,7 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
         );
         let now = started.elapsed().as_millis() as u64;
         for token in closed.drain(..) {
+            claims.remove(&token);
             if let Some(mut connection) = connections.remove(&token) {
                 let _ = poll.registry().deregister(&mut connection.stream);
                 block.on_disconnected(now, token.0 as u64, &mut effects);
@@ -332,7 +342,17 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
             }
         }
         for (connection, message) in effects.sends.drain(..) {
-            if let Some(target) = connections.get_mut(&Token(connection as usize)) {
+            let token = Token(connection as usize);
+            if let Some(target) = connections.get_mut(&token) {
+                if let Message::NodeIdAllocated { node, .. } = &message
+                    && let Some((incarnation, role)) = claims.get(&token)
+                {
+                    target.peer = Some(Peer {
+                        node: *node,
+                        incarnation: *incarnation,
+                        role: *role,
+                    });
+                }
                 target.queue(message);
             }
         }
@@ -382,6 +402,35 @@ fn close_evicted(
         evicted.push(eviction.token);
     }
     strangers
+}
+
+/// Reads the cluster secret at `path`, or generates one and writes it there
+/// (readable by the owner only) when there is none.
+fn cluster_secret(path: &Path) -> Result<ClusterSecret, String> {
+    match std::fs::read(path) {
+        Ok(bytes) => ClusterSecret::try_from(bytes.as_slice()).map_err(|_| {
+            format!(
+                "{} holds {} bytes, not a 32-byte cluster secret; remove it to make a new one \
+                 (then restart every node)",
+                path.display(),
+                bytes.len()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let secret: ClusterSecret = crate::random_bytes()?;
+            write_durably(path, &secret).map_err(|e| {
+                format!("cannot save the cluster secret to {}: {e}", path.display())
+            })?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| format!("cannot restrict {}: {e}", path.display()))?;
+            Ok(secret)
+        }
+        Err(e) => Err(format!(
+            "cannot read the cluster secret {}: {e}",
+            path.display()
+        )),
+    }
 }
 
 /// Replaces `path` with `bytes` so that a crash leaves the old or the new

@@ -659,6 +659,7 @@ mod tests {
                 node: 7,
                 incarnation: 1,
                 role: NodeRole::Api,
+                nonce: [7; 16],
             }],
             &mut bytes,
         );

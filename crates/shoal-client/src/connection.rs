@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use protocol::identity::ClusterSecret;
 use protocol::{ClusterState, FrameDecoder, Message, NodeId, NodeRole, SchemaChange, encode_frame};
 use runtime::blocking::BlockingConnection;
 use schema::TableDef;
@@ -251,6 +252,9 @@ impl Shared {
 pub(crate) struct Inner {
     pub(crate) node: NodeId,
     management: Mutex<BlockingConnection>,
+    /// The cluster secret from the management node: this API node proves
+    /// its id to data nodes with it, and they theirs to it.
+    secret: ClusterSecret,
     addresses: Mutex<BTreeMap<NodeId, String>>,
     pub(crate) data_nodes: Vec<NodeId>,
     links: Vec<(NodeId, Mutex<Option<Arc<Link>>>)>,
@@ -302,12 +306,13 @@ impl Cluster {
                 |m| matches!(m, Message::NodeIdAllocated { .. } | Message::Refused { .. }),
             )
             .map_err(|e| ClientError::connection(e.to_string()))?;
-        let (node, config_text, config_file) = match reply {
+        let (node, config_text, config_file, secret) = match reply {
             Message::NodeIdAllocated {
                 node,
                 config_text,
                 config_file,
-            } => (node, config_text, config_file),
+                secret,
+            } => (node, config_text, config_file, secret),
             Message::Refused { error } => return Err(ClientError::reply(error)),
             _ => unreachable!("filtered by the request"),
         };
@@ -320,6 +325,7 @@ impl Cluster {
         let inner = Arc::new(Inner {
             node,
             management: Mutex::new(management),
+            secret,
             addresses: Mutex::new(BTreeMap::new()),
             links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
             failed_connects: Mutex::new(BTreeMap::new()),
@@ -602,12 +608,11 @@ impl Cluster {
         let mut opened =
             BlockingConnection::connect(address, self.inner.node, NodeRole::Api, CONNECT_TIMEOUT)
                 .ok()?;
-        // The data node introduces itself first.
-        if !matches!(
-            opened.receive(CONNECT_TIMEOUT),
-            Ok(Some(Message::Hello { .. }))
-        ) {
-            return None;
+        // Each side proves its claim before anything else; a peer that
+        // cannot is not the data node it says it is.
+        match opened.prove(&self.inner.secret, CONNECT_TIMEOUT) {
+            Ok((proven, _)) if proven == node => {}
+            _ => return None,
         }
         let (stream, decoder, pending) = opened.into_parts();
         // The handshake left a read timeout on the socket, and a clone
@@ -887,6 +892,7 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
     let inner = Arc::new(Inner {
         node: 100,
         management: Mutex::new(management),
+        secret: [0; 32],
         addresses: Mutex::new(BTreeMap::new()),
         links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
         failed_connects: Mutex::new(BTreeMap::new()),

@@ -96,6 +96,7 @@ fn hello(node: u8) -> Vec<u8> {
             node,
             incarnation: 1,
             role: NodeRole::Api,
+            nonce: [7; 16],
         }],
         &mut bytes,
     );

@@ -4,6 +4,7 @@
 //! with a workload and the checkers of its results (`transactions`,
 //! `workload`).
 
+mod nodes;
 mod transactions;
 mod workload;
 
@@ -12,7 +13,8 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use std::fmt::Write as _;
 
 use cluster::management::ConnectionId;
-use cluster::{DataNode, DataNodeSettings, Effects, Event, ManagementNode, ManagementSettings};
+use cluster::{DataNodeSettings, Effects, Event, ManagementNode, ManagementSettings};
+use node::{DataNodeComposite, LinkId, NodeMarks};
 use protocol::{ClusterState, Member, Message, NodeId, NodeRole, NodeState, SchemaChange};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -20,8 +22,8 @@ use schema::distribution::TableOptions;
 use schema::{ColumnDef, ColumnType, TableDef};
 
 use crate::network::{Network, NetworkFaults, TcpLinks};
+use nodes::SimLink;
 use transaction::is_transaction_message;
-use transactions::TransactionBlocks;
 pub use transactions::{TransactionMarks, TransactionOutcome};
 use workload::Workload;
 
@@ -34,12 +36,11 @@ const START_PARTIAL_TIMEOUT_MS: u64 = 3_000;
 const FAULT_PERIOD_MS: u64 = 100;
 const CLIENT_PERIOD_MS: u64 = 250;
 const CLIENT_TIMEOUT_MS: u64 = 2_000;
-/// DataMemory pages of a simulated data node in schema runs: a few dozen
-/// tables fill it, so creates are refused (827) and the checker holds the
-/// president to never accept more than the nodes can hold. Transaction runs
-/// keep `TRANSACTION_RUN_DATA_MEMORY_PAGES`, the figure they always reported.
+/// DataMemory pages of a simulated data node's engine in schema runs: a
+/// few dozen tables fill it, so creates are refused (827) and the checker
+/// holds the president to never accept more than the nodes can hold. The
+/// engine reports its pages as a data node's does, at every tick.
 const SCHEMA_RUN_DATA_MEMORY_PAGES: u64 = 40;
-const TRANSACTION_RUN_DATA_MEMORY_PAGES: u64 = 2048;
 /// The trace printed with a failure keeps this many last events.
 const TRACE_LINES_MAX: usize = 3_000;
 /// A run that schedules more events than this is stuck in a loop.
@@ -136,6 +137,8 @@ pub struct Outcome {
     pub exclusions: u32,
     /// Rare protocol paths the data nodes took (summed over incarnations).
     pub marks: cluster::data_node::Marks,
+    /// Paths of the data nodes' wiring taken (`node::NodeMarks`, summed).
+    pub node_marks: NodeMarks,
     /// What the transaction workload did (transaction runs).
     pub transactions: TransactionOutcome,
     /// The last events, when `keep_trace` was set.
@@ -144,24 +147,32 @@ pub struct Outcome {
 
 #[derive(Debug)]
 enum SimEvent {
+    /// A message arrives; `link` is the receiving end of the connection
+    /// it travels on (`None` between a data node and the management node).
     Deliver {
         from: NodeId,
-        from_incarnation: u64,
         to: NodeId,
         to_incarnation: u64,
+        link: Option<LinkId>,
         message: Message,
     },
+    /// A data node's composite is due (`at_ms` tells a stale one).
     Tick {
         node: NodeId,
         incarnation: u64,
+        at_ms: u64,
     },
     ManagementTick {
         incarnation: u64,
     },
-    Disconnected {
-        at: NodeId,
-        at_incarnation: u64,
-        peer: NodeId,
+    /// One end of a connection sees it closed.
+    LinkClosed {
+        link: LinkId,
+    },
+    /// A data node sees its management connection closed.
+    ManagementLost {
+        node: NodeId,
+        incarnation: u64,
     },
     Restart {
         node: NodeId,
@@ -173,16 +184,12 @@ enum SimEvent {
     },
     Fault,
     Client,
-    /// A query handler's lock-wait deadline (`at_ms` tells a stale one).
-    QueryHandlerTick {
-        node: NodeId,
-        incarnation: u64,
-        at_ms: u64,
-    },
     /// A workload session's pause between transactions ends.
     Session {
         index: usize,
     },
+    /// The deserter API node opens its transaction (`workload::deserter`).
+    Deserter,
 }
 
 struct Scheduled {
@@ -210,10 +217,14 @@ impl Ord for Scheduled {
 }
 
 struct SimDataNode {
-    block: Option<DataNode>,
+    /// The node's blocks, as `shoal datad` runs them; `None` while down.
+    composite: Option<DataNodeComposite>,
     incarnation: u64,
-    /// The coordinator and query handler (transaction runs).
-    transaction: Option<Box<TransactionBlocks>>,
+    /// The tick scheduled, if any.
+    tick_at_ms: Option<u64>,
+    /// The incarnation of the management node its management connection
+    /// reaches, while it has one.
+    management_incarnation: Option<u64>,
 }
 
 struct Management {
@@ -276,6 +287,19 @@ struct Simulation {
     workload: Option<Box<Workload>>,
     /// Transaction messages travel over these, in order per link.
     tcp: TcpLinks,
+    /// Every open connection end, by the id its owner knows it by.
+    links: BTreeMap<LinkId, SimLink>,
+    next_link: LinkId,
+    /// (API node, data node) → the API node's end of its connection.
+    api_links: BTreeMap<(NodeId, NodeId), LinkId>,
+    /// The cluster secret the management node hands out.
+    secret: protocol::identity::ClusterSecret,
+    /// The challenge of each API node's connection end, until the data
+    /// node's proof answers it.
+    api_nonces: BTreeMap<LinkId, protocol::identity::Nonce>,
+    /// Handshake messages waiting for delivery (`nodes::handshake`).
+    handshakes: VecDeque<(NodeId, LinkId, Message)>,
+    draining_handshakes: bool,
 }
 
 /// Runs one seeded simulation; `Err` carries the failure, the replay
@@ -359,6 +383,8 @@ impl Simulation {
         };
         let management_node = config.management_nodes[0].node_id;
         let tcp = TcpLinks::new(&mut rng, options.faults);
+        let mut secret = [0u8; 32];
+        rng.fill_bytes(&mut secret);
         let workload = options
             .transactions
             .then(|| Box::new(Workload::new(&mut rng, options.replicas)));
@@ -395,6 +421,13 @@ impl Simulation {
             failure: None,
             workload,
             tcp,
+            links: BTreeMap::new(),
+            next_link: 1,
+            api_links: BTreeMap::new(),
+            secret,
+            api_nonces: BTreeMap::new(),
+            handshakes: VecDeque::new(),
+            draining_handshakes: false,
         })
     }
 
@@ -434,8 +467,12 @@ impl Simulation {
     }
 
     fn management_settings(&self) -> ManagementSettings {
-        let mut settings =
-            ManagementSettings::new("config.ini", &self.config_text, self.config.clone());
+        let mut settings = ManagementSettings::new(
+            "config.ini",
+            &self.config_text,
+            self.config.clone(),
+            self.secret,
+        );
         settings.heartbeat_interval_ms = HEARTBEAT_INTERVAL_MS;
         settings.arbitration_timeout_ms = ARBITRATION_TIMEOUT_MS;
         settings.start_partial_timeout_ms = START_PARTIAL_TIMEOUT_MS;
@@ -451,9 +488,10 @@ impl Simulation {
             self.nodes.insert(
                 node,
                 SimDataNode {
-                    block: None,
+                    composite: None,
                     incarnation: 0,
-                    transaction: None,
+                    tick_at_ms: None,
+                    management_incarnation: None,
                 },
             );
             self.schedule(at, SimEvent::Restart { node });
@@ -509,29 +547,16 @@ impl Simulation {
         match event {
             SimEvent::Deliver {
                 from,
-                from_incarnation,
                 to,
                 to_incarnation,
+                link,
                 message,
-            } => self.deliver(from, from_incarnation, to, to_incarnation, message),
-            SimEvent::Tick { node, incarnation } => {
-                let now = self.now_ms;
-                let mut effects = Effects::new();
-                let Some(sim) = self.nodes.get_mut(&node) else {
-                    return;
-                };
-                if sim.incarnation != incarnation {
-                    return;
-                }
-                let Some(block) = sim.block.as_mut() else {
-                    return;
-                };
-                block.tick(now, &mut effects);
-                let next = block.next_tick_ms().max(now + 1);
-                self.schedule(next, SimEvent::Tick { node, incarnation });
-                self.apply_data_effects(node, incarnation, effects);
-                self.coordinator_tick(node, incarnation);
-            }
+            } => self.deliver(from, to, to_incarnation, link, message),
+            SimEvent::Tick {
+                node,
+                incarnation,
+                at_ms,
+            } => self.tick(node, incarnation, at_ms),
             SimEvent::ManagementTick { incarnation } => {
                 if self.management.incarnation != incarnation {
                     return;
@@ -548,178 +573,40 @@ impl Simulation {
                 );
                 self.apply_management_effects(effects);
             }
-            SimEvent::Disconnected {
-                at,
-                at_incarnation,
-                peer,
-            } => {
-                let now = self.now_ms;
-                let mut effects = Effects::new();
-                let Some(sim) = self.nodes.get_mut(&at) else {
-                    return;
-                };
-                if sim.incarnation != at_incarnation {
-                    return;
-                }
-                if let Some(block) = sim.block.as_mut() {
-                    block.on_disconnected(now, peer, &mut effects);
-                    self.apply_data_effects(at, at_incarnation, effects);
-                }
+            SimEvent::LinkClosed { link } => self.close_link(link, "closed by the peer", true),
+            SimEvent::ManagementLost { node, incarnation } => {
+                self.management_lost(node, incarnation);
             }
             SimEvent::Restart { node } => self.start_data_node(node),
             SimEvent::RestartManagement => self.start_management(),
             SimEvent::Heal { a, b } => {
                 self.network.heal(a, b);
                 self.trace(format!("link {a}-{b} healed"));
-                // A data node whose management connection broke reconnects.
+                // A data node whose management connection reaches a
+                // management process that is gone hears so once packets
+                // flow again.
                 for (node, other) in [(a, b), (b, a)] {
                     if other == self.management_node
-                        && self.nodes.get(&node).is_some_and(|s| s.block.is_some())
-                        && self
-                            .management
-                            .block
-                            .as_ref()
-                            .is_some_and(|m| m.node_of(ConnectionId::from(node)).is_none())
+                        && let Some(sim) = self.nodes.get(&node)
+                        && sim.composite.is_some()
+                        && sim
+                            .management_incarnation
+                            .is_some_and(|seen| Some(seen) != self.incarnation_of(other))
                     {
-                        self.register_with_management(node);
+                        let incarnation = sim.incarnation;
+                        let at = self.now_ms + between(&mut self.rng, 1, 5);
+                        self.schedule(at, SimEvent::ManagementLost { node, incarnation });
                     }
                 }
             }
             SimEvent::Fault => self.inject_fault(),
             SimEvent::Client => self.client_step(),
-            SimEvent::QueryHandlerTick {
-                node,
-                incarnation,
-                at_ms,
-            } => self.query_handler_tick(node, incarnation, at_ms),
             SimEvent::Session { index } => self.session_step(index),
+            SimEvent::Deserter => self.deserter_step(),
         }
     }
 
     // ---- nodes ----
-
-    fn start_data_node(&mut self, node: NodeId) {
-        let incarnation = self.next_incarnation;
-        self.next_incarnation += 1;
-        let now = self.now_ms;
-        let mut block = DataNode::new(self.settings(node, incarnation), now);
-        if self.options.transactions {
-            block.set_memory_pages(u64::from(node), TRANSACTION_RUN_DATA_MEMORY_PAGES);
-        } else {
-            block.set_memory_pages(0, SCHEMA_RUN_DATA_MEMORY_PAGES);
-        }
-        let blocks = self.workload.as_ref().map(|w| {
-            Box::new(TransactionBlocks::new(
-                node,
-                incarnation,
-                w.engine_config(),
-                w.coordinator_config(),
-            ))
-        });
-        let sim = self.nodes.get_mut(&node).expect("configured node");
-        assert!(sim.block.is_none(), "a running node is not restarted");
-        sim.block = Some(block);
-        sim.incarnation = incarnation;
-        sim.transaction = blocks;
-        self.trace(format!("node {node} starts as incarnation {incarnation}"));
-        self.register_with_management(node);
-        self.schedule(now, SimEvent::Tick { node, incarnation });
-    }
-
-    /// The node's runtime connects to the management node and asks for its
-    /// id, as `shoal datad` does at start and after the management node restarts.
-    fn register_with_management(&mut self, node: NodeId) {
-        let now = self.now_ms;
-        let Some(management) = self.management.block.as_mut() else {
-            return;
-        };
-        let connection = ConnectionId::from(node);
-        let mut effects = Effects::new();
-        management.on_disconnected(now, connection, &mut effects);
-        management.on_connected(connection, "127.0.0.1");
-        management.on_message(
-            now,
-            connection,
-            Message::AllocateNodeId {
-                role: NodeRole::Data,
-                requested: Some(node),
-                listen_port: 0,
-            },
-            &mut effects,
-        );
-        if management.node_of(connection) != Some(node) {
-            self.fail(format!(
-                "the management node refused to give node {node} its id"
-            ));
-        }
-        self.apply_management_effects(effects);
-    }
-
-    fn crash_data_node(&mut self, node: NodeId, why: &str) {
-        let sim = self.nodes.get_mut(&node).expect("configured node");
-        let Some(block) = sim.block.take() else {
-            return;
-        };
-        sim.transaction = None;
-        let incarnation = sim.incarnation;
-        self.outcome.marks.add(&block.marks());
-        if self.workload.as_ref().is_some_and(|w| w.has_data()) {
-            self.fail(format!(
-                "node {node} went down during the transaction workload ({why}); node failures \
-                 are not part of transaction runs"
-            ));
-        }
-        self.outcome.crashes += 1;
-        self.trace(format!(
-            "node {node} (incarnation {incarnation}) goes down: {why}"
-        ));
-        // Peers with a working link see the connection close at once.
-        let peers: Vec<(NodeId, u64)> = self
-            .nodes
-            .iter()
-            .filter(|(id, s)| **id != node && s.block.is_some())
-            .map(|(id, s)| (*id, s.incarnation))
-            .collect();
-        for (peer, peer_incarnation) in peers {
-            if !self.network.is_cut(node, peer) {
-                let at = self.now_ms + between(&mut self.rng, 1, 5);
-                self.schedule(
-                    at,
-                    SimEvent::Disconnected {
-                        at: peer,
-                        at_incarnation: peer_incarnation,
-                        peer: node,
-                    },
-                );
-            }
-        }
-        let now = self.now_ms;
-        if let Some(management) = self.management.block.as_mut() {
-            let mut effects = Effects::new();
-            management.on_disconnected(now, ConnectionId::from(node), &mut effects);
-            self.apply_management_effects(effects);
-        }
-        let at = self.now_ms + between(&mut self.rng, 200, 3_000);
-        self.schedule(at, SimEvent::Restart { node });
-    }
-
-    /// If `a`-`b` is a data node's link to the management node, the
-    /// management node sees that connection close.
-    fn break_management_connection(&mut self, a: NodeId, b: NodeId) {
-        let node = if a == self.management_node {
-            b
-        } else if b == self.management_node {
-            a
-        } else {
-            return;
-        };
-        let now = self.now_ms;
-        if let Some(management) = self.management.block.as_mut() {
-            let mut effects = Effects::new();
-            management.on_disconnected(now, ConnectionId::from(node), &mut effects);
-            self.apply_management_effects(effects);
-        }
-    }
 
     fn start_management(&mut self) {
         let incarnation = self.next_incarnation;
@@ -738,15 +625,7 @@ impl Simulation {
         self.trace(format!(
             "management node starts as incarnation {incarnation}"
         ));
-        let live: Vec<NodeId> = self
-            .nodes
-            .iter()
-            .filter(|(_, s)| s.block.is_some())
-            .map(|(id, _)| *id)
-            .collect();
-        for node in live {
-            self.register_with_management(node);
-        }
+        // Data nodes reconnect on their own (their composites retry).
         self.schedule(self.now_ms, SimEvent::ManagementTick { incarnation });
     }
 
@@ -756,6 +635,19 @@ impl Simulation {
         }
         self.outcome.management_crashes += 1;
         self.trace("management node goes down".into());
+        // Data nodes with a working link see their connection close.
+        let connected: Vec<(NodeId, u64)> = self
+            .nodes
+            .iter()
+            .filter(|(_, s)| s.composite.is_some() && s.management_incarnation.is_some())
+            .map(|(id, s)| (*id, s.incarnation))
+            .collect();
+        for (node, incarnation) in connected {
+            if !self.network.is_cut(node, self.management_node) {
+                let at = self.now_ms + between(&mut self.rng, 1, 5);
+                self.schedule(at, SimEvent::ManagementLost { node, incarnation });
+            }
+        }
         let at = self.now_ms + between(&mut self.rng, 300, 3_000);
         self.schedule(at, SimEvent::RestartManagement);
     }
@@ -772,110 +664,53 @@ impl Simulation {
             return Some(0);
         }
         let sim = self.nodes.get(&node)?;
-        sim.block.as_ref().map(|_| sim.incarnation)
+        sim.composite.as_ref().map(|_| sim.incarnation)
     }
 
-    fn send(&mut self, from: NodeId, from_incarnation: u64, to: NodeId, message: Message) {
-        if is_transaction_message(&message) {
-            self.send_transaction(from, from_incarnation, to, message);
-            return;
-        }
-        let Some(to_incarnation) = self.incarnation_of(to) else {
-            self.outcome.messages_dropped += 1;
-            return;
-        };
-        if self.network.is_cut(from, to) || chance(&mut self.rng, self.network.faults.loss) {
-            self.outcome.messages_dropped += 1;
-            return;
-        }
-        let copies = if chance(&mut self.rng, self.network.faults.duplication) {
-            2
-        } else {
-            1
-        };
-        for _ in 0..copies {
-            let mut latency = between(&mut self.rng, 1, self.network.faults.latency_ms_max.max(1));
-            if chance(&mut self.rng, self.network.faults.slow) {
-                latency += between(&mut self.rng, 0, self.network.faults.slow_ms_max);
-            }
-            self.schedule(
-                self.now_ms + latency,
-                SimEvent::Deliver {
-                    from,
-                    from_incarnation,
-                    to,
-                    to_incarnation,
-                    message: message.clone(),
-                },
-            );
-        }
+    /// A message from an API node (the schema client, the workload's) to
+    /// a data node.
+    fn send(&mut self, from: NodeId, to: NodeId, message: Message) {
+        self.send_from_api(from, to, message);
     }
 
     fn deliver(
         &mut self,
         from: NodeId,
-        from_incarnation: u64,
         to: NodeId,
         to_incarnation: u64,
+        link: Option<LinkId>,
         message: Message,
     ) {
-        if is_transaction_message(&message) {
-            self.deliver_transaction(from, to, to_incarnation, message);
-            return;
+        let transaction = is_transaction_message(&message);
+        if transaction {
+            self.tcp.in_flight -= 1;
         }
         if self.incarnation_of(to) != Some(to_incarnation) {
             self.outcome.messages_dropped += 1;
             return;
         }
         // A message still in flight when its link is cut is lost with it.
-        if self.network.is_cut(from, to) {
+        if !transaction && self.network.is_cut(from, to) {
             self.outcome.messages_dropped += 1;
             return;
         }
-        self.outcome.messages_delivered += 1;
-        let now = self.now_ms;
-        if to == CLIENT_NODE {
-            self.client_receive(from, message);
-        } else if to == self.management_node {
-            let mut effects = Effects::new();
-            let block = self.management.block.as_mut().expect("incarnation matched");
-            block.on_message(now, ConnectionId::from(from), message, &mut effects);
-            self.apply_management_effects(effects);
+        if transaction {
+            self.tcp.delivered += 1;
         } else {
-            let mut effects = Effects::new();
-            let sim = self.nodes.get_mut(&to).expect("incarnation matched");
-            let block = sim.block.as_mut().expect("incarnation matched");
-            block.on_message(now, from, from_incarnation, message, &mut effects);
-            self.apply_data_effects(to, to_incarnation, effects);
+            self.outcome.messages_delivered += 1;
         }
-    }
-
-    fn apply_data_effects(&mut self, node: NodeId, incarnation: u64, effects: Effects) {
-        for event in effects.events {
-            match event {
-                Event::Installed(state) => {
-                    if self.workload.is_some() {
-                        self.install_transaction_blocks(node, incarnation, &state);
-                    } else {
-                        self.model_data_memory(node, incarnation, &state);
-                    }
-                    self.check_installed(node, incarnation, *state);
-                }
-                Event::Excluded { reason } => {
-                    self.outcome.exclusions += 1;
-                    self.crash_data_node(node, &format!("excluded: {reason}"));
-                }
-                Event::Stop { reason } => self.crash_data_node(node, &format!("stopped: {reason}")),
-                Event::Log(line) => self.trace(line),
-                Event::PersistVotes(_) => self.fail(format!("data node {node} wrote votes")),
+        let now = self.now_ms;
+        match link {
+            Some(link) => self.deliver_on_link(from, link, message),
+            // The management node's runtime reads Hello itself (mgmd).
+            None if to == self.management_node && matches!(message, Message::Hello { .. }) => {}
+            None if to == self.management_node => {
+                let mut effects = Effects::new();
+                let block = self.management.block.as_mut().expect("incarnation matched");
+                block.on_message(now, ConnectionId::from(from), message, &mut effects);
+                self.apply_management_effects(effects);
             }
-        }
-        if self.incarnation_of(node) != Some(incarnation) {
-            // Excluded while handling: whatever it wanted to send dies with it.
-            return;
-        }
-        for (to, message) in effects.sends {
-            self.send(node, incarnation, to, message);
+            None => self.deliver_from_management(to, message),
         }
     }
 
@@ -888,9 +723,18 @@ impl Simulation {
                 other => self.trace(format!("management: {other:?}")),
             }
         }
+        let _ = incarnation;
         for (connection, message) in effects.sends {
             let to = NodeId::try_from(connection).expect("simulated connections are node ids");
-            self.send(self.management_node, incarnation, to, message);
+            let current = self
+                .nodes
+                .get(&to)
+                .is_some_and(|sim| sim.management_incarnation == Some(incarnation));
+            if current {
+                self.transmit(self.management_node, to, None, message);
+            } else {
+                self.outcome.messages_dropped += 1;
+            }
         }
     }
 
@@ -921,22 +765,8 @@ impl Simulation {
                     // Sometimes the operating system notices and closes the
                     // connection; sometimes only silence tells.
                     if chance(&mut self.rng, 0.5) {
-                        self.break_management_connection(a, b);
-                        for (at, peer) in [(a, b), (b, a)] {
-                            if let Some(at_incarnation) = self.incarnation_of(at)
-                                && self.nodes.contains_key(&at)
-                            {
-                                let when = self.now_ms + between(&mut self.rng, 1, 50);
-                                self.schedule(
-                                    when,
-                                    SimEvent::Disconnected {
-                                        at,
-                                        at_incarnation,
-                                        peer,
-                                    },
-                                );
-                            }
-                        }
+                        self.break_management_connection(a, b, true);
+                        self.close_links_between(a, b);
                     }
                     let heal = self.now_ms + between(&mut self.rng, 100, 4_000);
                     self.schedule(heal, SimEvent::Heal { a, b });
@@ -960,7 +790,7 @@ impl Simulation {
                         {
                             self.network.cut(*a, *b);
                             if chance(&mut self.rng, 0.5) {
-                                self.break_management_connection(*a, *b);
+                                self.break_management_connection(*a, *b, true);
                             }
                             self.schedule(heal_at, SimEvent::Heal { a: *a, b: *b });
                         }
@@ -1058,12 +888,7 @@ impl Simulation {
                 retry_to: None,
             },
         );
-        self.send(
-            CLIENT_NODE,
-            0,
-            to,
-            Message::SchemaRequest { request, change },
-        );
+        self.send(CLIENT_NODE, to, Message::SchemaRequest { request, change });
     }
 
     fn client_receive(&mut self, from: NodeId, message: Message) {
@@ -1163,28 +988,6 @@ impl Simulation {
         }
     }
 
-    /// Schema runs have no engines: a node's DataMemory in use is what the
-    /// installed dictionary places on it, as the president counts it, and
-    /// the node reports it as a data node's runtime does after creating the
-    /// fragments.
-    fn model_data_memory(&mut self, node: NodeId, incarnation: u64, state: &ClusterState) {
-        let used: u64 = state
-            .tables
-            .iter()
-            .filter_map(|table| {
-                cluster::dictionary::pages_per_node(table)
-                    .get(&node)
-                    .copied()
-            })
-            .sum();
-        if let Some(sim) = self.nodes.get_mut(&node)
-            && sim.incarnation == incarnation
-            && let Some(block) = sim.block.as_mut()
-        {
-            block.set_memory_pages(used, SCHEMA_RUN_DATA_MEMORY_PAGES);
-        }
-    }
-
     // ---- checkers ----
 
     fn check_installed(&mut self, node: NodeId, incarnation: u64, state: ClusterState) {
@@ -1232,25 +1035,12 @@ impl Simulation {
                 state.version
             ));
         }
-        // The president never accepts a table the nodes cannot hold.
-        if !self.options.transactions {
-            let mut pages: BTreeMap<NodeId, u64> = BTreeMap::new();
-            for table in &state.tables {
-                for (holder, table_pages) in cluster::dictionary::pages_per_node(table) {
-                    *pages.entry(holder).or_insert(0) += table_pages;
-                }
-            }
-            if let Some((holder, used)) = pages
-                .iter()
-                .find(|(_, used)| **used > SCHEMA_RUN_DATA_MEMORY_PAGES)
-            {
-                self.fail(format!(
-                    "version {} places {used} DataMemory pages on node {holder}, which has \
-                     {SCHEMA_RUN_DATA_MEMORY_PAGES}",
-                    state.version
-                ));
-            }
-        }
+        // The president never accepts a table the nodes cannot hold: each
+        // node's engine (SCHEMA_RUN_DATA_MEMORY_PAGES of DataMemory in schema
+        // runs) creates every fragment a state places on it, or its query
+        // handler reports the fragment it could not create, which fails the
+        // run (`perform`). The engines, not the president's estimate, are the
+        // measure: the president plans from the pages they report.
         // Once a newer generation formed, the old one must never decide
         // anything again: that would be two clusters.
         if let Some(((newest, _), _)) = self.decided.last_key_value()
@@ -1345,10 +1135,10 @@ impl Simulation {
     }
 
     fn check_converged(&mut self) {
-        let live: BTreeMap<NodeId, &DataNode> = self
+        let live: BTreeMap<NodeId, &cluster::DataNode> = self
             .nodes
             .iter()
-            .filter_map(|(id, s)| s.block.as_ref().map(|b| (*id, b)))
+            .filter_map(|(id, s)| s.composite.as_ref().map(|c| (*id, c.membership())))
             .collect();
         let mut problems = Vec::new();
         let mut versions = BTreeSet::new();
@@ -1433,8 +1223,9 @@ impl Simulation {
             }
         }
         self.outcome.versions_seen = self.decided.len();
-        for block in live.values() {
-            self.outcome.marks.add(&block.marks());
+        for composite in self.nodes.values().filter_map(|s| s.composite.as_ref()) {
+            self.outcome.marks.add(&composite.membership_marks());
+            self.outcome.node_marks.add(&composite.marks());
         }
         if !problems.is_empty() {
             let mut message =

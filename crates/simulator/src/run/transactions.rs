@@ -18,43 +18,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use protocol::{ClusterState, Message, NodeId};
+use node::data_node::CoordinatorStep;
+use protocol::{Message, NodeId};
 use schema::table::ColumnId;
 use schema::{AttrInfoReader, AttrInfoWriter, ColumnType, TableDef, Value};
-use storage::engine::EngineConfig;
+use transaction::Routing;
 use transaction::routing::{TableRoute, UniqueIndex};
-use transaction::{Coordinator, CoordinatorConfig, QueryHandler, Routing};
 
-use super::{SimEvent, Simulation};
-
-/// A data node's transaction blocks.
-pub struct TransactionBlocks {
-    coordinator: Coordinator,
-    query_handler: QueryHandler,
-    routing: Routing,
-    /// The query handler tick scheduled, if any.
-    tick_at_ms: Option<u64>,
-}
-
-impl TransactionBlocks {
-    pub fn new(
-        node: NodeId,
-        incarnation: u64,
-        engine: EngineConfig,
-        coordinator: CoordinatorConfig,
-    ) -> TransactionBlocks {
-        TransactionBlocks {
-            coordinator: Coordinator::new(node, incarnation, coordinator),
-            query_handler: QueryHandler::new(node, engine).expect("the simulator's engine config"),
-            routing: Routing::new(),
-            tick_at_ms: None,
-        }
-    }
-
-    pub fn routing(&self) -> &Routing {
-        &self.routing
-    }
-}
+use super::Simulation;
 
 /// Rare transaction paths the workload reached (coverage marks): the tests
 /// assert that their seeds reach each, so the checkers cover them.
@@ -91,6 +62,9 @@ pub struct TransactionMarks {
     /// A transaction its API abandoned was aborted by its coordinator's
     /// inactivity timer (TransactionInactiveTimeout, NDB error 266).
     pub inactive_timeouts: u64,
+    /// An API node closed its connection while its transaction was open
+    /// and holding locks (the deserter): the data node rolled it back.
+    pub api_disconnects: u64,
 }
 
 impl TransactionMarks {
@@ -107,6 +81,7 @@ impl TransactionMarks {
         self.code_swaps += other.code_swaps;
         self.commits_past_waiting_scans += other.commits_past_waiting_scans;
         self.inactive_timeouts += other.inactive_timeouts;
+        self.api_disconnects += other.api_disconnects;
     }
 }
 
@@ -152,243 +127,77 @@ fn answered_on(message: &Message) -> AnsweredOn {
 }
 
 impl Simulation {
-    pub(super) fn send_transaction(
-        &mut self,
-        from: NodeId,
-        from_incarnation: u64,
-        to: NodeId,
-        message: Message,
-    ) {
-        let Some(to_incarnation) = self.incarnation_of(to) else {
-            self.fail(format!(
-                "node {from} sent a transaction message to {to}, which is not running: {message:?}"
-            ));
+    /// Looks at what a node's coordinator did with each message it
+    /// handled: which replica a key request went to first, which message a
+    /// commit was answered on, and that a transaction a backup refused
+    /// never commits.
+    pub(super) fn check_coordinator_steps(&mut self, node: NodeId, steps: Vec<CoordinatorStep>) {
+        let Some(workload) = self.workload.as_mut() else {
             return;
         };
-        let at_ms = self.tcp.arrival_ms(&mut self.rng, self.now_ms, from, to);
-        if self.options.keep_trace {
-            self.trace(format!("{from} -> {to} (arrives {at_ms}): {message:?}"));
-        }
-        self.schedule(
-            at_ms,
-            SimEvent::Deliver {
-                from,
-                from_incarnation,
-                to,
-                to_incarnation,
-                message,
-            },
-        );
-    }
-
-    pub(super) fn deliver_transaction(
-        &mut self,
-        from: NodeId,
-        to: NodeId,
-        to_incarnation: u64,
-        message: Message,
-    ) {
-        self.tcp.in_flight -= 1;
-        if self.incarnation_of(to) != Some(to_incarnation) {
-            self.outcome.messages_dropped += 1;
-            return;
-        }
-        self.tcp.delivered += 1;
-        if self.workload.as_ref().is_some_and(|w| w.is_api(to)) {
-            match message {
-                Message::Executed(executed) => self.workload_receive(from, to, executed),
-                Message::ScanRows(rows) => self.workload_scan_rows(from, to, rows),
-                other => self.fail(format!("API node {to} got {other:?} from {from}")),
-            }
-            return;
-        }
-        let now = self.now_ms;
-        let on = answered_on(&message);
-        let refused = match &message {
-            Message::KeyRefuse(refuse) => {
-                Some((refuse.transaction, refuse.operation, Some(refuse.node)))
-            }
-            Message::KeyConfirm(confirm) => Some((confirm.transaction, confirm.operation, None)),
-            _ => None,
-        };
-        let Some(sim) = self.nodes.get_mut(&to) else {
-            self.fail(format!(
-                "a transaction message for {to}, which is no data node"
-            ));
-            return;
-        };
-        let incarnation = sim.incarnation;
-        let Some(blocks) = sim.transaction.as_mut() else {
-            self.fail(format!("data node {to} runs no transaction blocks"));
-            return;
-        };
-        let mut from_coordinator = Vec::new();
-        let mut from_handler = Vec::new();
-        let mut unhandled = None;
-        if let Some(rest) = blocks
-            .coordinator
-            .on_message(from, message, &mut from_coordinator)
-        {
-            unhandled = blocks
-                .query_handler
-                .on_message(now, rest, &mut from_handler);
-        }
-        if let Some(unhandled) = unhandled {
-            self.fail(format!(
-                "node {to}: neither the coordinator nor the query handler took {unhandled:?} from {from}"
-            ));
-            return;
-        }
-        let workload = self.workload.as_mut().expect("a transaction run");
-        if let Some((transaction, operation, refusing)) = refused {
-            let first = workload.first_replica.remove(&(to, transaction, operation));
-            if let (Some(first), Some(refusing)) = (first, refusing)
-                && first != refusing
-            {
-                self.outcome.transactions.marks.backup_refusals += 1;
-                workload.must_abort.insert((to, transaction));
-            }
-        }
-        let mut commits = 0;
-        for (destination, message) in &from_coordinator {
-            match message {
-                Message::Commit(phase)
-                    if workload.must_abort.contains(&(to, phase.transaction)) =>
+        for step in steps {
+            let on = answered_on(&step.input);
+            let refused = match &step.input {
+                Message::KeyRefuse(refuse) => {
+                    Some((refuse.transaction, refuse.operation, Some(refuse.node)))
+                }
+                Message::KeyConfirm(confirm) => {
+                    Some((confirm.transaction, confirm.operation, None))
+                }
+                _ => None,
+            };
+            if let Some((transaction, operation, refusing)) = refused {
+                let first = workload
+                    .first_replica
+                    .remove(&(node, transaction, operation));
+                if let (Some(first), Some(refusing)) = (first, refusing)
+                    && first != refusing
                 {
-                    let failure = format!(
-                        "node {to} commits transaction {} although a backup refused one of its \
-                         operations (the primary had run it: the replicas would differ)",
-                        phase.transaction
-                    );
-                    self.fail(failure);
-                    return;
+                    self.outcome.transactions.marks.backup_refusals += 1;
+                    workload.must_abort.insert((node, transaction));
                 }
-                Message::KeyRequest(request) => {
-                    workload
-                        .first_replica
-                        .insert((to, request.transaction, request.operation), *destination);
-                }
-                Message::Executed(executed) => {
-                    workload
-                        .answered_on
-                        .insert((*destination, executed.transaction), on);
-                }
-                Message::Commit(_) => commits += 1,
-                _ => {}
             }
-        }
-        if commits > 1 {
-            self.outcome.transactions.marks.multi_fragment_commits += 1;
-        }
-        self.schedule_query_handler_tick(to);
-        for (destination, message) in from_coordinator.into_iter().chain(from_handler) {
-            self.send(to, incarnation, destination, message);
-        }
-    }
-
-    /// Gives a node's blocks the state it installed.
-    pub(super) fn install_transaction_blocks(
-        &mut self,
-        node: NodeId,
-        incarnation: u64,
-        state: &ClusterState,
-    ) {
-        let Some(blocks) = self
-            .nodes
-            .get_mut(&node)
-            .and_then(|sim| sim.transaction.as_mut())
-        else {
-            return;
-        };
-        let problems = blocks.routing.install(state);
-        let mut out = Vec::new();
-        blocks.coordinator.install(&blocks.routing, &mut out);
-        blocks.query_handler.install(&blocks.routing);
-        let log = blocks.query_handler.take_log();
-        for problem in problems.into_iter().chain(log) {
-            self.fail(format!(
-                "node {node} installing version {}: {problem}",
-                state.version
-            ));
-        }
-        for (to, message) in out {
-            self.send(node, incarnation, to, message);
-        }
-        self.workload_installed();
-    }
-
-    fn schedule_query_handler_tick(&mut self, node: NodeId) {
-        let now = self.now_ms;
-        let sim = self.nodes.get_mut(&node).expect("a data node");
-        let incarnation = sim.incarnation;
-        let blocks = sim.transaction.as_mut().expect("transaction blocks");
-        let Some(deadline) = blocks.query_handler.next_deadline_ms() else {
-            return;
-        };
-        if blocks.tick_at_ms.is_some_and(|at| at <= deadline) {
-            return;
-        }
-        blocks.tick_at_ms = Some(deadline);
-        self.schedule(
-            deadline.max(now),
-            SimEvent::QueryHandlerTick {
-                node,
-                incarnation,
-                at_ms: deadline,
-            },
-        );
-    }
-
-    /// Runs the coordinator's inactivity timer of `node` (at each of the
-    /// node's ticks, as the production runtime does).
-    pub(super) fn coordinator_tick(&mut self, node: NodeId, incarnation: u64) {
-        let now = self.now_ms;
-        let Some(sim) = self.nodes.get_mut(&node) else {
-            return;
-        };
-        if sim.incarnation != incarnation {
-            return;
-        }
-        let Some(blocks) = sim.transaction.as_mut() else {
-            return;
-        };
-        let mut out = Vec::new();
-        blocks.coordinator.tick(now, &mut out);
-        for (to, message) in out {
-            self.send(node, incarnation, to, message);
+            let mut commits = 0;
+            for (destination, message) in &step.sent {
+                match message {
+                    Message::Commit(phase)
+                        if workload.must_abort.contains(&(node, phase.transaction)) =>
+                    {
+                        let failure = format!(
+                            "node {node} commits transaction {} although a backup refused one of \
+                             its operations (the primary had run it: the replicas would differ)",
+                            phase.transaction
+                        );
+                        self.fail(failure);
+                        return;
+                    }
+                    Message::KeyRequest(request) => {
+                        workload
+                            .first_replica
+                            .insert((node, request.transaction, request.operation), *destination);
+                    }
+                    Message::Executed(executed) => {
+                        workload
+                            .answered_on
+                            .insert((*destination, executed.transaction), on);
+                    }
+                    Message::Commit(_) => commits += 1,
+                    _ => {}
+                }
+            }
+            if commits > 1 {
+                self.outcome.transactions.marks.multi_fragment_commits += 1;
+            }
         }
     }
 
     /// Whether some query handler still has a lock wait that may end.
     pub(super) fn lock_waits_pending(&self) -> bool {
         self.nodes.values().any(|sim| {
-            sim.transaction
+            sim.composite
                 .as_ref()
-                .is_some_and(|blocks| blocks.tick_at_ms.is_some())
+                .is_some_and(|composite| composite.lock_wait_deadline_ms().is_some())
         })
-    }
-
-    pub(super) fn query_handler_tick(&mut self, node: NodeId, incarnation: u64, at_ms: u64) {
-        let now = self.now_ms;
-        let Some(sim) = self.nodes.get_mut(&node) else {
-            return;
-        };
-        if sim.incarnation != incarnation {
-            return;
-        }
-        let Some(blocks) = sim.transaction.as_mut() else {
-            return;
-        };
-        if blocks.tick_at_ms != Some(at_ms) {
-            return;
-        }
-        blocks.tick_at_ms = None;
-        let mut out = Vec::new();
-        blocks.query_handler.tick(now, &mut out);
-        self.schedule_query_handler_tick(node);
-        for (to, message) in out {
-            self.send(node, incarnation, to, message);
-        }
     }
 
     /// After quiescence: no transaction or engine work is left anywhere,
@@ -403,23 +212,29 @@ impl Simulation {
         self.outcome.transactions.retransmissions = self.tcp.retransmissions;
         let mut problems = Vec::new();
         for (node, sim) in &self.nodes {
-            let Some(blocks) = sim.transaction.as_ref() else {
-                problems.push(format!("node {node} has no transaction blocks"));
+            let Some(composite) = sim.composite.as_ref() else {
+                problems.push(format!("node {node} is down"));
                 continue;
             };
-            let open = blocks.coordinator.open_transactions();
+            let dropped = composite.messages_dropped();
+            if dropped > 0 {
+                problems.push(format!(
+                    "node {node} dropped {dropped} messages for want of a connection"
+                ));
+            }
+            let open = composite.coordinator().open_transactions();
             if open > 0 {
                 problems.push(format!(
                     "the coordinator of node {node} has {open} open transactions"
                 ));
             }
-            let work = blocks.query_handler.open_work();
+            let work = composite.query_handler().open_work();
             if work > 0 {
                 problems.push(format!(
                     "the query handler of node {node} has {work} open work records"
                 ));
             }
-            let engine = blocks.query_handler.engine();
+            let engine = composite.query_handler().engine();
             if engine.operations_in_use() > 0 || engine.transactions_in_use() > 0 {
                 problems.push(format!(
                     "the engine of node {node} holds {} operation records and {} transactions",
@@ -428,10 +243,11 @@ impl Simulation {
                 ));
             }
             engine.check_invariants();
-            self.outcome.transactions.marks.commits_past_waiting_scans += blocks
-                .query_handler
+            let closed_by_commit = composite
+                .query_handler()
                 .counters()
                 .waiting_scans_closed_by_commit;
+            self.outcome.transactions.marks.commits_past_waiting_scans += closed_by_commit;
         }
         let Some(state) = self.decided.last_key_value().map(|(_, s)| s.clone()) else {
             self.fail("no state was ever installed".into());
@@ -442,8 +258,8 @@ impl Simulation {
         let routing = self
             .nodes
             .values()
-            .find_map(|sim| sim.transaction.as_ref())
-            .map(|blocks| blocks.routing().clone())
+            .find_map(|sim| sim.composite.as_ref())
+            .map(|composite| composite.routing().clone())
             .unwrap_or_default();
         if routing.version() != state.position() {
             problems.push(format!(
@@ -458,12 +274,15 @@ impl Simulation {
             for (index, fragment) in route.fragments.iter().enumerate() {
                 let mut first: Option<(NodeId, Vec<Vec<u8>>)> = None;
                 for node in &fragment.replicas {
-                    let blocks = self
+                    let composite = self
                         .nodes
                         .get_mut(node)
-                        .and_then(|sim| sim.transaction.as_mut())
-                        .expect("every data node runs the blocks");
-                    let rows = match blocks.query_handler.committed_rows(route.id, index as u32) {
+                        .and_then(|sim| sim.composite.as_mut())
+                        .expect("every data node runs");
+                    let rows = match composite
+                        .query_handler_mut()
+                        .committed_rows(route.id, index as u32)
+                    {
                         Ok(rows) => rows,
                         Err(error) => {
                             problems.push(format!(

@@ -61,6 +61,9 @@ use model::{Model, TagState};
 use scan::ScanState;
 use unique::initial_code;
 
+pub use deserter::DESERTER_API;
+
+mod deserter;
 mod jobs;
 mod model;
 mod scan;
@@ -248,6 +251,8 @@ pub struct Workload {
     /// Transactions a session walked away from (API node, id), and their
     /// coordinators: each must be aborted by its inactivity timer.
     abandoned: BTreeMap<(NodeId, u64), NodeId>,
+    /// The deserter's transaction and coordinator, until its answer.
+    deserter: Option<(u64, NodeId)>,
 }
 
 impl Workload {
@@ -287,7 +292,12 @@ impl Workload {
             accounts,
             counters,
             coded_rows,
-            next_transaction: apis.iter().map(|api| (*api, 1)).collect(),
+            next_transaction: apis
+                .iter()
+                .chain([&DESERTER_API])
+                .map(|api| (*api, 1))
+                .collect(),
+            deserter: None,
             apis,
             sessions,
             think_ms_max: between(rng, 0, 30),
@@ -336,8 +346,15 @@ impl Workload {
         }
     }
 
+    /// The API nodes' ids, the deserter's included.
+    pub fn apis(&self) -> Vec<NodeId> {
+        let mut apis = self.apis.clone();
+        apis.push(DESERTER_API);
+        apis
+    }
+
     pub fn is_api(&self, node: NodeId) -> bool {
-        self.apis.contains(&node)
+        self.apis.contains(&node) || node == DESERTER_API
     }
 
     pub fn is_done(&self) -> bool {
@@ -518,10 +535,10 @@ impl Simulation {
         }
         let mut ids = [0u32; TABLE_NAMES.len()];
         for sim in self.nodes.values() {
-            let ready = sim.block.as_ref().is_some_and(|b| b.is_started())
-                && sim.transaction.as_ref().is_some_and(|blocks| {
-                    TABLE_NAMES.iter().enumerate().all(|(index, name)| {
-                        match blocks.routing().table_by_name(name) {
+            let ready = sim.composite.as_ref().is_some_and(|composite| {
+                composite.membership().is_started()
+                    && TABLE_NAMES.iter().enumerate().all(|(index, name)| {
+                        match composite.routing().table_by_name(name) {
                             Some(route) => {
                                 ids[index] = route.id;
                                 true
@@ -529,7 +546,7 @@ impl Simulation {
                             None => false,
                         }
                     })
-                });
+            });
             if !ready {
                 return;
             }
@@ -569,7 +586,6 @@ impl Simulation {
         self.outcome.transactions.executes += 1;
         self.send(
             api,
-            0,
             coordinator,
             Message::Execute(Execute {
                 transaction,
@@ -616,7 +632,9 @@ impl Simulation {
         // An abandoned transaction keeps the run going until its
         // coordinator's inactivity timer aborts it.
         let abandoned = !workload.abandoned.is_empty();
-        let busy = workload.sessions.iter().any(|s| s.running.is_some()) || abandoned;
+        let busy = workload.sessions.iter().any(|s| s.running.is_some())
+            || abandoned
+            || workload.deserter.is_some();
         if in_flight > 0 {
             return;
         }
@@ -770,7 +788,6 @@ impl Simulation {
         self.outcome.transactions.executes += 1;
         self.send(
             api,
-            0,
             coordinator,
             Message::Execute(Execute {
                 transaction,
@@ -783,6 +800,10 @@ impl Simulation {
 
     /// An `Executed` reached API node `api` from `from`.
     pub(super) fn workload_receive(&mut self, from: NodeId, api: NodeId, executed: Executed) {
+        if api == DESERTER_API {
+            self.deserter_receive(from, executed);
+            return;
+        }
         let answered_on = self
             .workload()
             .answered_on
@@ -814,6 +835,8 @@ impl Simulation {
                 let at = now + between(&mut self.rng, 0, think_ms_max);
                 self.schedule(at, SimEvent::Session { index });
             }
+            let at = now + between(&mut self.rng, 0, fault_ms / 2);
+            self.schedule(at, SimEvent::Deserter);
             return;
         }
         if let Some(coordinator) = self

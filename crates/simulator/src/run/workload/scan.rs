@@ -37,7 +37,6 @@ impl Simulation {
         ));
         self.send(
             api,
-            0,
             coordinator,
             Message::ScanOpen(ScanOpen {
                 transaction,
@@ -69,7 +68,6 @@ impl Simulation {
         ));
         self.send(
             api,
-            0,
             coordinator,
             Message::ScanOpen(ScanOpen {
                 transaction,
@@ -178,7 +176,6 @@ impl Simulation {
         if !rows.finished {
             self.send(
                 api,
-                0,
                 from,
                 Message::ScanNext(ScanNext {
                     transaction,

@@ -1,0 +1,1052 @@
+//! The data node composite. The runtime owns the connections and names each
+//! by a `LinkId`; everything it learns (a connection opened or closed, a
+//! message read, the management node's messages, the time) goes in here,
+//! and what the node wants done comes out as an `Output`: messages per
+//! link, messages for the management node, links to close, data nodes to
+//! dial, a management connection to open, log lines.
+//!
+//! Rules kept here, so both runtimes keep them:
+//! - A connection does nothing until its peer has said `Hello`; a message
+//!   before that closes it. A newer connection from the same node
+//!   replaces the older one.
+//! - Transaction messages from an API node go to the coordinator only; from
+//!   a data node (this one included) to the query handler or the
+//!   coordinator (`transaction::for_query_handler`). API nodes may send
+//!   membership nothing but schema and dictionary requests.
+//! - A new cluster state goes to the routing, then the query handler, then
+//!   the coordinator, whose resent phases may need the handler's new
+//!   fragments.
+//! - Messages to this node go through a local queue, delivered in order
+//!   before the input returns.
+//! - Messages for a data node this incarnation has never been connected to
+//!   wait, in order and bounded, for its connection; after a connection
+//!   closes they are dropped as on any failed link.
+//! - An API node's connection closing rolls back its open transactions.
+//! - When the cluster excludes the node it restarts as a new incarnation:
+//!   every peer connection closes, and membership, coordinator and routing
+//!   start over.
+//! - The management node's connection is reopened without blocking: a
+//!   connect, `AllocateNodeId` for this node's id, and a deadline for the
+//!   answer, all driven by ticks.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use cluster::{DataNode, DataNodeSettings, Effects, Event};
+use protocol::identity::{ClusterSecret, Nonce, hello_proof, proof_holds};
+use protocol::{Address, ClusterState, Message, NodeId, NodeRole};
+use transaction::{Coordinator, CoordinatorConfig, QueryHandler, Routing};
+
+/// The runtime's name for one connection (a socket in `datad`, a simulated
+/// link in the simulator). Never reused while the composite lives.
+pub type LinkId = u64;
+
+/// Messages held for one data node while the first connection to it is
+/// being set up; past this the node is too slow to reach and messages are
+/// dropped (with a log line), as a failed link drops them.
+pub const PENDING_MESSAGES_PER_NODE_MAX: usize = 65_536;
+/// Between attempts to reach the management node again.
+pub const MANAGEMENT_RETRY_MS: u64 = 1_000;
+/// How long a management connection may take to connect and answer
+/// `AllocateNodeId` before it is given up and tried again.
+pub const MANAGEMENT_ANSWER_TIMEOUT_MS: u64 = 5_000;
+
+/// Who is at the other end of a link, once its `Hello` arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    pub node: NodeId,
+    pub incarnation: u64,
+    pub role: NodeRole,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Link {
+    /// Set once the peer proved its claim; `None` until then, and then the
+    /// link carries nothing but the handshake.
+    peer: Option<Peer>,
+    /// Who the peer's `Hello` claims to be, until its proof arrives.
+    claimed: Option<Peer>,
+    /// This side's challenge on the link.
+    nonce: Nonce,
+    /// The data node this side dialed, until its `Hello` sets `peer`.
+    dialed: Option<NodeId>,
+}
+
+/// The state of the connection to the management node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ManagementLink {
+    /// Connected and this node's id confirmed.
+    Up,
+    /// The runtime was asked to connect; `on_management_connected` or
+    /// `on_management_lost` comes next, or the deadline passes.
+    Connecting { deadline_ms: u64 },
+    /// Connected; `AllocateNodeId` sent, its answer due by the deadline.
+    Allocating { deadline_ms: u64 },
+    /// No connection; the next attempt is due at `retry_at_ms`.
+    Down { retry_at_ms: u64 },
+}
+
+/// What the runtime must do after one input, in this order: close links,
+/// send. Cleared by the runtime (`clear`) after it has acted.
+#[derive(Debug, Default)]
+pub struct Output {
+    /// Messages for each link, in order.
+    pub sends: Vec<(LinkId, Message)>,
+    /// Messages for the management node, in order.
+    pub to_management: Vec<Message>,
+    /// Links to close, with why; the composite has forgotten them already.
+    pub close: Vec<(LinkId, String)>,
+    /// Data nodes to connect to (each pair of data nodes has one
+    /// connection: the lower id dials).
+    pub dial: Vec<Address>,
+    /// Open a connection to the management node, then call
+    /// `on_management_connected` (or `on_management_lost`).
+    pub connect_management: bool,
+    /// Close the management connection, with why.
+    pub close_management: Option<String>,
+    /// Lines for the node's log.
+    pub logs: Vec<String>,
+    /// Protocol errors a correct cluster never produces (a message no block
+    /// takes, a state the routing cannot install): `datad` logs them, the
+    /// simulator fails the run.
+    pub problems: Vec<String>,
+    /// Every state this node installed, in order.
+    pub installed: Vec<ClusterState>,
+    /// The node was excluded: the runtime calls `restart` with a new
+    /// incarnation before anything else.
+    pub excluded: Option<String>,
+    /// The node was told to stop: the runtime exits.
+    pub stop: Option<String>,
+    /// When observing (`set_observing`): every message the coordinator
+    /// handled, with what it sent in answer.
+    pub coordinator_steps: Vec<CoordinatorStep>,
+}
+
+impl Output {
+    pub fn clear(&mut self) {
+        self.sends.clear();
+        self.to_management.clear();
+        self.close.clear();
+        self.dial.clear();
+        self.connect_management = false;
+        self.close_management = None;
+        self.logs.clear();
+        self.problems.clear();
+        self.installed.clear();
+        self.excluded = None;
+        self.stop = None;
+        self.coordinator_steps.clear();
+    }
+}
+
+/// One message the coordinator handled, and the messages it sent while
+/// handling it (the simulator's checkers look at both).
+#[derive(Debug, Clone)]
+pub struct CoordinatorStep {
+    pub from: NodeId,
+    pub input: Message,
+    pub sent: Vec<(NodeId, Message)>,
+}
+
+/// Paths of the wiring taken (coverage marks): the simulator's tests assert
+/// that their seeds reach each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeMarks {
+    /// Messages held for a data node not yet connected, sent once it was.
+    pub pending_delivered: u64,
+    /// Messages this node sent itself through the local queue.
+    pub local_deliveries: u64,
+    /// API nodes whose connection closed while they had open transactions.
+    pub api_failures_with_transactions: u64,
+    /// Restarts as a new incarnation after an exclusion.
+    pub restarts: u64,
+    /// Connections replaced by a newer one from the same node.
+    pub replaced_links: u64,
+    /// Ticks that ended lock waits in the query handler.
+    pub lock_wait_ticks: u64,
+    /// Management connections reopened after one was lost.
+    pub management_reconnects: u64,
+    /// Management connections given up because no answer came in time.
+    pub management_timeouts: u64,
+}
+
+impl NodeMarks {
+    pub fn add(&mut self, other: &NodeMarks) {
+        self.pending_delivered += other.pending_delivered;
+        self.local_deliveries += other.local_deliveries;
+        self.api_failures_with_transactions += other.api_failures_with_transactions;
+        self.restarts += other.restarts;
+        self.replaced_links += other.replaced_links;
+        self.lock_wait_ticks += other.lock_wait_ticks;
+        self.management_reconnects += other.management_reconnects;
+        self.management_timeouts += other.management_timeouts;
+    }
+}
+
+/// A data node: its blocks and the state of its connections.
+pub struct DataNodeComposite {
+    node: NodeId,
+    settings: DataNodeSettings,
+    /// The cluster secret peers prove they know (`protocol::identity`).
+    secret: ClusterSecret,
+    membership: DataNode,
+    coordinator: Coordinator,
+    query_handler: QueryHandler,
+    routing: Routing,
+    coordinator_config: CoordinatorConfig,
+    /// Where this node listens, announced to the management node.
+    listen: Address,
+    links: BTreeMap<LinkId, Link>,
+    /// The link of each identified peer.
+    peers: BTreeMap<NodeId, LinkId>,
+    /// Messages for data nodes this incarnation has not been connected to
+    /// yet: a member's link counts as up before its connection is, so what
+    /// is sent on it waits here, in order, instead of being lost.
+    pending: BTreeMap<NodeId, Vec<Message>>,
+    /// When the first message now held in `pending` for each node was held.
+    pending_since_ms: BTreeMap<NodeId, u64>,
+    /// Data nodes this incarnation has had a connection to.
+    ever_connected: BTreeSet<NodeId>,
+    /// Where the other data nodes listen, from the management node.
+    addresses: BTreeMap<NodeId, Address>,
+    management: ManagementLink,
+    /// When this node last published its address again because it lacked
+    /// another node's.
+    addresses_asked_ms: u64,
+    /// Messages this node sends itself (coordinator ↔ local query handler).
+    local: VecDeque<Message>,
+    /// Reused output buffer of the transaction blocks.
+    transaction_out: Vec<(NodeId, Message)>,
+    /// Set between an exclusion and `restart`: inputs are ignored.
+    awaiting_restart: bool,
+    observing: bool,
+    marks: NodeMarks,
+    /// Membership marks of earlier incarnations.
+    membership_marks: cluster::data_node::Marks,
+    messages_dropped: u64,
+    /// A message no block took, reported after the step.
+    unhandled: Option<(NodeId, Message)>,
+    /// Coordinator steps recorded while observing, reported after the step.
+    steps: Vec<CoordinatorStep>,
+}
+
+impl DataNodeComposite {
+    /// A node whose management connection is up and has allocated its id
+    /// (the runtime does that before it knows its configuration).
+    pub fn new(
+        settings: DataNodeSettings,
+        now_ms: u64,
+        query_handler: QueryHandler,
+        coordinator_config: CoordinatorConfig,
+        listen: Address,
+        secret: ClusterSecret,
+    ) -> DataNodeComposite {
+        assert_eq!(listen.node, settings.node);
+        let node = settings.node;
+        let membership = DataNode::new(settings.clone(), now_ms);
+        let coordinator = Coordinator::new(node, settings.incarnation, coordinator_config);
+        DataNodeComposite {
+            node,
+            settings,
+            secret,
+            membership,
+            coordinator,
+            query_handler,
+            routing: Routing::new(),
+            coordinator_config,
+            listen,
+            links: BTreeMap::new(),
+            peers: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            pending_since_ms: BTreeMap::new(),
+            ever_connected: BTreeSet::new(),
+            addresses: BTreeMap::new(),
+            management: ManagementLink::Up,
+            addresses_asked_ms: now_ms,
+            local: VecDeque::new(),
+            transaction_out: Vec::new(),
+            awaiting_restart: false,
+            observing: false,
+            marks: NodeMarks::default(),
+            membership_marks: cluster::data_node::Marks::default(),
+            messages_dropped: 0,
+            unhandled: None,
+            steps: Vec::new(),
+        }
+    }
+
+    /// Records every coordinator step in `Output::coordinator_steps`.
+    pub fn set_observing(&mut self, observing: bool) {
+        self.observing = observing;
+    }
+
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    pub fn incarnation(&self) -> u64 {
+        self.settings.incarnation
+    }
+
+    pub fn membership(&self) -> &DataNode {
+        &self.membership
+    }
+
+    pub fn coordinator(&self) -> &Coordinator {
+        &self.coordinator
+    }
+
+    pub fn query_handler(&self) -> &QueryHandler {
+        &self.query_handler
+    }
+
+    pub fn query_handler_mut(&mut self) -> &mut QueryHandler {
+        &mut self.query_handler
+    }
+
+    pub fn routing(&self) -> &Routing {
+        &self.routing
+    }
+
+    pub fn management_link(&self) -> ManagementLink {
+        self.management
+    }
+
+    pub fn marks(&self) -> NodeMarks {
+        self.marks
+    }
+
+    /// Membership marks of this incarnation and every earlier one.
+    pub fn membership_marks(&self) -> cluster::data_node::Marks {
+        let mut marks = self.membership_marks;
+        marks.add(&self.membership.marks());
+        marks
+    }
+
+    /// Messages dropped for want of a connection.
+    pub fn messages_dropped(&self) -> u64 {
+        self.messages_dropped
+    }
+
+    /// The identified peer of a link.
+    pub fn peer_of(&self, link: LinkId) -> Option<Peer> {
+        self.links.get(&link).and_then(|l| l.peer)
+    }
+
+    /// The link of an identified peer.
+    pub fn link_of(&self, node: NodeId) -> Option<LinkId> {
+        self.peers.get(&node).copied()
+    }
+
+    /// Links whose peer has not identified itself yet.
+    pub fn unidentified_links(&self) -> usize {
+        self.links.values().filter(|l| l.peer.is_none()).count()
+    }
+
+    /// When the runtime must call `tick` next.
+    pub fn next_deadline_ms(&self) -> u64 {
+        let management = match self.management {
+            ManagementLink::Up => u64::MAX,
+            ManagementLink::Connecting { deadline_ms }
+            | ManagementLink::Allocating { deadline_ms } => deadline_ms,
+            ManagementLink::Down { retry_at_ms } => retry_at_ms,
+        };
+        self.membership
+            .next_tick_ms()
+            .min(self.query_handler.next_deadline_ms().unwrap_or(u64::MAX))
+            .min(management)
+    }
+
+    /// When the query handler next has a lock wait to end, if any.
+    pub fn lock_wait_deadline_ms(&self) -> Option<u64> {
+        self.query_handler.next_deadline_ms()
+    }
+
+    fn hello(&self, nonce: Nonce) -> Message {
+        Message::Hello {
+            node: self.node,
+            incarnation: self.settings.incarnation,
+            role: NodeRole::Data,
+            nonce,
+        }
+    }
+
+    // ---- connections ----
+
+    /// A connection opened: accepted (`dialed` is `None`) or dialed to a
+    /// data node. The node says `Hello` on it with `nonce`, a fresh random
+    /// challenge from the runtime.
+    pub fn on_connected(
+        &mut self,
+        link: LinkId,
+        dialed: Option<NodeId>,
+        nonce: Nonce,
+        output: &mut Output,
+    ) {
+        let fresh = self.links.insert(
+            link,
+            Link {
+                peer: None,
+                claimed: None,
+                nonce,
+                dialed,
+            },
+        );
+        assert!(fresh.is_none(), "link {link} is reused");
+        output.sends.push((link, self.hello(nonce)));
+    }
+
+    /// A connection closed (the peer closed it, or reading or writing
+    /// failed). Unknown links (closed by the composite) are ignored.
+    pub fn on_link_closed(&mut self, now_ms: u64, link: LinkId, why: &str, output: &mut Output) {
+        if self.awaiting_restart {
+            self.links.remove(&link);
+            return;
+        }
+        self.forget_link(now_ms, link, why, output);
+    }
+
+    /// Closes a link on the composite's own decision.
+    fn close_link(&mut self, now_ms: u64, link: LinkId, why: &str, output: &mut Output) {
+        if self.links.contains_key(&link) {
+            output.close.push((link, why.to_string()));
+            self.forget_link(now_ms, link, why, output);
+        }
+    }
+
+    fn forget_link(&mut self, now_ms: u64, link: LinkId, why: &str, output: &mut Output) {
+        let Some(closed) = self.links.remove(&link) else {
+            return;
+        };
+        let Some(peer) = closed.peer else {
+            return;
+        };
+        if self.peers.get(&peer.node) != Some(&link) {
+            // A replaced connection: its node is still connected.
+            return;
+        }
+        self.peers.remove(&peer.node);
+        match peer.role {
+            NodeRole::Api => {
+                output.logs.push(format!(
+                    "connection to API node {} closed: {why}",
+                    peer.node
+                ));
+                let open_before = self.coordinator.open_transactions();
+                self.run_transaction_blocks(now_ms, output, |node, out| {
+                    node.coordinator.on_api_failed(peer.node, out);
+                });
+                if open_before > 0 {
+                    self.marks.api_failures_with_transactions += 1;
+                }
+            }
+            NodeRole::Data => {
+                output.logs.push(format!(
+                    "connection to data node {} closed: {why}",
+                    peer.node
+                ));
+                let mut effects = Effects::new();
+                self.membership
+                    .on_disconnected(now_ms, peer.node, &mut effects);
+                self.apply(now_ms, effects, output);
+            }
+            NodeRole::Management => {}
+        }
+    }
+
+    /// A message read from a link.
+    pub fn on_message(&mut self, now_ms: u64, link: LinkId, message: Message, output: &mut Output) {
+        if self.awaiting_restart {
+            return;
+        }
+        let Some(state) = self.links.get(&link).copied() else {
+            return;
+        };
+        if state.peer.is_none() {
+            self.handshake(now_ms, link, state, message, output);
+            return;
+        }
+        let Some(peer) = state.peer else {
+            unreachable!("checked above");
+        };
+        if matches!(message, Message::Hello { .. } | Message::HelloProof { .. }) {
+            // The handshake is over; a second one is not a peer's doing.
+            self.close_link(now_ms, link, "a second Hello on the connection", output);
+            return;
+        }
+        if transaction::is_transaction_message(&message) {
+            self.on_transaction_message(now_ms, peer, message, output);
+            return;
+        }
+        // API nodes may ask; only data nodes take part in membership.
+        if peer.role != NodeRole::Data
+            && !matches!(
+                message,
+                Message::SchemaRequest { .. } | Message::DictionaryRequest { .. }
+            )
+        {
+            return;
+        }
+        self.deliver(now_ms, peer.node, peer.incarnation, message, output);
+    }
+
+    /// A message on a link whose peer has not proved who it is: only its
+    /// `Hello` (a claim and a challenge, answered with this node's proof)
+    /// and then its `HelloProof` are accepted; anything else closes the
+    /// link, so a stranger can make this node do nothing but answer.
+    fn handshake(
+        &mut self,
+        now_ms: u64,
+        link: LinkId,
+        state: Link,
+        message: Message,
+        output: &mut Output,
+    ) {
+        match message {
+            Message::Hello {
+                node,
+                incarnation,
+                role,
+                nonce,
+            } if state.claimed.is_none() => {
+                let claim = Peer {
+                    node,
+                    incarnation,
+                    role,
+                };
+                if let Err(why) = self.check_claim(claim) {
+                    self.close_link(now_ms, link, &why, output);
+                    return;
+                }
+                self.links.get_mut(&link).expect("known").claimed = Some(claim);
+                // This side dialed if the runtime said so (data nodes);
+                // API nodes always dial in.
+                let proof = hello_proof(
+                    &self.secret,
+                    state.dialed.is_some(),
+                    &nonce,
+                    self.node,
+                    self.settings.incarnation,
+                    NodeRole::Data,
+                );
+                output.sends.push((link, Message::HelloProof { proof }));
+            }
+            Message::HelloProof { proof } if state.claimed.is_some() => {
+                let claim = state.claimed.expect("guarded");
+                if proof_holds(
+                    &proof,
+                    &self.secret,
+                    state.dialed.is_none(),
+                    &state.nonce,
+                    claim.node,
+                    claim.incarnation,
+                    claim.role,
+                ) {
+                    self.identify(now_ms, link, claim, output);
+                } else {
+                    let why = format!(
+                        "it claimed to be node {} but could not prove it",
+                        claim.node
+                    );
+                    output.logs.push(format!("refused a connection: {why}"));
+                    self.close_link(now_ms, link, &why, output);
+                }
+            }
+            other => {
+                let why = format!("{} before proving who it is", other.name());
+                self.close_link(now_ms, link, &why, output);
+            }
+        }
+    }
+
+    /// Whether a `Hello`'s claim could be a peer's at all.
+    fn check_claim(&self, claim: Peer) -> Result<(), String> {
+        if claim.node == self.node || claim.role == NodeRole::Management {
+            return Err("a Hello that cannot be a peer's".into());
+        }
+        if claim.role == NodeRole::Data && !self.settings.data_nodes.contains(&claim.node) {
+            return Err(format!("node {} is not a configured data node", claim.node));
+        }
+        Ok(())
+    }
+
+    /// The peer of `link` proved who it is.
+    fn identify(&mut self, now_ms: u64, link: LinkId, peer: Peer, output: &mut Output) {
+        if let Some(current) = self.peers.get(&peer.node).and_then(|l| self.links.get(l))
+            && current
+                .peer
+                .is_some_and(|p| p.incarnation > peer.incarnation)
+        {
+            // An older incarnation never replaces a newer one's connection.
+            self.close_link(
+                now_ms,
+                link,
+                &format!(
+                    "node {} incarnation {} is older than the connected one",
+                    peer.node, peer.incarnation
+                ),
+                output,
+            );
+            return;
+        }
+        let identified = self.links.get_mut(&link).expect("checked by the caller");
+        identified.peer = Some(peer);
+        let previous = self.peers.insert(peer.node, link);
+        if peer.role == NodeRole::Data {
+            self.ever_connected.insert(peer.node);
+            self.pending_since_ms.remove(&peer.node);
+            let held = self.pending.remove(&peer.node).unwrap_or_default();
+            self.marks.pending_delivered += held.len() as u64;
+            for message in held {
+                output.sends.push((link, message));
+            }
+        }
+        // A newer connection from the same node replaces an older one.
+        if let Some(old) = previous
+            && old != link
+        {
+            self.marks.replaced_links += 1;
+            output
+                .close
+                .push((old, "replaced by a newer connection".to_string()));
+            self.links.remove(&old);
+        }
+    }
+
+    // ---- the management node ----
+
+    /// A message from the management node.
+    pub fn on_management_message(&mut self, now_ms: u64, message: Message, output: &mut Output) {
+        if self.awaiting_restart {
+            return;
+        }
+        match message {
+            Message::Addresses { entries } => {
+                for entry in entries {
+                    self.addresses.insert(entry.node, entry);
+                }
+                // Connect at once: a cluster may form and take work before
+                // the next tick.
+                self.dial_peers(now_ms, output);
+            }
+            Message::NodeIdAllocated { node, .. } => {
+                if !matches!(self.management, ManagementLink::Allocating { .. }) {
+                    return;
+                }
+                if node != self.node {
+                    self.management_failed(
+                        now_ms,
+                        &format!("the management node allocated node id {node}, not ours"),
+                        output,
+                    );
+                    return;
+                }
+                self.management = ManagementLink::Up;
+                self.marks.management_reconnects += 1;
+                output.to_management.push(Message::Addresses {
+                    entries: vec![self.listen.clone()],
+                });
+                output
+                    .logs
+                    .push("reconnected to the management node".to_string());
+            }
+            Message::Refused { error } => {
+                if matches!(self.management, ManagementLink::Allocating { .. }) {
+                    self.management_failed(
+                        now_ms,
+                        &format!(
+                            "the management node refused our node id: {} (error {})",
+                            error.message, error.ndb_code
+                        ),
+                        output,
+                    );
+                }
+            }
+            Message::Hello { .. } | Message::HelloProof { .. } => {}
+            other => {
+                let management_node = self.settings.management_node;
+                self.deliver(now_ms, management_node, 0, other, output);
+            }
+        }
+    }
+
+    /// The connection the runtime opened for `connect_management` is up:
+    /// ask for this node's id again.
+    pub fn on_management_connected(&mut self, now_ms: u64, output: &mut Output) {
+        if !matches!(self.management, ManagementLink::Connecting { .. }) {
+            return;
+        }
+        self.management = ManagementLink::Allocating {
+            deadline_ms: now_ms + MANAGEMENT_ANSWER_TIMEOUT_MS,
+        };
+        // The management node asks for no proof (clients get the secret
+        // from it); the nonce is never used.
+        output.to_management.push(self.hello([0; 16]));
+        output.to_management.push(Message::AllocateNodeId {
+            role: NodeRole::Data,
+            requested: Some(self.node),
+            // Already listening: peers must never see port 0 for this node.
+            listen_port: self.listen.port,
+        });
+    }
+
+    /// The management connection closed, or could not be opened.
+    pub fn on_management_lost(&mut self, now_ms: u64, why: &str, output: &mut Output) {
+        if matches!(self.management, ManagementLink::Down { .. }) {
+            return;
+        }
+        output.logs.push(format!("lost the management node: {why}"));
+        self.management = ManagementLink::Down {
+            retry_at_ms: now_ms + MANAGEMENT_RETRY_MS,
+        };
+    }
+
+    fn management_failed(&mut self, now_ms: u64, why: &str, output: &mut Output) {
+        output.close_management = Some(why.to_string());
+        output.logs.push(format!("management node: {why}"));
+        self.management = ManagementLink::Down {
+            retry_at_ms: now_ms + MANAGEMENT_RETRY_MS,
+        };
+    }
+
+    fn drive_management(&mut self, now_ms: u64, output: &mut Output) {
+        match self.management {
+            ManagementLink::Up => {}
+            ManagementLink::Down { retry_at_ms } => {
+                if now_ms >= retry_at_ms {
+                    self.management = ManagementLink::Connecting {
+                        deadline_ms: now_ms + MANAGEMENT_ANSWER_TIMEOUT_MS,
+                    };
+                    output.connect_management = true;
+                }
+            }
+            ManagementLink::Connecting { deadline_ms }
+            | ManagementLink::Allocating { deadline_ms } => {
+                if now_ms >= deadline_ms {
+                    self.marks.management_timeouts += 1;
+                    self.management_failed(
+                        now_ms,
+                        &format!(
+                            "no answer within {MANAGEMENT_ANSWER_TIMEOUT_MS} ms; trying again"
+                        ),
+                        output,
+                    );
+                }
+            }
+        }
+    }
+
+    // ---- ticks ----
+
+    /// Periodic work, due at `next_deadline_ms`: lock waits whose time is
+    /// up, heartbeats and failure detection, dialing peers, reaching the
+    /// management node again.
+    pub fn tick(&mut self, now_ms: u64, output: &mut Output) {
+        if self.awaiting_restart {
+            return;
+        }
+        if self
+            .query_handler
+            .next_deadline_ms()
+            .is_some_and(|at| at <= now_ms)
+        {
+            self.marks.lock_wait_ticks += 1;
+            self.run_transaction_blocks(now_ms, output, |node, out| {
+                node.query_handler.tick(now_ms, out);
+            });
+        }
+        if now_ms >= self.membership.next_tick_ms() {
+            let report = self.query_handler.memory_report();
+            self.membership
+                .set_memory_pages(u64::from(report.pages_used), u64::from(report.pages_total));
+            let mut effects = Effects::new();
+            self.membership.tick(now_ms, &mut effects);
+            self.apply(now_ms, effects, output);
+            if self.awaiting_restart {
+                return;
+            }
+            // The coordinator's inactivity timer (TransactionInactiveTimeout)
+            // runs at the node's tick, so it is as exact as the heartbeat.
+            self.run_transaction_blocks(now_ms, output, |node, out| {
+                node.coordinator.tick(now_ms, out);
+            });
+            self.dial_peers(now_ms, output);
+            self.ask_for_addresses(now_ms, output);
+        }
+        self.drive_management(now_ms, output);
+    }
+
+    /// Asks the runtime to dial every data node with a higher id that has
+    /// no connection yet, and one with a lower id that messages have waited
+    /// for longer than two heartbeat intervals: its side may still hold a
+    /// connection to an earlier incarnation of this node that died while
+    /// their link was cut, which nothing it sends will ever reveal.
+    fn dial_peers(&mut self, now_ms: u64, output: &mut Output) {
+        let patience_ms = 2 * self.settings.heartbeat_interval_ms;
+        for address in self.addresses.values() {
+            if address.node == self.node || address.port == 0 {
+                continue;
+            }
+            let waited_long = self
+                .pending_since_ms
+                .get(&address.node)
+                .is_some_and(|since| now_ms >= since + patience_ms);
+            if address.node < self.node && !waited_long {
+                continue;
+            }
+            let busy = self.peers.contains_key(&address.node)
+                || self
+                    .links
+                    .values()
+                    .any(|l| l.peer.is_none() && l.dialed == Some(address.node));
+            if !busy {
+                output.dial.push(address.clone());
+            }
+        }
+    }
+
+    /// Publishes this node's address again, which makes the management
+    /// node send every address it knows, while some configured data node's
+    /// address is unknown here (an `Addresses` that never arrived, or a
+    /// management node that restarted), at most once per retry interval.
+    fn ask_for_addresses(&mut self, now_ms: u64, output: &mut Output) {
+        if self.management != ManagementLink::Up
+            || now_ms < self.addresses_asked_ms + MANAGEMENT_RETRY_MS
+        {
+            return;
+        }
+        let missing = self
+            .settings
+            .data_nodes
+            .iter()
+            .any(|node| *node != self.node && !self.addresses.contains_key(node));
+        if missing {
+            self.addresses_asked_ms = now_ms;
+            output.to_management.push(Message::Addresses {
+                entries: vec![self.listen.clone()],
+            });
+        }
+    }
+
+    // ---- dispatch ----
+
+    fn on_transaction_message(
+        &mut self,
+        now_ms: u64,
+        peer: Peer,
+        message: Message,
+        output: &mut Output,
+    ) {
+        self.run_transaction_blocks(now_ms, output, |node, out| match peer.role {
+            NodeRole::Api => {
+                // API nodes talk to coordinators only.
+                if !transaction::for_query_handler(&message)
+                    || matches!(message, Message::ScanNext(_) | Message::ScanClose { .. })
+                {
+                    node.coordinator_step(peer.node, message, out);
+                } else {
+                    node.unhandled = Some((peer.node, message));
+                }
+            }
+            NodeRole::Data => node.on_data_node_message(now_ms, peer.node, message, out),
+            NodeRole::Management => {}
+        });
+    }
+
+    /// A transaction message from a data node (this one included) goes to
+    /// the query handler or the coordinator.
+    fn on_data_node_message(
+        &mut self,
+        now_ms: u64,
+        from: NodeId,
+        message: Message,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        if transaction::for_query_handler(&message) {
+            if let Some(rest) = self.query_handler.on_message(now_ms, message, out) {
+                self.unhandled = Some((from, rest));
+            }
+        } else {
+            self.coordinator_step(from, message, out);
+        }
+    }
+
+    fn coordinator_step(
+        &mut self,
+        from: NodeId,
+        message: Message,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        let observed = self.observing.then(|| (message.clone(), out.len()));
+        if let Some(rest) = self.coordinator.on_message(from, message, out) {
+            self.unhandled = Some((from, rest));
+        }
+        if let Some((input, before)) = observed {
+            self.steps.push(CoordinatorStep {
+                from,
+                input,
+                sent: out[before..].to_vec(),
+            });
+        }
+    }
+
+    /// Runs `step` on the transaction blocks, then sends what they put out;
+    /// messages to this node go through the local queue, in order, until it
+    /// is empty.
+    fn run_transaction_blocks(
+        &mut self,
+        now_ms: u64,
+        output: &mut Output,
+        step: impl FnOnce(&mut DataNodeComposite, &mut Vec<(NodeId, Message)>),
+    ) {
+        let mut out = std::mem::take(&mut self.transaction_out);
+        step(self, &mut out);
+        loop {
+            self.report_step(output);
+            for (to, message) in out.drain(..) {
+                if to == self.node {
+                    self.marks.local_deliveries += 1;
+                    self.local.push_back(message);
+                } else {
+                    self.send(now_ms, to, message, output);
+                }
+            }
+            let Some(message) = self.local.pop_front() else {
+                break;
+            };
+            let node = self.node;
+            self.on_data_node_message(now_ms, node, message, &mut out);
+        }
+        self.transaction_out = out;
+    }
+
+    fn report_step(&mut self, output: &mut Output) {
+        if let Some((from, message)) = self.unhandled.take() {
+            output.problems.push(format!(
+                "node {}: no block takes {} from node {from}",
+                self.node,
+                message.name()
+            ));
+        }
+        output.coordinator_steps.append(&mut self.steps);
+    }
+
+    fn deliver(
+        &mut self,
+        now_ms: u64,
+        from: NodeId,
+        incarnation: u64,
+        message: Message,
+        output: &mut Output,
+    ) {
+        let mut effects = Effects::new();
+        self.membership
+            .on_message(now_ms, from, incarnation, message, &mut effects);
+        self.apply(now_ms, effects, output);
+    }
+
+    fn apply(&mut self, now_ms: u64, effects: Effects, output: &mut Output) {
+        for event in effects.events {
+            match event {
+                Event::Installed(state) => {
+                    // Routing, then the query handler, then the coordinator:
+                    // a phase the coordinator resends may reach this node's
+                    // query handler, which must know the new fragments.
+                    output.problems.extend(self.routing.install(&state));
+                    self.query_handler.install(&self.routing);
+                    output.problems.extend(self.query_handler.take_log());
+                    self.run_transaction_blocks(now_ms, output, |node, out| {
+                        node.coordinator.install(&node.routing, out);
+                    });
+                    output.installed.push(*state);
+                }
+                Event::Excluded { reason } => {
+                    self.awaiting_restart = true;
+                    output.excluded = Some(reason);
+                    // Whatever it wanted to send dies with the incarnation.
+                    return;
+                }
+                Event::Stop { reason } => output.stop = Some(reason),
+                Event::Log(line) => output.logs.push(line),
+                Event::PersistVotes(_) => output.problems.push(format!(
+                    "data node {} was asked to persist votes",
+                    self.node
+                )),
+            }
+        }
+        for (to, message) in effects.sends {
+            self.send(now_ms, to, message, output);
+        }
+    }
+
+    fn send(&mut self, now_ms: u64, to: NodeId, message: Message, output: &mut Output) {
+        if to == self.settings.management_node {
+            if self.management == ManagementLink::Up {
+                output.to_management.push(message);
+            } else {
+                self.messages_dropped += 1;
+            }
+            return;
+        }
+        if let Some(link) = self.peers.get(&to) {
+            output.sends.push((*link, message));
+            return;
+        }
+        if !self.settings.data_nodes.contains(&to) || self.ever_connected.contains(&to) {
+            self.messages_dropped += 1;
+            return;
+        }
+        self.pending_since_ms.entry(to).or_insert(now_ms);
+        let held = self.pending.entry(to).or_default();
+        if held.len() >= PENDING_MESSAGES_PER_NODE_MAX {
+            self.messages_dropped += 1;
+            return;
+        }
+        held.push(message);
+        if held.len() == PENDING_MESSAGES_PER_NODE_MAX {
+            output.logs.push(format!(
+                "node {to} is still not connected after {PENDING_MESSAGES_PER_NODE_MAX} messages \
+                 for it; dropping more until it is"
+            ));
+        }
+    }
+
+    // ---- restart ----
+
+    /// Starts over as `incarnation` after an exclusion: every peer
+    /// connection closes so peers see the old incarnation fail at once;
+    /// the new incarnation has no data or transactions (its fragments come
+    /// back when it is admitted again). The management connection stays.
+    pub fn restart(&mut self, now_ms: u64, incarnation: u64, output: &mut Output) {
+        assert!(self.awaiting_restart, "restart follows an exclusion");
+        assert!(
+            incarnation > self.settings.incarnation,
+            "a new incarnation is newer"
+        );
+        for link in std::mem::take(&mut self.links).into_keys() {
+            output.close.push((link, "restarting".to_string()));
+        }
+        self.peers.clear();
+        self.pending.clear();
+        self.pending_since_ms.clear();
+        self.ever_connected.clear();
+        self.local.clear();
+        self.membership_marks.add(&self.membership.marks());
+        self.settings.incarnation = incarnation;
+        self.membership = DataNode::new(self.settings.clone(), now_ms);
+        self.coordinator = Coordinator::new(self.node, incarnation, self.coordinator_config);
+        self.routing = Routing::new();
+        self.query_handler.install(&self.routing);
+        output.logs.extend(self.query_handler.take_log());
+        self.awaiting_restart = false;
+        self.marks.restarts += 1;
+        output
+            .logs
+            .push(format!("restarted as incarnation {incarnation}"));
+        self.dial_peers(now_ms, output);
+    }
+
+    /// Whether the node waits for `restart`.
+    pub fn is_awaiting_restart(&self) -> bool {
+        self.awaiting_restart
+    }
+}
