@@ -5,6 +5,8 @@
 //! Everything runs on 127.0.0.1 with free ports, every wait is bounded,
 //! and every process is stopped.
 
+mod support;
+
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -15,39 +17,7 @@ use std::time::{Duration, Instant};
 
 use protocol::{FrameDecoder, Message, NodeRole, encode_frame};
 use shoal_client::Cluster;
-
-/// Sends `signal` to `pid` without relying on a `kill` binary being installed.
-fn signal(pid: u32, signal: rustix::process::Signal) -> bool {
-    rustix::process::Pid::from_raw(pid as i32)
-        .is_some_and(|pid| rustix::process::kill_process(pid, signal).is_ok())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("shoal-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-fn eventually<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = check() {
-            return Some(value);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use support::{eventually, free_port, scratch_dir, signal};
 
 /// Processes started directly, killed on drop.
 struct Processes {
