@@ -823,6 +823,14 @@ impl Runtime {
             for target in &output.dial {
                 self.dial(target);
             }
+            // The buffers go back for the next input unless acting on them
+            // made the composite say more: reusing them keeps the message
+            // path free of allocations (a fresh `Output` grows its vectors
+            // again for every message).
+            if is_empty(&self.output) {
+                output.clear();
+                self.output = output;
+            }
         }
     }
 
