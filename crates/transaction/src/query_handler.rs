@@ -51,7 +51,7 @@
 //! does, the node stops rather than leave its replica different from the
 //! others.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use protocol::{
     KeyConfirm, KeyRefuse, KeyRequest, Message, NodeId, OperationKind, Phase, PhaseDone, ScanNext,
@@ -133,7 +133,9 @@ pub struct QueryHandler {
     blocked: Map<WorkKey, (u64, VecDeque<KeyRequest>)>,
     next_engine_transaction: TransactionId,
     waiting: Map<u64, Waiting>,
-    scans: Map<ScanKey, LocalScan>,
+    /// Open scans, ordered by transaction first: a commit finds the scans
+    /// of its transaction by a range, not by walking every open scan.
+    scans: BTreeMap<ScanKey, LocalScan>,
     next_token: u64,
     counters: QueryHandlerCounters,
     log: Vec<String>,
@@ -158,7 +160,7 @@ impl QueryHandler {
             blocked: Map::default(),
             next_engine_transaction: 1,
             waiting: Map::default(),
-            scans: Map::default(),
+            scans: BTreeMap::new(),
             next_token: 1,
             counters: QueryHandlerCounters::default(),
             log: Vec::new(),
@@ -768,13 +770,12 @@ impl QueryHandler {
     /// Closes the transaction's scans of a fragment; returns how many of
     /// them waited for a lock.
     fn close_scans_of(&mut self, transaction: u64, table: u32, fragment: u32) -> u64 {
-        let mut keys: Vec<ScanKey> = self
+        let keys: Vec<ScanKey> = self
             .scans
-            .iter()
-            .filter(|(k, scan)| k.0 == transaction && k.2 == fragment && scan.table == table)
+            .range((transaction, 0, 0)..=(transaction, u32::MAX, u32::MAX))
+            .filter(|(k, scan)| k.2 == fragment && scan.table == table)
             .map(|(k, _)| *k)
             .collect();
-        keys.sort_unstable();
         let mut waited = 0;
         for key in keys {
             let token = self.scans[&key].token;
@@ -787,13 +788,12 @@ impl QueryHandler {
     }
 
     fn close_scans_of_fragment(&mut self, table: u32, fragment: u32) {
-        let mut keys: Vec<ScanKey> = self
+        let keys: Vec<ScanKey> = self
             .scans
             .iter()
             .filter(|(k, scan)| k.2 == fragment && scan.table == table)
             .map(|(k, _)| *k)
             .collect();
-        keys.sort_unstable();
         for key in keys {
             self.close_scan(key);
         }
