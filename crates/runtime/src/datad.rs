@@ -77,7 +77,12 @@ struct Runtime {
     /// Every decision about peers, messages and restarts (sans-IO).
     composite: DataNodeComposite,
     /// What the composite asked for, performed by `perform`.
-    output: Output,
+    /// What the composite asks for, boxed so that swapping it with `spare`
+    /// moves a pointer, not the whole struct, on every message.
+    output: Box<Output>,
+    /// Empty buffers, swapped in while `perform` acts on `output` (taken
+    /// while it runs, so a nested `perform` allocates a fresh one).
+    spare: Option<Box<Output>>,
     send_buffer_bytes_max: usize,
     /// Received bytes of every connection (`ReceiveBufferMemory` for each
     /// configured node).
@@ -213,7 +218,8 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         management_socket_address: None,
         node,
         composite,
-        output: Output::default(),
+        output: Box::default(),
+        spare: Some(Box::default()),
         send_buffer_bytes_max,
         receive_memory,
         slot_limits: SlotLimits {
@@ -759,10 +765,11 @@ impl Runtime {
 
     /// Does what the composite asked for, until it asks for nothing more.
     fn perform(&mut self) {
-        // What acting on one output makes the composite say lands in a fresh
-        // `self.output`, taken on the next round.
+        // What acting on one output makes the composite say lands in the
+        // spare buffers, taken on the next round.
         while !is_empty(&self.output) {
-            let mut output = std::mem::take(&mut self.output);
+            let mut output = self.spare.take().unwrap_or_default();
+            std::mem::swap(&mut self.output, &mut output);
             for (link, why) in output.close.drain(..) {
                 if let Some(mut connection) = self.connections.remove(&Token(link as usize)) {
                     let _ = self.poll.registry().deregister(&mut connection.stream);
@@ -823,14 +830,11 @@ impl Runtime {
             for target in &output.dial {
                 self.dial(target);
             }
-            // The buffers go back for the next input unless acting on them
-            // made the composite say more: reusing them keeps the message
-            // path free of allocations (a fresh `Output` grows its vectors
-            // again for every message).
-            if is_empty(&self.output) {
-                output.clear();
-                self.output = output;
-            }
+            // The buffers go back for the next input: reusing them keeps the
+            // message path free of allocations (a fresh `Output` grows its
+            // vectors again for every message).
+            output.clear();
+            self.spare = Some(output);
         }
     }
 
