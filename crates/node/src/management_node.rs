@@ -116,7 +116,7 @@ impl ManagementComposite {
     /// A connection was accepted from `peer_host`.
     pub fn on_connected(&mut self, link: LinkId, peer_host: &str) {
         let previous = self.links.insert(link, Link::default());
-        assert!(previous.is_none(), "link {link} is never reused");
+        assert!(previous.is_none(), "link {link} is not reused while open");
         self.block.on_connected(link, peer_host);
     }
 
