@@ -156,3 +156,42 @@ fn ticks_come_at_the_heartbeat_interval_within_bounds() {
         heartbeat_ms.clamp(TICK_INTERVAL_MIN_MS, TICK_INTERVAL_MAX_MS)
     );
 }
+
+#[test]
+fn a_closed_data_node_link_is_logged_and_its_node_id_freed_for_a_new_claim() {
+    let mut management = composite();
+    let mut output = ManagementOutput::default();
+    management.on_connected(1, "127.0.0.1");
+    management.on_message(0, 1, hello(2, 10, NodeRole::Data), &mut output);
+    management.on_message(0, 1, allocate(Some(2)), &mut output);
+    output.clear();
+    management.on_link_closed(5, 1, &mut output);
+    assert!(
+        output.logs.iter().any(|line| line.contains("Node 2")),
+        "the cluster log hears of the disconnect: {:?}",
+        output.logs
+    );
+    // The node's next incarnation gets the same id on a new link, and the
+    // link is identified with the new claim, not the old one.
+    output.clear();
+    management.on_connected(2, "127.0.0.1");
+    management.on_message(6, 2, hello(2, 11, NodeRole::Data), &mut output);
+    management.on_message(6, 2, allocate(Some(2)), &mut output);
+    assert_eq!(
+        management.peer_of(2),
+        Some(Peer {
+            node: 2,
+            incarnation: 11,
+            role: NodeRole::Data
+        })
+    );
+    assert_eq!(management.peer_of(1), None);
+}
+
+#[test]
+#[should_panic(expected = "not reused while open")]
+fn an_open_link_id_is_never_given_twice() {
+    let mut management = composite();
+    management.on_connected(1, "127.0.0.1");
+    management.on_connected(1, "127.0.0.2");
+}
