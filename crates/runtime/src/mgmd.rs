@@ -1,6 +1,9 @@
 //! `shoal mgmd`: the management node process. One event loop (mio) owns
-//! the listening socket and every connection, drives the
-//! `cluster::ManagementNode` block, and appends the cluster log to
+//! the listening socket and every connection, drives
+//! `node::ManagementComposite` (the `cluster::ManagementNode` block and the
+//! decisions around it: Hello claims, identification, ticks, what the
+//! block's events ask for), writes the arbitrator's votes durably before a
+//! turn's sends go out, and appends the cluster log to
 //! `ndb_<id>_cluster.log` in the management node's DataDir.
 
 use std::collections::BTreeMap;
@@ -12,10 +15,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cluster::management::ConnectionId;
-use cluster::{Effects, Event, ManagementNode, ManagementSettings};
+use cluster::ManagementSettings;
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
+use node::{ManagementComposite, ManagementOutput};
 use protocol::identity::ClusterSecret;
 use protocol::persisted::ArbitratorVotes;
 use protocol::{ErrorReply, Message};
@@ -164,7 +167,7 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
         Err(_) => None,
     };
     let started = Instant::now();
-    let mut block = ManagementNode::new(settings, crate::incarnation_now(), 0, votes);
+    let mut composite = ManagementComposite::new(settings, crate::incarnation_now(), 0, votes);
     let configured_nodes =
         config.data_nodes.len() + config.management_nodes.len() + config.api_nodes.len();
     let receive_memory =
@@ -185,11 +188,10 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
         log_path.display()
     ));
     let mut connections: BTreeMap<Token, Connection> = BTreeMap::new();
-    // What each connection's Hello claimed (incarnation, role).
-    let mut claims: BTreeMap<Token, (u64, protocol::NodeRole)> = BTreeMap::new();
     let mut next_token = 1usize;
     let mut events = Events::with_capacity(1024);
-    let mut next_tick_ms = 0u64;
+    // What the composite asks for in one turn; reused from turn to turn.
+    let mut output = ManagementOutput::default();
     let mut stopping: Option<Instant> = None;
     // Connections to close; a failed flush puts one here for the next turn,
     // whose effects then go out through the one path below.
@@ -209,7 +211,10 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
             return Ok(());
         }
         let wait = if closed.is_empty() {
-            next_tick_ms.saturating_sub(now).min(POLL_INTERVAL_MS)
+            composite
+                .next_deadline_ms()
+                .saturating_sub(now)
+                .min(POLL_INTERVAL_MS)
         } else {
             0
         };
@@ -218,7 +223,7 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(format!("event loop: {e}")),
         }
-        let mut effects: Effects<ConnectionId> = Effects::new();
+        output.clear();
         for event in events.iter() {
             let now = started.elapsed().as_millis() as u64;
             if event.token() == LISTENER {
@@ -242,7 +247,7 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
                             )
                             .with_receive_memory(receive_memory.clone());
                             if connection.register(poll.registry()).is_ok() {
-                                block.on_connected(token.0 as u64, &address.ip().to_string());
+                                composite.on_connected(token.0 as u64, &address.ip().to_string());
                                 connections.insert(token, connection);
                             }
                             // Room for the newcomer is made at once, so a
@@ -270,21 +275,7 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
             let mut messages = Vec::new();
             let result = connection.read(&mut messages);
             for message in messages {
-                // A Hello proves nothing here (clients get the secret from
-                // this node): it is only remembered. The connection counts
-                // as identified (`Connection::peer`) once this node
-                // allocates it a node id.
-                if let Message::Hello {
-                    incarnation, role, ..
-                } = message
-                {
-                    claims.insert(token, (incarnation, role));
-                    continue;
-                }
-                if matches!(message, Message::HelloProof { .. }) {
-                    continue;
-                }
-                block.on_message(now, token.0 as u64, message, &mut effects);
+                composite.on_message(now, token.0 as u64, message, &mut output);
             }
             if !matches!(result, Ok(true)) {
                 closed.push(token);
@@ -300,16 +291,15 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
         );
         let now = started.elapsed().as_millis() as u64;
         for token in closed.drain(..) {
-            claims.remove(&token);
             if let Some(mut connection) = connections.remove(&token) {
                 let _ = poll.registry().deregister(&mut connection.stream);
-                block.on_disconnected(now, token.0 as u64, &mut effects);
+                composite.on_link_closed(now, token.0 as u64, &mut output);
             }
         }
         for token in evicted.drain(..) {
-            block.on_disconnected(now, token.0 as u64, &mut effects);
+            composite.on_link_closed(now, token.0 as u64, &mut output);
         }
-        if now >= next_tick_ms {
+        if now >= composite.next_deadline_ms() {
             if strangers_closed > 0 {
                 cluster_log.line(&format!(
                     "Closed {strangers_closed} connection(s) that did not say Hello within {} ms \
@@ -319,40 +309,36 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
                 ));
                 strangers_closed = 0;
             }
-            block.tick(now, &mut effects);
-            next_tick_ms = now + block.next_tick_ms().clamp(10, 1_000);
+            composite.tick(now, &mut output);
         }
-        for event in effects.events.drain(..) {
-            match event {
-                Event::Log(line) => cluster_log.line(&line),
-                Event::Stop { reason } => {
-                    cluster_log.line(&format!("Shutting down: {reason}"));
-                    stopping = Some(Instant::now());
-                }
-                Event::PersistVotes(bytes) => {
-                    // Durable before the votes leave in this turn's sends.
-                    write_durably(&votes_path, &bytes).map_err(|e| {
-                        format!(
-                            "cannot save the arbitrator's votes to {}: {e}",
-                            votes_path.display()
-                        )
-                    })?;
-                }
-                Event::Installed(_) | Event::Excluded { .. } => {}
+        for line in &output.logs {
+            cluster_log.line(line);
+        }
+        if output.stop.is_some() {
+            stopping = Some(Instant::now());
+        }
+        if let Some(bytes) = &output.votes {
+            // Durable before the votes leave in this turn's sends.
+            write_durably(&votes_path, bytes).map_err(|e| {
+                format!(
+                    "cannot save the arbitrator's votes to {}: {e}",
+                    votes_path.display()
+                )
+            })?;
+        }
+        // The slot limits count these connections as identified from now.
+        for (link, peer) in &output.identified {
+            if let Some(connection) = connections.get_mut(&Token(*link as usize)) {
+                connection.peer = Some(Peer {
+                    node: peer.node,
+                    incarnation: peer.incarnation,
+                    role: peer.role,
+                });
             }
         }
-        for (connection, message) in effects.sends.drain(..) {
-            let token = Token(connection as usize);
-            if let Some(target) = connections.get_mut(&token) {
-                if let Message::NodeIdAllocated { node, .. } = &message
-                    && let Some((incarnation, role)) = claims.get(&token)
-                {
-                    target.peer = Some(Peer {
-                        node: *node,
-                        incarnation: *incarnation,
-                        role: *role,
-                    });
-                }
+        for (link, message) in output.sends.drain(..) {
+            // A connection closed this turn has gone; so has its message.
+            if let Some(target) = connections.get_mut(&Token(link as usize)) {
                 target.queue(message);
             }
         }

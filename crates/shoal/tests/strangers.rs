@@ -195,8 +195,8 @@ fn strangers_cannot_take_the_memory_or_the_slots_of_a_cluster() {
     let started = Instant::now();
     let sandbox = Sandbox::start("strangers", 2, 2);
     sandbox.wait_for_line("Cluster ready", Duration::from_secs(60));
-    let mgmd = sandbox.processes("mgmd");
-    let datad = sandbox.processes("datad");
+    let mgmd = sandbox.processes(" mgmd ");
+    let datad = sandbox.processes(" datad ");
     assert_eq!(mgmd.len(), 1, "one management node");
     assert_eq!(datad.len(), 2, "two data nodes");
     let data_port = *listening_ports(datad[0])
@@ -255,8 +255,16 @@ fn strangers_cannot_take_the_memory_or_the_slots_of_a_cluster() {
     );
 
     // With the strangers still connected, the cluster answers as before.
-    assert_eq!(sandbox.processes("mgmd"), mgmd, "the management node is up");
-    assert_eq!(sandbox.processes("datad"), datad, "both data nodes are up");
+    assert_eq!(
+        sandbox.processes(" mgmd "),
+        mgmd,
+        "the management node is up"
+    );
+    assert_eq!(
+        sandbox.processes(" datad "),
+        datad,
+        "both data nodes are up"
+    );
     let (ok, show) = sandbox.mgm("SHOW");
     assert!(ok, "shoal mgm -e SHOW failed:\n{show}");
     assert!(show.contains("[ndbd(NDB)]\t2 node(s)"), "{show}");

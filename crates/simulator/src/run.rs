@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use std::fmt::Write as _;
 
 use cluster::management::ConnectionId;
-use cluster::{DataNodeSettings, Effects, Event, ManagementNode, ManagementSettings};
-use node::{DataNodeComposite, LinkId, NodeMarks};
+use cluster::{DataNodeSettings, ManagementSettings};
+use node::{DataNodeComposite, LinkId, ManagementComposite, ManagementOutput, NodeMarks};
 use protocol::{ClusterState, Member, Message, NodeId, NodeRole, NodeState, SchemaChange};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -228,7 +228,8 @@ struct SimDataNode {
 }
 
 struct Management {
-    block: Option<ManagementNode>,
+    /// The management node, as `shoal mgmd` runs it; `None` while down.
+    composite: Option<ManagementComposite>,
     incarnation: u64,
     /// The arbitrator's votes file: it survives crashes.
     votes_on_disk: Option<Vec<u8>>,
@@ -400,7 +401,7 @@ impl Simulation {
             management_node,
             nodes: BTreeMap::new(),
             management: Management {
-                block: None,
+                composite: None,
                 incarnation: 0,
                 votes_on_disk: None,
             },
@@ -562,16 +563,14 @@ impl Simulation {
                     return;
                 }
                 let now = self.now_ms;
-                let mut effects = Effects::new();
-                let Some(block) = self.management.block.as_mut() else {
+                let mut output = ManagementOutput::default();
+                let Some(composite) = self.management.composite.as_mut() else {
                     return;
                 };
-                block.tick(now, &mut effects);
-                self.schedule(
-                    now + HEARTBEAT_INTERVAL_MS,
-                    SimEvent::ManagementTick { incarnation },
-                );
-                self.apply_management_effects(effects);
+                composite.tick(now, &mut output);
+                let next_ms = composite.next_deadline_ms();
+                self.schedule(next_ms, SimEvent::ManagementTick { incarnation });
+                self.apply_management_output(output);
             }
             SimEvent::LinkClosed { link } => self.close_link(link, "closed by the peer", true),
             SimEvent::ManagementLost { node, incarnation } => {
@@ -615,7 +614,7 @@ impl Simulation {
             protocol::persisted::ArbitratorVotes::decode(bytes)
                 .expect("the simulated disk is sound")
         });
-        self.management.block = Some(ManagementNode::new(
+        self.management.composite = Some(ManagementComposite::new(
             self.management_settings(),
             incarnation,
             self.now_ms,
@@ -630,7 +629,9 @@ impl Simulation {
     }
 
     fn crash_management(&mut self) {
-        if self.management.block.take().is_none() {
+        // Votes written before this point survive; the composite holds no
+        // votes it has not handed out for writing (`apply_management_output`).
+        if self.management.composite.take().is_none() {
             return;
         }
         self.outcome.management_crashes += 1;
@@ -656,7 +657,7 @@ impl Simulation {
         if node == self.management_node {
             return self
                 .management
-                .block
+                .composite
                 .as_ref()
                 .map(|_| self.management.incarnation);
         }
@@ -702,29 +703,56 @@ impl Simulation {
         let now = self.now_ms;
         match link {
             Some(link) => self.deliver_on_link(from, link, message),
-            // The management node's runtime reads Hello itself (mgmd).
-            None if to == self.management_node && matches!(message, Message::Hello { .. }) => {}
             None if to == self.management_node => {
-                let mut effects = Effects::new();
-                let block = self.management.block.as_mut().expect("incarnation matched");
-                block.on_message(now, ConnectionId::from(from), message, &mut effects);
-                self.apply_management_effects(effects);
+                let mut output = ManagementOutput::default();
+                let composite = self
+                    .management
+                    .composite
+                    .as_mut()
+                    .expect("incarnation matched");
+                composite.on_message(now, ConnectionId::from(from), message, &mut output);
+                self.apply_management_output(output);
             }
             None => self.deliver_from_management(to, message),
         }
     }
 
-    fn apply_management_effects(&mut self, effects: Effects<ConnectionId>) {
+    /// Acts on what the management node asked for, in `mgmd`'s order: the
+    /// votes reach the disk before any message of the turn is sent.
+    fn apply_management_output(&mut self, output: ManagementOutput) {
         let incarnation = self.management.incarnation;
-        for event in effects.events {
-            match event {
-                Event::Log(line) => self.trace(format!("management: {line}")),
-                Event::PersistVotes(bytes) => self.management.votes_on_disk = Some(bytes),
-                other => self.trace(format!("management: {other:?}")),
+        for line in output.logs {
+            self.trace(format!("management: {line}"));
+        }
+        if let Some(stop) = output.stop {
+            self.fail(format!("the management node was told to stop: {stop}"));
+        }
+        if let Some(bytes) = output.votes {
+            self.management.votes_on_disk = Some(bytes);
+            // Whatever this turn's messages promise or accept, the disk
+            // holds it now, so a crash after the sends forgets none of it.
+            let composite = self.management.composite.as_ref().expect("it just ran");
+            let on_disk = self
+                .management
+                .votes_on_disk
+                .as_deref()
+                .map(protocol::persisted::ArbitratorVotes::decode);
+            if on_disk != Some(Ok(composite.block().votes())) {
+                self.fail(
+                    "the management node's votes on disk differ from the votes it sends".into(),
+                );
             }
         }
-        let _ = incarnation;
-        for (connection, message) in effects.sends {
+        for (link, peer) in output.identified {
+            // Management links are named by the data node's id.
+            let node_matches = NodeId::try_from(link).is_ok_and(|node| node == peer.node);
+            if !node_matches || peer.role != NodeRole::Data {
+                self.fail(format!(
+                    "the management node identified link {link} as {peer:?}"
+                ));
+            }
+        }
+        for (connection, message) in output.sends {
             let to = NodeId::try_from(connection).expect("simulated connections are node ids");
             let current = self
                 .nodes
@@ -1211,8 +1239,8 @@ impl Simulation {
             self.outcome.final_version = state.version;
             self.outcome.tables = state.tables.len();
         }
-        if let Some(management) = &self.management.block {
-            for status in management.status() {
+        if let Some(management) = &self.management.composite {
+            for status in management.block().status() {
                 if status.role == NodeRole::Data && status.state != NodeState::Started {
                     problems.push(format!(
                         "the management node shows node {} as {}",

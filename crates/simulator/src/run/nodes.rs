@@ -13,9 +13,8 @@
 //! after losing the management node, and the simulator connects it when
 //! the management node runs and the link is not cut.
 
-use cluster::Effects;
 use cluster::management::ConnectionId;
-use node::{DataNodeComposite, LinkId, Output};
+use node::{DataNodeComposite, LinkId, ManagementOutput, Output};
 use protocol::{Address, Message, NodeId, NodeRole};
 use storage::engine::EngineConfig;
 use transaction::{CoordinatorConfig, QueryHandler, is_transaction_message};
@@ -99,13 +98,26 @@ impl Simulation {
     fn register_with_management(&mut self, node: NodeId) -> bool {
         let now = self.now_ms;
         let management_incarnation = self.management.incarnation;
-        let Some(management) = self.management.block.as_mut() else {
+        let incarnation = self.nodes[&node].incarnation;
+        let Some(management) = self.management.composite.as_mut() else {
             return false;
         };
         let connection = ConnectionId::from(node);
-        let mut effects = Effects::new();
-        management.on_disconnected(now, connection, &mut effects);
+        let mut output = ManagementOutput::default();
+        management.on_link_closed(now, connection, &mut output);
         management.on_connected(connection, "127.0.0.1");
+        // As datad's blocking connection does: Hello, then the request.
+        management.on_message(
+            now,
+            connection,
+            Message::Hello {
+                node,
+                incarnation,
+                role: NodeRole::Data,
+                nonce: [0; 16],
+            },
+            &mut output,
+        );
         management.on_message(
             now,
             connection,
@@ -115,9 +127,10 @@ impl Simulation {
                 // The sockets exist before the allocation in the simulator.
                 listen_port: SIMULATED_PORT,
             },
-            &mut effects,
+            &mut output,
         );
-        let refused = management.node_of(connection) != Some(node);
+        let refused = management.block().node_of(connection) != Some(node)
+            || management.peer_of(connection).map(|peer| peer.incarnation) != Some(incarnation);
         management.on_message(
             now,
             connection,
@@ -128,17 +141,18 @@ impl Simulation {
                     port: SIMULATED_PORT,
                 }],
             },
-            &mut effects,
+            &mut output,
         );
         if refused {
             self.fail(format!(
-                "the management node refused to give node {node} its id"
+                "the management node refused to give node {node} (incarnation {incarnation}) its \
+                 id, or did not take its Hello's incarnation"
             ));
         }
         if let Some(sim) = self.nodes.get_mut(&node) {
             sim.management_incarnation = Some(management_incarnation);
         }
-        self.apply_management_effects(effects);
+        self.apply_management_output(output);
         true
     }
 
@@ -147,15 +161,15 @@ impl Simulation {
         let now = self.now_ms;
         let mut output = Output::default();
         let reachable =
-            self.management.block.is_some() && !self.network.is_cut(node, self.management_node);
+            self.management.composite.is_some() && !self.network.is_cut(node, self.management_node);
         let management_incarnation = self.management.incarnation;
         if reachable {
-            let mut effects = Effects::new();
-            let management = self.management.block.as_mut().expect("checked");
+            let mut management_output = ManagementOutput::default();
+            let management = self.management.composite.as_mut().expect("checked");
             let connection = ConnectionId::from(node);
-            management.on_disconnected(now, connection, &mut effects);
+            management.on_link_closed(now, connection, &mut management_output);
             management.on_connected(connection, "127.0.0.1");
-            self.apply_management_effects(effects);
+            self.apply_management_output(management_output);
             self.nodes
                 .get_mut(&node)
                 .expect("a data node")
@@ -382,10 +396,10 @@ impl Simulation {
             self.close_link(link, "the process died", false);
         }
         let now = self.now_ms;
-        if let Some(management) = self.management.block.as_mut() {
-            let mut effects = Effects::new();
-            management.on_disconnected(now, ConnectionId::from(node), &mut effects);
-            self.apply_management_effects(effects);
+        if let Some(management) = self.management.composite.as_mut() {
+            let mut output = ManagementOutput::default();
+            management.on_link_closed(now, ConnectionId::from(node), &mut output);
+            self.apply_management_output(output);
         }
         let at = self.now_ms + between(&mut self.rng, 200, 3_000);
         self.schedule(at, SimEvent::Restart { node });
@@ -602,7 +616,7 @@ impl Simulation {
     fn send_to_management(&mut self, node: NodeId, incarnation: u64, message: Message) {
         let connected = self.nodes[&node].management_incarnation;
         let alive =
-            self.management.block.is_some() && connected == Some(self.management.incarnation);
+            self.management.composite.is_some() && connected == Some(self.management.incarnation);
         if !alive {
             self.outcome.messages_dropped += 1;
             // The management process that connection reached is gone: the
@@ -756,10 +770,10 @@ impl Simulation {
             return;
         };
         let now = self.now_ms;
-        if let Some(management) = self.management.block.as_mut() {
-            let mut effects = Effects::new();
-            management.on_disconnected(now, ConnectionId::from(node), &mut effects);
-            self.apply_management_effects(effects);
+        if let Some(management) = self.management.composite.as_mut() {
+            let mut output = ManagementOutput::default();
+            management.on_link_closed(now, ConnectionId::from(node), &mut output);
+            self.apply_management_output(output);
         }
         if let Some(sim) = self.nodes.get_mut(&node) {
             sim.management_incarnation = None;
