@@ -111,7 +111,13 @@ pub(crate) struct Link {
     writing: Mutex<bool>,
     writable: Condvar,
     pub(crate) alive: AtomicBool,
+    /// The connection's refusals (see `Shared::refusals`), so a send on a
+    /// link its data node refused says why.
+    refusals: Refusals,
 }
+
+/// The last refusal of each data node (see `Shared::refusals`).
+type Refusals = Arc<Mutex<BTreeMap<NodeId, protocol::ErrorReply>>>;
 
 /// The longest one blocking write to a data node lasts before the sender
 /// looks at its deadline again (the socket's send timeout).
@@ -120,7 +126,7 @@ const WRITE_SLICE: Duration = Duration::from_millis(50);
 impl Link {
     /// A link over `stream` to data node `node`. `None` if the socket
     /// refuses its send timeout.
-    fn new(node: NodeId, stream: TcpStream) -> Option<Link> {
+    fn new(node: NodeId, stream: TcpStream, refusals: Refusals) -> Option<Link> {
         stream.set_write_timeout(Some(WRITE_SLICE)).ok()?;
         Some(Link {
             node,
@@ -128,6 +134,7 @@ impl Link {
             writing: Mutex::new(false),
             writable: Condvar::new(),
             alive: AtomicBool::new(true),
+            refusals,
         })
     }
 
@@ -138,7 +145,7 @@ impl Link {
     /// transactions); one that sent nothing leaves the link as it was.
     pub(crate) fn send(&self, bytes: &[u8], deadline: Instant) -> Result<(), ClientError> {
         if !self.alive.load(Ordering::Acquire) {
-            return Err(node_down(self.node));
+            return Err(down_error(&self.refusals, self.node));
         }
         {
             let mut writing = self.writing.lock().expect("link writing");
@@ -208,6 +215,9 @@ impl Link {
             };
             self.alive.store(false, Ordering::Release);
             let _ = self.stream.shutdown(Shutdown::Both);
+            if let Some(refused) = refusal_error(&self.refusals, self.node) {
+                return Err(refused);
+            }
             return Err(ClientError::new(
                 crate::error::NODE_FAILURE,
                 format!(
@@ -218,6 +228,26 @@ impl Link {
         }
         Ok(())
     }
+}
+
+/// Why data node `node` cannot be used: its refusal if it sent one, with
+/// the refusal's codes, else a node failure.
+fn down_error(refusals: &Refusals, node: NodeId) -> ClientError {
+    refusal_error(refusals, node).unwrap_or_else(|| node_down(node))
+}
+
+/// Data node `node`'s refusal as an error naming the node, if it sent one.
+fn refusal_error(refusals: &Refusals, node: NodeId) -> Option<ClientError> {
+    let refusals = refusals.lock().expect("refusals");
+    let refusal = refusals.get(&node)?;
+    Some(ClientError {
+        ndb_code: refusal.ndb_code,
+        mysql_code: refusal.mysql_code,
+        message: format!(
+            "data node {node} refused this API node's connection (NDB error {}): {}",
+            refusal.ndb_code, refusal.message
+        ),
+    })
 }
 
 pub(crate) fn node_down(node: NodeId) -> ClientError {
@@ -231,6 +261,11 @@ pub(crate) fn node_down(node: NodeId) -> ClientError {
 pub(crate) struct Shared {
     mailboxes: RwLock<Vec<Option<Arc<Mailbox>>>>,
     pub(crate) counters: SharedCounters,
+    /// The last `Refused` each data node sent before closing this API
+    /// node's connection (too many connections, a failed proof): kept so
+    /// the callers that needed the node learn why, not just that it is
+    /// down. Cleared when a new connection to the node passes its handshake.
+    refusals: Refusals,
 }
 
 impl Shared {
@@ -239,6 +274,11 @@ impl Shared {
         if let Some(Some(mailbox)) = mailboxes.get(mailbox) {
             mailbox.push(delivery);
         }
+    }
+
+    /// Why data node `node` cannot be used (see `down_error`).
+    pub(crate) fn down_error(&self, node: NodeId) -> ClientError {
+        down_error(&self.refusals, node)
     }
 
     fn node_down(&self, node: NodeId) {
@@ -333,6 +373,7 @@ impl Cluster {
             shared: Arc::new(Shared {
                 mailboxes: RwLock::new(mailboxes),
                 counters: SharedCounters::default(),
+                refusals: Refusals::default(),
             }),
             routing: RwLock::new(Arc::new(Routing::new())),
             next_request: AtomicU64::new(first_request_id()),
@@ -387,28 +428,59 @@ impl Cluster {
                         if every_group && Instant::now() >= deadline {
                             return Ok(());
                         }
-                        let missing: Vec<String> = members
+                        let missing: Vec<NodeId> = members
                             .filter(|n| !connected.contains(n))
-                            .map(|n| n.to_string())
+                            .copied()
                             .collect();
-                        last_error = Some(ClientError::connection(format!(
+                        let listed: Vec<String> = missing.iter().map(|n| n.to_string()).collect();
+                        let mut error = ClientError::connection(format!(
                             "data node(s) {} are cluster members but not connected",
-                            missing.join(", ")
-                        )));
+                            listed.join(", ")
+                        ));
+                        // A member that refused this API node says why.
+                        if let Some(refused) = self.refusal_among(&missing) {
+                            error.ndb_code = refused.ndb_code;
+                            error.mysql_code = refused.mysql_code;
+                            error.message = format!("{}; {}", error.message, refused.message);
+                        }
+                        last_error = Some(error);
                     }
                     Err(error) => last_error = Some(error),
                 }
             }
             if Instant::now() >= deadline {
                 return Err(last_error.unwrap_or_else(|| {
-                    ClientError::connection(format!(
+                    let error = ClientError::connection(format!(
                         "no data node reachable (configured: {:?}) by the deadline",
                         self.inner.data_nodes
-                    ))
+                    ));
+                    match self.refusal_among(&self.inner.data_nodes) {
+                        Some(refused) => ClientError {
+                            message: format!("{}; {}", error.message, refused.message),
+                            ..refused
+                        },
+                        None => error,
+                    }
                 }));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The error of the first of `nodes` that refused this API node's
+    /// connection, if any did.
+    fn refusal_among(&self, nodes: &[NodeId]) -> Option<ClientError> {
+        let refused = {
+            let refusals = self.inner.shared.refusals.lock().expect("refusals");
+            nodes.iter().copied().find(|n| refusals.contains_key(n))?
+        };
+        Some(self.inner.shared.down_error(refused))
+    }
+
+    /// Data node `node`'s refusal of this API node's connection, if its
+    /// last connection ended with one.
+    pub(crate) fn refusal(&self, node: NodeId) -> Option<ClientError> {
+        self.refusal_among(&[node])
     }
 
     /// The API node id the management node gave this connection.
@@ -519,7 +591,8 @@ impl Cluster {
         }
         self.absorb_addresses(Duration::ZERO)?;
         self.connect_data_nodes();
-        self.link(node).ok_or_else(|| node_down(node))
+        self.link(node)
+            .ok_or_else(|| self.inner.shared.down_error(node))
     }
 
     /// A connected data node, round-robin (transactions without a hint).
@@ -614,16 +687,28 @@ impl Cluster {
             Ok((proven, _)) if proven == node => {}
             _ => return None,
         }
+        // A refusal from an earlier connection no longer says why the node
+        // is unusable; this connection's own refusal, if any, follows.
+        self.inner
+            .shared
+            .refusals
+            .lock()
+            .expect("refusals")
+            .remove(&node);
         let (stream, decoder, pending) = opened.into_parts();
         // The handshake left a read timeout on the socket, and a clone
         // shares it: the receiving thread must block until data or a
         // real disconnect, however long the link stays idle.
         stream.set_read_timeout(None).ok()?;
         let reader = stream.try_clone().ok()?;
-        let link = Arc::new(Link::new(node, stream)?);
+        let link = Arc::new(Link::new(
+            node,
+            stream,
+            Arc::clone(&self.inner.shared.refusals),
+        )?);
         let shared = Arc::clone(&self.inner.shared);
         for message in pending {
-            dispatch(&shared, message);
+            dispatch(&shared, node, message);
         }
         let receiving = Arc::clone(&link);
         std::thread::Builder::new()
@@ -675,9 +760,14 @@ impl Cluster {
             let mailboxes = self.inner.shared.mailboxes.read().expect("mailboxes");
             Arc::clone(mailboxes[ADMIN_MAILBOX].as_ref().expect("admin mailbox"))
         };
+        // What the mailbox holds is older than this request (a failure of
+        // an earlier link, a late answer): it must not be taken for its
+        // answer.
+        let mut received = VecDeque::new();
+        mailbox.take(Instant::now(), &mut received);
+        received.clear();
         let deadline = Instant::now() + REQUEST_TIMEOUT;
         link.send(&bytes, deadline)?;
-        let mut received = VecDeque::new();
         loop {
             if !mailbox.take(deadline, &mut received) {
                 return Err(ClientError::new(
@@ -690,7 +780,9 @@ impl Cluster {
                     Delivery::Message(
                         message @ (Message::SchemaReply { .. } | Message::DictionaryReply { .. }),
                     ) if reply_request(&message) == Some(request) => return Ok(message),
-                    Delivery::NodeDown(down) if down == node => return Err(node_down(node)),
+                    Delivery::NodeDown(down) if down == node => {
+                        return Err(self.inner.shared.down_error(node));
+                    }
                     _ => {}
                 }
             }
@@ -813,12 +905,22 @@ fn reply_request(message: &Message) -> Option<u64> {
     }
 }
 
-/// Hands one message from a data node to the mailbox waiting for it.
-fn dispatch(shared: &Shared, message: Message) {
+/// Hands one message from data node `node` to the mailbox waiting for it.
+/// A refusal is kept for the callers that need the node (the data node
+/// closes the connection after it).
+fn dispatch(shared: &Shared, node: NodeId, message: Message) {
     let mailbox = match &message {
         Message::Executed(executed) => (executed.transaction >> SESSION_SHIFT) as usize,
         Message::ScanRows(rows) => (rows.transaction >> SESSION_SHIFT) as usize,
         Message::SchemaReply { .. } | Message::DictionaryReply { .. } => ADMIN_MAILBOX,
+        Message::Refused { error } => {
+            shared
+                .refusals
+                .lock()
+                .expect("refusals")
+                .insert(node, error.clone());
+            return;
+        }
         _ => return,
     };
     shared.deliver(mailbox, Delivery::Message(message));
@@ -861,7 +963,7 @@ fn receive_loop(
             match decoder.next_frame(&mut messages) {
                 Ok(true) => {
                     for message in messages.drain(..) {
-                        dispatch(&shared, message);
+                        dispatch(&shared, link.node, message);
                     }
                 }
                 Ok(false) => break,
@@ -900,6 +1002,7 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
         shared: Arc::new(Shared {
             mailboxes: RwLock::new(mailboxes),
             counters: SharedCounters::default(),
+            refusals: Refusals::default(),
         }),
         routing: RwLock::new(Arc::new(Routing::new())),
         next_request: AtomicU64::new(1),
@@ -917,7 +1020,10 @@ pub(crate) fn attach_link(cluster: &Cluster, node: NodeId) -> TcpStream {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let stream = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
     let (server, _) = listener.accept().expect("accept");
-    let link = Arc::new(Link::new(node, stream).expect("a send timeout"));
+    let link = Arc::new(
+        Link::new(node, stream, Arc::clone(&cluster.inner.shared.refusals))
+            .expect("a send timeout"),
+    );
     let (_, slot) = cluster
         .inner
         .links
@@ -969,8 +1075,16 @@ mod tests {
         let shared = Arc::new(Shared {
             mailboxes: RwLock::new(mailboxes),
             counters: SharedCounters::default(),
+            refusals: Refusals::default(),
         });
-        let link = Arc::new(Link::new(2, client.try_clone().expect("clone")).expect("link"));
+        let link = Arc::new(
+            Link::new(
+                2,
+                client.try_clone().expect("clone"),
+                Arc::clone(&shared.refusals),
+            )
+            .expect("link"),
+        );
         let receiving = Arc::clone(&link);
         std::thread::spawn(move || receive_loop(client, FrameDecoder::new(), receiving, shared));
         (link, mailbox)
@@ -1224,6 +1338,105 @@ mod tests {
         let sent = read_messages(&mut server, 2);
         assert_eq!(sent.len(), 2, "{sent:?}");
         assert_eq!(execute_of(&sent[1]).2, ExecuteEnd::Rollback);
+    }
+
+    /// A fake data node 2 that completes the handshake on every connection
+    /// (under the offline cluster's all-zero secret) and then refuses it,
+    /// as `shoal datad` does when its connection slots are taken; returns
+    /// its address.
+    fn refusing_data_node() -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = listener.local_addr().expect("address").to_string();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let secret = [0u8; 32];
+                let mut bytes = Vec::new();
+                encode_frame(
+                    &[Message::Hello {
+                        node: 2,
+                        incarnation: 1,
+                        role: NodeRole::Data,
+                        nonce: [9; 16],
+                    }],
+                    &mut bytes,
+                );
+                let _ = stream.write_all(&bytes);
+                let received = read_messages(&mut stream, 1);
+                let Some(Message::Hello { nonce, .. }) = received.first().cloned() else {
+                    continue;
+                };
+                // The proof of this side's own Hello, to the client's nonce.
+                let proof =
+                    protocol::identity::hello_proof(&secret, false, &nonce, 2, 1, NodeRole::Data);
+                let refusal = Message::Refused {
+                    error: protocol::ErrorReply {
+                        ndb_code: 5019,
+                        mysql_code: 1040,
+                        message: "data node 2 already serves 3 identified connections".into(),
+                    },
+                };
+                bytes.clear();
+                encode_frame(&[Message::HelloProof { proof }], &mut bytes);
+                let _ = stream.write_all(&bytes);
+                // The refusal follows the client's proof, as a data node
+                // counts its identified connections only once proven.
+                let _ = read_messages(&mut stream, 1);
+                bytes.clear();
+                encode_frame(&[refusal], &mut bytes);
+                let _ = stream.write_all(&bytes);
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+        });
+        address
+    }
+
+    /// A data node that refuses this API node's connection is reported
+    /// with its refusal (codes and message, naming the node) to a
+    /// transaction that needs it and by the wait for a ready cluster, not
+    /// as a generic "not connected".
+    #[test]
+    fn a_data_node_refusal_reaches_the_callers() {
+        let (cluster, _management) = offline_cluster(&[2]);
+        cluster
+            .inner
+            .addresses
+            .lock()
+            .expect("addresses")
+            .insert(2, refusing_data_node());
+        cluster.connect_data_nodes();
+        let closed_by = Instant::now() + Duration::from_secs(5);
+        while cluster.link(2).is_some() {
+            assert!(Instant::now() < closed_by, "the refused link stayed up");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let table = Arc::new(test_table());
+        let mut session = cluster.session().expect("session");
+        let mut transaction = session.transaction_at(2);
+        transaction
+            .define_encoded(
+                &table,
+                protocol::OperationKind::Insert,
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+            )
+            .expect("define");
+        // Without a commit in flight the refusal's codes hold whether the
+        // reconnection this call makes is refused before or after it sends.
+        let error = session
+            .execute(&mut transaction, ExecuteEnd::NoCommit)
+            .expect_err("a refused data node");
+        assert_eq!((error.ndb_code, error.mysql_code), (5019, 1040), "{error}");
+        assert!(error.message.contains("data node 2"), "{error}");
+        assert!(error.message.contains("refused"), "{error}");
+        assert!(error.is_temporary(), "{error}");
+
+        let error = cluster
+            .wait_until_ready(&[vec![2]], Instant::now() + Duration::from_millis(300))
+            .expect_err("no data node accepts");
+        assert_eq!((error.ndb_code, error.mysql_code), (5019, 1040), "{error}");
+        assert!(error.message.contains("data node 2"), "{error}");
     }
 
     /// A socket that still carries a read timeout (as the handshake leaves

@@ -872,7 +872,7 @@ impl Session {
                     break executed;
                 }
                 Delivery::NodeDown(down) if down == node => {
-                    let error = lost_answer(node, end);
+                    let error = lost_answer(node, end, self.cluster.refusal(node));
                     transaction.status = Status::Aborted;
                     transaction.error = Some(error.clone());
                     return Err(error);
@@ -1016,13 +1016,13 @@ impl Session {
                     let mut transaction = self.in_flight.remove(&id).expect("listed");
                     let end = transaction.pending_end.unwrap_or(ExecuteEnd::NoCommit);
                     transaction.status = Status::Aborted;
-                    transaction.error = Some(lost_answer(node, end));
+                    transaction.error = Some(lost_answer(node, end, self.cluster.refusal(node)));
                     self.count(ABORTED, 1);
                     self.prepared_done(transaction);
                 }
                 for state in self.scans.values_mut() {
                     if state.error.is_none() {
-                        state.error = Some(crate::connection::node_down(node));
+                        state.error = Some(self.cluster.inner.shared.down_error(node));
                     }
                 }
             }
@@ -1319,20 +1319,28 @@ fn split_row(data: &[u8]) -> Result<(&[u8], usize), ClientError> {
 
 /// The error for a batch whose answer was lost with its connection: a
 /// commit may have happened (unknown result); anything else was aborted.
-fn lost_answer(node: NodeId, end: ExecuteEnd) -> ClientError {
-    if end == ExecuteEnd::Commit {
-        ClientError::new(
+/// A data node that refused the connection (`refusal`) is named with its
+/// reason; an aborted batch takes the refusal's codes, while a commit keeps
+/// the unknown result, since the node may have read the batch before it
+/// counted the connection against its limit.
+fn lost_answer(node: NodeId, end: ExecuteEnd, refusal: Option<ClientError>) -> ClientError {
+    match (end, refusal) {
+        (ExecuteEnd::Commit, refusal) => ClientError::new(
             RECEIVE_FAILED,
             format!(
                 "the connection to data node {node} failed while a commit was in flight: \
-                 the transaction may or may not have committed"
+                 the transaction may or may not have committed{}",
+                refusal.map_or(String::new(), |refused| format!(" ({})", refused.message))
             ),
-        )
-    } else {
-        ClientError::new(
+        ),
+        (_, Some(refused)) => ClientError {
+            message: format!("{}; the transaction was aborted", refused.message),
+            ..refused
+        },
+        (_, None) => ClientError::new(
             NODE_FAILURE,
             format!("the connection to data node {node} failed: the transaction was aborted"),
-        )
+        ),
     }
 }
 
