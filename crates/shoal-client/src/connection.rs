@@ -1340,6 +1340,73 @@ mod tests {
         assert_eq!(execute_of(&sent[1]).2, ExecuteEnd::Rollback);
     }
 
+    /// A commit closes the transaction's open scans on the data nodes; the
+    /// client knows it committed, so a later `next_row` on such a scan is
+    /// NDB's 4120 at once, and no ScanNext goes to the data node (which
+    /// would only answer that the scan is not open).
+    #[test]
+    fn a_scan_used_after_its_transaction_committed_is_scan_already_complete() {
+        let (cluster, _management) = offline_cluster(&[2]);
+        let mut server = attach_link(&cluster, 2);
+        let table = Arc::new(test_table());
+        let mut session = cluster.session().expect("session");
+        session.set_timeout(Duration::from_secs(2));
+        let mut transaction = session.transaction_at(2);
+        let id = transaction.id();
+        let scan = session
+            .scan(
+                &mut transaction,
+                &table,
+                &crate::session::ScanOptions::default(),
+            )
+            .expect("scan");
+        let sent = read_messages(&mut server, 1);
+        assert!(
+            matches!(sent.as_slice(), [Message::ScanOpen(_)]),
+            "{sent:?}"
+        );
+        let mailbox = (id >> SESSION_SHIFT) as usize;
+        // The fragment's first batch is empty and not its last: the next
+        // row would take a ScanNext.
+        cluster.inner.shared.deliver(
+            mailbox,
+            Delivery::Message(Message::ScanRows(protocol::ScanRows {
+                transaction: id,
+                scan: 1,
+                fragment: 0,
+                rows: 0,
+                data: Vec::new(),
+                finished: false,
+                error: None,
+            })),
+        );
+        cluster.inner.shared.deliver(
+            mailbox,
+            Delivery::Message(Message::Executed(Executed {
+                transaction: id,
+                state: TransactionState::Committed,
+                error: None,
+                results: Vec::new(),
+                hops: 0,
+            })),
+        );
+        session
+            .execute(&mut transaction, ExecuteEnd::Commit)
+            .expect("commit");
+        let sent = read_messages(&mut server, 1);
+        assert_eq!(execute_of(&sent[0]).2, ExecuteEnd::Commit);
+        let started = Instant::now();
+        let error = session.next_row(&scan).expect_err("the scan is closed");
+        assert!(started.elapsed() < Duration::from_secs(1), "{error}");
+        assert_eq!(error.ndb_code, 4120, "{error}");
+        assert!(error.message.contains("committed"), "{error}");
+        let error = session.next_row(&scan).expect_err("still closed");
+        assert_eq!(error.ndb_code, 4120, "{error}");
+        let sent = read_messages(&mut server, 1);
+        assert!(sent.is_empty(), "sent after the commit: {sent:?}");
+        session.close_scan(scan).expect("closing a closed scan");
+    }
+
     /// A fake data node 2 that completes the handshake on every connection
     /// (under the offline cluster's all-zero secret) and then refuses it,
     /// as `shoal datad` does when its connection slots are taken; returns
