@@ -289,9 +289,35 @@ impl Shared {
     }
 }
 
+/// The connection to the management node, and why it is closed when it is.
+struct ManagementLink {
+    connection: Option<BlockingConnection>,
+    /// What closed it, or why the last attempt to reopen it failed.
+    down_reason: String,
+}
+
+impl ManagementLink {
+    fn open(connection: BlockingConnection) -> Mutex<ManagementLink> {
+        Mutex::new(ManagementLink {
+            connection: Some(connection),
+            down_reason: String::new(),
+        })
+    }
+}
+
+/// How often the management thread reads what the management node sent
+/// (data-node addresses) and so notices that its connection closed.
+const MANAGEMENT_POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// The first pause before reopening a closed management connection; it
+/// doubles after each failed attempt up to `MANAGEMENT_RETRY_PAUSE_MAX`.
+const MANAGEMENT_RETRY_PAUSE: Duration = Duration::from_millis(100);
+const MANAGEMENT_RETRY_PAUSE_MAX: Duration = Duration::from_secs(2);
+
 pub(crate) struct Inner {
     pub(crate) node: NodeId,
-    management: Mutex<BlockingConnection>,
+    /// Where the management node listens ("host:port").
+    connectstring: String,
+    management: Mutex<ManagementLink>,
     /// The cluster secret from the management node: this API node proves
     /// its id to data nodes with it, and they theirs to it.
     secret: ClusterSecret,
@@ -364,7 +390,8 @@ impl Cluster {
         mailboxes[ADMIN_MAILBOX] = Some(Arc::new(Mailbox::default()));
         let inner = Arc::new(Inner {
             node,
-            management: Mutex::new(management),
+            connectstring: connectstring.to_string(),
+            management: ManagementLink::open(management),
             secret,
             addresses: Mutex::new(BTreeMap::new()),
             links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
@@ -382,6 +409,11 @@ impl Cluster {
             admin: Mutex::new(()),
         });
         let cluster = Cluster { inner };
+        let weak = Arc::downgrade(&cluster.inner);
+        std::thread::Builder::new()
+            .name(format!("shoal-management-{node}"))
+            .spawn(move || keep_management_connection(weak))
+            .map_err(|e| ClientError::connection(format!("cannot start a thread: {e}")))?;
         cluster.wait_until_ready(&config.node_groups, Instant::now() + timeout)?;
         Ok(cluster)
     }
@@ -481,6 +513,17 @@ impl Cluster {
     /// last connection ended with one.
     pub(crate) fn refusal(&self, node: NodeId) -> Option<ClientError> {
         self.refusal_among(&[node])
+    }
+
+    /// Whether the management connection is open. While it is not, a
+    /// background thread reopens it (see `keep_management_connection`).
+    pub fn management_connected(&self) -> bool {
+        self.inner
+            .management
+            .lock()
+            .expect("management")
+            .connection
+            .is_some()
     }
 
     /// The API node id the management node gave this connection.
@@ -591,8 +634,18 @@ impl Cluster {
         }
         self.absorb_addresses(Duration::ZERO)?;
         self.connect_data_nodes();
-        self.link(node)
-            .ok_or_else(|| self.inner.shared.down_error(node))
+        self.link(node).ok_or_else(|| {
+            let mut error = self.inner.shared.down_error(node);
+            let management = self.inner.management.lock().expect("management");
+            if management.connection.is_none() {
+                error.message = format!(
+                    "{}; the management node, which tells where data nodes listen, is not \
+                     connected either ({}); reconnecting to it in the background",
+                    error.message, management.down_reason
+                );
+            }
+            error
+        })
     }
 
     /// A connected data node, round-robin (transactions without a hint).
@@ -609,25 +662,14 @@ impl Cluster {
         self.any_connected()
     }
 
+    /// Takes the data-node addresses the management node sent, waiting up
+    /// to `wait` for more. A closed management connection is not an error
+    /// here: the addresses known stay usable, and the management thread
+    /// reopens it (a caller that needs a node it cannot reach is told why,
+    /// see `link_or_connect`).
     fn absorb_addresses(&self, wait: Duration) -> Result<(), ClientError> {
-        let deadline = Instant::now() + wait;
-        let mut management = self.inner.management.lock().expect("management");
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match management
-                .receive(left)
-                .map_err(|e| ClientError::connection(e.to_string()))?
-            {
-                Some(Message::Addresses { entries }) => {
-                    let mut addresses = self.inner.addresses.lock().expect("addresses");
-                    for entry in entries {
-                        addresses.insert(entry.node, format!("{}:{}", entry.host, entry.port));
-                    }
-                }
-                Some(_) => {}
-                None => return Ok(()),
-            }
-        }
+        absorb_addresses(&self.inner, wait);
+        Ok(())
     }
 
     fn connect_data_nodes(&self) {
@@ -885,6 +927,118 @@ impl Cluster {
     }
 }
 
+/// Takes what the management node sent (data-node addresses), waiting up
+/// to `wait`; closes the connection if it failed, for the management
+/// thread to reopen.
+fn absorb_addresses(inner: &Inner, wait: Duration) {
+    let deadline = Instant::now() + wait;
+    let mut management = inner.management.lock().expect("management");
+    let Some(connection) = management.connection.as_mut() else {
+        return;
+    };
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match connection.receive(left) {
+            Ok(Some(Message::Addresses { entries })) => {
+                let mut addresses = inner.addresses.lock().expect("addresses");
+                for entry in entries {
+                    addresses.insert(entry.node, format!("{}:{}", entry.host, entry.port));
+                }
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => return,
+            Err(error) => {
+                management.connection = None;
+                management.down_reason = error.to_string();
+                return;
+            }
+        }
+    }
+}
+
+/// The management thread of a cluster connection: reads the management
+/// node's messages every `MANAGEMENT_POLL_INTERVAL`, and when the
+/// connection closed (the management node restarted), reopens it with the
+/// same API node id, as NDB's API does, pausing longer after each failed
+/// attempt. Sessions never wait for it: they use the addresses already
+/// known. Ends when the cluster connection is dropped.
+fn keep_management_connection(inner: std::sync::Weak<Inner>) {
+    let mut pause = MANAGEMENT_RETRY_PAUSE;
+    loop {
+        std::thread::sleep(MANAGEMENT_POLL_INTERVAL);
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        absorb_addresses(&inner, Duration::ZERO);
+        if inner
+            .management
+            .lock()
+            .expect("management")
+            .connection
+            .is_some()
+        {
+            pause = MANAGEMENT_RETRY_PAUSE;
+            continue;
+        }
+        let attempt = reopen_management(&inner);
+        let mut management = inner.management.lock().expect("management");
+        match attempt {
+            Ok(connection) => {
+                management.connection = Some(connection);
+                management.down_reason.clear();
+                pause = MANAGEMENT_RETRY_PAUSE;
+            }
+            Err(why) => {
+                management.down_reason = why;
+                drop(management);
+                drop(inner);
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(MANAGEMENT_RETRY_PAUSE_MAX);
+            }
+        }
+    }
+}
+
+/// Connects to the management node again and asks for this connection's
+/// own API node id; the management node must hand out the same cluster
+/// secret, or the data nodes would not accept this node's proofs.
+fn reopen_management(inner: &Inner) -> Result<BlockingConnection, String> {
+    let mut connection =
+        BlockingConnection::connect(&inner.connectstring, 0, NodeRole::Api, CONNECT_TIMEOUT)
+            .map_err(|e| e.to_string())?;
+    let reply = connection
+        .request(
+            Message::AllocateNodeId {
+                role: NodeRole::Api,
+                requested: Some(inner.node),
+                listen_port: 0,
+            },
+            CONNECT_TIMEOUT,
+            |m| matches!(m, Message::NodeIdAllocated { .. } | Message::Refused { .. }),
+        )
+        .map_err(|e| e.to_string())?;
+    match reply {
+        Message::NodeIdAllocated { node, secret, .. } if node == inner.node => {
+            if secret != inner.secret {
+                return Err(
+                    "the management node now has another cluster secret (its DataDir changed)"
+                        .into(),
+                );
+            }
+            Ok(connection)
+        }
+        Message::NodeIdAllocated { node, .. } => Err(format!(
+            "the management node gave node id {node} instead of {}",
+            inner.node
+        )),
+        Message::Refused { error } => Err(format!(
+            "the management node refused node id {}: {} (NDB error {})",
+            inner.node, error.message, error.ndb_code
+        )),
+        _ => unreachable!("filtered by the request"),
+    }
+}
+
 /// The first request id of a connection: the wall clock in microseconds,
 /// so an API node id reused by a later process does not repeat the request
 /// ids of an earlier one, which the cluster remembers with their schema
@@ -993,7 +1147,8 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
     mailboxes[ADMIN_MAILBOX] = Some(Arc::new(Mailbox::default()));
     let inner = Arc::new(Inner {
         node: 100,
-        management: Mutex::new(management),
+        connectstring: address,
+        management: ManagementLink::open(management),
         secret: [0; 32],
         addresses: Mutex::new(BTreeMap::new()),
         links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),

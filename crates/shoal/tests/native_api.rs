@@ -285,3 +285,79 @@ fn a_dropped_session_rolls_back_and_its_ids_are_not_reused() {
         Some(Value::Bytes(b"committed".to_vec()))
     );
 }
+
+/// The management node restarts (killed, started again on the same port
+/// and DataDir) under a connected client: the client reopens its
+/// management connection with the same API node id, and what needs the
+/// management node works again — here, the address of a data node that
+/// restarted meanwhile (on a new port), so the client reconnects to it —
+/// and a table is created.
+#[test]
+fn the_client_reopens_its_management_connection_after_a_restart() {
+    let mut nodes = TwoNodes::start("mgmd-restart", "");
+    let cluster = nodes.connect_when_started();
+    let node_id = cluster.node_id();
+    cluster
+        .create_table(&table("accounts"), &TableOptions::default())
+        .expect("create table");
+
+    nodes.kill("mgmd");
+    eventually(Duration::from_secs(10), || {
+        (!cluster.management_connected()).then_some(())
+    })
+    .expect("the client notices the management node is gone");
+    let config_arg = nodes.dir.join("config.ini");
+    let config_arg = config_arg.to_str().expect("UTF-8").to_string();
+    let port_arg = nodes
+        .connectstring
+        .rsplit(':')
+        .next()
+        .expect("a port")
+        .to_string();
+    nodes.spawn(
+        "mgmd",
+        &["mgmd", "--config-file", &config_arg, "--port", &port_arg],
+    );
+    eventually(Duration::from_secs(20), || {
+        cluster.management_connected().then_some(())
+    })
+    .unwrap_or_else(|| panic!("the management connection was not reopened"));
+    assert_eq!(cluster.node_id(), node_id, "the API node id changed");
+
+    // Data node 3 restarts; it listens on a new port that only the
+    // management node can tell the client.
+    let old = cluster
+        .cluster_state(2)
+        .expect("state")
+        .member_of(3)
+        .expect("node 3 is a member");
+    nodes.kill("3");
+    eventually(Duration::from_secs(15), || {
+        let state = cluster.cluster_state(2).ok()?;
+        (!state.contains(old)).then_some(())
+    })
+    .unwrap_or_else(|| panic!("node 2 did not go on alone:\n{}", nodes.log("2")));
+    let connectstring = nodes.connectstring.clone();
+    nodes.spawn("3", &["datad", "-c", &connectstring, "--ndb-nodeid", "3"]);
+    eventually(Duration::from_secs(40), || {
+        let state = cluster.cluster_state(3).ok()?;
+        (state.members.len() == 2).then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the client did not reconnect to the restarted node 3: {:?}\n{}",
+            cluster.cluster_state(3).err(),
+            nodes.log("3")
+        )
+    });
+    cluster
+        .create_table(&table("after_restart"), &TableOptions::default())
+        .expect("create a table after the management node restarted");
+    let after = cluster.table("after_restart").expect("table");
+    let mut session = cluster.session().expect("session");
+    let mut write = session.transaction_at(3);
+    write.insert(&after, &row(1, b"three")).expect("define");
+    session
+        .execute(&mut write, ExecuteEnd::Commit)
+        .expect("commit through the restarted node 3");
+}
