@@ -727,7 +727,21 @@ impl Cluster {
         // cannot is not the data node it says it is.
         match opened.prove(&self.inner.secret, CONNECT_TIMEOUT) {
             Ok((proven, _)) if proven == node => {}
-            _ => return None,
+            _ => {
+                // A data node that refuses says why before it closes the
+                // connection; what arrived is read for that reason.
+                while let Ok(Some(message)) = opened.receive(Duration::ZERO) {
+                    if let Message::Refused { error } = message {
+                        self.inner
+                            .shared
+                            .refusals
+                            .lock()
+                            .expect("refusals")
+                            .insert(node, error);
+                    }
+                }
+                return None;
+            }
         }
         // A refusal from an earlier connection no longer says why the node
         // is unusable; this connection's own refusal, if any, follows.
@@ -1566,7 +1580,7 @@ mod tests {
     /// (under the offline cluster's all-zero secret) and then refuses it,
     /// as `shoal datad` does when its connection slots are taken; returns
     /// its address.
-    fn refusing_data_node() -> String {
+    fn refusing_data_node(before_proof: bool) -> String {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let address = listener.local_addr().expect("address").to_string();
         std::thread::spawn(move || {
@@ -1588,6 +1602,23 @@ mod tests {
                 let Some(Message::Hello { nonce, .. }) = received.first().cloned() else {
                     continue;
                 };
+                if before_proof {
+                    // Refused as soon as it said Hello, before any proof.
+                    bytes.clear();
+                    encode_frame(
+                        &[Message::Refused {
+                            error: protocol::ErrorReply {
+                                ndb_code: 5019,
+                                mysql_code: 1040,
+                                message: "data node 2 is full".into(),
+                            },
+                        }],
+                        &mut bytes,
+                    );
+                    let _ = stream.write_all(&bytes);
+                    let _ = stream.shutdown(Shutdown::Both);
+                    continue;
+                }
                 // The proof of this side's own Hello, to the client's nonce.
                 let proof =
                     protocol::identity::hello_proof(&secret, false, &nonce, 2, 1, NodeRole::Data);
@@ -1619,13 +1650,23 @@ mod tests {
     /// as a generic "not connected".
     #[test]
     fn a_data_node_refusal_reaches_the_callers() {
+        refusal_reaches_the_callers(false);
+    }
+
+    /// The same when the refusal comes before the handshake is over.
+    #[test]
+    fn a_data_node_refusal_during_the_handshake_reaches_the_callers() {
+        refusal_reaches_the_callers(true);
+    }
+
+    fn refusal_reaches_the_callers(before_proof: bool) {
         let (cluster, _management) = offline_cluster(&[2]);
         cluster
             .inner
             .addresses
             .lock()
             .expect("addresses")
-            .insert(2, refusing_data_node());
+            .insert(2, refusing_data_node(before_proof));
         cluster.connect_data_nodes();
         let closed_by = Instant::now() + Duration::from_secs(5);
         while cluster.link(2).is_some() {
