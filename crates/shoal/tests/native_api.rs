@@ -1,6 +1,7 @@
 //! Real processes: the native API's contract with a running cluster. A
 //! client link idle for a minute still commits; with a data node killed, a
-//! new client still connects through the survivor. A management node and
+//! new client still connects through the survivor, a restarted management
+//! node is reconnected, full data nodes say why they refuse. A management node and
 //! two data nodes run on 127.0.0.1 with free ports; every wait is bounded
 //! and every process is killed when its test ends.
 
@@ -360,4 +361,69 @@ fn the_client_reopens_its_management_connection_after_a_restart() {
     session
         .execute(&mut write, ExecuteEnd::Commit)
         .expect("commit through the restarted node 3");
+}
+
+/// Data nodes whose connection slots are taken (by connections that said
+/// Hello) refuse a new client's connections; `Cluster::connect` reports
+/// the refusal with its codes (5019, MySQL's 1040 "Too many connections")
+/// and names the data node, rather than a generic failure to connect.
+#[test]
+fn a_client_refused_by_full_data_nodes_is_told_why() {
+    use protocol::{Message, NodeRole};
+    use runtime::blocking::BlockingConnection;
+    let nodes = TwoNodes::start("refused", "");
+    let first = nodes.connect_when_started();
+    // The data nodes' addresses, as the management node hands them out.
+    let mut management = BlockingConnection::connect(
+        &nodes.connectstring,
+        0,
+        NodeRole::Api,
+        Duration::from_secs(5),
+    )
+    .expect("management node");
+    management
+        .request(
+            Message::AllocateNodeId {
+                role: NodeRole::Api,
+                requested: None,
+                listen_port: 0,
+            },
+            Duration::from_secs(5),
+            |m| matches!(m, Message::NodeIdAllocated { .. }),
+        )
+        .expect("an API node id");
+    let addresses = eventually(Duration::from_secs(5), || {
+        match management.receive(Duration::from_millis(200)).ok()?? {
+            Message::Addresses { entries } if entries.len() == 2 => Some(entries),
+            _ => None,
+        }
+    })
+    .expect("both data nodes' addresses");
+    // Every slot of both data nodes taken: each holds one per configured
+    // node (8 in the sandbox configuration).
+    let mut holders = Vec::new();
+    for entry in &addresses {
+        let address = format!("{}:{}", entry.host, entry.port);
+        for claimed in 0..10u8 {
+            holders.push(
+                BlockingConnection::connect(
+                    &address,
+                    200 + claimed,
+                    NodeRole::Api,
+                    Duration::from_secs(5),
+                )
+                .expect("a connection"),
+            );
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let error = match Cluster::connect(&nodes.connectstring, Duration::from_secs(3)) {
+        Ok(_) => panic!("connected to data nodes whose slots are all taken"),
+        Err(error) => error,
+    };
+    assert_eq!((error.ndb_code, error.mysql_code), (5019, 1040), "{error}");
+    assert!(error.message.contains("data node"), "{error}");
+    assert!(error.message.contains("refused"), "{error}");
+    drop(holders);
+    drop(first);
 }
