@@ -573,24 +573,34 @@ impl ManagementNode {
     fn pick_api(&self, requested: Option<NodeId>) -> Result<NodeId, ErrorReply> {
         let config = &self.settings.config;
         let explicit: Vec<NodeId> = config.api_nodes.iter().filter_map(|a| a.node_id).collect();
+        let configured: BTreeSet<NodeId> = config.all_node_ids().into_iter().collect();
+        let slots = config
+            .api_nodes
+            .iter()
+            .filter(|a| a.node_id.is_none())
+            .count();
+        let slot_ids_in_use = self
+            .allocations
+            .keys()
+            .filter(|n| !configured.contains(n))
+            .count();
         if let Some(node) = requested {
+            // An API node that reconnects (this management node restarted)
+            // asks for the id it had, which may be a free slot's id rather
+            // than a section's: it gets it back if no section names it for
+            // another role and a free slot is left.
+            if !configured.contains(&node)
+                && !self.allocations.contains_key(&node)
+                && slot_ids_in_use < slots
+            {
+                return Ok(node);
+            }
             return self.pick(&explicit, Some(node), "mysqld(API)");
         }
         if let Ok(node) = self.pick(&explicit, None, "mysqld(API)") {
             return Ok(node);
         }
         // Sections without an id are free slots: give them ids no section uses.
-        let slots = config
-            .api_nodes
-            .iter()
-            .filter(|a| a.node_id.is_none())
-            .count();
-        let configured: BTreeSet<NodeId> = config.all_node_ids().into_iter().collect();
-        let slot_ids_in_use = self
-            .allocations
-            .keys()
-            .filter(|n| !configured.contains(n))
-            .count();
         if slot_ids_in_use >= slots {
             return Err(refusal(
                 5019,
@@ -942,5 +952,62 @@ fn role_name(role: Option<NodeRole>) -> &'static str {
         Some(NodeRole::Management) => "management node",
         Some(NodeRole::Api) => "API node",
         None => "client",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allocate_api(
+        management: &mut ManagementNode,
+        connection: ConnectionId,
+        requested: Option<NodeId>,
+    ) -> Message {
+        management.on_connected(connection, "127.0.0.1");
+        let mut effects = Effects::default();
+        management.on_message(
+            0,
+            connection,
+            Message::AllocateNodeId {
+                role: NodeRole::Api,
+                requested,
+                listen_port: 0,
+            },
+            &mut effects,
+        );
+        effects
+            .sends
+            .into_iter()
+            .find(|(to, _)| *to == connection)
+            .map(|(_, message)| message)
+            .expect("an answer")
+    }
+
+    /// An API node that had a free slot's id (an `[api]` section without
+    /// one) asks for it again after this management node restarted, and
+    /// gets it back, as NDB's API keeps its node id across a management
+    /// server restart; an id configured for another role, or one in use,
+    /// is still refused.
+    #[test]
+    fn an_api_node_gets_its_slot_id_back_after_a_restart() {
+        let text = config::sandbox_config_text("", 2, 2, 1186, 16 << 20);
+        let config = config::parse(&text, "config.ini").expect("a valid config");
+        let configured: BTreeSet<NodeId> = config.all_node_ids().into_iter().collect();
+        let slot_id = (1..=NodeId::MAX)
+            .find(|n| !configured.contains(n))
+            .expect("a free id");
+        let data_node = config.data_nodes[0].node_id;
+        let settings = ManagementSettings::new("config.ini", &text, config, [7; 32]);
+        let mut management = ManagementNode::new(settings, 1, 0, None);
+        let answer = allocate_api(&mut management, 1, Some(slot_id));
+        assert!(
+            matches!(answer, Message::NodeIdAllocated { node, .. } if node == slot_id),
+            "{answer:?}"
+        );
+        let answer = allocate_api(&mut management, 2, Some(slot_id));
+        assert!(matches!(answer, Message::Refused { .. }), "{answer:?}");
+        let answer = allocate_api(&mut management, 3, Some(data_node));
+        assert!(matches!(answer, Message::Refused { .. }), "{answer:?}");
     }
 }

@@ -213,6 +213,14 @@ pub struct ErrorReply {
     pub message: String,
 }
 
+/// NDB's "Scan already complete" (4120): a scan asked for more rows after
+/// it ended, was closed, or its transaction committed or rolled back (which
+/// closes the transaction's scans).
+pub const SCAN_ALREADY_COMPLETE_NDB_CODE: u16 = 4120;
+/// The MySQL code NDB's API errors without their own map to (1296, "Got
+/// error from NDB").
+pub const NDB_ERROR_MYSQL_CODE: u16 = 1296;
+
 /// NDB's "request to a non-master" (702): temporary, retry at the president.
 pub const NOT_PRESIDENT_NDB_CODE: u16 = 702;
 const NOT_PRESIDENT_RETRY_AT: &str = "retry at node ";

@@ -82,15 +82,21 @@ impl BlockingConnection {
     ) -> Result<(NodeId, u64), ConnectionError> {
         let deadline = Instant::now() + timeout;
         let late = || ConnectionError("no handshake in time".to_string());
-        let Some(Message::Hello {
-            node,
-            incarnation,
-            role,
-            nonce,
-        }) = self.receive(deadline.saturating_duration_since(Instant::now()))?
-        else {
-            return Err(ConnectionError(format!("{} did not say Hello", self.peer)));
-        };
+        let (node, incarnation, role, nonce) =
+            match self.receive(deadline.saturating_duration_since(Instant::now()))? {
+                Some(Message::Hello {
+                    node,
+                    incarnation,
+                    role,
+                    nonce,
+                }) => (node, incarnation, role, nonce),
+                other => {
+                    // Kept for the caller to read: it may say why (a
+                    // `Refused`).
+                    self.pending.extend(other);
+                    return Err(ConnectionError(format!("{} did not say Hello", self.peer)));
+                }
+            };
         // This side dialed; the data node accepted.
         let proof = hello_proof(secret, true, &nonce, self.node, self.incarnation, self.role);
         self.send(&[Message::HelloProof { proof }])?;
@@ -100,10 +106,20 @@ impl BlockingConnection {
             {
                 Ok((node, incarnation))
             }
-            Some(_) => Err(ConnectionError(format!(
-                "{} claimed to be node {node} but could not prove it",
-                self.peer
-            ))),
+            Some(other) => {
+                let refused = matches!(other, Message::Refused { .. });
+                self.pending.push_back(other);
+                if refused {
+                    return Err(ConnectionError(format!(
+                        "{} refused the connection",
+                        self.peer
+                    )));
+                }
+                Err(ConnectionError(format!(
+                    "{} claimed to be node {node} but could not prove it",
+                    self.peer
+                )))
+            }
             None => Err(late()),
         }
     }

@@ -111,7 +111,13 @@ pub(crate) struct Link {
     writing: Mutex<bool>,
     writable: Condvar,
     pub(crate) alive: AtomicBool,
+    /// The connection's refusals (see `Shared::refusals`), so a send on a
+    /// link its data node refused says why.
+    refusals: Refusals,
 }
+
+/// The last refusal of each data node (see `Shared::refusals`).
+type Refusals = Arc<Mutex<BTreeMap<NodeId, protocol::ErrorReply>>>;
 
 /// The longest one blocking write to a data node lasts before the sender
 /// looks at its deadline again (the socket's send timeout).
@@ -120,7 +126,7 @@ const WRITE_SLICE: Duration = Duration::from_millis(50);
 impl Link {
     /// A link over `stream` to data node `node`. `None` if the socket
     /// refuses its send timeout.
-    fn new(node: NodeId, stream: TcpStream) -> Option<Link> {
+    fn new(node: NodeId, stream: TcpStream, refusals: Refusals) -> Option<Link> {
         stream.set_write_timeout(Some(WRITE_SLICE)).ok()?;
         Some(Link {
             node,
@@ -128,6 +134,7 @@ impl Link {
             writing: Mutex::new(false),
             writable: Condvar::new(),
             alive: AtomicBool::new(true),
+            refusals,
         })
     }
 
@@ -138,7 +145,7 @@ impl Link {
     /// transactions); one that sent nothing leaves the link as it was.
     pub(crate) fn send(&self, bytes: &[u8], deadline: Instant) -> Result<(), ClientError> {
         if !self.alive.load(Ordering::Acquire) {
-            return Err(node_down(self.node));
+            return Err(down_error(&self.refusals, self.node));
         }
         {
             let mut writing = self.writing.lock().expect("link writing");
@@ -208,6 +215,9 @@ impl Link {
             };
             self.alive.store(false, Ordering::Release);
             let _ = self.stream.shutdown(Shutdown::Both);
+            if let Some(refused) = refusal_error(&self.refusals, self.node) {
+                return Err(refused);
+            }
             return Err(ClientError::new(
                 crate::error::NODE_FAILURE,
                 format!(
@@ -218,6 +228,26 @@ impl Link {
         }
         Ok(())
     }
+}
+
+/// Why data node `node` cannot be used: its refusal if it sent one, with
+/// the refusal's codes, else a node failure.
+fn down_error(refusals: &Refusals, node: NodeId) -> ClientError {
+    refusal_error(refusals, node).unwrap_or_else(|| node_down(node))
+}
+
+/// Data node `node`'s refusal as an error naming the node, if it sent one.
+fn refusal_error(refusals: &Refusals, node: NodeId) -> Option<ClientError> {
+    let refusals = refusals.lock().expect("refusals");
+    let refusal = refusals.get(&node)?;
+    Some(ClientError {
+        ndb_code: refusal.ndb_code,
+        mysql_code: refusal.mysql_code,
+        message: format!(
+            "data node {node} refused this API node's connection (NDB error {}): {}",
+            refusal.ndb_code, refusal.message
+        ),
+    })
 }
 
 pub(crate) fn node_down(node: NodeId) -> ClientError {
@@ -231,6 +261,11 @@ pub(crate) fn node_down(node: NodeId) -> ClientError {
 pub(crate) struct Shared {
     mailboxes: RwLock<Vec<Option<Arc<Mailbox>>>>,
     pub(crate) counters: SharedCounters,
+    /// The last `Refused` each data node sent before closing this API
+    /// node's connection (too many connections, a failed proof): kept so
+    /// the callers that needed the node learn why, not just that it is
+    /// down. Cleared when a new connection to the node passes its handshake.
+    refusals: Refusals,
 }
 
 impl Shared {
@@ -241,6 +276,11 @@ impl Shared {
         }
     }
 
+    /// Why data node `node` cannot be used (see `down_error`).
+    pub(crate) fn down_error(&self, node: NodeId) -> ClientError {
+        down_error(&self.refusals, node)
+    }
+
     fn node_down(&self, node: NodeId) {
         let mailboxes = self.mailboxes.read().expect("mailboxes");
         for mailbox in mailboxes.iter().flatten() {
@@ -249,9 +289,35 @@ impl Shared {
     }
 }
 
+/// The connection to the management node, and why it is closed when it is.
+struct ManagementLink {
+    connection: Option<BlockingConnection>,
+    /// What closed it, or why the last attempt to reopen it failed.
+    down_reason: String,
+}
+
+impl ManagementLink {
+    fn open(connection: BlockingConnection) -> Mutex<ManagementLink> {
+        Mutex::new(ManagementLink {
+            connection: Some(connection),
+            down_reason: String::new(),
+        })
+    }
+}
+
+/// How often the management thread reads what the management node sent
+/// (data-node addresses) and so notices that its connection closed.
+const MANAGEMENT_POLL_INTERVAL: Duration = Duration::from_millis(100);
+/// The first pause before reopening a closed management connection; it
+/// doubles after each failed attempt up to `MANAGEMENT_RETRY_PAUSE_MAX`.
+const MANAGEMENT_RETRY_PAUSE: Duration = Duration::from_millis(100);
+const MANAGEMENT_RETRY_PAUSE_MAX: Duration = Duration::from_secs(2);
+
 pub(crate) struct Inner {
     pub(crate) node: NodeId,
-    management: Mutex<BlockingConnection>,
+    /// Where the management node listens ("host:port").
+    connectstring: String,
+    management: Mutex<ManagementLink>,
     /// The cluster secret from the management node: this API node proves
     /// its id to data nodes with it, and they theirs to it.
     secret: ClusterSecret,
@@ -324,7 +390,8 @@ impl Cluster {
         mailboxes[ADMIN_MAILBOX] = Some(Arc::new(Mailbox::default()));
         let inner = Arc::new(Inner {
             node,
-            management: Mutex::new(management),
+            connectstring: connectstring.to_string(),
+            management: ManagementLink::open(management),
             secret,
             addresses: Mutex::new(BTreeMap::new()),
             links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
@@ -333,6 +400,7 @@ impl Cluster {
             shared: Arc::new(Shared {
                 mailboxes: RwLock::new(mailboxes),
                 counters: SharedCounters::default(),
+                refusals: Refusals::default(),
             }),
             routing: RwLock::new(Arc::new(Routing::new())),
             next_request: AtomicU64::new(first_request_id()),
@@ -341,6 +409,11 @@ impl Cluster {
             admin: Mutex::new(()),
         });
         let cluster = Cluster { inner };
+        let weak = Arc::downgrade(&cluster.inner);
+        std::thread::Builder::new()
+            .name(format!("shoal-management-{node}"))
+            .spawn(move || keep_management_connection(weak))
+            .map_err(|e| ClientError::connection(format!("cannot start a thread: {e}")))?;
         cluster.wait_until_ready(&config.node_groups, Instant::now() + timeout)?;
         Ok(cluster)
     }
@@ -387,28 +460,70 @@ impl Cluster {
                         if every_group && Instant::now() >= deadline {
                             return Ok(());
                         }
-                        let missing: Vec<String> = members
+                        let missing: Vec<NodeId> = members
                             .filter(|n| !connected.contains(n))
-                            .map(|n| n.to_string())
+                            .copied()
                             .collect();
-                        last_error = Some(ClientError::connection(format!(
+                        let listed: Vec<String> = missing.iter().map(|n| n.to_string()).collect();
+                        let mut error = ClientError::connection(format!(
                             "data node(s) {} are cluster members but not connected",
-                            missing.join(", ")
-                        )));
+                            listed.join(", ")
+                        ));
+                        // A member that refused this API node says why.
+                        if let Some(refused) = self.refusal_among(&missing) {
+                            error.ndb_code = refused.ndb_code;
+                            error.mysql_code = refused.mysql_code;
+                            error.message = format!("{}; {}", error.message, refused.message);
+                        }
+                        last_error = Some(error);
                     }
                     Err(error) => last_error = Some(error),
                 }
             }
             if Instant::now() >= deadline {
                 return Err(last_error.unwrap_or_else(|| {
-                    ClientError::connection(format!(
+                    let error = ClientError::connection(format!(
                         "no data node reachable (configured: {:?}) by the deadline",
                         self.inner.data_nodes
-                    ))
+                    ));
+                    match self.refusal_among(&self.inner.data_nodes) {
+                        Some(refused) => ClientError {
+                            message: format!("{}; {}", error.message, refused.message),
+                            ..refused
+                        },
+                        None => error,
+                    }
                 }));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The error of the first of `nodes` that refused this API node's
+    /// connection, if any did.
+    fn refusal_among(&self, nodes: &[NodeId]) -> Option<ClientError> {
+        let refused = {
+            let refusals = self.inner.shared.refusals.lock().expect("refusals");
+            nodes.iter().copied().find(|n| refusals.contains_key(n))?
+        };
+        Some(self.inner.shared.down_error(refused))
+    }
+
+    /// Data node `node`'s refusal of this API node's connection, if its
+    /// last connection ended with one.
+    pub(crate) fn refusal(&self, node: NodeId) -> Option<ClientError> {
+        self.refusal_among(&[node])
+    }
+
+    /// Whether the management connection is open. While it is not, a
+    /// background thread reopens it (see `keep_management_connection`).
+    pub fn management_connected(&self) -> bool {
+        self.inner
+            .management
+            .lock()
+            .expect("management")
+            .connection
+            .is_some()
     }
 
     /// The API node id the management node gave this connection.
@@ -519,7 +634,18 @@ impl Cluster {
         }
         self.absorb_addresses(Duration::ZERO)?;
         self.connect_data_nodes();
-        self.link(node).ok_or_else(|| node_down(node))
+        self.link(node).ok_or_else(|| {
+            let mut error = self.inner.shared.down_error(node);
+            let management = self.inner.management.lock().expect("management");
+            if management.connection.is_none() {
+                error.message = format!(
+                    "{}; the management node, which tells where data nodes listen, is not \
+                     connected either ({}); reconnecting to it in the background",
+                    error.message, management.down_reason
+                );
+            }
+            error
+        })
     }
 
     /// A connected data node, round-robin (transactions without a hint).
@@ -536,25 +662,14 @@ impl Cluster {
         self.any_connected()
     }
 
+    /// Takes the data-node addresses the management node sent, waiting up
+    /// to `wait` for more. A closed management connection is not an error
+    /// here: the addresses known stay usable, and the management thread
+    /// reopens it (a caller that needs a node it cannot reach is told why,
+    /// see `link_or_connect`).
     fn absorb_addresses(&self, wait: Duration) -> Result<(), ClientError> {
-        let deadline = Instant::now() + wait;
-        let mut management = self.inner.management.lock().expect("management");
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match management
-                .receive(left)
-                .map_err(|e| ClientError::connection(e.to_string()))?
-            {
-                Some(Message::Addresses { entries }) => {
-                    let mut addresses = self.inner.addresses.lock().expect("addresses");
-                    for entry in entries {
-                        addresses.insert(entry.node, format!("{}:{}", entry.host, entry.port));
-                    }
-                }
-                Some(_) => {}
-                None => return Ok(()),
-            }
-        }
+        absorb_addresses(&self.inner, wait);
+        Ok(())
     }
 
     fn connect_data_nodes(&self) {
@@ -612,18 +727,44 @@ impl Cluster {
         // cannot is not the data node it says it is.
         match opened.prove(&self.inner.secret, CONNECT_TIMEOUT) {
             Ok((proven, _)) if proven == node => {}
-            _ => return None,
+            _ => {
+                // A data node that refuses says why before it closes the
+                // connection; what arrived is read for that reason.
+                while let Ok(Some(message)) = opened.receive(Duration::ZERO) {
+                    if let Message::Refused { error } = message {
+                        self.inner
+                            .shared
+                            .refusals
+                            .lock()
+                            .expect("refusals")
+                            .insert(node, error);
+                    }
+                }
+                return None;
+            }
         }
+        // A refusal from an earlier connection no longer says why the node
+        // is unusable; this connection's own refusal, if any, follows.
+        self.inner
+            .shared
+            .refusals
+            .lock()
+            .expect("refusals")
+            .remove(&node);
         let (stream, decoder, pending) = opened.into_parts();
         // The handshake left a read timeout on the socket, and a clone
         // shares it: the receiving thread must block until data or a
         // real disconnect, however long the link stays idle.
         stream.set_read_timeout(None).ok()?;
         let reader = stream.try_clone().ok()?;
-        let link = Arc::new(Link::new(node, stream)?);
+        let link = Arc::new(Link::new(
+            node,
+            stream,
+            Arc::clone(&self.inner.shared.refusals),
+        )?);
         let shared = Arc::clone(&self.inner.shared);
         for message in pending {
-            dispatch(&shared, message);
+            dispatch(&shared, node, message);
         }
         let receiving = Arc::clone(&link);
         std::thread::Builder::new()
@@ -675,9 +816,14 @@ impl Cluster {
             let mailboxes = self.inner.shared.mailboxes.read().expect("mailboxes");
             Arc::clone(mailboxes[ADMIN_MAILBOX].as_ref().expect("admin mailbox"))
         };
+        // What the mailbox holds is older than this request (a failure of
+        // an earlier link, a late answer): it must not be taken for its
+        // answer.
+        let mut received = VecDeque::new();
+        mailbox.take(Instant::now(), &mut received);
+        received.clear();
         let deadline = Instant::now() + REQUEST_TIMEOUT;
         link.send(&bytes, deadline)?;
-        let mut received = VecDeque::new();
         loop {
             if !mailbox.take(deadline, &mut received) {
                 return Err(ClientError::new(
@@ -690,7 +836,9 @@ impl Cluster {
                     Delivery::Message(
                         message @ (Message::SchemaReply { .. } | Message::DictionaryReply { .. }),
                     ) if reply_request(&message) == Some(request) => return Ok(message),
-                    Delivery::NodeDown(down) if down == node => return Err(node_down(node)),
+                    Delivery::NodeDown(down) if down == node => {
+                        return Err(self.inner.shared.down_error(node));
+                    }
                     _ => {}
                 }
             }
@@ -793,6 +941,118 @@ impl Cluster {
     }
 }
 
+/// Takes what the management node sent (data-node addresses), waiting up
+/// to `wait`; closes the connection if it failed, for the management
+/// thread to reopen.
+fn absorb_addresses(inner: &Inner, wait: Duration) {
+    let deadline = Instant::now() + wait;
+    let mut management = inner.management.lock().expect("management");
+    let Some(connection) = management.connection.as_mut() else {
+        return;
+    };
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match connection.receive(left) {
+            Ok(Some(Message::Addresses { entries })) => {
+                let mut addresses = inner.addresses.lock().expect("addresses");
+                for entry in entries {
+                    addresses.insert(entry.node, format!("{}:{}", entry.host, entry.port));
+                }
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => return,
+            Err(error) => {
+                management.connection = None;
+                management.down_reason = error.to_string();
+                return;
+            }
+        }
+    }
+}
+
+/// The management thread of a cluster connection: reads the management
+/// node's messages every `MANAGEMENT_POLL_INTERVAL`, and when the
+/// connection closed (the management node restarted), reopens it with the
+/// same API node id, as NDB's API does, pausing longer after each failed
+/// attempt. Sessions never wait for it: they use the addresses already
+/// known. Ends when the cluster connection is dropped.
+fn keep_management_connection(inner: std::sync::Weak<Inner>) {
+    let mut pause = MANAGEMENT_RETRY_PAUSE;
+    loop {
+        std::thread::sleep(MANAGEMENT_POLL_INTERVAL);
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        absorb_addresses(&inner, Duration::ZERO);
+        if inner
+            .management
+            .lock()
+            .expect("management")
+            .connection
+            .is_some()
+        {
+            pause = MANAGEMENT_RETRY_PAUSE;
+            continue;
+        }
+        let attempt = reopen_management(&inner);
+        let mut management = inner.management.lock().expect("management");
+        match attempt {
+            Ok(connection) => {
+                management.connection = Some(connection);
+                management.down_reason.clear();
+                pause = MANAGEMENT_RETRY_PAUSE;
+            }
+            Err(why) => {
+                management.down_reason = why;
+                drop(management);
+                drop(inner);
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(MANAGEMENT_RETRY_PAUSE_MAX);
+            }
+        }
+    }
+}
+
+/// Connects to the management node again and asks for this connection's
+/// own API node id; the management node must hand out the same cluster
+/// secret, or the data nodes would not accept this node's proofs.
+fn reopen_management(inner: &Inner) -> Result<BlockingConnection, String> {
+    let mut connection =
+        BlockingConnection::connect(&inner.connectstring, 0, NodeRole::Api, CONNECT_TIMEOUT)
+            .map_err(|e| e.to_string())?;
+    let reply = connection
+        .request(
+            Message::AllocateNodeId {
+                role: NodeRole::Api,
+                requested: Some(inner.node),
+                listen_port: 0,
+            },
+            CONNECT_TIMEOUT,
+            |m| matches!(m, Message::NodeIdAllocated { .. } | Message::Refused { .. }),
+        )
+        .map_err(|e| e.to_string())?;
+    match reply {
+        Message::NodeIdAllocated { node, secret, .. } if node == inner.node => {
+            if secret != inner.secret {
+                return Err(
+                    "the management node now has another cluster secret (its DataDir changed)"
+                        .into(),
+                );
+            }
+            Ok(connection)
+        }
+        Message::NodeIdAllocated { node, .. } => Err(format!(
+            "the management node gave node id {node} instead of {}",
+            inner.node
+        )),
+        Message::Refused { error } => Err(format!(
+            "the management node refused node id {}: {} (NDB error {})",
+            inner.node, error.message, error.ndb_code
+        )),
+        _ => unreachable!("filtered by the request"),
+    }
+}
+
 /// The first request id of a connection: the wall clock in microseconds,
 /// so an API node id reused by a later process does not repeat the request
 /// ids of an earlier one, which the cluster remembers with their schema
@@ -813,12 +1073,22 @@ fn reply_request(message: &Message) -> Option<u64> {
     }
 }
 
-/// Hands one message from a data node to the mailbox waiting for it.
-fn dispatch(shared: &Shared, message: Message) {
+/// Hands one message from data node `node` to the mailbox waiting for it.
+/// A refusal is kept for the callers that need the node (the data node
+/// closes the connection after it).
+fn dispatch(shared: &Shared, node: NodeId, message: Message) {
     let mailbox = match &message {
         Message::Executed(executed) => (executed.transaction >> SESSION_SHIFT) as usize,
         Message::ScanRows(rows) => (rows.transaction >> SESSION_SHIFT) as usize,
         Message::SchemaReply { .. } | Message::DictionaryReply { .. } => ADMIN_MAILBOX,
+        Message::Refused { error } => {
+            shared
+                .refusals
+                .lock()
+                .expect("refusals")
+                .insert(node, error.clone());
+            return;
+        }
         _ => return,
     };
     shared.deliver(mailbox, Delivery::Message(message));
@@ -861,7 +1131,7 @@ fn receive_loop(
             match decoder.next_frame(&mut messages) {
                 Ok(true) => {
                     for message in messages.drain(..) {
-                        dispatch(&shared, message);
+                        dispatch(&shared, link.node, message);
                     }
                 }
                 Ok(false) => break,
@@ -891,7 +1161,8 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
     mailboxes[ADMIN_MAILBOX] = Some(Arc::new(Mailbox::default()));
     let inner = Arc::new(Inner {
         node: 100,
-        management: Mutex::new(management),
+        connectstring: address,
+        management: ManagementLink::open(management),
         secret: [0; 32],
         addresses: Mutex::new(BTreeMap::new()),
         links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
@@ -900,6 +1171,7 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
         shared: Arc::new(Shared {
             mailboxes: RwLock::new(mailboxes),
             counters: SharedCounters::default(),
+            refusals: Refusals::default(),
         }),
         routing: RwLock::new(Arc::new(Routing::new())),
         next_request: AtomicU64::new(1),
@@ -917,7 +1189,10 @@ pub(crate) fn attach_link(cluster: &Cluster, node: NodeId) -> TcpStream {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let stream = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
     let (server, _) = listener.accept().expect("accept");
-    let link = Arc::new(Link::new(node, stream).expect("a send timeout"));
+    let link = Arc::new(
+        Link::new(node, stream, Arc::clone(&cluster.inner.shared.refusals))
+            .expect("a send timeout"),
+    );
     let (_, slot) = cluster
         .inner
         .links
@@ -969,8 +1244,16 @@ mod tests {
         let shared = Arc::new(Shared {
             mailboxes: RwLock::new(mailboxes),
             counters: SharedCounters::default(),
+            refusals: Refusals::default(),
         });
-        let link = Arc::new(Link::new(2, client.try_clone().expect("clone")).expect("link"));
+        let link = Arc::new(
+            Link::new(
+                2,
+                client.try_clone().expect("clone"),
+                Arc::clone(&shared.refusals),
+            )
+            .expect("link"),
+        );
         let receiving = Arc::clone(&link);
         std::thread::spawn(move || receive_loop(client, FrameDecoder::new(), receiving, shared));
         (link, mailbox)
@@ -1224,6 +1507,199 @@ mod tests {
         let sent = read_messages(&mut server, 2);
         assert_eq!(sent.len(), 2, "{sent:?}");
         assert_eq!(execute_of(&sent[1]).2, ExecuteEnd::Rollback);
+    }
+
+    /// A commit closes the transaction's open scans on the data nodes; the
+    /// client knows it committed, so a later `next_row` on such a scan is
+    /// NDB's 4120 at once, and no ScanNext goes to the data node (which
+    /// would only answer that the scan is not open).
+    #[test]
+    fn a_scan_used_after_its_transaction_committed_is_scan_already_complete() {
+        let (cluster, _management) = offline_cluster(&[2]);
+        let mut server = attach_link(&cluster, 2);
+        let table = Arc::new(test_table());
+        let mut session = cluster.session().expect("session");
+        session.set_timeout(Duration::from_secs(2));
+        let mut transaction = session.transaction_at(2);
+        let id = transaction.id();
+        let scan = session
+            .scan(
+                &mut transaction,
+                &table,
+                &crate::session::ScanOptions::default(),
+            )
+            .expect("scan");
+        let sent = read_messages(&mut server, 1);
+        assert!(
+            matches!(sent.as_slice(), [Message::ScanOpen(_)]),
+            "{sent:?}"
+        );
+        let mailbox = (id >> SESSION_SHIFT) as usize;
+        // The fragment's first batch is empty and not its last: the next
+        // row would take a ScanNext.
+        cluster.inner.shared.deliver(
+            mailbox,
+            Delivery::Message(Message::ScanRows(protocol::ScanRows {
+                transaction: id,
+                scan: 1,
+                fragment: 0,
+                rows: 0,
+                data: Vec::new(),
+                finished: false,
+                error: None,
+            })),
+        );
+        cluster.inner.shared.deliver(
+            mailbox,
+            Delivery::Message(Message::Executed(Executed {
+                transaction: id,
+                state: TransactionState::Committed,
+                error: None,
+                results: Vec::new(),
+                hops: 0,
+            })),
+        );
+        session
+            .execute(&mut transaction, ExecuteEnd::Commit)
+            .expect("commit");
+        let sent = read_messages(&mut server, 1);
+        assert_eq!(execute_of(&sent[0]).2, ExecuteEnd::Commit);
+        let started = Instant::now();
+        let error = session.next_row(&scan).expect_err("the scan is closed");
+        assert!(started.elapsed() < Duration::from_secs(1), "{error}");
+        assert_eq!(error.ndb_code, 4120, "{error}");
+        assert!(error.message.contains("committed"), "{error}");
+        let error = session.next_row(&scan).expect_err("still closed");
+        assert_eq!(error.ndb_code, 4120, "{error}");
+        let sent = read_messages(&mut server, 1);
+        assert!(sent.is_empty(), "sent after the commit: {sent:?}");
+        session.close_scan(scan).expect("closing a closed scan");
+    }
+
+    /// A fake data node 2 that completes the handshake on every connection
+    /// (under the offline cluster's all-zero secret) and then refuses it,
+    /// as `shoal datad` does when its connection slots are taken; returns
+    /// its address.
+    fn refusing_data_node(before_proof: bool) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = listener.local_addr().expect("address").to_string();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let secret = [0u8; 32];
+                let mut bytes = Vec::new();
+                encode_frame(
+                    &[Message::Hello {
+                        node: 2,
+                        incarnation: 1,
+                        role: NodeRole::Data,
+                        nonce: [9; 16],
+                    }],
+                    &mut bytes,
+                );
+                let _ = stream.write_all(&bytes);
+                let received = read_messages(&mut stream, 1);
+                let Some(Message::Hello { nonce, .. }) = received.first().cloned() else {
+                    continue;
+                };
+                if before_proof {
+                    // Refused as soon as it said Hello, before any proof.
+                    bytes.clear();
+                    encode_frame(
+                        &[Message::Refused {
+                            error: protocol::ErrorReply {
+                                ndb_code: 5019,
+                                mysql_code: 1040,
+                                message: "data node 2 is full".into(),
+                            },
+                        }],
+                        &mut bytes,
+                    );
+                    let _ = stream.write_all(&bytes);
+                    let _ = stream.shutdown(Shutdown::Both);
+                    continue;
+                }
+                // The proof of this side's own Hello, to the client's nonce.
+                let proof =
+                    protocol::identity::hello_proof(&secret, false, &nonce, 2, 1, NodeRole::Data);
+                let refusal = Message::Refused {
+                    error: protocol::ErrorReply {
+                        ndb_code: 5019,
+                        mysql_code: 1040,
+                        message: "data node 2 already serves 3 identified connections".into(),
+                    },
+                };
+                bytes.clear();
+                encode_frame(&[Message::HelloProof { proof }], &mut bytes);
+                let _ = stream.write_all(&bytes);
+                // The refusal follows the client's proof, as a data node
+                // counts its identified connections only once proven.
+                let _ = read_messages(&mut stream, 1);
+                bytes.clear();
+                encode_frame(&[refusal], &mut bytes);
+                let _ = stream.write_all(&bytes);
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+        });
+        address
+    }
+
+    /// A data node that refuses this API node's connection is reported
+    /// with its refusal (codes and message, naming the node) to a
+    /// transaction that needs it and by the wait for a ready cluster, not
+    /// as a generic "not connected".
+    #[test]
+    fn a_data_node_refusal_reaches_the_callers() {
+        refusal_reaches_the_callers(false);
+    }
+
+    /// The same when the refusal comes before the handshake is over.
+    #[test]
+    fn a_data_node_refusal_during_the_handshake_reaches_the_callers() {
+        refusal_reaches_the_callers(true);
+    }
+
+    fn refusal_reaches_the_callers(before_proof: bool) {
+        let (cluster, _management) = offline_cluster(&[2]);
+        cluster
+            .inner
+            .addresses
+            .lock()
+            .expect("addresses")
+            .insert(2, refusing_data_node(before_proof));
+        cluster.connect_data_nodes();
+        let closed_by = Instant::now() + Duration::from_secs(5);
+        while cluster.link(2).is_some() {
+            assert!(Instant::now() < closed_by, "the refused link stayed up");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let table = Arc::new(test_table());
+        let mut session = cluster.session().expect("session");
+        let mut transaction = session.transaction_at(2);
+        transaction
+            .define_encoded(
+                &table,
+                protocol::OperationKind::Insert,
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+            )
+            .expect("define");
+        // Without a commit in flight the refusal's codes hold whether the
+        // reconnection this call makes is refused before or after it sends.
+        let error = session
+            .execute(&mut transaction, ExecuteEnd::NoCommit)
+            .expect_err("a refused data node");
+        assert_eq!((error.ndb_code, error.mysql_code), (5019, 1040), "{error}");
+        assert!(error.message.contains("data node 2"), "{error}");
+        assert!(error.message.contains("refused"), "{error}");
+        assert!(error.is_temporary(), "{error}");
+
+        let error = cluster
+            .wait_until_ready(&[vec![2]], Instant::now() + Duration::from_millis(300))
+            .expect_err("no data node accepts");
+        assert_eq!((error.ndb_code, error.mysql_code), (5019, 1040), "{error}");
+        assert!(error.message.contains("data node 2"), "{error}");
     }
 
     /// A socket that still carries a read timeout (as the handshake leaves

@@ -602,6 +602,10 @@ fn decode_row(table: &TableRoute, data: &[u8]) -> Result<Row, ClientError> {
     Ok(Row { values })
 }
 
+/// How many ended transactions a session remembers closed scans of, to say
+/// why such a scan is closed (beyond them the reason is given generally).
+const ENDED_TRANSACTIONS_REMEMBERED: usize = 64;
+
 /// Rows of a scan not yet handed out, and the fragments' progress.
 #[derive(Default)]
 struct ScanState {
@@ -661,6 +665,10 @@ pub struct Session {
     /// Asynchronous transactions prepared and not yet sent.
     prepared: Vec<Transaction>,
     scans: Map<(u64, u32), ScanState>,
+    /// The last `ENDED_TRANSACTIONS_REMEMBERED` transactions whose end
+    /// closed scans of theirs, and how they ended: a later `next_row` on
+    /// one of those scans says why it is closed.
+    ended_with_scans: VecDeque<(u64, Status)>,
     /// Auto-increment values fetched and not yet handed out, per table:
     /// the next one and the end of the range (exclusive).
     pub(crate) auto_increment_ranges: Map<u32, (u64, u64)>,
@@ -711,6 +719,7 @@ impl Session {
             in_flight: Map::default(),
             prepared: Vec::new(),
             scans: Map::default(),
+            ended_with_scans: VecDeque::new(),
             auto_increment_ranges: Map::default(),
             auto_increment_prefetch: crate::auto_increment::PREFETCH_DEFAULT,
             timeout: REQUEST_TIMEOUT,
@@ -872,7 +881,7 @@ impl Session {
                     break executed;
                 }
                 Delivery::NodeDown(down) if down == node => {
-                    let error = lost_answer(node, end);
+                    let error = lost_answer(node, end, self.cluster.refusal(node));
                     transaction.status = Status::Aborted;
                     transaction.error = Some(error.clone());
                     return Err(error);
@@ -908,6 +917,7 @@ impl Session {
         transaction.error = Some(error.clone());
         transaction.roll_back_abandoned();
         self.count(ABORTED, 1);
+        self.end_scans(transaction.id, Status::Aborted);
         error
     }
 
@@ -939,7 +949,44 @@ impl Session {
             Status::Aborted => self.count(ABORTED, 1),
             Status::Open => {}
         }
+        if transaction.status != Status::Open {
+            self.end_scans(transaction.id, transaction.status);
+        }
         outcome
+    }
+
+    /// Transaction `transaction` ended (`status`): the data nodes closed
+    /// its open scans with it, so they are closed here too, and no ScanNext
+    /// is sent for them (see `next_row`).
+    fn end_scans(&mut self, transaction: u64, status: Status) {
+        let before = self.scans.len();
+        self.scans.retain(|(owner, _), _| *owner != transaction);
+        if self.scans.len() == before {
+            return;
+        }
+        if self.ended_with_scans.len() == ENDED_TRANSACTIONS_REMEMBERED {
+            self.ended_with_scans.pop_front();
+        }
+        self.ended_with_scans.push_back((transaction, status));
+    }
+
+    /// NDB's 4120 for a scan that is no longer open, saying why where known.
+    fn scan_already_complete(&self, scan: &Scan) -> ClientError {
+        let why = match self
+            .ended_with_scans
+            .iter()
+            .find(|(transaction, _)| *transaction == scan.transaction)
+        {
+            Some((_, Status::Committed)) => {
+                "its transaction committed, which closed the transaction's open scans"
+            }
+            Some(_) => "its transaction was rolled back or aborted, which closed its scans",
+            None => "it returned its last row, failed, or was closed",
+        };
+        ClientError::new(
+            protocol::SCAN_ALREADY_COMPLETE_NDB_CODE,
+            format!("Scan already complete: scan {} is closed: {why}", scan.scan),
+        )
     }
 
     /// An interrupt from another thread, if one came: it ends this call.
@@ -1016,13 +1063,13 @@ impl Session {
                     let mut transaction = self.in_flight.remove(&id).expect("listed");
                     let end = transaction.pending_end.unwrap_or(ExecuteEnd::NoCommit);
                     transaction.status = Status::Aborted;
-                    transaction.error = Some(lost_answer(node, end));
+                    transaction.error = Some(lost_answer(node, end, self.cluster.refusal(node)));
                     self.count(ABORTED, 1);
                     self.prepared_done(transaction);
                 }
                 for state in self.scans.values_mut() {
                     if state.error.is_none() {
-                        state.error = Some(crate::connection::node_down(node));
+                        state.error = Some(self.cluster.inner.shared.down_error(node));
                     }
                 }
             }
@@ -1240,10 +1287,9 @@ impl Session {
         let key = (scan.transaction, scan.scan);
         let deadline = self.call_deadline();
         loop {
-            let state = self
-                .scans
-                .get_mut(&key)
-                .ok_or_else(|| ClientError::usage("the scan is closed"))?;
+            let Some(state) = self.scans.get_mut(&key) else {
+                return Err(self.scan_already_complete(scan));
+            };
             if let Some(error) = state.error.take() {
                 self.scans.remove(&key);
                 return Err(error);
@@ -1319,20 +1365,28 @@ fn split_row(data: &[u8]) -> Result<(&[u8], usize), ClientError> {
 
 /// The error for a batch whose answer was lost with its connection: a
 /// commit may have happened (unknown result); anything else was aborted.
-fn lost_answer(node: NodeId, end: ExecuteEnd) -> ClientError {
-    if end == ExecuteEnd::Commit {
-        ClientError::new(
+/// A data node that refused the connection (`refusal`) is named with its
+/// reason; an aborted batch takes the refusal's codes, while a commit keeps
+/// the unknown result, since the node may have read the batch before it
+/// counted the connection against its limit.
+fn lost_answer(node: NodeId, end: ExecuteEnd, refusal: Option<ClientError>) -> ClientError {
+    match (end, refusal) {
+        (ExecuteEnd::Commit, refusal) => ClientError::new(
             RECEIVE_FAILED,
             format!(
                 "the connection to data node {node} failed while a commit was in flight: \
-                 the transaction may or may not have committed"
+                 the transaction may or may not have committed{}",
+                refusal.map_or(String::new(), |refused| format!(" ({})", refused.message))
             ),
-        )
-    } else {
-        ClientError::new(
+        ),
+        (_, Some(refused)) => ClientError {
+            message: format!("{}; the transaction was aborted", refused.message),
+            ..refused
+        },
+        (_, None) => ClientError::new(
             NODE_FAILURE,
             format!("the connection to data node {node} failed: the transaction was aborted"),
-        )
+        ),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Real processes: the native API's contract with a running cluster. A
 //! client link idle for a minute still commits; with a data node killed, a
-//! new client still connects through the survivor. A management node and
+//! new client still connects through the survivor, a restarted management
+//! node is reconnected, full data nodes say why they refuse. A management node and
 //! two data nodes run on 127.0.0.1 with free ports; every wait is bounded
 //! and every process is killed when its test ends.
 
@@ -284,4 +285,145 @@ fn a_dropped_session_rolls_back_and_its_ids_are_not_reused() {
         read_value(&mut session, 1),
         Some(Value::Bytes(b"committed".to_vec()))
     );
+}
+
+/// The management node restarts (killed, started again on the same port
+/// and DataDir) under a connected client: the client reopens its
+/// management connection with the same API node id, and what needs the
+/// management node works again — here, the address of a data node that
+/// restarted meanwhile (on a new port), so the client reconnects to it —
+/// and a table is created.
+#[test]
+fn the_client_reopens_its_management_connection_after_a_restart() {
+    let mut nodes = TwoNodes::start("mgmd-restart", "");
+    let cluster = nodes.connect_when_started();
+    let node_id = cluster.node_id();
+    cluster
+        .create_table(&table("accounts"), &TableOptions::default())
+        .expect("create table");
+
+    nodes.kill("mgmd");
+    eventually(Duration::from_secs(10), || {
+        (!cluster.management_connected()).then_some(())
+    })
+    .expect("the client notices the management node is gone");
+    let config_arg = nodes.dir.join("config.ini");
+    let config_arg = config_arg.to_str().expect("UTF-8").to_string();
+    let port_arg = nodes
+        .connectstring
+        .rsplit(':')
+        .next()
+        .expect("a port")
+        .to_string();
+    nodes.spawn(
+        "mgmd",
+        &["mgmd", "--config-file", &config_arg, "--port", &port_arg],
+    );
+    eventually(Duration::from_secs(20), || {
+        cluster.management_connected().then_some(())
+    })
+    .unwrap_or_else(|| panic!("the management connection was not reopened"));
+    assert_eq!(cluster.node_id(), node_id, "the API node id changed");
+
+    // Data node 3 restarts; it listens on a new port that only the
+    // management node can tell the client.
+    let old = cluster
+        .cluster_state(2)
+        .expect("state")
+        .member_of(3)
+        .expect("node 3 is a member");
+    nodes.kill("3");
+    eventually(Duration::from_secs(15), || {
+        let state = cluster.cluster_state(2).ok()?;
+        (!state.contains(old)).then_some(())
+    })
+    .unwrap_or_else(|| panic!("node 2 did not go on alone:\n{}", nodes.log("2")));
+    let connectstring = nodes.connectstring.clone();
+    nodes.spawn("3", &["datad", "-c", &connectstring, "--ndb-nodeid", "3"]);
+    eventually(Duration::from_secs(40), || {
+        let state = cluster.cluster_state(3).ok()?;
+        (state.members.len() == 2).then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the client did not reconnect to the restarted node 3: {:?}\n{}",
+            cluster.cluster_state(3).err(),
+            nodes.log("3")
+        )
+    });
+    cluster
+        .create_table(&table("after_restart"), &TableOptions::default())
+        .expect("create a table after the management node restarted");
+    let after = cluster.table("after_restart").expect("table");
+    let mut session = cluster.session().expect("session");
+    let mut write = session.transaction_at(3);
+    write.insert(&after, &row(1, b"three")).expect("define");
+    session
+        .execute(&mut write, ExecuteEnd::Commit)
+        .expect("commit through the restarted node 3");
+}
+
+/// Data nodes whose connection slots are taken (by connections that said
+/// Hello) refuse a new client's connections; `Cluster::connect` reports
+/// the refusal with its codes (5019, MySQL's 1040 "Too many connections")
+/// and names the data node, rather than a generic failure to connect.
+#[test]
+fn a_client_refused_by_full_data_nodes_is_told_why() {
+    use protocol::{Message, NodeRole};
+    use runtime::blocking::BlockingConnection;
+    let nodes = TwoNodes::start("refused", "");
+    let first = nodes.connect_when_started();
+    // The data nodes' addresses, as the management node hands them out.
+    let mut management = BlockingConnection::connect(
+        &nodes.connectstring,
+        0,
+        NodeRole::Api,
+        Duration::from_secs(5),
+    )
+    .expect("management node");
+    management
+        .request(
+            Message::AllocateNodeId {
+                role: NodeRole::Api,
+                requested: None,
+                listen_port: 0,
+            },
+            Duration::from_secs(5),
+            |m| matches!(m, Message::NodeIdAllocated { .. }),
+        )
+        .expect("an API node id");
+    let addresses = eventually(Duration::from_secs(5), || {
+        match management.receive(Duration::from_millis(200)).ok()?? {
+            Message::Addresses { entries } if entries.len() == 2 => Some(entries),
+            _ => None,
+        }
+    })
+    .expect("both data nodes' addresses");
+    // Every slot of both data nodes taken: each holds one per configured
+    // node (8 in the sandbox configuration).
+    let mut holders = Vec::new();
+    for entry in &addresses {
+        let address = format!("{}:{}", entry.host, entry.port);
+        for claimed in 0..10u8 {
+            holders.push(
+                BlockingConnection::connect(
+                    &address,
+                    200 + claimed,
+                    NodeRole::Api,
+                    Duration::from_secs(5),
+                )
+                .expect("a connection"),
+            );
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let error = match Cluster::connect(&nodes.connectstring, Duration::from_secs(3)) {
+        Ok(_) => panic!("connected to data nodes whose slots are all taken"),
+        Err(error) => error,
+    };
+    assert_eq!((error.ndb_code, error.mysql_code), (5019, 1040), "{error}");
+    assert!(error.message.contains("data node"), "{error}");
+    assert!(error.message.contains("refused"), "{error}");
+    drop(holders);
+    drop(first);
 }

@@ -1253,13 +1253,19 @@ impl Coordinator {
     }
 
     fn on_scan_next(&mut self, api: NodeId, next: ScanNext, out: &mut Vec<(NodeId, Message)>) {
+        // A ScanNext follows its ScanOpen on the same connection, so a
+        // transaction or scan this coordinator does not have has ended (a
+        // commit or rollback closes the transaction's scans): the API is
+        // told so for each fragment it asked, rather than left waiting.
         let Some(id) = self.clients.get(&(api, next.transaction)).copied() else {
+            scan_already_complete(api, &next, out);
             return;
         };
         let transaction = self.transactions.get_mut(&id).expect("mapped");
         transaction.active_ms = self.now_ms;
         let transaction = &*transaction;
         let Some(scan) = transaction.scans.iter().find(|s| s.scan == next.scan) else {
+            scan_already_complete(api, &next, out);
             return;
         };
         for fragment in next.fragments {
@@ -1309,6 +1315,34 @@ impl Coordinator {
         for scan in &scans {
             close_fragments(id, scan, out);
         }
+    }
+}
+
+/// The answer to a `ScanNext` for a scan that is no longer open: NDB's
+/// 4120 for each fragment asked, each marked finished so the API counts
+/// the scan as over.
+fn scan_already_complete(api: NodeId, next: &ScanNext, out: &mut Vec<(NodeId, Message)>) {
+    for &fragment in &next.fragments {
+        out.push((
+            api,
+            Message::ScanRows(ScanRows {
+                transaction: next.transaction,
+                scan: next.scan,
+                fragment,
+                rows: 0,
+                data: Vec::new(),
+                finished: true,
+                error: Some(protocol::ErrorReply {
+                    ndb_code: protocol::SCAN_ALREADY_COMPLETE_NDB_CODE,
+                    mysql_code: protocol::NDB_ERROR_MYSQL_CODE,
+                    message: format!(
+                        "Scan already complete: scan {} of this transaction is not open \
+                         (it ended, was closed, or its transaction committed or rolled back)",
+                        next.scan
+                    ),
+                }),
+            }),
+        ));
     }
 }
 

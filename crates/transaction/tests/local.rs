@@ -1493,3 +1493,71 @@ fn a_commit_reaching_work_with_a_waiting_operation_stops_the_node() {
         &mut out,
     );
 }
+
+/// A commit closes the transaction's open scans; a `ScanNext` that still
+/// comes for one of them is answered with NDB's 4120 ("Scan already
+/// complete") for each fragment asked, not left unanswered until the
+/// client's deadline.
+#[test]
+fn a_scan_next_after_the_commit_is_answered_scan_already_complete() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let operations: Vec<Operation> = (0..10).map(|id| insert(id, i64::from(id) * 10)).collect();
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, operations);
+    assert_eq!(executed.state, TransactionState::Committed);
+    cluster.send(
+        API,
+        vec![(
+            2,
+            Message::ScanOpen(ScanOpen {
+                transaction: 2,
+                start: true,
+                scan: 1,
+                table: TABLE,
+                columns: vec![0, 1],
+                mode: OperationKind::ReadShared,
+                batch_rows: 2,
+                batch_bytes: 1 << 16,
+                ..ScanOpen::default()
+            }),
+        )],
+    );
+    let fragment = loop {
+        let Message::ScanRows(rows) = cluster.until_answer() else {
+            panic!("expected rows");
+        };
+        if !rows.finished {
+            break rows.fragment;
+        }
+    };
+    // The other fragment's first batch is not asked for again.
+    cluster.quiesce();
+    cluster.answers.clear();
+    let executed = cluster.execute(2, 2, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.quiesce();
+    cluster.answers.clear();
+    cluster.send(
+        API,
+        vec![(
+            2,
+            Message::ScanNext(ScanNext {
+                transaction: 2,
+                scan: 1,
+                fragments: vec![fragment],
+                coordinator: 0,
+            }),
+        )],
+    );
+    cluster.quiesce();
+    let answers: Vec<Message> = cluster.answers.drain(..).collect();
+    let [Message::ScanRows(rows)] = answers.as_slice() else {
+        panic!("expected one ScanRows, got {answers:?}");
+    };
+    assert_eq!((rows.transaction, rows.scan), (2, 1));
+    assert_eq!(rows.fragment, fragment);
+    assert!(rows.finished);
+    assert_eq!(rows.rows, 0);
+    let error = rows.error.as_ref().expect("an error, not an end of rows");
+    assert_eq!(error.ndb_code, 4120, "{error:?}");
+    cluster.assert_idle();
+}
