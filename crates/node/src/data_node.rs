@@ -167,6 +167,9 @@ pub struct NodeMarks {
     pub management_reconnects: u64,
     /// Management connections given up because no answer came in time.
     pub management_timeouts: u64,
+    /// Transaction messages dropped because their sender had left the
+    /// cluster (a removed incarnation's late requests and phases).
+    pub departed_messages_dropped: u64,
 }
 
 impl NodeMarks {
@@ -179,6 +182,7 @@ impl NodeMarks {
         self.lock_wait_ticks += other.lock_wait_ticks;
         self.management_reconnects += other.management_reconnects;
         self.management_timeouts += other.management_timeouts;
+        self.departed_messages_dropped += other.departed_messages_dropped;
     }
 }
 
@@ -227,6 +231,11 @@ pub struct DataNodeComposite {
     unhandled: Option<(NodeId, Message)>,
     /// Coordinator steps recorded while observing, reported after the step.
     steps: Vec<CoordinatorStep>,
+    /// The newest removed incarnation of each data node, from the
+    /// installed cluster state: its transaction messages are dropped, since
+    /// the survivors have already aborted or finished what it took part in
+    /// (at most one entry per configured data node).
+    departed: BTreeMap<NodeId, u64>,
 }
 
 impl DataNodeComposite {
@@ -271,6 +280,7 @@ impl DataNodeComposite {
             messages_dropped: 0,
             unhandled: None,
             steps: Vec::new(),
+            departed: BTreeMap::new(),
         }
     }
 
@@ -847,7 +857,17 @@ impl DataNodeComposite {
                     node.unhandled = Some((peer.node, message));
                 }
             }
-            NodeRole::Data => node.on_data_node_message(now_ms, peer.node, message, out),
+            NodeRole::Data => {
+                if node
+                    .departed
+                    .get(&peer.node)
+                    .is_some_and(|incarnation| peer.incarnation <= *incarnation)
+                {
+                    node.marks.departed_messages_dropped += 1;
+                } else {
+                    node.on_data_node_message(now_ms, peer.node, message, out);
+                }
+            }
             NodeRole::Management => {}
         });
     }
@@ -948,6 +968,11 @@ impl DataNodeComposite {
         for event in effects.events {
             match event {
                 Event::Installed(state) => {
+                    self.departed.clear();
+                    for removed in &state.removed {
+                        let latest = self.departed.entry(removed.node).or_insert(0);
+                        *latest = (*latest).max(removed.incarnation);
+                    }
                     // Routing, then the query handler, then the coordinator:
                     // a phase the coordinator resends may reach this node's
                     // query handler, which must know the new fragments.
@@ -1035,6 +1060,7 @@ impl DataNodeComposite {
         self.membership = DataNode::new(self.settings.clone(), now_ms);
         self.coordinator = Coordinator::new(self.node, incarnation, self.coordinator_config);
         self.routing = Routing::new();
+        self.departed.clear();
         self.query_handler.install(&self.routing);
         output.logs.extend(self.query_handler.take_log());
         self.awaiting_restart = false;

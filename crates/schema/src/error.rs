@@ -79,6 +79,12 @@ pub enum ErrorCode {
     TooManyCoordinatorOperations,
     /// A node the transaction used failed; the transaction was aborted.
     NodeFailure,
+    /// This data node is not (yet) a member of the cluster: it takes no
+    /// transactions until it is (NDB's 4035, a temporary error).
+    NotMember,
+    /// A request reached a replica whose view of the cluster does not yet
+    /// place the fragment there (NDB's 1204, a temporary error).
+    DistributionChanged,
     /// The transaction coordinator is busy with this transaction (an
     /// execute arrived before the previous one was answered).
     TransactionBusy,
@@ -108,6 +114,8 @@ impl ErrorCode {
             TooManyTransactions => 4006,
             TooManyCoordinatorOperations => 233,
             NodeFailure => 4010,
+            NotMember => 4035,
+            DistributionChanged => 1204,
             TransactionBusy => 4102,
             UniqueViolation => 893,
             NoSuchIndex => 4243,
@@ -166,7 +174,9 @@ impl ErrorCode {
             | TooManyTransactions
             | TooManyScans
             | TooManyCoordinatorOperations
-            | NodeFailure => 1297,
+            | NodeFailure
+            | NotMember
+            | DistributionChanged => 1297,
             TransactionBusy => 1105,
             WrongKey
             | NoSuchTransaction
@@ -186,6 +196,8 @@ impl ErrorCode {
                 | ErrorCode::TooManyTransactions
                 | ErrorCode::TooManyCoordinatorOperations
                 | ErrorCode::NodeFailure
+                | ErrorCode::NotMember
+                | ErrorCode::DistributionChanged
                 | ErrorCode::TooManyScans
         )
     }
@@ -248,6 +260,10 @@ impl ErrorCode {
                 "Out of operation records in transaction coordinator (increase MaxNoOfConcurrentOperations)"
             }
             NodeFailure => "Node failure caused abort of transaction; try it again",
+            NotMember => {
+                "Cluster temporary unavailable: this data node is not a member of the cluster yet; try it again"
+            }
+            DistributionChanged => "Temporary failure, distribution changed; try it again",
             TransactionBusy => {
                 "The transaction is still executing its previous batch: wait for its answer first"
             }

@@ -117,9 +117,10 @@ pub fn classify(ndb_code: u16) -> ErrorClass {
         // Lock wait timeout, out of records (TC and LDM), too many scans
         // and transactions, node failure, cluster failure, dictionary busy,
         // request to a non-president, send buffers, redo overload, a data
-        // node whose connection slots are taken.
+        // node whose connection slots are taken, a data node not yet a
+        // member, a distribution that changed under a request.
         266 | 233 | 1217 | 488 | 4006 | NODE_FAILURE | CLUSTER_FAILURE | 702 | 711 | 1218
-        | 1220 | 410 | 5019 => ErrorClass::Temporary,
+        | 1220 | 410 | 5019 | 4035 | 1204 => ErrorClass::Temporary,
         RECEIVE_FAILED | REQUEST_TIMEOUT_CODE => ErrorClass::UnknownResult,
         _ => ErrorClass::Permanent,
     }

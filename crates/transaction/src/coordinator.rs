@@ -25,10 +25,20 @@
 //!
 //! ## Node failures
 //! A new cluster state without a node the transaction used aborts it with
-//! NDB error 4010 while it is still preparing; later phases resend their
-//! message for unfinished fragments along the live part of the chain
-//! (replicas pass on phases for work they no longer have). Taking over the
-//! transactions of a failed coordinator is not done here.
+//! NDB error 4010 while it is still preparing, along the live part of each
+//! chain (a failed replica would swallow the Abort); later phases resend
+//! their message for unfinished fragments along the live part of the chain
+//! (replicas pass on phases for work they no longer have). Complete goes to
+//! every live replica but the one that committed in the commit phase, so a
+//! backup whose primary failed after committing still commits and frees its
+//! locks. A scan with a fragment on the failed node ends with 4010 at once.
+//! A node that is not a member of the installed state refuses new
+//! transactions with 4035 (temporary). Taking over the transactions of a
+//! failed coordinator is not done here yet.
+//!
+//! ## Transaction ids
+//! The node (8 bits) and the low 24 bits of its incarnation, then a 32-bit
+//! sequence that wraps, skipping an id still in use.
 
 use protocol::{
     ErrorReply, Execute, ExecuteEnd, Executed, KeyConfirm, KeyRefuse, KeyRequest, Message, NodeId,
@@ -93,6 +103,10 @@ struct Participant {
     scanned: bool,
     /// The current phase is done on this fragment.
     done: bool,
+    /// The replica that committed in the engine in the commit phase (the
+    /// last the Commit reached): the others of the chain still need
+    /// Complete, and all of them do if it failed.
+    committer: Option<NodeId>,
 }
 
 #[derive(Debug, Clone)]
@@ -190,7 +204,13 @@ pub struct Coordinator {
     transactions: Map<u64, Transaction>,
     /// (API node, API transaction id) → transaction id.
     clients: Map<(NodeId, u64), u64>,
-    next_transaction: u64,
+    /// The high 32 bits of every transaction id this coordinator gives:
+    /// the node (8 bits) and the low 24 bits of its incarnation, so ids
+    /// are unique in the cluster and across restarts of the node.
+    transaction_base: u64,
+    /// The low 32 bits of the next transaction id. It wraps after 2^32
+    /// transactions; an id still in use is skipped.
+    next_sequence: u32,
     operations_in_use: u32,
     scans_in_use: u32,
     key_scratch: Vec<u8>,
@@ -208,7 +228,8 @@ impl Coordinator {
             routing: Routing::new(),
             transactions: Map::default(),
             clients: Map::default(),
-            next_transaction: (u64::from(node) << 56) | ((incarnation & 0xFFFF_FFFF) << 24),
+            transaction_base: (u64::from(node) << 56) | ((incarnation & 0xFF_FFFF) << 32),
+            next_sequence: 0,
             operations_in_use: 0,
             scans_in_use: 0,
             key_scratch: Vec::new(),
@@ -237,6 +258,7 @@ impl Coordinator {
         let mut ids: Vec<u64> = self.transactions.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
+            self.end_scans_on_lost_nodes(id, out);
             let transaction = &self.transactions[&id];
             let lost = |node: &NodeId| !routing.is_live(*node);
             let uses_lost = transaction
@@ -399,6 +421,15 @@ impl Coordinator {
                 ),
             ));
         }
+        if !self.routing.is_live(self.node) {
+            return Err(reply(
+                ErrorCode::NotMember,
+                format!(
+                    "data node {} is not a member of the cluster yet (or no longer)",
+                    self.node
+                ),
+            ));
+        }
         if self.transactions.len() >= self.config.transactions_max as usize {
             return Err(reply(
                 ErrorCode::TooManyTransactions,
@@ -408,8 +439,19 @@ impl Coordinator {
                 ),
             ));
         }
-        let id = self.next_transaction;
-        self.next_transaction += 1;
+        // At most `transactions_max` ids are in use, so this ends.
+        let id = loop {
+            let id = self.transaction_base | u64::from(self.next_sequence);
+            self.next_sequence = self.next_sequence.wrapping_add(1);
+            if !self.transactions.contains_key(&id) {
+                break id;
+            }
+        };
+        assert_eq!(
+            id >> 32,
+            self.transaction_base >> 32,
+            "a transaction id carried into the node's bits"
+        );
         self.counters.transactions += 1;
         self.transactions.insert(
             id,
@@ -880,6 +922,7 @@ impl Coordinator {
         }
         for participant in &mut transaction.participants {
             participant.done = false;
+            participant.committer = Some(participant.chain[0]);
             out.push(commit_message(id, self.node, participant));
         }
     }
@@ -904,13 +947,14 @@ impl Coordinator {
         let mut outstanding = 0;
         let mut reply_after_complete = false;
         for participant in &mut transaction.participants {
-            if participant.chain.len() > 1 {
+            let targets = complete_targets(participant);
+            if targets.is_empty() {
+                participant.done = true;
+            } else {
                 participant.done = false;
                 outstanding += 1;
                 reply_after_complete |= participant.writes && participant.read_backup;
-                out.push(complete_message(id, self.node, participant));
-            } else {
-                participant.done = true;
+                out.push(complete_message(id, self.node, participant, targets));
             }
         }
         transaction.outstanding = outstanding;
@@ -941,16 +985,104 @@ impl Coordinator {
         if transaction.error.is_none() {
             transaction.error = error;
         }
+        self.tell_scans_of_abort(id, out);
         self.close_scans(id, out);
+        let node = self.node;
+        let routing = &self.routing;
         let transaction = self.transactions.get_mut(&id).expect("present");
-        transaction.outstanding = transaction.participants.len() as u32;
-        if transaction.participants.is_empty() {
+        let mut outstanding = 0;
+        for participant in &mut transaction.participants {
+            // A failed replica would swallow the Abort (and a failed backup
+            // the forwarded one): the abort goes along the live chain, and a
+            // fragment with no live replica has nothing left to undo.
+            participant
+                .chain
+                .retain(|replica| routing.is_live(*replica));
+            if participant.chain.is_empty() {
+                participant.done = true;
+                continue;
+            }
+            participant.done = false;
+            outstanding += 1;
+            out.push(abort_message(id, node, participant));
+        }
+        transaction.outstanding = outstanding;
+        if outstanding == 0 {
             self.finish(id, TransactionState::Aborted, out);
+        }
+    }
+
+    /// A transaction aborted for a reason of its own (not a rollback the
+    /// API asked for) ends its open scans with that reason, so an API
+    /// waiting for a scan's rows gets its answer there.
+    fn tell_scans_of_abort(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = &self.transactions[&id];
+        let Some(error) = transaction.error.clone() else {
+            return;
+        };
+        if transaction.answered {
             return;
         }
-        for participant in &mut transaction.participants {
-            participant.done = false;
-            out.push(abort_message(id, self.node, participant));
+        for scan in &transaction.scans {
+            out.push((
+                transaction.api,
+                Message::ScanRows(ScanRows {
+                    transaction: transaction.client,
+                    scan: scan.scan,
+                    fragment: scan.fragments.first().map_or(0, |f| f.0),
+                    rows: 0,
+                    data: Vec::new(),
+                    finished: true,
+                    error: Some(error.clone()),
+                }),
+            ));
+        }
+    }
+
+    /// Scans with a fragment on a node that failed end at once: the API
+    /// gets 4010 for the scan, the live fragments are closed. A
+    /// committed-read scan makes no participant, so without this its API
+    /// would wait for rows that never come.
+    fn end_scans_on_lost_nodes(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
+        let routing = &self.routing;
+        let transaction = self.transactions.get_mut(&id).expect("present");
+        let mut position = 0;
+        while position < transaction.scans.len() {
+            let lost = transaction.scans[position]
+                .fragments
+                .iter()
+                .find(|f| !f.2 && !routing.is_live(f.1))
+                .map(|f| (f.0, f.1));
+            let Some((fragment, node)) = lost else {
+                position += 1;
+                continue;
+            };
+            let mut scan = transaction.scans.remove(position);
+            for entry in &mut scan.fragments {
+                if !routing.is_live(entry.1) {
+                    entry.2 = true;
+                }
+            }
+            close_fragments(id, &scan, out);
+            assert!(self.scans_in_use > 0, "scans in use undercounted");
+            self.scans_in_use -= 1;
+            if !transaction.answered {
+                out.push((
+                    transaction.api,
+                    Message::ScanRows(ScanRows {
+                        transaction: transaction.client,
+                        scan: scan.scan,
+                        fragment,
+                        rows: 0,
+                        data: Vec::new(),
+                        finished: true,
+                        error: Some(reply(
+                            ErrorCode::NodeFailure,
+                            format!("data node {node} failed while it scanned fragment {fragment}"),
+                        )),
+                    }),
+                ));
+            }
         }
     }
 
@@ -971,14 +1103,22 @@ impl Coordinator {
                 continue;
             }
             match stage {
-                Stage::Committing => out.push(commit_message(id, self.node, participant)),
-                Stage::Completing if participant.chain.len() > 1 => {
-                    out.push(complete_message(id, self.node, participant))
+                Stage::Committing => {
+                    participant.committer = Some(participant.chain[0]);
+                    out.push(commit_message(id, self.node, participant));
                 }
                 Stage::Completing => {
-                    participant.done = true;
-                    assert!(transaction.outstanding > 0, "a fragment done twice");
-                    transaction.outstanding -= 1;
+                    // A backup that only prepared in the commit phase
+                    // still holds its locks: when the replica that
+                    // committed failed, every live one gets Complete.
+                    let targets = complete_targets(participant);
+                    if targets.is_empty() {
+                        participant.done = true;
+                        assert!(transaction.outstanding > 0, "a fragment done twice");
+                        transaction.outstanding -= 1;
+                    } else {
+                        out.push(complete_message(id, self.node, participant, targets));
+                    }
                 }
                 Stage::Aborting => out.push(abort_message(id, self.node, participant)),
                 Stage::Open | Stage::Executing => unreachable!("resend in a phase only"),
@@ -1425,6 +1565,7 @@ fn plan_chain(
             read_backup: route.reads_any_replica(),
             scanned: false,
             done: false,
+            committer: None,
         }),
     }
     Some(chain)
@@ -1450,12 +1591,32 @@ fn commit_message(id: u64, coordinator: NodeId, participant: &Participant) -> (N
     )
 }
 
-/// Complete runs through the backups, first to last.
-fn complete_message(id: u64, coordinator: NodeId, participant: &Participant) -> (NodeId, Message) {
-    let backups = &participant.chain[1..];
+/// The replicas of a fragment that still need Complete: every one of the
+/// chain but the one that committed in the commit phase.
+fn complete_targets(participant: &Participant) -> Vec<NodeId> {
+    let committer = participant
+        .committer
+        .expect("Complete follows the commit phase");
+    participant
+        .chain
+        .iter()
+        .copied()
+        .filter(|replica| *replica != committer)
+        .collect()
+}
+
+/// Complete runs through the replicas that only prepared, first to last.
+fn complete_message(
+    id: u64,
+    coordinator: NodeId,
+    participant: &Participant,
+    mut targets: Vec<NodeId>,
+) -> (NodeId, Message) {
+    assert!(!targets.is_empty(), "Complete for no replica");
+    let first = targets.remove(0);
     (
-        backups[0],
-        Message::Complete(phase(id, coordinator, participant, backups[1..].to_vec())),
+        first,
+        Message::Complete(phase(id, coordinator, participant, targets)),
     )
 }
 

@@ -138,6 +138,8 @@ pub struct QueryHandler {
     scans: BTreeMap<ScanKey, LocalScan>,
     next_token: u64,
     counters: QueryHandlerCounters,
+    /// The installed cluster state lists this node as a member.
+    member: bool,
     log: Vec<String>,
     /// Fragments whose creation failed and was logged, with the schema
     /// version that was tried: retried at every install, logged once.
@@ -163,6 +165,7 @@ impl QueryHandler {
             scans: BTreeMap::new(),
             next_token: 1,
             counters: QueryHandlerCounters::default(),
+            member: false,
             log: Vec::new(),
             failed_fragments: Map::default(),
         })
@@ -270,6 +273,7 @@ impl QueryHandler {
     /// Creates the fragment replicas `state` places here and drops those of
     /// tables no longer in it.
     pub fn install(&mut self, routing: &Routing) {
+        self.member = routing.is_live(self.node);
         let mut wanted = Vec::new();
         for route in routing.tables() {
             for (index, fragment) in route.fragments.iter().enumerate() {
@@ -456,13 +460,7 @@ impl QueryHandler {
             .get(&(request.table, request.fragment))
             .copied()
         else {
-            let error = Error::new(
-                ErrorCode::NoSuchTable,
-                format!(
-                    "node {} holds no fragment {} of table {}",
-                    self.node, request.fragment, request.table
-                ),
-            );
+            let error = self.no_fragment(request.table, request.fragment);
             self.refuse(request, &error, out);
             return;
         };
@@ -508,6 +506,31 @@ impl QueryHandler {
     /// (the first operation failed before the engine took a record), so
     /// that every work entry names a transaction the engine holds: the
     /// phases can then treat any engine error as a broken invariant.
+    /// The refusal of a request for a fragment this node does not hold:
+    /// temporary (1204) while the node has not installed a state that makes
+    /// it a member (a forwarded write can outrun the state that admits this
+    /// node), else the table or fragment is not here (723).
+    fn no_fragment(&self, table: u32, fragment: u32) -> Error {
+        if self.member {
+            Error::new(
+                ErrorCode::NoSuchTable,
+                format!(
+                    "node {} holds no fragment {fragment} of table {table}",
+                    self.node
+                ),
+            )
+        } else {
+            Error::new(
+                ErrorCode::DistributionChanged,
+                format!(
+                    "node {} is not a member of the cluster yet: it holds no fragment \
+                     {fragment} of table {table}",
+                    self.node
+                ),
+            )
+        }
+    }
+
     fn forget_unbegun(&mut self, key: WorkKey) {
         if let Some(&work) = self.work.get(&key)
             && !self.engine.has_transaction(work)
@@ -662,13 +685,7 @@ impl QueryHandler {
             ));
         };
         let Some(replica) = self.fragments.get(&(open.table, open.fragment)).copied() else {
-            let error = Error::new(
-                ErrorCode::NoSuchTable,
-                format!(
-                    "node {} holds no fragment {} of table {}",
-                    self.node, open.fragment, open.table
-                ),
-            );
+            let error = self.no_fragment(open.table, open.fragment);
             fail(&error, out);
             return;
         };

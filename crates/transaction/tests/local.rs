@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use protocol::{
-    ClusterState, Execute, ExecuteEnd, Executed, Fragment, Member, Message, NodeId, Operation,
-    OperationKind, ScanNext, ScanOpen, TableEntry, TransactionState,
+    ClusterState, Execute, ExecuteEnd, Executed, Fragment, KeyRequest, Member, Message, NodeId,
+    Operation, OperationKind, ScanNext, ScanOpen, TableEntry, TransactionState,
 };
 use schema::distribution::TableOptions;
 use schema::{AttrInfoReader, AttrInfoWriter, ColumnDef, ColumnType, IndexDef, TableDef, Value};
@@ -44,6 +44,9 @@ struct Cluster {
     /// Transactions (coordinator, id) the API has open: its next execute
     /// of one continues it, any other starts a transaction.
     open: std::collections::BTreeSet<(NodeId, u64)>,
+    read_backup: bool,
+    /// Cluster state versions installed so far.
+    version: u64,
 }
 
 fn table_definition(read_backup: bool) -> Vec<u8> {
@@ -156,7 +159,39 @@ impl Cluster {
             steps: Vec::new(),
             routing,
             open: Default::default(),
+            read_backup,
+            version: 2,
         }
+    }
+
+    /// `dead` fails: what it had in flight and what was on its way to it is
+    /// lost, and the survivors install a cluster state without it, as the
+    /// membership agrees it.
+    fn fail_node(&mut self, dead: NodeId) {
+        self.nodes.remove(&dead).expect("a live data node");
+        self.links
+            .retain(|(from, to), _| *from != dead && *to != dead);
+        self.version += 1;
+        let mut state = cluster_state(self.read_backup);
+        state.version = self.version;
+        let members = state.members.clone();
+        state.members.retain(|m| self.nodes.contains_key(&m.node));
+        state.removed.extend(
+            members
+                .into_iter()
+                .filter(|m| !self.nodes.contains_key(&m.node)),
+        );
+        let mut routing = Routing::new();
+        assert!(routing.install(&state).is_empty());
+        let nodes: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for node in nodes {
+            let data_node = self.nodes.get_mut(&node).expect("live");
+            data_node.query_handler.install(&routing);
+            let mut out = Vec::new();
+            data_node.coordinator.install(&routing, &mut out);
+            self.send(node, out);
+        }
+        self.routing = routing;
     }
 
     fn send(&mut self, from: NodeId, messages: Vec<(NodeId, Message)>) {
@@ -1560,4 +1595,202 @@ fn a_scan_next_after_the_commit_is_answered_scan_already_complete() {
     let error = rows.error.as_ref().expect("an error, not an end of rows");
     assert_eq!(error.ndb_code, 4120, "{error:?}");
     cluster.assert_idle();
+}
+
+// ---- node failures ----
+
+/// The error code of an answer, or 0.
+fn error_code(message: &Message) -> u16 {
+    match message {
+        Message::Executed(executed) => executed.error.as_ref().map_or(0, |e| e.ndb_code),
+        Message::ScanRows(rows) => rows.error.as_ref().map_or(0, |e| e.ndb_code),
+        other => panic!("not an answer: {other:?}"),
+    }
+}
+
+#[test]
+fn a_backup_dying_while_a_transaction_is_open_aborts_it_with_4010_and_leaves_nothing() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    // Partition 0: primary 1, backup 2.
+    let a = cluster.key_in(0, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::NoCommit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    cluster.fail_node(2);
+    let answer = cluster.until_answer();
+    let Message::Executed(executed) = &answer else {
+        panic!("expected Executed, got {answer:?}");
+    };
+    assert_eq!(executed.state, TransactionState::Aborted);
+    assert_eq!(error_code(&answer), 4010, "{answer:?}");
+    cluster.open.clear();
+    cluster.assert_idle();
+    assert!(cluster.committed_rows(1).is_empty());
+}
+
+#[test]
+fn a_primary_dying_while_a_transaction_is_open_frees_the_backups_lock() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    // Partition 1: primary 2, backup 1; coordinator 1.
+    let b = cluster.key_in(1, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(b, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    let executed = cluster.execute(1, 2, ExecuteEnd::NoCommit, vec![update(b, 2)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    cluster.fail_node(2);
+    let answer = cluster.until_answer();
+    assert_eq!(error_code(&answer), 4010, "{answer:?}");
+    cluster.open.clear();
+    cluster.assert_idle();
+    // The row is not locked: the survivor, now its primary, updates it.
+    let executed = cluster.execute(1, 3, ExecuteEnd::Commit, vec![update(b, 3)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    assert_eq!(cluster.committed_rows(1), vec![(i64::from(b), Some(3))]);
+}
+
+#[test]
+fn a_scan_of_a_fragment_on_a_node_that_dies_ends_with_4010() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let b = cluster.key_in(1, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(b, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    // A committed-read scan of partition 1 from coordinator 1 reads the
+    // primary, node 2; it dies before it answers.
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::ScanOpen(ScanOpen {
+                transaction: 2,
+                scan: 1,
+                table: TABLE,
+                columns: vec![0, 1],
+                mode: OperationKind::ReadCommitted,
+                partition: Some(1),
+                batch_rows: 16,
+                batch_bytes: 1 << 16,
+                start: true,
+                ..ScanOpen::default()
+            }),
+        )],
+    );
+    cluster.deliver_from(API, 1);
+    assert!(
+        cluster
+            .links
+            .get(&(1, 2))
+            .is_some_and(|queue| !queue.is_empty()),
+        "the scan went to node 2"
+    );
+    cluster.fail_node(2);
+    let answer = cluster.until_answer();
+    let Message::ScanRows(rows) = &answer else {
+        panic!("expected ScanRows, got {answer:?}");
+    };
+    assert!(rows.finished);
+    assert_eq!(error_code(&answer), 4010, "{answer:?}");
+    // The API ends its transaction.
+    let executed = cluster.execute_with(1, 2, false, ExecuteEnd::Rollback, Vec::new());
+    assert_eq!(executed.state, TransactionState::Aborted, "{executed:?}");
+    cluster.assert_idle();
+}
+
+#[test]
+fn a_node_that_is_not_a_member_refuses_new_transactions_with_4035() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    // Node 1 has not installed any state yet.
+    let mut fresh = Coordinator::new(1, 2, CoordinatorConfig::default());
+    let mut out = Vec::new();
+    fresh.on_message(
+        API,
+        Message::Execute(Execute {
+            transaction: 7,
+            start: true,
+            end: ExecuteEnd::Commit,
+            operations: vec![insert(cluster.key_in(0, 0), 1)],
+        }),
+        &mut out,
+    );
+    let [(to, answer)] = out.as_slice() else {
+        panic!("one answer expected: {out:?}");
+    };
+    assert_eq!(*to, API);
+    assert_eq!(error_code(answer), 4035, "{answer:?}");
+    // A replica that is not a member refuses a forwarded write
+    // temporarily (1204), not with 723.
+    let mut query_handler = QueryHandler::new(1, engine_config()).expect("engine");
+    query_handler.install(&Routing::new());
+    let mut out = Vec::new();
+    let request = KeyRequest {
+        transaction: 9,
+        coordinator: 2,
+        operation: 0,
+        table: TABLE,
+        fragment: 0,
+        kind: OperationKind::Insert,
+        key: key(1),
+        values: row(1, 1),
+        columns: Vec::new(),
+        ignore_error: false,
+        chain: Vec::new(),
+    };
+    assert!(
+        query_handler
+            .on_message(0, Message::KeyRequest(request), &mut out)
+            .is_none()
+    );
+    let [(_, Message::KeyRefuse(refuse))] = out.as_slice() else {
+        panic!("a refusal expected: {out:?}");
+    };
+    assert_eq!(refuse.error.ndb_code, 1204, "{refuse:?}");
+    cluster.assert_idle();
+}
+
+#[test]
+fn a_primary_dying_after_it_committed_leaves_the_backup_completed() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    // Partition 0: primary 1, backup 2. Partition 1: primary 2, backup 1.
+    let (a, b) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
+    let executed = cluster.execute(1, 1, ExecuteEnd::NoCommit, vec![insert(a, 1), insert(b, 2)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::Execute(Execute {
+                transaction: 1,
+                start: false,
+                end: ExecuteEnd::Commit,
+                operations: Vec::new(),
+            }),
+        )],
+    );
+    // Commit goes backwards: partition 0's to node 2, partition 1's to
+    // node 1, which prepares and passes it on to node 2.
+    cluster.deliver_from(API, 1);
+    cluster.deliver_from(1, 1);
+    // Node 2 prepares partition 0, then commits partition 1 as its primary.
+    cluster.deliver_from(1, 2);
+    cluster.deliver_from(1, 2);
+    // Node 1 commits partition 0 as its primary (its Committed stays on
+    // the way), and the coordinator hears that partition 1 committed.
+    cluster.deliver_from(2, 1);
+    cluster.deliver_from(2, 1);
+    assert!(
+        matches!(cluster.steps.last(), Some(step) if matches!(step.delivered, Message::Committed(_))),
+        "the coordinator heard partition 1's Committed"
+    );
+    // Node 2, the primary that committed partition 1, dies: node 1 only
+    // prepared partition 1 and holds its lock until it hears Complete.
+    cluster.fail_node(2);
+    let answer = cluster.until_answer();
+    let Message::Executed(executed) = &answer else {
+        panic!("expected Executed, got {answer:?}");
+    };
+    assert_eq!(executed.state, TransactionState::Committed, "{answer:?}");
+    cluster.open.clear();
+    cluster.assert_idle();
+    let mut expected = vec![(i64::from(a), Some(1)), (i64::from(b), Some(2))];
+    expected.sort_unstable();
+    assert_eq!(cluster.committed_rows(1), expected);
 }
