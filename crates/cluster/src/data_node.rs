@@ -66,6 +66,8 @@ pub struct DataNodeSettings {
     pub heartbeat_interval_ms: u64,
     pub missed_heartbeats_max: u32,
     pub arbitration_timeout_ms: u64,
+    /// MaxNoOfTables: table metadata objects (tables and unique hash
+    /// indexes) the dictionary holds.
     pub tables_max: u32,
     /// Most fragment replicas one node holds (its query handler's engine tables).
     pub fragment_replicas_per_node_max: u32,
@@ -91,7 +93,14 @@ impl DataNodeSettings {
             heartbeat_interval_ms: own.heartbeat_interval_db_db_ms,
             missed_heartbeats_max: own.missed_heartbeats_max,
             arbitration_timeout_ms: own.arbitration_timeout_ms,
-            tables_max: dictionary::TABLES_MAX,
+            // Every president must refuse the same creates, so the
+            // smallest MaxNoOfTables of any data node bounds the dictionary.
+            tables_max: config
+                .data_nodes
+                .iter()
+                .map(|d| d.tables_max)
+                .min()
+                .unwrap_or(own.tables_max),
             fragment_replicas_per_node_max: dictionary::FRAGMENT_REPLICAS_PER_NODE_MAX,
         })
     }
