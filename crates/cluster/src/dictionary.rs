@@ -19,7 +19,12 @@
 //! new fragments need with the free DataMemory each member last reported in
 //! its heartbeat, less what tables created since that report take. The
 //! decision is the president's, so it is agreed like the change itself;
-//! nodes never refuse a decided change on their own.
+//! nodes never refuse a decided change on their own. A refusal is final
+//! only when no plan of the same request can still be decided: the
+//! president proposes a request it already has in flight again instead of
+//! planning it afresh (`data_node`), as NDB's new DICT master, at
+//! takeover, first settles each schema transaction in flight (completes
+//! it or rolls it back).
 
 use std::collections::BTreeMap;
 

@@ -263,6 +263,10 @@ struct Simulation {
     /// Last (generation, version) each incarnation installed.
     installed: BTreeMap<Member, (u64, u64)>,
     client_requests: BTreeMap<u64, ClientRequest>,
+    /// The first final answer each schema request got: a table id, or an
+    /// NDB error code. Any later final answer to the same request (a
+    /// duplicate's, a retry's) must agree, or one of them is false.
+    final_answers: BTreeMap<u64, Result<u32, u16>>,
     next_request: u64,
     next_table: u32,
     /// Tables whose creation was acknowledged and not dropped since.
@@ -408,6 +412,7 @@ impl Simulation {
             decided: BTreeMap::new(),
             installed: BTreeMap::new(),
             client_requests: BTreeMap::new(),
+            final_answers: BTreeMap::new(),
             next_request: 1,
             next_table: 1,
             acknowledged_tables: BTreeMap::new(),
@@ -895,6 +900,26 @@ impl Simulation {
         let Message::SchemaReply { request, result } = message else {
             return;
         };
+        // Not the president, busy, not yet: temporary, the request goes on.
+        let temporary = matches!(&result, Err(error) if matches!(error.ndb_code, 702 | 711));
+        if !temporary {
+            let answer = result
+                .as_ref()
+                .map(|id| *id)
+                .map_err(|error| error.ndb_code);
+            match self.final_answers.get(&request) {
+                Some(first) if *first != answer => {
+                    self.fail(format!(
+                        "schema request {request} was answered {first:?} and then {answer:?} \
+                         (from node {from}): one of the answers is false"
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    self.final_answers.insert(request, answer);
+                }
+            }
+        }
         let Some(sent) = self.client_requests.remove(&request) else {
             return;
         };
