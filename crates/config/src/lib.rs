@@ -69,7 +69,7 @@
 //! | `MaxNoOfConcurrentOperations` | ndbd | integer | 32768 | 32.. | NDB |
 //! | `MaxNoOfConcurrentTransactions` | ndbd | integer | 4096 | 32.. | NDB |
 //! | `MaxNoOfConcurrentScans` | ndbd | integer, scans of the node's coordinator | 256 | 2..=500 | NDB |
-//! | `MaxNoOfTables` | ndbd | integer, tables and unique hash indexes in the dictionary | 128 | 8..=20320 | NDB |
+//! | `MaxNoOfTables` | ndbd | integer, tables and unique hash indexes in the dictionary (the smallest data node's value applies) | 128 | 8..=20320 | NDB |
 //! | `LockPagesInMainMemory` | ndbd | integer, no effect | 0 | 0..=2 | compat |
 //! | `SendBufferMemory` | ndbd | size | `[tcp default]`'s | 64K.. | NDB |
 //! | `StopOnError` | ndbd | boolean, ignored | true | | compat |

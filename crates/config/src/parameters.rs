@@ -342,7 +342,7 @@ pub static PARAMETERS: [Parameter; 37] = [
          with 488."),
     parameter("MaxNoOfTables", DATA, Integer, Number(128), 8, 20320, Ndb,
         "Table metadata objects in the dictionary: tables and unique hash indexes, as in NDB; \
-         one more create is refused with 707."),
+         the smallest data node's value applies, and one more create is refused with 707."),
     parameter("LockPagesInMainMemory", DATA, Integer, Number(0), 0, 2, Compatibility,
         "NDB's request to lock memory in RAM; without effect (data nodes commit DataMemory at \
          start whatever it says, and do not lock it)."),
