@@ -41,6 +41,11 @@ const CLIENT_TIMEOUT_MS: u64 = 2_000;
 /// holds the president to never accept more than the nodes can hold. The
 /// engine reports its pages as a data node's does, at every tick.
 const SCHEMA_RUN_DATA_MEMORY_PAGES: u64 = 40;
+/// MaxNoOfTables of the schema runs whose seed it divides by
+/// `SMALL_DICTIONARY_SEED_DIVISOR`: small enough that the dictionary's limit
+/// refuses creates (707) alongside DataMemory's (827) under faults.
+const SMALL_DICTIONARY_TABLES_MAX: u32 = 3;
+const SMALL_DICTIONARY_SEED_DIVISOR: u64 = 3;
 /// The trace printed with a failure keeps this many last events.
 const TRACE_LINES_MAX: usize = 3_000;
 /// A run that schedules more events than this is stuck in a loop.
@@ -134,6 +139,8 @@ pub struct Outcome {
     pub schema_changes_acknowledged: u32,
     /// Creates refused because a node lacked DataMemory (827).
     pub creates_refused_for_memory: u32,
+    /// Creates refused because the dictionary held MaxNoOfTables (707).
+    pub creates_refused_for_table_objects: u32,
     pub exclusions: u32,
     /// Rare protocol paths the data nodes took (summed over incarnations).
     pub marks: cluster::data_node::Marks,
@@ -253,6 +260,8 @@ struct Simulation {
     queue: BinaryHeap<Scheduled>,
     network: Network,
     config: config::ClusterConfig,
+    /// MaxNoOfTables the data nodes apply (the dictionary's limit).
+    tables_max: u32,
     config_text: String,
     management_node: NodeId,
     nodes: BTreeMap<NodeId, SimDataNode>,
@@ -392,6 +401,13 @@ impl Simulation {
         let workload = options
             .transactions
             .then(|| Box::new(Workload::new(&mut rng, options.replicas)));
+        let tables_max = if !options.transactions
+            && options.seed.is_multiple_of(SMALL_DICTIONARY_SEED_DIVISOR)
+        {
+            SMALL_DICTIONARY_TABLES_MAX
+        } else {
+            config.data_nodes[0].tables_max
+        };
         Ok(Simulation {
             options,
             rng,
@@ -399,6 +415,7 @@ impl Simulation {
             sequence: 0,
             queue: BinaryHeap::new(),
             network: Network::new(faults),
+            tables_max,
             config,
             config_text,
             management_node,
@@ -468,6 +485,7 @@ impl Simulation {
             DataNodeSettings::from_config(&self.config, node, incarnation).expect("configured");
         settings.heartbeat_interval_ms = HEARTBEAT_INTERVAL_MS;
         settings.arbitration_timeout_ms = ARBITRATION_TIMEOUT_MS;
+        settings.tables_max = self.tables_max;
         settings
     }
 
@@ -999,6 +1017,9 @@ impl Simulation {
                             if error.ndb_code == 827 {
                                 self.outcome.creates_refused_for_memory += 1;
                             }
+                            if error.ndb_code == 707 {
+                                self.outcome.creates_refused_for_table_objects += 1;
+                            }
                             self.refused_creates.insert(
                                 table.name,
                                 format!("{}: {}", error.ndb_code, error.message),
@@ -1058,6 +1079,15 @@ impl Simulation {
             self.fail(format!(
                 "version {} has no node of node group {group}",
                 state.version
+            ));
+        }
+        // Nor more tables and unique indexes than MaxNoOfTables.
+        let objects = cluster::dictionary::table_objects(&state);
+        if objects > u64::from(self.tables_max) {
+            self.fail(format!(
+                "version {} holds {objects} tables and unique indexes, more than \
+                 MaxNoOfTables={}",
+                state.version, self.tables_max
             ));
         }
         // The president never accepts a table the nodes cannot hold: each
