@@ -66,6 +66,8 @@ pub struct DataNodeSettings {
     pub heartbeat_interval_ms: u64,
     pub missed_heartbeats_max: u32,
     pub arbitration_timeout_ms: u64,
+    /// MaxNoOfTables: table metadata objects (tables and unique hash
+    /// indexes) the dictionary holds.
     pub tables_max: u32,
     /// Most fragment replicas one node holds (its query handler's engine tables).
     pub fragment_replicas_per_node_max: u32,
@@ -91,7 +93,14 @@ impl DataNodeSettings {
             heartbeat_interval_ms: own.heartbeat_interval_db_db_ms,
             missed_heartbeats_max: own.missed_heartbeats_max,
             arbitration_timeout_ms: own.arbitration_timeout_ms,
-            tables_max: dictionary::TABLES_MAX,
+            // Every president must refuse the same creates, so the
+            // smallest MaxNoOfTables of any data node bounds the dictionary.
+            tables_max: config
+                .data_nodes
+                .iter()
+                .map(|d| d.tables_max)
+                .min()
+                .unwrap_or(own.tables_max),
             fragment_replicas_per_node_max: dictionary::FRAGMENT_REPLICAS_PER_NODE_MAX,
         })
     }
@@ -117,6 +126,10 @@ pub struct Marks {
     /// A retried schema request was answered from the outcome the agreed
     /// state remembers (its first attempt had been applied).
     pub schema_retry_answered_from_state: u64,
+    /// A schema request whose change this node proposed or accepted for
+    /// the next version, and which may still be decided there, was
+    /// proposed again instead of being judged afresh.
+    pub schema_request_proposed_again: u64,
 }
 
 impl Marks {
@@ -128,6 +141,7 @@ impl Marks {
         self.excluded_node_group_lost += other.excluded_node_group_lost;
         self.excluded_by_others += other.excluded_by_others;
         self.schema_retry_answered_from_state += other.schema_retry_answered_from_state;
+        self.schema_request_proposed_again += other.schema_request_proposed_again;
     }
 }
 
@@ -786,6 +800,25 @@ impl DataNode {
                 );
                 continue;
             }
+            // Only the first member plans dictionary changes: any other
+            // acting president suspects a member ahead of it and proposes
+            // its removal first. So a change planned for the next version
+            // for this request can only be one this node planned itself,
+            // which it still holds as its proposal or accepted value.
+            assert_eq!(
+                state.members.first(),
+                Some(&self.me),
+                "only the first member plans schema changes"
+            );
+            if let Some(change) = self.change_in_flight(origin) {
+                // An earlier plan of this request may still be decided for
+                // the next version (a voter may hold it accepted), so a
+                // judgement made now is not its answer. Proposing the same
+                // change again lets Paxos settle it; the answer then comes
+                // from the agreed state.
+                self.marks.schema_request_proposed_again += 1;
+                return Some(change);
+            }
             match dictionary::plan(state, &request.change, origin, &self.settings, &free_pages) {
                 Ok(change) => return Some(change),
                 Err(error) => {
@@ -809,6 +842,36 @@ impl DataNode {
             }
         }
         None
+    }
+
+    /// The change planned for `origin` that this node proposed, adopted,
+    /// saw in a promise or accepted for the next version, if any: it was
+    /// planned against the installed state (proposals and the acceptor are
+    /// reset at every install), and it may still be decided.
+    fn change_in_flight(&self, origin: SchemaRequestId) -> Option<Change> {
+        let state = self.state.as_ref()?;
+        let next = (state.generation, state.version + 1);
+        let proposed = self
+            .proposal
+            .as_ref()
+            .filter(|p| (p.generation, p.version) == next)
+            .into_iter()
+            .flat_map(|p| {
+                // Phase 1 promises show changes other voters accepted.
+                let seen: Vec<&Change> = match &p.phase {
+                    Phase::Accepting { change, .. } => vec![change],
+                    Phase::Preparing { promises } => promises
+                        .values()
+                        .filter_map(|(_, accepted)| accepted.as_ref().map(|(_, c)| c))
+                        .collect(),
+                };
+                std::iter::once(&p.desired).chain(seen)
+            });
+        let accepted = self.acceptor.accepted.iter().map(|(_, change)| change);
+        proposed
+            .chain(accepted)
+            .find(|change| change_origin(change) == Some(origin))
+            .cloned()
     }
 
     /// A node that no longer presides sends its queued schema requests to
@@ -1244,5 +1307,246 @@ impl DataNode {
             change,
         });
         self.drive_proposal(now_ms, effects);
+    }
+}
+
+/// The schema request a change was planned for (membership changes have none).
+fn change_origin(change: &Change) -> Option<SchemaRequestId> {
+    match change {
+        Change::CreateTable { origin, .. } | Change::DropTable { origin, .. } => Some(*origin),
+        Change::Membership { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schema::distribution::TableOptions;
+    use schema::{ColumnDef, ColumnType, TableDef};
+
+    /// The API node that sends schema requests.
+    const API: NodeId = 250;
+    const HEARTBEAT_INTERVAL_MS: u64 = 100;
+
+    fn settings(node: NodeId) -> DataNodeSettings {
+        DataNodeSettings {
+            node,
+            incarnation: 1,
+            data_nodes: vec![2, 3],
+            node_groups: vec![vec![2, 3]],
+            ldm_threads: 1,
+            management_node: 1,
+            arbitrator: None,
+            heartbeat_interval_ms: HEARTBEAT_INTERVAL_MS,
+            missed_heartbeats_max: 4,
+            arbitration_timeout_ms: 10_000,
+            tables_max: 128,
+            fragment_replicas_per_node_max: dictionary::FRAGMENT_REPLICAS_PER_NODE_MAX,
+        }
+    }
+
+    fn create(name: &str) -> protocol::SchemaChange {
+        let table = TableDef::new(
+            name,
+            vec![ColumnDef::new(
+                "id",
+                ColumnType::Int { unsigned: false },
+                false,
+            )],
+            vec![0],
+            vec![],
+        )
+        .expect("valid");
+        let mut definition = Vec::new();
+        schema::table_codec::encode_table(&table, &TableOptions::default(), &mut definition);
+        protocol::SchemaChange::CreateTable { definition }
+    }
+
+    /// Nodes 2 and 3 (one node group, no arbitrator: a decision needs
+    /// both) and the messages between them, delivered by hand.
+    struct Cluster {
+        nodes: BTreeMap<NodeId, DataNode>,
+        in_flight: VecDeque<(NodeId, NodeId, Message)>,
+        /// Every answer the API node got: (request, result).
+        answers: Vec<(u64, Result<u32, ErrorReply>)>,
+    }
+
+    impl Cluster {
+        fn formed() -> Cluster {
+            let mut cluster = Cluster {
+                nodes: [2, 3]
+                    .into_iter()
+                    .map(|node| (node, DataNode::new(settings(node), 0)))
+                    .collect(),
+                in_flight: VecDeque::new(),
+                answers: Vec::new(),
+            };
+            let state = ClusterState {
+                generation: 1,
+                version: 1,
+                members: vec![
+                    Member {
+                        node: 2,
+                        incarnation: 1,
+                    },
+                    Member {
+                        node: 3,
+                        incarnation: 1,
+                    },
+                ],
+                ..ClusterState::default()
+            };
+            for node in [2, 3] {
+                cluster.input(
+                    0,
+                    1,
+                    node,
+                    Message::Decided {
+                        state: state.clone(),
+                    },
+                );
+            }
+            cluster.run(0, |_| false);
+            cluster
+        }
+
+        /// Hands `message` from `from` to `to` and queues what it sends.
+        fn input(&mut self, now_ms: u64, from: NodeId, to: NodeId, message: Message) {
+            let mut effects = Effects::new();
+            let node = self.nodes.get_mut(&to).expect("a data node");
+            let incarnation = if from == API || from == 1 { 0 } else { 1 };
+            node.on_message(now_ms, from, incarnation, message, &mut effects);
+            self.collect(to, effects);
+        }
+
+        fn collect(&mut self, from: NodeId, effects: Effects) {
+            for (to, message) in effects.sends {
+                match message {
+                    Message::SchemaReply { request, result } if to == API => {
+                        self.answers.push((request, result));
+                    }
+                    message if self.nodes.contains_key(&to) => {
+                        self.in_flight.push_back((from, to, message));
+                    }
+                    // The management node plays no part here.
+                    _ => {}
+                }
+            }
+        }
+
+        /// Delivers queued messages until none is left, losing those
+        /// `lose` picks.
+        fn run(&mut self, now_ms: u64, lose: impl Fn(&Message) -> bool) {
+            let mut delivered = 0;
+            while let Some((from, to, message)) = self.in_flight.pop_front() {
+                delivered += 1;
+                assert!(delivered < 10_000, "the messages never settle");
+                if lose(&message) {
+                    continue;
+                }
+                self.input(now_ms, from, to, message);
+            }
+        }
+
+        fn tick(&mut self, now_ms: u64, node: NodeId) {
+            let mut effects = Effects::new();
+            self.nodes
+                .get_mut(&node)
+                .expect("a data node")
+                .tick(now_ms, &mut effects);
+            self.collect(node, effects);
+        }
+
+        /// Node 3 tells the president how much DataMemory it has free.
+        fn report_free_pages(&mut self, now_ms: u64, pages: u64) {
+            let free_pages = Some(FreePages {
+                pages,
+                schema_version: 0,
+            });
+            let heartbeat = Message::Heartbeat {
+                generation: 1,
+                version: 1,
+                free_pages,
+            };
+            self.input(now_ms, 3, 2, heartbeat);
+        }
+    }
+
+    /// The president proposes a create, node 3 accepts it, the `Accepted`
+    /// is lost, and before the proposal is retried node 3 reports that its
+    /// memory filled up. Judged afresh the create would be refused (827),
+    /// yet node 3 holds it accepted, so a later proposal must adopt and
+    /// decide it: a refusal then would be a false answer. The president
+    /// proposes the same change again instead, and the client's answer
+    /// matches the dictionary.
+    #[test]
+    fn a_create_in_flight_is_proposed_again_not_refused_from_a_fresh_judgement() {
+        let mut cluster = Cluster::formed();
+        for node in [2, 3] {
+            let node = cluster.nodes.get_mut(&node).expect("node");
+            node.set_memory_pages(0, 1_000);
+        }
+        cluster.report_free_pages(10, 1_000);
+        cluster.input(
+            20,
+            API,
+            2,
+            Message::SchemaRequest {
+                request: 7,
+                change: create("t"),
+            },
+        );
+        cluster.run(20, |message| matches!(message, Message::Accepted { .. }));
+        let node_3 = &cluster.nodes[&3];
+        assert!(
+            matches!(
+                &node_3.acceptor.accepted,
+                Some((_, Change::CreateTable { .. }))
+            ),
+            "node 3 accepted the create"
+        );
+        assert!(cluster.answers.is_empty(), "{:?}", cluster.answers);
+
+        // Node 3's memory is full by its next report; the proposal times out.
+        let retry_ms = 20 + HEARTBEAT_INTERVAL_MS * (PROPOSAL_TIMEOUT_INTERVALS + 1);
+        cluster.report_free_pages(retry_ms - 10, 0);
+        cluster.tick(retry_ms, 2);
+        cluster.run(retry_ms, |_| false);
+
+        // Memory is freed and another create comes: its proposal's phase 1
+        // finds node 3's accepted create of t, which wins.
+        let later_ms = retry_ms + 10;
+        cluster.report_free_pages(later_ms, 1_000);
+        cluster.input(
+            later_ms,
+            API,
+            2,
+            Message::SchemaRequest {
+                request: 8,
+                change: create("u"),
+            },
+        );
+        cluster.run(later_ms, |_| false);
+
+        let state = cluster.nodes[&2].state().expect("state").clone();
+        let table = state.table_by_name("t").map(|t| t.id);
+        let answers: Vec<&(u64, Result<u32, ErrorReply>)> = cluster
+            .answers
+            .iter()
+            .filter(|(request, _)| *request == 7)
+            .collect();
+        assert_eq!(answers.len(), 1, "{:?}", cluster.answers);
+        for (_, result) in answers {
+            match (result, table) {
+                (Ok(id), Some(table)) => assert_eq!(*id, table),
+                (Err(error), None) => assert!(error.ndb_code != 0),
+                (result, table) => panic!(
+                    "the client was answered {result:?} and the dictionary holds table t as \
+                     {table:?}: a false answer"
+                ),
+            }
+        }
+        assert!(table.is_some(), "the create was decided");
+        assert!(cluster.nodes[&2].marks().schema_request_proposed_again > 0);
     }
 }

@@ -19,7 +19,12 @@
 //! new fragments need with the free DataMemory each member last reported in
 //! its heartbeat, less what tables created since that report take. The
 //! decision is the president's, so it is agreed like the change itself;
-//! nodes never refuse a decided change on their own.
+//! nodes never refuse a decided change on their own. A refusal is final
+//! only when no plan of the same request can still be decided: the
+//! president proposes a request it already has in flight again instead of
+//! planning it afresh (`data_node`), as NDB's new DICT master, at
+//! takeover, first settles each schema transaction in flight (completes
+//! it or rolls it back).
 
 use std::collections::BTreeMap;
 
@@ -32,9 +37,6 @@ use schema::{Error, ErrorCode};
 
 use crate::data_node::DataNodeSettings;
 
-/// Most tables in the dictionary (NDB's MaxNoOfTables default is 128; we
-/// allow more because a table costs only its definition until it has rows).
-pub const TABLES_MAX: u32 = 1024;
 /// Most fragment replicas one data node holds: its query handler gives each
 /// an engine table (`transaction::query_handler::FRAGMENT_REPLICAS_PER_NODE_MAX`
 /// is the same number; the simulator's tests check that they agree).
@@ -52,6 +54,25 @@ pub const DEFINITION_BYTES_MAX: usize = 256 * 1024;
 /// Largest dictionary, as it travels whole in a `Decided` message: well
 /// under the frame limit (`protocol::frame::FRAME_PAYLOAD_BYTES_MAX`).
 pub const DICTIONARY_BYTES_MAX: usize = 8 << 20;
+
+/// Table metadata objects `table` takes, as NDB counts them against
+/// MaxNoOfTables: the table and each of its unique hash indexes (NDB keeps
+/// a unique index as a hidden table). Ordered indexes count against NDB's
+/// MaxNoOfOrderedIndexes instead, and Shoal's auto-increment sequence is
+/// NDB's row in SYSTAB_0, so neither counts here. A definition that no
+/// longer decodes (it was validated when planned) counts as the table alone.
+pub fn table_objects_of(table: &TableEntry) -> u64 {
+    let unique_indexes = schema::table_codec::decode_table(&table.definition)
+        .map_or(0, |(def, _)| {
+            def.ordered_indexes.iter().filter(|i| i.unique).count() as u64
+        });
+    1 + unique_indexes
+}
+
+/// Table metadata objects in the dictionary (see [`table_objects_of`]).
+pub fn table_objects(state: &ClusterState) -> u64 {
+    state.tables.iter().map(table_objects_of).sum()
+}
 
 /// Bytes a table takes in an encoded cluster state (an upper bound).
 pub fn table_bytes(table: &TableEntry) -> usize {
@@ -101,14 +122,18 @@ pub fn plan(
                     format!("table '{}' already exists", table.name),
                 )));
             }
-            if state.tables.len() as u32 >= settings.tables_max {
+            let held = table_objects(state);
+            let unique_indexes = table.ordered_indexes.iter().filter(|i| i.unique).count() as u64;
+            let adding = 1 + unique_indexes;
+            if held + adding > u64::from(settings.tables_max) {
                 return Err(ErrorReply {
                     ndb_code: 707,
                     mysql_code: 1005,
                     message: format!(
-                        "no more table metadata objects: the dictionary holds the maximum of {} \
-                         tables",
-                        settings.tables_max
+                        "no more table metadata objects: the dictionary holds {held} tables and \
+                         unique indexes, and table '{}' would add {adding}, more than \
+                         MaxNoOfTables={}: drop tables or increase MaxNoOfTables",
+                        table.name, settings.tables_max
                     ),
                 });
             }
@@ -339,7 +364,7 @@ mod tests {
             heartbeat_interval_ms: 100,
             missed_heartbeats_max: 4,
             arbitration_timeout_ms: 1_000,
-            tables_max: TABLES_MAX,
+            tables_max: 1_024,
             fragment_replicas_per_node_max: FRAGMENT_REPLICAS_PER_NODE_MAX,
         }
     }
@@ -448,6 +473,102 @@ mod tests {
         let total: usize = state.tables.iter().map(table_bytes).sum();
         assert!(total <= DICTIONARY_BYTES_MAX);
         assert!(created > 10, "{created} tables of 2048 partitions fit");
+    }
+
+    /// A table with `unique_indexes` unique hash indexes, each on its own column.
+    fn create_with_unique_indexes(name: &str, unique_indexes: u16) -> SchemaChange {
+        let mut columns = vec![ColumnDef::new(
+            "id",
+            ColumnType::Int { unsigned: false },
+            false,
+        )];
+        let mut indexes = Vec::new();
+        for index in 0..unique_indexes {
+            columns.push(ColumnDef::new(
+                &format!("c{index}"),
+                ColumnType::Int { unsigned: false },
+                false,
+            ));
+            indexes.push(schema::IndexDef {
+                name: format!("u{index}"),
+                columns: vec![index + 1],
+                unique: true,
+            });
+        }
+        let table = TableDef::new(name, columns, vec![0], indexes).expect("valid");
+        let mut definition = Vec::new();
+        schema::table_codec::encode_table(&table, &TableOptions::default(), &mut definition);
+        SchemaChange::CreateTable { definition }
+    }
+
+    /// MaxNoOfTables counts table metadata objects as NDB does: each table
+    /// and each unique hash index (NDB makes it a hidden table). A create
+    /// that would pass the limit is refused whole with 707.
+    #[test]
+    fn max_no_of_tables_counts_tables_and_unique_indexes() {
+        let settings = DataNodeSettings {
+            tables_max: 8,
+            ..settings()
+        };
+        let mut state = ClusterState::default();
+        // Two tables with two unique indexes each: 6 objects.
+        for (id, name) in ["a", "b"].into_iter().enumerate() {
+            let change = plan(
+                &state,
+                &create_with_unique_indexes(name, 2),
+                origin(id as u64),
+                &settings,
+                &roomy(),
+            )
+            .expect("fits");
+            apply_create(&mut state, change);
+        }
+        assert_eq!(table_objects(&state), 6);
+        // A third with two unique indexes would make 9.
+        let error = plan(
+            &state,
+            &create_with_unique_indexes("c", 2),
+            origin(10),
+            &settings,
+            &roomy(),
+        )
+        .expect_err("9 objects exceed MaxNoOfTables=8");
+        assert_eq!(error.ndb_code, 707, "{error:?}");
+        assert_eq!(error.mysql_code, 1005, "{error:?}");
+        assert!(error.message.contains("MaxNoOfTables"), "{error:?}");
+        // Two plain tables fit exactly; the next does not.
+        for (id, name) in ["d", "e"].into_iter().enumerate() {
+            let change = plan(
+                &state,
+                &create(name, &TableOptions::default()),
+                origin(20 + id as u64),
+                &settings,
+                &roomy(),
+            )
+            .expect("fits");
+            apply_create(&mut state, change);
+        }
+        assert_eq!(table_objects(&state), 8);
+        let error = plan(
+            &state,
+            &create("f", &TableOptions::default()),
+            origin(30),
+            &settings,
+            &roomy(),
+        )
+        .expect_err("the 9th object");
+        assert_eq!(error.ndb_code, 707, "{error:?}");
+        assert_eq!(state.tables.len(), 4, "a refused create adds nothing");
+        // A drop frees its objects for the next create.
+        state.tables.retain(|t| t.name != "a");
+        plan(
+            &state,
+            &create_with_unique_indexes("g", 2),
+            origin(40),
+            &settings,
+            &roomy(),
+        )
+        .expect("the dropped table's objects are free again");
     }
 
     fn apply_create(state: &mut ClusterState, change: Change) {

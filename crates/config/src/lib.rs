@@ -35,7 +35,7 @@
 //! NDB's, accepted so that existing files parse, but Shoal does not act on
 //! them (or folds them into another).
 //!
-//! Every other parameter of NDB 8.0's config.ini (MaxNoOfTables,
+//! Every other parameter of NDB 8.0's config.ini (MaxNoOfAttributes,
 //! ThreadConfig, TimeBetweenEpochs, LogDestination, BatchSize, ... about
 //! 190 of them) is in [`ndb_parameters::WITHOUT_EFFECT`] with NDB's type,
 //! default and range: a file that sets them parses, each value is checked
@@ -69,6 +69,7 @@
 //! | `MaxNoOfConcurrentOperations` | ndbd | integer | 32768 | 32.. | NDB |
 //! | `MaxNoOfConcurrentTransactions` | ndbd | integer | 4096 | 32.. | NDB |
 //! | `MaxNoOfConcurrentScans` | ndbd | integer, scans of the node's coordinator | 256 | 2..=500 | NDB |
+//! | `MaxNoOfTables` | ndbd | integer, tables and unique hash indexes in the dictionary (the smallest data node's value applies) | 128 | 8..=20320 | NDB |
 //! | `LockPagesInMainMemory` | ndbd | integer, no effect | 0 | 0..=2 | compat |
 //! | `SendBufferMemory` | ndbd | size | `[tcp default]`'s | 64K.. | NDB |
 //! | `StopOnError` | ndbd | boolean, ignored | true | | compat |
@@ -234,6 +235,9 @@ pub struct DataNodeConfig {
     pub concurrent_transactions_max: u32,
     /// MaxNoOfConcurrentScans: scans the node's coordinator runs at once.
     pub concurrent_scans_max: u32,
+    /// MaxNoOfTables: table metadata objects the dictionary holds, tables
+    /// and unique hash indexes (NDB counts both against it).
+    pub tables_max: u32,
     pub lock_pages_in_main_memory: u8,
     /// The line of the section header.
     pub line: u32,

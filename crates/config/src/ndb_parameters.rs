@@ -95,7 +95,7 @@ use ValueKind::{Boolean, Choice, CpuList, Integer, Milliseconds, Size, Text};
 // One entry per line, like a row of NDB's table; rustfmt would spread each
 // over eight lines.
 #[rustfmt::skip]
-pub static WITHOUT_EFFECT: [Parameter; 202] = [
+pub static WITHOUT_EFFECT: [Parameter; 201] = [
     // [system] and [computer].
     text("Name", SYSTEM),
     ndb("PrimaryMGMNode", SYSTEM, Integer, Number(0), 0, RNIL),
@@ -108,7 +108,6 @@ pub static WITHOUT_EFFECT: [Parameter; 202] = [
     ndb("MaxNoOfConcurrentSubOperations", DATA, Integer, Number(256), 0, RNIL),
     boolean("TcpBind_INADDR_ANY", DATA, false),
     ndb("MaxNoOfAttributes", DATA, Integer, Number(1000), 32, RNIL),
-    ndb("MaxNoOfTables", DATA, Integer, Number(128), 8, 20320),
     ndb("MaxNoOfOrderedIndexes", DATA, Integer, Number(128), 0, RNIL),
     ndb("MaxNoOfUniqueHashIndexes", DATA, Integer, Number(64), 0, RNIL),
     ndb("MaxNoOfConcurrentIndexOperations", DATA, Integer, Number(8 * KIB), 0, RNIL),

@@ -273,7 +273,7 @@ use ValueKind::{Boolean, Integer, Milliseconds, Size, Text};
 // Formatting is left to the author so that each entry stays a compact block
 // that reads like a row of a table, instead of ten lines of one argument.
 #[rustfmt::skip]
-pub static PARAMETERS: [Parameter; 36] = [
+pub static PARAMETERS: [Parameter; 37] = [
     // Every node.
     parameter("NodeId", DATA, Integer, NoDefault, 1, 144, Ndb,
         "The data node's id; without it the node gets the lowest free id.")
@@ -340,6 +340,9 @@ pub static PARAMETERS: [Parameter; 36] = [
     parameter("MaxNoOfConcurrentScans", DATA, Integer, Number(256), 2, 500, Ndb,
         "Scans the data node's transaction coordinator runs at once; one more is refused \
          with 488."),
+    parameter("MaxNoOfTables", DATA, Integer, Number(128), 8, 20320, Ndb,
+        "Table metadata objects in the dictionary: tables and unique hash indexes, as in NDB; \
+         the smallest data node's value applies, and one more create is refused with 707."),
     parameter("LockPagesInMainMemory", DATA, Integer, Number(0), 0, 2, Compatibility,
         "NDB's request to lock memory in RAM; without effect (data nodes commit DataMemory at \
          start whatever it says, and do not lock it)."),

@@ -556,6 +556,7 @@ fn build_data_node(
         concurrent_operations_max: narrow(view.number("MaxNoOfConcurrentOperations")),
         concurrent_transactions_max: narrow(view.number("MaxNoOfConcurrentTransactions")),
         concurrent_scans_max: narrow(view.number("MaxNoOfConcurrentScans")),
+        tables_max: narrow(view.number("MaxNoOfTables")),
         lock_pages_in_main_memory: narrow(view.number("LockPagesInMainMemory")),
         line: section.line,
     })

@@ -201,6 +201,7 @@ fn a_production_ndb_8_0_config_parses_unchanged() {
     assert_eq!(node.concurrent_operations_max, 250_000);
     assert_eq!(node.concurrent_transactions_max, 16_384);
     assert_eq!(node.concurrent_scans_max, 500);
+    assert_eq!(node.tables_max, 4096);
     assert_eq!(node.execution_threads, 8);
     assert_eq!(node.redo_buffer_bytes, 64 << 20);
     assert_eq!(node.transaction_deadlock_detection_timeout_ms, 10_000);
@@ -222,7 +223,6 @@ fn keys_without_effect_are_named_in_one_notice_with_their_lines() {
     assert!(notice.starts_with("config.ini:3: "), "{notice}");
     for (key, line) in [
         ("Name", 3),
-        ("MaxNoOfTables", 12),
         ("ThreadConfig", 38),
         ("LockExecuteThreadToCPU", 39),
         ("LockPagesInMainMemory", 41),
@@ -244,6 +244,7 @@ fn keys_without_effect_are_named_in_one_notice_with_their_lines() {
         "PortNumber (",
         "NoOfReplicas (",
         "MaxNoOfConcurrentScans (",
+        "MaxNoOfTables (",
     ] {
         assert!(!notice.contains(applied), "{applied} listed in: {notice}");
     }
@@ -552,5 +553,30 @@ fn open_ranges_end_at_ndbs_max_int_rnil() {
         5,
         "SendBufferMemory",
         "out of range 64K..=4294967039 bytes",
+    );
+}
+
+/// MaxNoOfTables bounds the dictionary (tables and unique hash indexes, as
+/// in NDB): NDB's default of 128 when unset, the value when set, and no
+/// notice calling it without effect.
+#[test]
+fn max_no_of_tables_is_applied_with_ndb_default_and_range() {
+    let base = "[ndb_mgmd]\n[ndbd]\nNoOfReplicas=1\n";
+    let config = parsed(base);
+    assert_eq!(config.data_nodes[0].tables_max, 128);
+    let config = parsed(&format!("{base}MaxNoOfTables=8\n"));
+    assert_eq!(config.data_nodes[0].tables_max, 8);
+    assert!(
+        !config.notices.iter().any(|n| n.contains("MaxNoOfTables")),
+        "{:?}",
+        config.notices
+    );
+    let config = parsed(&format!("{base}MaxNoOfTables=20320\n"));
+    assert_eq!(config.data_nodes[0].tables_max, 20_320);
+    assert_error(
+        &format!("{base}MaxNoOfTables=20321\n"),
+        4,
+        "MaxNoOfTables",
+        "out of range 8..=20320",
     );
 }

@@ -25,7 +25,8 @@ pub const FRAME_MAGIC: [u8; 4] = *b"SHOL";
 pub const PROTOCOL_VERSION: u16 = 2;
 pub const FRAME_HEADER_BYTES: usize = 16;
 /// Largest payload a frame may carry. The dictionary snapshot is the largest
-/// message; `TABLES_MAX` definitions of a few KiB fit well inside.
+/// message; the president keeps it under
+/// `cluster::dictionary::DICTIONARY_BYTES_MAX` (8 MiB), well inside.
 pub const FRAME_PAYLOAD_BYTES_MAX: usize = 32 << 20;
 /// Most messages in one frame (the count field is 16 bits).
 pub const FRAME_MESSAGES_MAX: usize = u16::MAX as usize;

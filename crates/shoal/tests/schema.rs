@@ -1,7 +1,8 @@
-//! Real processes: schema changes on a cluster whose DataMemory fills up.
-//! A create the data nodes cannot hold is refused as a whole (827), every
-//! table that was created can be written and read, and no data node logs a
-//! fragment it could not create. Everything runs on 127.0.0.1 with free
+//! Real processes: schema changes on a cluster whose DataMemory fills up,
+//! or whose dictionary reaches MaxNoOfTables. A create the data nodes
+//! cannot hold is refused as a whole (827, or 707 past MaxNoOfTables),
+//! every table that was created can be written and read, and no data node
+//! logs a fragment it could not create. Everything runs on 127.0.0.1 with free
 //! ports, every wait is bounded, and every process is stopped.
 
 mod support;
@@ -24,6 +25,106 @@ fn table(name: &str) -> TableDef {
         vec![],
     )
     .expect("a valid table")
+}
+
+/// Writes a row into each of `created` and reads it back.
+fn write_and_read_each(cluster: &Cluster, created: &[String]) {
+    let mut session = cluster.session().expect("session");
+    for (id, name) in created.iter().enumerate() {
+        let route = cluster.table(name).expect("route");
+        let mut insert = session.start_transaction(None).expect("start");
+        insert
+            .insert(
+                &route,
+                &[
+                    (0u16, Value::Int(id as i64)),
+                    (1u16, Value::Bytes(name.as_bytes().to_vec())),
+                ],
+            )
+            .expect("define");
+        session
+            .execute(&mut insert, ExecuteEnd::Commit)
+            .unwrap_or_else(|error| panic!("insert into {name}: {error}"));
+        let mut read = session.start_transaction(None).expect("start");
+        let op = read
+            .read(
+                &route,
+                &[(0u16, Value::Int(id as i64))],
+                &[1],
+                LockMode::Committed,
+            )
+            .expect("define");
+        session
+            .execute(&mut read, ExecuteEnd::Commit)
+            .unwrap_or_else(|error| panic!("read from {name}: {error}"));
+        assert_eq!(
+            read.row(op).expect("row").get(1),
+            Some(&Value::Bytes(name.as_bytes().to_vec()))
+        );
+    }
+}
+
+/// MaxNoOfTables=8 in config.ini: eight tables are created, the ninth is
+/// refused with NDB's 707, and the cluster goes on serving the eight.
+#[test]
+fn the_table_past_max_no_of_tables_is_refused_and_the_others_work() {
+    let dir = scratch_dir("schema-max-tables");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let port = free_port();
+    let text = config::sandbox_config_text(dir.to_str().expect("UTF-8"), 2, 2, port, 32 << 20)
+        .replacen("[ndbd default]\n", "[ndbd default]\nMaxNoOfTables=8\n", 1);
+    assert!(text.contains("MaxNoOfTables=8"), "{text}");
+    let config_file = dir.join("config.ini");
+    std::fs::write(&config_file, text).expect("config");
+    let config_arg = config_file.to_str().expect("UTF-8").to_string();
+    let port_arg = port.to_string();
+    let connectstring = format!("127.0.0.1:{port}");
+    let mut processes = Processes::default();
+    let mgmd_args = ["mgmd", "--config-file", &config_arg, "--port", &port_arg];
+    processes.spawn("mgmd", &mgmd_args, &dir.join("mgmd.log"));
+    std::thread::sleep(Duration::from_millis(300));
+    for node in ["2", "3"] {
+        let args = ["datad", "-c", &connectstring, "--ndb-nodeid", node];
+        processes.spawn(
+            &format!("datad-{node}"),
+            &args,
+            &dir.join(format!("datad-{node}.log")),
+        );
+    }
+    let cluster = eventually(Duration::from_secs(20), || {
+        Cluster::connect(&connectstring, Duration::from_secs(5)).ok()
+    })
+    .expect("the cluster accepts an API node");
+    eventually(Duration::from_secs(20), || {
+        let state = cluster.cluster_state(2).ok()?;
+        (state.members.len() == 2).then_some(())
+    })
+    .expect("both data nodes start");
+
+    let mut created = Vec::new();
+    let mut refusal = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while refusal.is_none() && created.len() < 20 && Instant::now() < deadline {
+        let name = format!("t{}", created.len());
+        match cluster.create_table(&table(&name), &TableOptions::default()) {
+            Ok(_) => created.push(name),
+            Err(error) if error.is_temporary() => std::thread::sleep(Duration::from_millis(200)),
+            Err(error) => refusal = Some(error),
+        }
+    }
+    let refusal = refusal.expect("MaxNoOfTables=8 refuses a create before 20 tables");
+    assert_eq!(created.len(), 8, "{refusal}");
+    assert_eq!(refusal.ndb_code, 707, "{refusal}");
+    assert!(refusal.message.contains("MaxNoOfTables"), "{refusal}");
+    let state = cluster.cluster_state(2).expect("state");
+    assert_eq!(
+        state.tables.len(),
+        8,
+        "the refused table is not in the dictionary"
+    );
+    write_and_read_each(&cluster, &created);
+    drop(processes);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -88,39 +189,7 @@ fn creates_beyond_data_memory_are_refused_whole_and_every_created_table_works() 
 
     // Every table the cluster accepted holds its fragments: a row goes in
     // and comes back.
-    let mut session = cluster.session().expect("session");
-    for (id, name) in created.iter().enumerate() {
-        let route = cluster.table(name).expect("route");
-        let mut insert = session.start_transaction(None).expect("start");
-        insert
-            .insert(
-                &route,
-                &[
-                    (0u16, Value::Int(id as i64)),
-                    (1u16, Value::Bytes(name.as_bytes().to_vec())),
-                ],
-            )
-            .expect("define");
-        session
-            .execute(&mut insert, ExecuteEnd::Commit)
-            .unwrap_or_else(|error| panic!("insert into {name}: {error}"));
-        let mut read = session.start_transaction(None).expect("start");
-        let op = read
-            .read(
-                &route,
-                &[(0u16, Value::Int(id as i64))],
-                &[1],
-                LockMode::Committed,
-            )
-            .expect("define");
-        session
-            .execute(&mut read, ExecuteEnd::Commit)
-            .unwrap_or_else(|error| panic!("read from {name}: {error}"));
-        assert_eq!(
-            read.row(op).expect("row").get(1),
-            Some(&Value::Bytes(name.as_bytes().to_vec()))
-        );
-    }
+    write_and_read_each(&cluster, &created);
     drop(processes);
     for node in ["2", "3"] {
         let log =

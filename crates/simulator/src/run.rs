@@ -41,6 +41,11 @@ const CLIENT_TIMEOUT_MS: u64 = 2_000;
 /// holds the president to never accept more than the nodes can hold. The
 /// engine reports its pages as a data node's does, at every tick.
 const SCHEMA_RUN_DATA_MEMORY_PAGES: u64 = 40;
+/// MaxNoOfTables of the schema runs whose seed it divides by
+/// `SMALL_DICTIONARY_SEED_DIVISOR`: small enough that the dictionary's limit
+/// refuses creates (707) alongside DataMemory's (827) under faults.
+const SMALL_DICTIONARY_TABLES_MAX: u32 = 3;
+const SMALL_DICTIONARY_SEED_DIVISOR: u64 = 3;
 /// The trace printed with a failure keeps this many last events.
 const TRACE_LINES_MAX: usize = 3_000;
 /// A run that schedules more events than this is stuck in a loop.
@@ -134,6 +139,8 @@ pub struct Outcome {
     pub schema_changes_acknowledged: u32,
     /// Creates refused because a node lacked DataMemory (827).
     pub creates_refused_for_memory: u32,
+    /// Creates refused because the dictionary held MaxNoOfTables (707).
+    pub creates_refused_for_table_objects: u32,
     pub exclusions: u32,
     /// Rare protocol paths the data nodes took (summed over incarnations).
     pub marks: cluster::data_node::Marks,
@@ -254,6 +261,8 @@ struct Simulation {
     queue: BinaryHeap<Scheduled>,
     network: Network,
     config: config::ClusterConfig,
+    /// MaxNoOfTables the data nodes apply (the dictionary's limit).
+    tables_max: u32,
     config_text: String,
     management_node: NodeId,
     nodes: BTreeMap<NodeId, SimDataNode>,
@@ -264,6 +273,10 @@ struct Simulation {
     /// Last (generation, version) each incarnation installed.
     installed: BTreeMap<Member, (u64, u64)>,
     client_requests: BTreeMap<u64, ClientRequest>,
+    /// The first final answer each schema request got: a table id, or an
+    /// NDB error code. Any later final answer to the same request (a
+    /// duplicate's, a retry's) must agree, or one of them is false.
+    final_answers: BTreeMap<u64, Result<u32, u16>>,
     next_request: u64,
     next_table: u32,
     /// Tables whose creation was acknowledged and not dropped since.
@@ -389,6 +402,13 @@ impl Simulation {
         let workload = options
             .transactions
             .then(|| Box::new(Workload::new(&mut rng, options.replicas)));
+        let tables_max = if !options.transactions
+            && options.seed.is_multiple_of(SMALL_DICTIONARY_SEED_DIVISOR)
+        {
+            SMALL_DICTIONARY_TABLES_MAX
+        } else {
+            config.data_nodes[0].tables_max
+        };
         Ok(Simulation {
             options,
             rng,
@@ -396,6 +416,7 @@ impl Simulation {
             sequence: 0,
             queue: BinaryHeap::new(),
             network: Network::new(faults),
+            tables_max,
             config,
             config_text,
             management_node,
@@ -409,6 +430,7 @@ impl Simulation {
             decided: BTreeMap::new(),
             installed: BTreeMap::new(),
             client_requests: BTreeMap::new(),
+            final_answers: BTreeMap::new(),
             next_request: 1,
             next_table: 1,
             acknowledged_tables: BTreeMap::new(),
@@ -464,6 +486,7 @@ impl Simulation {
             DataNodeSettings::from_config(&self.config, node, incarnation).expect("configured");
         settings.heartbeat_interval_ms = HEARTBEAT_INTERVAL_MS;
         settings.arbitration_timeout_ms = ARBITRATION_TIMEOUT_MS;
+        settings.tables_max = self.tables_max;
         settings
     }
 
@@ -923,6 +946,26 @@ impl Simulation {
         let Message::SchemaReply { request, result } = message else {
             return;
         };
+        // Not the president, busy, not yet: temporary, the request goes on.
+        let temporary = matches!(&result, Err(error) if matches!(error.ndb_code, 702 | 711));
+        if !temporary {
+            let answer = result
+                .as_ref()
+                .map(|id| *id)
+                .map_err(|error| error.ndb_code);
+            match self.final_answers.get(&request) {
+                Some(first) if *first != answer => {
+                    self.fail(format!(
+                        "schema request {request} was answered {first:?} and then {answer:?} \
+                         (from node {from}): one of the answers is false"
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    self.final_answers.insert(request, answer);
+                }
+            }
+        }
         let Some(sent) = self.client_requests.remove(&request) else {
             return;
         };
@@ -1002,6 +1045,9 @@ impl Simulation {
                             if error.ndb_code == 827 {
                                 self.outcome.creates_refused_for_memory += 1;
                             }
+                            if error.ndb_code == 707 {
+                                self.outcome.creates_refused_for_table_objects += 1;
+                            }
                             self.refused_creates.insert(
                                 table.name,
                                 format!("{}: {}", error.ndb_code, error.message),
@@ -1061,6 +1107,15 @@ impl Simulation {
             self.fail(format!(
                 "version {} has no node of node group {group}",
                 state.version
+            ));
+        }
+        // Nor more tables and unique indexes than MaxNoOfTables.
+        let objects = cluster::dictionary::table_objects(&state);
+        if objects > u64::from(self.tables_max) {
+            self.fail(format!(
+                "version {} holds {objects} tables and unique indexes, more than \
+                 MaxNoOfTables={}",
+                state.version, self.tables_max
             ));
         }
         // The president never accepts a table the nodes cannot hold: each

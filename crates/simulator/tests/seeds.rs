@@ -31,6 +31,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     let mut crashes = 0;
     let mut acknowledged = 0;
     let mut refused_for_memory = 0;
+    let mut refused_for_table_objects = 0;
     for seed in first_seed..first_seed + seeds_per_shape() {
         let options = SimulationOptions::new(seed, data_nodes, replicas);
         match run(&options) {
@@ -39,6 +40,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
                 crashes += outcome.crashes;
                 acknowledged += outcome.schema_changes_acknowledged;
                 refused_for_memory += outcome.creates_refused_for_memory;
+                refused_for_table_objects += outcome.creates_refused_for_table_objects;
                 marks.add(&outcome.marks);
             }
             Err(failure) => panic!("{failure}"),
@@ -51,6 +53,12 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     assert!(
         refused_for_memory > 0,
         "no create was refused for DataMemory"
+    );
+    // Some seeds run with a small MaxNoOfTables: the president refuses
+    // creates past it (707).
+    assert!(
+        refused_for_table_objects > 0,
+        "no create was refused for MaxNoOfTables"
     );
     eprintln!("{data_nodes} nodes, {replicas} replicas: {marks:?}");
     assert!(marks.proposals_retried > 0, "{marks:?}");
@@ -70,7 +78,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     eprintln!(
         "{data_nodes} nodes, {replicas} replicas: {} seeds, {decided} states, {crashes} crashes, \
          {acknowledged} schema changes acknowledged, {refused_for_memory} creates refused for \
-         DataMemory",
+         DataMemory, {refused_for_table_objects} for MaxNoOfTables",
         seeds_per_shape()
     );
 }

@@ -57,7 +57,10 @@ pub struct EngineConfig {
     pub transactions_max: u32,
     /// [MaxNoOfConcurrentScans] open scans.
     pub scans_max: u32,
-    /// [MaxNoOfTables] tables.
+    /// Engine tables. Alone, NDB's MaxNoOfTables default; in a data node
+    /// each fragment replica is an engine table, so the query handler
+    /// sets its per-node fragment replica limit here (MaxNoOfTables bounds
+    /// the dictionary's tables instead, see `cluster::dictionary`).
     pub tables_max: u32,
     /// [TransactionDeadlockDetectionTimeout] longest wait for a row lock.
     pub lock_wait_timeout_ms: u64,
