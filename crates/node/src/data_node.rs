@@ -65,6 +65,9 @@ struct Link {
     peer: Option<Peer>,
     /// Who the peer's `Hello` claims to be, until its proof arrives.
     claimed: Option<Peer>,
+    /// The challenge of the peer's `Hello` on a link it dialed: this side
+    /// answers it only once the peer's own proof holds (see `handshake`).
+    peer_nonce: Option<Nonce>,
     /// This side's challenge on the link.
     nonce: Nonce,
     /// The data node this side dialed, until its `Hello` sets `peer`.
@@ -397,6 +400,7 @@ impl DataNodeComposite {
             Link {
                 peer: None,
                 claimed: None,
+                peer_nonce: None,
                 nonce,
                 dialed,
             },
@@ -527,18 +531,19 @@ impl DataNodeComposite {
                     self.close_link(now_ms, link, &why, output);
                     return;
                 }
-                self.links.get_mut(&link).expect("known").claimed = Some(claim);
-                // This side dialed if the runtime said so (data nodes);
-                // API nodes always dial in.
-                let proof = hello_proof(
-                    &self.secret,
-                    state.dialed.is_some(),
-                    &nonce,
-                    self.node,
-                    self.settings.incarnation,
-                    NodeRole::Data,
-                );
-                output.sends.push((link, Message::HelloProof { proof }));
+                let entry = self.links.get_mut(&link).expect("known");
+                entry.claimed = Some(claim);
+                // This side dialed if the runtime said so (data nodes); API
+                // nodes always dial in. The side that dialed proves itself
+                // first; the side that accepted answers only once that
+                // proof holds, so its proof tells the dialer it was
+                // accepted (a refusal, for want of a slot, comes instead).
+                if state.dialed.is_some() {
+                    let proof = self.proof_for(true, &nonce);
+                    output.sends.push((link, Message::HelloProof { proof }));
+                } else {
+                    entry.peer_nonce = Some(nonce);
+                }
             }
             Message::HelloProof { proof } if state.claimed.is_some() => {
                 let claim = state.claimed.expect("guarded");
@@ -551,6 +556,11 @@ impl DataNodeComposite {
                     claim.incarnation,
                     claim.role,
                 ) {
+                    if state.dialed.is_none() {
+                        let nonce = state.peer_nonce.expect("kept with the claim");
+                        let proof = self.proof_for(false, &nonce);
+                        output.sends.push((link, Message::HelloProof { proof }));
+                    }
                     self.identify(now_ms, link, claim, output);
                 } else {
                     let why = format!(
@@ -566,6 +576,19 @@ impl DataNodeComposite {
                 self.close_link(now_ms, link, &why, output);
             }
         }
+    }
+
+    /// This node's proof of its identity to the challenge `nonce` of a
+    /// link it dialed (or accepted).
+    fn proof_for(&self, dialed: bool, nonce: &Nonce) -> protocol::identity::Proof {
+        hello_proof(
+            &self.secret,
+            dialed,
+            nonce,
+            self.node,
+            self.settings.incarnation,
+            NodeRole::Data,
+        )
     }
 
     /// Whether a `Hello`'s claim could be a peer's at all.

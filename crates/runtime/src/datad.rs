@@ -525,6 +525,7 @@ impl Runtime {
                         self.node,
                         &format!("refusing {}: {}", connection.peer_address, eviction.reason),
                     );
+                    connection.discard_queued();
                     connection.queue(Message::Refused {
                         error: protocol::ErrorReply {
                             ndb_code: crate::transport::TOO_MANY_CONNECTIONS_NDB_CODE,
@@ -575,7 +576,8 @@ impl Runtime {
         };
         let mut connection =
             Connection::new(stream, token, peer_address, self.send_buffer_bytes_max)
-                .with_receive_memory(self.receive_memory.clone());
+                .with_receive_memory(self.receive_memory.clone())
+                .proof_required();
         connection.dialed_node = dialed_node;
         if connection.register(self.poll.registry()).is_ok() {
             self.connections.insert(token, connection);

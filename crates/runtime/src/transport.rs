@@ -129,6 +129,12 @@ pub struct Connection {
     /// The first frame carried a `Hello`: larger frames may follow, even
     /// before the event loop sets `peer` from it.
     hello_received: bool,
+    /// Whether a `Hello` alone counts as identified for the slot limits.
+    /// On the management node it does (it hands the secret out, so a
+    /// client has nothing more to show); on a data node only a proof that
+    /// holds does (the event loop then sets `peer`), so a stranger that
+    /// only says Hello is still timed out and holds no identified slot.
+    hello_identifies: bool,
     opened_at: Instant,
     queued: Vec<Message>,
     write_buffer: Vec<u8>,
@@ -237,6 +243,7 @@ impl Connection {
             receive_memory: ReceiveMemory::new(RECEIVE_MEMORY_BYTES_MIN),
             receive_charged_bytes: 0,
             hello_received: false,
+            hello_identifies: true,
             opened_at: Instant::now(),
             queued: Vec::new(),
             write_buffer: Vec::new(),
@@ -279,9 +286,30 @@ impl Connection {
         self.opened_at
     }
 
-    /// Identified: its `Hello` arrived (or the event loop knows the peer).
+    /// A `Hello` identifies nothing until the event loop has checked its
+    /// proof and set `peer` (see `hello_identifies`).
+    pub fn proof_required(mut self) -> Connection {
+        self.hello_identifies = false;
+        self
+    }
+
+    /// Identified, for the slot limits: the event loop knows the peer, or
+    /// its `Hello` arrived where a `Hello` is enough.
     pub fn identified(&self) -> bool {
+        self.peer.is_some() || (self.hello_received && self.hello_identifies)
+    }
+
+    /// Its first frame carried a `Hello` (or the event loop knows the
+    /// peer): later frames may be large and need not start with `Hello`.
+    fn said_hello(&self) -> bool {
         self.peer.is_some() || self.hello_received
+    }
+
+    /// Drops the messages queued and not yet encoded: a connection about
+    /// to be refused says only why (its handshake answer would tell the
+    /// peer it was accepted).
+    pub fn discard_queued(&mut self) {
+        self.queued.clear();
     }
 
     /// Bytes of the process's receive memory this connection holds.
@@ -349,7 +377,7 @@ impl Connection {
             if !decoded {
                 return Ok(());
             }
-            if self.identified() {
+            if self.said_hello() {
                 continue;
             }
             if !matches!(messages.get(first), Some(Message::Hello { .. })) {
@@ -389,7 +417,7 @@ impl Connection {
     /// holds what arrived before it (a `Hello`, say), for the caller to
     /// handle before closing.
     pub fn read(&mut self, messages: &mut Vec<Message>) -> Result<bool, String> {
-        if self.identified() {
+        if self.said_hello() {
             self.decoder.set_payload_bytes_max(FRAME_PAYLOAD_BYTES_MAX);
         }
         let result = self.read_and_decode(messages);
@@ -844,5 +872,37 @@ mod tests {
             .map(|e| e.token.0)
             .collect();
         assert_eq!(tokens, vec![1, 2, 3, 4]);
+    }
+
+    /// On a data node a `Hello` without a proof that holds takes no
+    /// identified slot and is timed out like silence.
+    #[test]
+    fn a_hello_without_a_proof_is_timed_out_where_a_proof_is_required() {
+        let limits = SlotLimits {
+            unidentified_max: 8,
+            identified_max: 8,
+            identification_timeout: Duration::from_secs(5),
+        };
+        let (connection, mut stranger) = pair(1);
+        let mut connection = connection.proof_required();
+        stranger.write_all(&hello_frame()).unwrap();
+        let mut messages = Vec::new();
+        assert!(connection.read(&mut messages).unwrap());
+        assert!(matches!(messages[0], Message::Hello { .. }));
+        assert!(!connection.identified(), "a Hello is only a claim here");
+        let mut connections = BTreeMap::new();
+        connections.insert(Token(1), connection);
+        let later = Instant::now() + Duration::from_secs(6);
+        let evictions = limits.evictions(&connections, None, later);
+        assert_eq!(evictions.len(), 1, "{evictions:?}");
+        assert!(evictions[0].reason.contains("within"), "{evictions:?}");
+        // Once the event loop has checked the proof, the peer is known.
+        let connection = connections.get_mut(&Token(1)).unwrap();
+        connection.peer = Some(Peer {
+            node: 7,
+            incarnation: 1,
+            role: protocol::NodeRole::Data,
+        });
+        assert!(limits.evictions(&connections, None, later).is_empty());
     }
 }

@@ -381,7 +381,7 @@ fn a_client_refused_by_full_data_nodes_is_told_why() {
         Duration::from_secs(5),
     )
     .expect("management node");
-    management
+    let allocated = management
         .request(
             Message::AllocateNodeId {
                 role: NodeRole::Api,
@@ -392,6 +392,9 @@ fn a_client_refused_by_full_data_nodes_is_told_why() {
             |m| matches!(m, Message::NodeIdAllocated { .. }),
         )
         .expect("an API node id");
+    let Message::NodeIdAllocated { secret, .. } = allocated else {
+        panic!("expected NodeIdAllocated, got {allocated:?}");
+    };
     let addresses = eventually(Duration::from_secs(5), || {
         match management.receive(Duration::from_millis(200)).ok()?? {
             Message::Addresses { entries } if entries.len() == 2 => Some(entries),
@@ -400,22 +403,31 @@ fn a_client_refused_by_full_data_nodes_is_told_why() {
     })
     .expect("both data nodes' addresses");
     // Every slot of both data nodes taken: each holds one per configured
-    // node (8 in the sandbox configuration).
+    // node (8 in the sandbox configuration), for peers that proved their
+    // claim with the cluster secret (a Hello alone takes no slot).
     let mut holders = Vec::new();
     for entry in &addresses {
         let address = format!("{}:{}", entry.host, entry.port);
         for claimed in 0..10u8 {
-            holders.push(
-                BlockingConnection::connect(
-                    &address,
-                    200 + claimed,
-                    NodeRole::Api,
-                    Duration::from_secs(5),
-                )
-                .expect("a connection"),
-            );
+            let mut holder = BlockingConnection::connect(
+                &address,
+                200 + claimed,
+                NodeRole::Api,
+                Duration::from_secs(5),
+            )
+            .expect("a connection");
+            // A data node refuses the holders beyond its slots instead of
+            // answering their proof: only those it accepted hold a slot.
+            if holder.prove(&secret, Duration::from_secs(5)).is_ok() {
+                holders.push(holder);
+            }
         }
     }
+    assert!(
+        holders.len() < 20,
+        "the data nodes accepted every holder: {} of 20",
+        holders.len()
+    );
     std::thread::sleep(Duration::from_millis(500));
     let error = match Cluster::connect(&nodes.connectstring, Duration::from_secs(3)) {
         Ok(_) => panic!("connected to data nodes whose slots are all taken"),
