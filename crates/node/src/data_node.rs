@@ -556,7 +556,7 @@ impl DataNodeComposite {
                     claim.incarnation,
                     claim.role,
                 ) {
-                    if state.dialed.is_none() {
+                    if state.dialed.is_none() && !self.older_than_connected(claim) {
                         let nonce = state.peer_nonce.expect("kept with the claim");
                         let proof = self.proof_for(false, &nonce);
                         output.sends.push((link, Message::HelloProof { proof }));
@@ -591,6 +591,18 @@ impl DataNodeComposite {
         )
     }
 
+    /// Whether a newer incarnation of `peer`'s node is connected already.
+    fn older_than_connected(&self, peer: Peer) -> bool {
+        self.peers
+            .get(&peer.node)
+            .and_then(|l| self.links.get(l))
+            .is_some_and(|current| {
+                current
+                    .peer
+                    .is_some_and(|p| p.incarnation > peer.incarnation)
+            })
+    }
+
     /// Whether a `Hello`'s claim could be a peer's at all.
     fn check_claim(&self, claim: Peer) -> Result<(), String> {
         if claim.node == self.node || claim.role == NodeRole::Management {
@@ -604,11 +616,7 @@ impl DataNodeComposite {
 
     /// The peer of `link` proved who it is.
     fn identify(&mut self, now_ms: u64, link: LinkId, peer: Peer, output: &mut Output) {
-        if let Some(current) = self.peers.get(&peer.node).and_then(|l| self.links.get(l))
-            && current
-                .peer
-                .is_some_and(|p| p.incarnation > peer.incarnation)
-        {
+        if self.older_than_connected(peer) {
             // An older incarnation never replaces a newer one's connection.
             self.close_link(
                 now_ms,

@@ -70,15 +70,32 @@ fn prove(
 ) -> Output {
     let nonce = open(node, link);
     let answer = deliver(node, link, hello(peer, incarnation));
-    // The node answers the claim with its own proof over the peer's nonce.
-    // It accepted the connection.
-    let expected = hello_proof(&SECRET, false, &[9; 16], 2, 100, NodeRole::Data);
-    assert!(matches!(
-        answer.sends.as_slice(),
-        [(_, Message::HelloProof { proof })] if *proof == expected
-    ));
+    // The peer dialed, so it proves itself first: the node says nothing
+    // until then.
+    assert!(answer.sends.is_empty(), "{answer:?}");
     let proof = hello_proof(secret, true, &nonce, peer, incarnation, NodeRole::Data);
-    deliver(node, link, Message::HelloProof { proof })
+    let output = deliver(node, link, Message::HelloProof { proof });
+    // Once the proof holds, the node answers with its own over the peer's
+    // nonce, before anything else: its proof means accepted.
+    if node.peer_of(link).is_some() {
+        let expected = hello_proof(&SECRET, false, &[9; 16], 2, 100, NodeRole::Data);
+        assert!(
+            matches!(
+                output.sends.first(),
+                Some((l, Message::HelloProof { proof })) if *l == link && *proof == expected
+            ),
+            "{output:?}"
+        );
+    } else {
+        assert!(
+            !output
+                .sends
+                .iter()
+                .any(|(l, m)| *l == link && matches!(m, Message::HelloProof { .. })),
+            "a refused peer gets no proof: {output:?}"
+        );
+    }
+    output
 }
 
 #[test]
