@@ -32,7 +32,7 @@ impl Vote {
             Vote::Promise(accepted) => Message::Promise {
                 version,
                 ballot,
-                accepted,
+                accepted: accepted.map(Box::new),
             },
             Vote::Accepted => Message::Accepted { version, ballot },
             Vote::Nack(promised) => Message::Nack {

@@ -499,7 +499,7 @@ impl DataNode {
                         effects.send(
                             member.node,
                             Message::Decided {
-                                state: state.clone(),
+                                state: Box::new(state.clone()),
                             },
                         );
                     } else {
@@ -553,7 +553,7 @@ impl DataNode {
                 sender,
                 version,
                 ballot,
-                Vote::Promise(accepted),
+                Vote::Promise(accepted.map(|accepted| *accepted)),
                 effects,
             ),
             Message::Accepted { version, ballot } => {
@@ -578,12 +578,12 @@ impl DataNode {
                     effects.send(
                         from,
                         Message::Decided {
-                            state: state.clone(),
+                            state: Box::new(state.clone()),
                         },
                     );
                 }
             }
-            Message::Decided { state } => self.install(now_ms, state, effects),
+            Message::Decided { state } => self.install(now_ms, *state, effects),
             Message::SchemaRequest { request, change } => {
                 self.on_schema_request(now_ms, from, request, change, effects)
             }
@@ -591,7 +591,7 @@ impl DataNode {
                 from,
                 Message::DictionaryReply {
                     request,
-                    state: self.state.clone().unwrap_or_default(),
+                    state: Box::new(self.state.clone().unwrap_or_default()),
                 },
             ),
             Message::Stop if from != self.settings.management_node => {}
@@ -671,7 +671,7 @@ impl DataNode {
             effects.send(
                 sender.node,
                 Message::Decided {
-                    state: state.clone(),
+                    state: Box::new(state.clone()),
                 },
             );
         }
@@ -712,7 +712,7 @@ impl DataNode {
             effects.send(
                 sender.node,
                 Message::Decided {
-                    state: state.clone(),
+                    state: Box::new(state.clone()),
                 },
             );
             return None;
@@ -1031,7 +1031,7 @@ impl DataNode {
                                     generation,
                                     version,
                                     ballot,
-                                    change: change.clone(),
+                                    change: Box::new(change.clone()),
                                 },
                             );
                         }
@@ -1074,7 +1074,7 @@ impl DataNode {
             effects.send(
                 node,
                 Message::Decided {
-                    state: next.clone(),
+                    state: Box::new(next.clone()),
                 },
             );
         }
@@ -1402,7 +1402,7 @@ mod tests {
                     1,
                     node,
                     Message::Decided {
-                        state: state.clone(),
+                        state: Box::new(state.clone()),
                     },
                 );
             }

@@ -311,7 +311,7 @@ impl ManagementNode {
                     effects.send(
                         connection,
                         Message::Decided {
-                            state: formed.clone(),
+                            state: Box::new(formed.clone()),
                         },
                     );
                 }
@@ -340,7 +340,7 @@ impl ManagementNode {
                     effects
                         .events
                         .push(Event::PersistVotes(self.votes_with(&state).encode()));
-                    self.latest_state = Some(state);
+                    self.latest_state = Some(*state);
                 }
             }
             Message::Prepare {
@@ -706,7 +706,7 @@ impl ManagementNode {
             effects.send(
                 self.allocations[&member.node],
                 Message::Decided {
-                    state: state.clone(),
+                    state: Box::new(state.clone()),
                 },
             );
         }

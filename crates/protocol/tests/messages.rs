@@ -164,7 +164,7 @@ fn cluster_message() -> impl Strategy<Value = Message> {
             .prop_map(|(version, ballot, accepted)| Message::Promise {
                 version,
                 ballot,
-                accepted
+                accepted: accepted.map(Box::new)
             }),
         (any::<u64>(), ballot(), ballot()).prop_map(|(version, ballot, promised)| Message::Nack {
             version,
@@ -177,12 +177,14 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                 generation,
                 version,
                 ballot,
-                change
+                change: Box::new(change)
             }
         ),
         (any::<u64>(), ballot())
             .prop_map(|(version, ballot)| Message::Accepted { version, ballot }),
-        state().prop_map(|state| Message::Decided { state }),
+        state().prop_map(|state| Message::Decided {
+            state: Box::new(state)
+        }),
         (
             any::<u64>(),
             prop::collection::vec(any::<u8>(), 0..32),
@@ -205,8 +207,10 @@ fn cluster_message() -> impl Strategy<Value = Message> {
         )
             .prop_map(|(request, result)| Message::SchemaReply { request, result }),
         any::<u64>().prop_map(|request| Message::DictionaryRequest { request }),
-        (any::<u64>(), state())
-            .prop_map(|(request, state)| Message::DictionaryReply { request, state }),
+        (any::<u64>(), state()).prop_map(|(request, state)| Message::DictionaryReply {
+            request,
+            state: Box::new(state)
+        }),
         (role(), prop::option::of(1u8..=255), any::<u16>()).prop_map(
             |(role, requested, listen_port)| Message::AllocateNodeId {
                 role,
@@ -488,8 +492,8 @@ fn transaction_message() -> impl Strategy<Value = Message> {
                     hops,
                 })
             }),
-        scan_open().prop_map(Message::ScanOpen),
-        scan_open().prop_map(Message::FragmentScanOpen),
+        scan_open().prop_map(|open| Message::ScanOpen(Box::new(open))),
+        scan_open().prop_map(|open| Message::FragmentScanOpen(Box::new(open))),
         (
             (any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>()),
             (bytes(16), any::<bool>(), prop::option::of(error_reply()))
@@ -742,10 +746,10 @@ fn the_smallest_items_decode() {
     for message in [
         Message::DictionaryReply {
             request: 1,
-            state: ClusterState {
+            state: Box::new(ClusterState {
                 tables: vec![table],
                 ..ClusterState::default()
-            },
+            }),
         },
         Message::StatusReply {
             request: 1,
@@ -887,7 +891,7 @@ fn an_emptied_large_buffer_is_given_back() {
     let definition = vec![5u8; 2 << 20];
     let message = Message::DictionaryReply {
         request: 1,
-        state: ClusterState {
+        state: Box::new(ClusterState {
             tables: vec![TableEntry {
                 id: 1,
                 name: "t".into(),
@@ -899,7 +903,7 @@ fn an_emptied_large_buffer_is_given_back() {
                 fragments: Vec::new(),
             }],
             ..ClusterState::default()
-        },
+        }),
     };
     let mut bytes = Vec::new();
     encode_frame(&[message], &mut bytes);

@@ -848,7 +848,7 @@ impl Cluster {
     /// The dictionary and membership as data node `node` sees them.
     pub fn cluster_state(&self, node: NodeId) -> Result<ClusterState, ClientError> {
         match self.request_from(node, |request| Message::DictionaryRequest { request })? {
-            Message::DictionaryReply { state, .. } => Ok(state),
+            Message::DictionaryReply { state, .. } => Ok(*state),
             _ => unreachable!("filtered by the request"),
         }
     }

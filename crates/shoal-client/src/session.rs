@@ -1256,7 +1256,7 @@ impl Session {
             },
         );
         self.frame.clear();
-        encode_frame(&[Message::ScanOpen(open)], &mut self.frame);
+        encode_frame(&[Message::ScanOpen(Box::new(open))], &mut self.frame);
         self.count(BYTES_SENT, self.frame.len() as u64);
         let link = self.cluster.link_or_connect(transaction.node)?;
         link.send(&self.frame, self.call_deadline())?;

@@ -359,7 +359,7 @@ impl Coordinator {
             Message::Committed(done) => self.on_phase_done(Stage::Committing, done, out),
             Message::Completed(done) => self.on_phase_done(Stage::Completing, done, out),
             Message::Aborted(done) => self.on_phase_done(Stage::Aborting, done, out),
-            Message::ScanOpen(open) => self.on_scan_open(from, open, out),
+            Message::ScanOpen(open) => self.on_scan_open(from, *open, out),
             Message::ScanRows(rows) => self.on_scan_rows(rows, out),
             // ScanNext and ScanClose also go from a coordinator to the query
             // handlers: from a data node they are the query handler's.
@@ -1353,7 +1353,7 @@ impl Coordinator {
             request.transaction = id;
             request.fragment = fragment;
             request.coordinator = self.node;
-            out.push((node, Message::FragmentScanOpen(request)));
+            out.push((node, Message::FragmentScanOpen(Box::new(request))));
         }
         self.counters.scans += 1;
         self.scans_in_use += 1;

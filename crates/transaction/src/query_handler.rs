@@ -434,7 +434,7 @@ impl QueryHandler {
             Message::Commit(phase) => self.on_commit(phase, out),
             Message::Complete(phase) => self.on_complete(phase, out),
             Message::Abort(phase) => self.on_abort(phase, out),
-            Message::FragmentScanOpen(open) => self.on_scan_open(now_ms, open, out),
+            Message::FragmentScanOpen(open) => self.on_scan_open(now_ms, *open, out),
             Message::ScanNext(next) => self.on_scan_next(now_ms, next, out),
             Message::ScanClose { transaction, scan } => self.on_scan_close(transaction, scan),
             other => return Some(other),

@@ -691,7 +691,7 @@ fn a_scan_runs_in_batches_across_both_nodes() {
         API,
         vec![(
             2,
-            Message::ScanOpen(ScanOpen {
+            Message::ScanOpen(Box::new(ScanOpen {
                 transaction: 2,
                 start: true,
                 scan: 1,
@@ -701,7 +701,7 @@ fn a_scan_runs_in_batches_across_both_nodes() {
                 batch_rows: 2,
                 batch_bytes: 1 << 16,
                 ..ScanOpen::default()
-            }),
+            })),
         )],
     );
     let mut seen = Vec::new();
@@ -1214,7 +1214,7 @@ fn scan_partition_0(cluster: &mut Cluster, transaction: u64, mode: OperationKind
         API,
         vec![(
             1,
-            Message::ScanOpen(ScanOpen {
+            Message::ScanOpen(Box::new(ScanOpen {
                 transaction,
                 scan: 1,
                 table: TABLE,
@@ -1225,7 +1225,7 @@ fn scan_partition_0(cluster: &mut Cluster, transaction: u64, mode: OperationKind
                 batch_bytes: 1 << 16,
                 start,
                 ..ScanOpen::default()
-            }),
+            })),
         )],
     );
     cluster.quiesce();
@@ -1359,7 +1359,7 @@ fn work_whose_first_step_failed_in_the_engine_commits_as_nothing() {
             API,
             vec![(
                 1,
-                Message::ScanOpen(ScanOpen {
+                Message::ScanOpen(Box::new(ScanOpen {
                     transaction,
                     scan: 1,
                     table: TABLE,
@@ -1370,7 +1370,7 @@ fn work_whose_first_step_failed_in_the_engine_commits_as_nothing() {
                     batch_bytes: 1 << 16,
                     start: true,
                     ..ScanOpen::default()
-                }),
+                })),
             )],
         );
         cluster.quiesce();
@@ -1417,7 +1417,7 @@ fn a_scan_opened_just_before_the_commit_leaves_nothing_when_the_commit_overtakes
         vec![
             (
                 1,
-                Message::ScanOpen(ScanOpen {
+                Message::ScanOpen(Box::new(ScanOpen {
                     transaction: 1,
                     scan: 1,
                     table: TABLE,
@@ -1427,7 +1427,7 @@ fn a_scan_opened_just_before_the_commit_leaves_nothing_when_the_commit_overtakes
                     batch_rows: 16,
                     batch_bytes: 1 << 16,
                     ..ScanOpen::default()
-                }),
+                })),
             ),
             (
                 1,
@@ -1543,7 +1543,7 @@ fn a_scan_next_after_the_commit_is_answered_scan_already_complete() {
         API,
         vec![(
             2,
-            Message::ScanOpen(ScanOpen {
+            Message::ScanOpen(Box::new(ScanOpen {
                 transaction: 2,
                 start: true,
                 scan: 1,
@@ -1553,7 +1553,7 @@ fn a_scan_next_after_the_commit_is_answered_scan_already_complete() {
                 batch_rows: 2,
                 batch_bytes: 1 << 16,
                 ..ScanOpen::default()
-            }),
+            })),
         )],
     );
     let fragment = loop {
@@ -1660,7 +1660,7 @@ fn a_scan_of_a_fragment_on_a_node_that_dies_ends_with_4010() {
         API,
         vec![(
             1,
-            Message::ScanOpen(ScanOpen {
+            Message::ScanOpen(Box::new(ScanOpen {
                 transaction: 2,
                 scan: 1,
                 table: TABLE,
@@ -1671,7 +1671,7 @@ fn a_scan_of_a_fragment_on_a_node_that_dies_ends_with_4010() {
                 batch_bytes: 1 << 16,
                 start: true,
                 ..ScanOpen::default()
-            }),
+            })),
         )],
     );
     cluster.deliver_from(API, 1);

@@ -38,7 +38,7 @@ impl Simulation {
         self.send(
             api,
             coordinator,
-            Message::ScanOpen(ScanOpen {
+            Message::ScanOpen(Box::new(ScanOpen {
                 transaction,
                 start,
                 scan: 1,
@@ -48,7 +48,7 @@ impl Simulation {
                 batch_rows,
                 batch_bytes: 1 << 16,
                 ..ScanOpen::default()
-            }),
+            })),
         );
     }
 
@@ -69,7 +69,7 @@ impl Simulation {
         self.send(
             api,
             coordinator,
-            Message::ScanOpen(ScanOpen {
+            Message::ScanOpen(Box::new(ScanOpen {
                 transaction,
                 scan: 1,
                 table,
@@ -80,7 +80,7 @@ impl Simulation {
                 batch_rows: 1_000,
                 batch_bytes: 1 << 16,
                 ..ScanOpen::default()
-            }),
+            })),
         );
     }
 
