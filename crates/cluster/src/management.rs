@@ -356,6 +356,8 @@ impl ManagementNode {
                         .events
                         .push(Event::PersistVotes(self.votes().encode()));
                     effects.send(connection, vote.message(version, ballot));
+                } else {
+                    self.tell_decided(connection, (generation, version), effects);
                 }
             }
             Message::Accept {
@@ -372,6 +374,8 @@ impl ManagementNode {
                         .events
                         .push(Event::PersistVotes(self.votes().encode()));
                     effects.send(connection, vote.message(version, ballot));
+                } else {
+                    self.tell_decided(connection, (generation, version), effects);
                 }
             }
             Message::Addresses { entries } => {
@@ -438,6 +442,33 @@ impl ManagementNode {
                     accepted: acceptor.accepted.clone(),
                 })
                 .collect(),
+        }
+    }
+
+    /// A proposer asked for a vote on a position this node knows a state
+    /// was already decided at (or a newer generation formed): it is on the
+    /// losing side of a split, or behind. It gets that state at once, so it
+    /// installs it (and excludes itself if the state removed it) instead of
+    /// serving until its own `ArbitrationTimeout`. A decided state is safe
+    /// to tell anyone.
+    fn tell_decided(
+        &self,
+        connection: ConnectionId,
+        position: (u64, u64),
+        effects: &mut Effects<ConnectionId>,
+    ) {
+        if !self.settings.arbitrator {
+            return;
+        }
+        if let Some(latest) = &self.latest_state
+            && latest.position() >= position
+        {
+            effects.send(
+                connection,
+                Message::Decided {
+                    state: Box::new(latest.clone()),
+                },
+            );
         }
     }
 
@@ -958,6 +989,7 @@ fn role_name(role: Option<NodeRole>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protocol::{Ballot, Change};
 
     fn allocate_api(
         management: &mut ManagementNode,
@@ -1009,5 +1041,80 @@ mod tests {
         assert!(matches!(answer, Message::Refused { .. }), "{answer:?}");
         let answer = allocate_api(&mut management, 3, Some(data_node));
         assert!(matches!(answer, Message::Refused { .. }), "{answer:?}");
+    }
+
+    /// The losing side of a split asks the arbitrator to vote for a
+    /// position the winning side has already decided: it is told the
+    /// decided state at once, not left to time out while it serves.
+    #[test]
+    fn a_proposer_behind_a_decided_state_is_told_it() {
+        let text = config::sandbox_config_text("", 2, 2, 1186, 16 << 20);
+        let config = config::parse(&text, "config.ini").expect("a valid config");
+        let settings = ManagementSettings::new("config.ini", &text, config, [7; 32]);
+        let decided = ClusterState {
+            generation: 1,
+            version: 3,
+            members: vec![protocol::Member {
+                node: 2,
+                incarnation: 5,
+            }],
+            ..ClusterState::default()
+        };
+        let votes = ArbitratorVotes {
+            position_mentioned_max: (1, 3),
+            decided_max: (1, 3),
+            latest_state: Some(decided.clone()),
+            records: Vec::new(),
+        };
+        let mut management = ManagementNode::new(settings, 1, 0, Some(votes));
+        management.on_connected(9, "127.0.0.1");
+        for message in [
+            Message::Prepare {
+                generation: 1,
+                version: 3,
+                ballot: Ballot::default(),
+            },
+            Message::Accept {
+                generation: 1,
+                version: 3,
+                ballot: Ballot::default(),
+                change: Box::new(Change::Membership {
+                    members: Vec::new(),
+                }),
+            },
+        ] {
+            let mut effects = Effects::default();
+            management.on_message(0, 9, message, &mut effects);
+            let answers: Vec<&Message> = effects
+                .sends
+                .iter()
+                .filter(|(to, _)| *to == 9)
+                .map(|(_, message)| message)
+                .collect();
+            assert!(
+                matches!(answers.as_slice(), [Message::Decided { state }] if **state == decided),
+                "{answers:?}"
+            );
+        }
+        // A position not decided yet gets a vote, not a state.
+        let mut effects = Effects::default();
+        management.on_message(
+            0,
+            9,
+            Message::Prepare {
+                generation: 1,
+                version: 4,
+                ballot: Ballot::default(),
+            },
+            &mut effects,
+        );
+        assert!(
+            effects
+                .sends
+                .iter()
+                .all(|(_, message)| matches!(message, Message::Promise { .. })),
+            "{:?}",
+            effects.sends
+        );
     }
 }
