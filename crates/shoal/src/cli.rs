@@ -103,6 +103,11 @@ pub struct SimArgs {
     #[arg(long)]
     pub transactions: bool,
 
+    /// With --transactions: data nodes crash while the workload runs (never
+    /// the coordinators, and every node group keeps a live replica).
+    #[arg(long, requires = "transactions")]
+    pub crashes: bool,
+
     /// First seed to run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -71,6 +71,7 @@ fn sim(args: &SimArgs) -> ExitCode {
         options.schema_changes = !args.no_schema_changes;
         options.keep_trace = args.trace;
         options.transactions = args.transactions;
+        options.crashes = args.crashes;
         match simulator::run(&options) {
             Ok(outcome) => {
                 passed += 1;

@@ -31,8 +31,18 @@
 //! is left, every replica of every fragment (hidden tables too) holds the
 //! same rows, and every unique index holds exactly the rows its base table
 //! implies.
+//!
+//! With `SimulationOptions::crashes`, data nodes crash while the workload
+//! runs — at random moments and right after handling a key request, a
+//! commit, a complete, an abort or a fragment scan, with only part of that
+//! step's messages sent. Coordinators come from nodes that never crash and
+//! crashed nodes stay down (`run/crashes.rs` says why); the same checkers
+//! then prove that no acknowledged commit is lost while every node group
+//! keeps a live replica, that every execute gets a true answer (4010 for a
+//! transaction a failure aborted), and that the survivors hold no lock,
+//! operation or scan record at the end.
 
 mod network;
 mod run;
 
-pub use run::{Outcome, SimulationOptions, TransactionMarks, TransactionOutcome, run};
+pub use run::{CrashMarks, Outcome, SimulationOptions, TransactionMarks, TransactionOutcome, run};

@@ -4,6 +4,7 @@
 //! with a workload and the checkers of its results (`transactions`,
 //! `workload`).
 
+mod crashes;
 mod nodes;
 mod transactions;
 mod workload;
@@ -22,6 +23,8 @@ use schema::distribution::TableOptions;
 use schema::{ColumnDef, ColumnType, TableDef};
 
 use crate::network::{Network, NetworkFaults, TcpLinks};
+pub use crashes::CrashMarks;
+use crashes::CrashPlan;
 use nodes::SimLink;
 use transaction::is_transaction_message;
 pub use transactions::{TransactionMarks, TransactionOutcome};
@@ -70,8 +73,16 @@ pub struct SimulationOptions {
     /// `fault_ms` once the tables are loaded, then the run waits (at most
     /// `settle_ms`) for every transaction to finish and checks the data.
     /// Membership messages keep a milder version of the lossy network;
-    /// there are no crashes, link cuts or partitions.
+    /// there are no crashes, link cuts or partitions (see `crashes`).
     pub transactions: bool,
+    /// Transaction runs: data nodes crash while the workload runs, at a
+    /// random moment or right after handling a message of the commit
+    /// protocol (with only part of what they sent leaving). Coordinators
+    /// come from a set of nodes that never crash (taking over a dead
+    /// coordinator's transactions is not built yet), crashed nodes stay
+    /// down (a restarted node would come back empty), and every node group
+    /// keeps a live replica, so every acknowledged commit must survive.
+    pub crashes: bool,
 }
 
 impl SimulationOptions {
@@ -86,6 +97,7 @@ impl SimulationOptions {
             schema_changes: true,
             keep_trace: false,
             transactions: false,
+            crashes: false,
         }
     }
 
@@ -99,11 +111,19 @@ impl SimulationOptions {
         }
     }
 
+    /// A transaction run in which data nodes crash (see `crashes`).
+    pub fn transactions_with_crashes(seed: u64, data_nodes: u8, replicas: u8) -> SimulationOptions {
+        SimulationOptions {
+            crashes: true,
+            ..SimulationOptions::transactions(seed, data_nodes, replicas)
+        }
+    }
+
     /// The command that replays this run.
     pub fn replay_command(&self) -> String {
         format!(
             "cargo run --release -p shoal -- sim --seed {} --nodes {} --replicas {} --fault-ms {} \
-             --settle-ms {}{}{}{}",
+             --settle-ms {}{}{}{}{}",
             self.seed,
             self.data_nodes,
             self.replicas,
@@ -120,6 +140,7 @@ impl SimulationOptions {
             } else {
                 ""
             },
+            if self.crashes { " --crashes" } else { "" },
         )
     }
 }
@@ -197,6 +218,12 @@ enum SimEvent {
     },
     /// The deserter API node opens its transaction (`workload::deserter`).
     Deserter,
+    /// A planned crash of a data node (`crashes`): now, or after the
+    /// node's next message of the trigger's kind.
+    Crash {
+        node: NodeId,
+        trigger: Option<crashes::Trigger>,
+    },
 }
 
 struct Scheduled {
@@ -314,6 +341,8 @@ struct Simulation {
     /// Handshake messages waiting for delivery (`nodes::handshake`).
     handshakes: VecDeque<(NodeId, LinkId, Message)>,
     draining_handshakes: bool,
+    /// Runs with crashes: who may crash, who has (`crashes`).
+    crash_plan: Option<CrashPlan>,
 }
 
 /// Runs one seeded simulation; `Err` carries the failure, the replay
@@ -402,6 +431,8 @@ impl Simulation {
         let workload = options
             .transactions
             .then(|| Box::new(Workload::new(&mut rng, options.replicas)));
+        let crash_plan = (options.transactions && options.crashes)
+            .then(|| CrashPlan::new(&mut rng, &config.node_groups));
         let tables_max = if !options.transactions
             && options.seed.is_multiple_of(SMALL_DICTIONARY_SEED_DIVISOR)
         {
@@ -451,6 +482,7 @@ impl Simulation {
             api_nonces: BTreeMap::new(),
             handshakes: VecDeque::new(),
             draining_handshakes: false,
+            crash_plan,
         })
     }
 
@@ -625,6 +657,7 @@ impl Simulation {
             SimEvent::Client => self.client_step(),
             SimEvent::Session { index } => self.session_step(index),
             SimEvent::Deserter => self.deserter_step(),
+            SimEvent::Crash { node, trigger } => self.planned_crash(node, trigger),
         }
     }
 
@@ -1294,9 +1327,17 @@ impl Simulation {
             self.outcome.final_version = state.version;
             self.outcome.tables = state.tables.len();
         }
+        let crashed = self
+            .crash_plan
+            .as_ref()
+            .map(|plan| plan.crashed.clone())
+            .unwrap_or_default();
         if let Some(management) = &self.management.composite {
             for status in management.block().status() {
-                if status.role == NodeRole::Data && status.state != NodeState::Started {
+                if status.role == NodeRole::Data
+                    && status.state != NodeState::Started
+                    && !crashed.contains(&status.node)
+                {
                     problems.push(format!(
                         "the management node shows node {} as {}",
                         status.node,

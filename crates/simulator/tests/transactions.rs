@@ -2,9 +2,10 @@
 //! many seeds and cluster shapes. `SHOAL_SIM_SEEDS` sets the seeds per
 //! shape (default 1000), as for `seeds.rs`; a failure prints the command
 //! that replays it. The coverage marks prove the seeds reached the rare
-//! paths of the commit protocol and of unique indexes.
+//! paths of the commit protocol and of unique indexes, and, in the runs
+//! where data nodes crash, a crash at every step of the commit protocol.
 
-use simulator::{SimulationOptions, TransactionMarks, run};
+use simulator::{CrashMarks, SimulationOptions, TransactionMarks, run};
 
 fn seeds_per_shape() -> u64 {
     std::env::var("SHOAL_SIM_SEEDS")
@@ -76,6 +77,69 @@ fn transactions_three_nodes_three_replicas() {
     assert_marks(&run_shape(3, 3, 30_000));
 }
 
+/// Runs the workload with data nodes crashing (`SimulationOptions::crashes`)
+/// over the seeds of one shape; returns the coverage marks and the crashes.
+fn run_shape_with_crashes(
+    data_nodes: u8,
+    replicas: u8,
+    first_seed: u64,
+) -> (TransactionMarks, CrashMarks) {
+    let mut marks = TransactionMarks::default();
+    let mut crashes = CrashMarks::default();
+    let (mut committed, mut aborted, mut executes) = (0, 0, 0);
+    for seed in first_seed..first_seed + seeds_per_shape() {
+        let options = SimulationOptions::transactions_with_crashes(seed, data_nodes, replicas);
+        match run(&options) {
+            Ok(outcome) => {
+                let transactions = outcome.transactions;
+                marks.add(&transactions.marks);
+                crashes.add(&transactions.crashes);
+                committed += transactions.committed;
+                aborted += transactions.aborted;
+                executes += transactions.executes;
+                assert!(transactions.committed > 0, "seed {seed}: nothing committed");
+            }
+            Err(failure) => panic!("{failure}"),
+        }
+    }
+    eprintln!(
+        "{data_nodes} nodes, {replicas} replicas, with crashes: {} seeds, {executes} executes, \
+         {committed} committed, {aborted} aborted; {crashes:?}; {marks:?}",
+        seeds_per_shape()
+    );
+    (marks, crashes)
+}
+
+/// Crashes hit every step of the commit protocol, and transactions that
+/// used a node that died were aborted with 4010 (not left hanging).
+fn assert_crash_marks(marks: &TransactionMarks, crashes: &CrashMarks) {
+    assert!(marks.node_failure_aborts > 0, "{marks:?}");
+    assert!(crashes.at_random > 0, "{crashes:?}");
+    assert!(crashes.after_key_request > 0, "{crashes:?}");
+    assert!(crashes.after_commit > 0, "{crashes:?}");
+    assert!(crashes.after_complete > 0, "{crashes:?}");
+    assert!(crashes.after_abort > 0, "{crashes:?}");
+    assert!(crashes.after_fragment_scan > 0, "{crashes:?}");
+}
+
+#[test]
+fn transactions_with_crashes_two_nodes_two_replicas() {
+    let (marks, crashes) = run_shape_with_crashes(2, 2, 40_000);
+    assert_crash_marks(&marks, &crashes);
+}
+
+#[test]
+fn transactions_with_crashes_four_nodes_two_replicas() {
+    let (marks, crashes) = run_shape_with_crashes(4, 2, 50_000);
+    assert_crash_marks(&marks, &crashes);
+}
+
+#[test]
+fn transactions_with_crashes_three_nodes_three_replicas() {
+    let (marks, crashes) = run_shape_with_crashes(3, 3, 60_000);
+    assert_crash_marks(&marks, &crashes);
+}
+
 #[test]
 fn a_quiet_transaction_run_replays_exactly() {
     let mut options = SimulationOptions::transactions(42, 4, 2);
@@ -84,5 +148,15 @@ fn a_quiet_transaction_run_replays_exactly() {
     let first = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
     let second = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
     assert!(first.transactions.committed > 0);
+    assert_eq!(first.trace, second.trace);
+}
+
+#[test]
+fn a_transaction_run_with_crashes_replays_exactly() {
+    let mut options = SimulationOptions::transactions_with_crashes(43, 4, 2);
+    options.keep_trace = true;
+    let first = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
+    let second = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
+    assert!(first.crashes > 0, "seed 43 crashed no node");
     assert_eq!(first.trace, second.trace);
 }

@@ -107,6 +107,11 @@ struct Participant {
     /// last the Commit reached): the others of the chain still need
     /// Complete, and all of them do if it failed.
     committer: Option<NodeId>,
+    /// A Commit went to this fragment through its backups, so it may have
+    /// overtaken a scan open sent to the primary (see
+    /// `release_late_scans`). Kept when a backup fails and the chain
+    /// shrinks: the Commit that went out earlier still took that path.
+    committed_through_backups: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -491,6 +496,29 @@ impl Coordinator {
             }
         };
         let transaction = self.transactions.get_mut(&id).expect("just found");
+        if transaction.stage == Stage::Aborting {
+            // The coordinator is already aborting it (a node it used
+            // failed): the API's request is answered when the abort ends,
+            // with Aborted. A rollback is what the API asked for, so it
+            // gets no error; any other batch gets the abort's reason.
+            if execute.end == ExecuteEnd::Rollback {
+                transaction.error = None;
+            }
+            if transaction.answered {
+                // Its API failed and came back: the abort's end tells it
+                // nothing, so it hears now.
+                let error = transaction.error.clone();
+                self.answer(
+                    (api, client),
+                    TransactionState::Aborted,
+                    error,
+                    Vec::new(),
+                    0,
+                    out,
+                );
+            }
+            return;
+        }
         if execute.end == ExecuteEnd::Rollback && transaction.stage == Stage::Executing {
             // The API gave up on its batch (a timeout, or the transaction
             // was dropped): abort now rather than run it to the end.
@@ -923,6 +951,7 @@ impl Coordinator {
         for participant in &mut transaction.participants {
             participant.done = false;
             participant.committer = Some(participant.chain[0]);
+            participant.committed_through_backups |= participant.chain.len() > 1;
             out.push(commit_message(id, self.node, participant));
         }
     }
@@ -1105,6 +1134,7 @@ impl Coordinator {
             match stage {
                 Stage::Committing => {
                     participant.committer = Some(participant.chain[0]);
+                    participant.committed_through_backups |= participant.chain.len() > 1;
                     out.push(commit_message(id, self.node, participant));
                 }
                 Stage::Completing => {
@@ -1242,7 +1272,14 @@ impl Coordinator {
     fn release_late_scans(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
         let transaction = &self.transactions[&id];
         for participant in &transaction.participants {
-            if participant.scanned && participant.chain.len() > 1 {
+            // After a failure the chain may be down to the old primary,
+            // or to a backup that never saw the scan (the Abort then finds
+            // nothing and passes back as done); a fragment with no live
+            // replica has nothing left to release.
+            if participant.scanned
+                && participant.committed_through_backups
+                && !participant.chain.is_empty()
+            {
                 let primary = participant.chain[0];
                 out.push((
                     primary,
@@ -1566,6 +1603,7 @@ fn plan_chain(
             scanned: false,
             done: false,
             committer: None,
+            committed_through_backups: false,
         }),
     }
     Some(chain)

@@ -1794,3 +1794,47 @@ fn a_primary_dying_after_it_committed_leaves_the_backup_completed() {
     expected.sort_unstable();
     assert_eq!(cluster.committed_rows(1), expected);
 }
+
+#[test]
+fn a_rollback_while_the_coordinator_aborts_for_a_node_failure_is_answered_once_without_error() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    // Partition 0: primary 1, backup 2. The transaction writes there, so
+    // node 2's failure aborts it, and the abort waits for node 1's answer.
+    let a = cluster.key_in(0, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::NoCommit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    cluster.fail_node(2);
+    // The API rolls back before the abort's Aborted came back.
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::Execute(Execute {
+                transaction: 1,
+                start: false,
+                end: ExecuteEnd::Rollback,
+                operations: Vec::new(),
+            }),
+        )],
+    );
+    cluster.deliver_from(API, 1);
+    assert!(
+        cluster.answers.is_empty(),
+        "the rollback must wait for the abort, not be refused: {:?}",
+        cluster.answers
+    );
+    let answer = cluster.until_answer();
+    let Message::Executed(executed) = &answer else {
+        panic!("expected Executed, got {answer:?}");
+    };
+    assert_eq!(executed.state, TransactionState::Aborted, "{answer:?}");
+    assert_eq!(error_code(&answer), 0, "the rollback happened: {answer:?}");
+    cluster.open.clear();
+    cluster.assert_idle();
+    assert!(
+        cluster.answers.is_empty(),
+        "one answer: {:?}",
+        cluster.answers
+    );
+    assert!(cluster.committed_rows(1).is_empty());
+}

@@ -375,10 +375,18 @@ impl Simulation {
         sim.management_incarnation = None;
         self.outcome.marks.add(&composite.membership_marks());
         self.outcome.node_marks.add(&composite.marks());
-        if self.workload.as_ref().is_some_and(|w| w.has_data()) {
+        let planned = match self.crash_plan.as_mut() {
+            Some(plan) if plan.candidates.contains(&node) => {
+                plan.crashed.insert(node);
+                plan.last_crash_ms = Some(self.now_ms);
+                true
+            }
+            _ => false,
+        };
+        if !planned && self.workload.as_ref().is_some_and(|w| w.has_data()) {
             self.fail(format!(
-                "node {node} went down during the transaction workload ({why}); node failures \
-                 are not part of transaction runs"
+                "node {node} went down during the transaction workload ({why}); only the planned \
+                 crashes of nodes that are not coordinators are part of transaction runs"
             ));
         }
         self.outcome.crashes += 1;
@@ -400,6 +408,10 @@ impl Simulation {
             let mut output = ManagementOutput::default();
             management.on_link_closed(now, ConnectionId::from(node), &mut output);
             self.apply_management_output(output);
+        }
+        if planned {
+            // It stays down: restarted, it would be an empty full replica.
+            return;
         }
         let at = self.now_ms + between(&mut self.rng, 200, 3_000);
         self.schedule(at, SimEvent::Restart { node });
@@ -700,11 +712,15 @@ impl Simulation {
         let to = end.owner;
         if self.nodes.contains_key(&to) {
             let now = self.now_ms;
+            let trigger = self.armed_trigger(to, &message);
             let mut output = Output::default();
             self.composite_mut(to)
                 .expect("incarnation matched")
                 .on_message(now, link, message, &mut output);
-            self.perform(to, output);
+            match trigger {
+                Some(trigger) => self.crash_after(to, trigger, output),
+                None => self.perform(to, output),
+            }
             return;
         }
         match message {

@@ -49,6 +49,7 @@ use protocol::{
     TransactionState,
 };
 use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
 use schema::distribution::TableOptions;
 use schema::{AttrInfoWriter, ColumnDef, ColumnType, IndexDef, TableDef, Value};
 use storage::engine::EngineConfig;
@@ -85,6 +86,9 @@ const INACTIVE_TIMEOUT_MS: u64 = 3_000;
 /// batch (see `abandon`).
 const ABANDON_CHANCE: f64 = 0.01;
 const DUPLICATE_KEY: u16 = 630;
+/// NDB's "node failure caused abort of transaction": in runs with crashes
+/// any transaction may get it, and the jobs that retry retry it.
+const NODE_FAILURE: u16 = 4010;
 const UNIQUE_VIOLATION: u16 = 893;
 /// `coded`'s unique column, and its index's position among the table's
 /// ordered indexes (what `Operation::index` names).
@@ -209,6 +213,8 @@ struct Running {
     found: Option<(i64, Option<i64>)>,
     /// Its first request was sent: later ones continue the transaction.
     started: bool,
+    /// When the session began it.
+    began_ms: u64,
 }
 
 /// One transaction at a time, on one API node's connection.
@@ -253,6 +259,9 @@ pub struct Workload {
     abandoned: BTreeMap<(NodeId, u64), NodeId>,
     /// The deserter's transaction and coordinator, until its answer.
     deserter: Option<(u64, NodeId)>,
+    /// Transactions (API node, id) that ended aborted for a node failure:
+    /// answers to requests that crossed that abort are ignored.
+    ended_by_node_failure: BTreeSet<(NodeId, u64)>,
 }
 
 impl Workload {
@@ -323,6 +332,7 @@ impl Workload {
             must_abort: BTreeSet::new(),
             unread_scans: BTreeSet::new(),
             abandoned: BTreeMap::new(),
+            ended_by_node_failure: BTreeSet::new(),
         }
     }
 
@@ -340,7 +350,9 @@ impl Workload {
         EngineConfig {
             data_memory_bytes: 8 << 20,
             operations_max: 4_096,
-            scans_max: 16,
+            // Every session may scan every fragment of a table at once, and
+            // after crashes one node may hold every fragment.
+            scans_max: 128,
             lock_wait_timeout_ms: self.lock_wait_timeout_ms,
             ..EngineConfig::default()
         }
@@ -512,6 +524,18 @@ impl Simulation {
         self.workload.as_mut().expect("a transaction run")
     }
 
+    /// A data node to coordinate a transaction: any, or in runs with
+    /// crashes one that never crashes (`crashes`).
+    pub(super) fn coordinator_node(&mut self) -> NodeId {
+        match &self.crash_plan {
+            Some(plan) => {
+                let pick = (self.rng.next_u64() % plan.coordinators.len() as u64) as usize;
+                plan.coordinators[pick]
+            }
+            None => self.random_data_node(),
+        }
+    }
+
     /// The schema client creates the workload's tables, one at a time.
     pub(super) fn create_workload_tables(&mut self) {
         if !self.client_requests.is_empty() || self.workload().phase != Phase::CreatingTables {
@@ -577,7 +601,7 @@ impl Simulation {
         let transaction = workload.new_transaction_id(api);
         let operations: Vec<Operation> =
             operations.iter().map(|op| workload.operation(op)).collect();
-        let coordinator = self.random_data_node();
+        let coordinator = self.coordinator_node();
         self.workload_mut().load = Some((api, transaction, coordinator));
         self.trace(format!(
             "workload: tables ready ({}); api {api} loads them through node {coordinator}",
@@ -639,9 +663,10 @@ impl Simulation {
             return;
         }
         if busy || workload.phase == Phase::Loading {
-            // Nothing in flight: only a lock wait ending, or an inactivity
-            // timeout, can move things on.
-            if !self.lock_waits_pending() && !abandoned {
+            // Nothing in flight: only a lock wait ending, an inactivity
+            // timeout, or the survivors agreeing that a crashed node is
+            // gone, can move things on.
+            if !self.lock_waits_pending() && !abandoned && !self.node_failure_pending() {
                 self.fail_stuck("transactions wait for answers, but no message is in flight");
             }
             return;
@@ -649,6 +674,12 @@ impl Simulation {
         if workload.phase != Phase::Draining {
             return;
         }
+        // The final checks compare the live replicas of the agreed state:
+        // after a crash, every survivor must have installed it first.
+        if self.crash_plan.is_some() && !self.membership_settled() {
+            return;
+        }
+        let workload = self.workload_mut();
         workload.phase = Phase::Done;
         self.trace("workload: done, every message delivered; checking".into());
         if let Some(tables) = self.check_transactions_final() {
@@ -714,7 +745,8 @@ impl Simulation {
     }
 
     fn start_job(&mut self, index: usize, job: Job, attempt: u32) {
-        let coordinator = self.random_data_node();
+        let now = self.now_ms;
+        let coordinator = self.coordinator_node();
         let workload = self.workload_mut();
         let api = workload.sessions[index].api;
         let transaction = workload.new_transaction_id(api);
@@ -739,6 +771,7 @@ impl Simulation {
             scan: None,
             found: None,
             started: false,
+            began_ms: now,
         });
         if let Job::Audit { mode, scan: true } = self.workload_mut().sessions[index]
             .running
@@ -756,22 +789,40 @@ impl Simulation {
     }
 
     fn send_batch(&mut self, index: usize, end: ExecuteEnd, operations: Vec<Op>) {
-        let workload = self.workload_mut();
+        let workload = self.workload();
         let protocol_operations: Vec<Operation> =
             operations.iter().map(|op| workload.operation(op)).collect();
         // A write by unique key reaches its base row only if the lookup of
         // its index row finds one, so it counts once its answer says so
         // (see `check_answer`).
         let read_backup_write = workload.replicas > 1
-            && operations.iter().any(|op| {
-                op.kind.is_write()
-                    && op.unique_key.is_none()
-                    && workload.tables[op.table as usize].read_backup
-            });
+            && operations
+                .iter()
+                .zip(&protocol_operations)
+                .any(|(op, operation)| {
+                    op.kind.is_write()
+                        && op.unique_key.is_none()
+                        && workload.tables[op.table as usize].read_backup
+                        && self.has_live_backup(operation.table, &operation.key)
+                });
+        // Once a node crashed, whether a write to `coded` reaches a fragment
+        // with a live backup depends on its index rows' fragments too: its
+        // commit may or may not wait for the complete phase.
+        let crashed = self
+            .crash_plan
+            .as_ref()
+            .is_some_and(|plan| !plan.crashed.is_empty());
+        let coded_write = crashed
+            && workload.replicas > 1
+            && operations
+                .iter()
+                .any(|op| op.kind.is_write() && op.table == WorkTable::Coded);
+        let workload = self.workload_mut();
         let session = &mut workload.sessions[index];
         let api = session.api;
         let running = session.running.as_mut().expect("running");
         running.wrote_read_backup |= read_backup_write;
+        running.maybe_wrote_read_backup |= coded_write;
         let (transaction, coordinator, tag) =
             (running.transaction, running.coordinator, running.tag);
         let start = !running.started;
@@ -837,6 +888,7 @@ impl Simulation {
             }
             let at = now + between(&mut self.rng, 0, fault_ms / 2);
             self.schedule(at, SimEvent::Deserter);
+            self.plan_crashes(fault_ms);
             return;
         }
         if let Some(coordinator) = self
@@ -844,8 +896,11 @@ impl Simulation {
             .abandoned
             .remove(&(api, executed.transaction))
         {
+            let code = executed.error.as_ref().map(|e| e.ndb_code);
+            // A node the transaction used may fail before the timer ends it.
+            let node_failure = code == Some(NODE_FAILURE) && self.crash_plan.is_some();
             let timed_out = executed.state == TransactionState::Aborted
-                && executed.error.as_ref().map(|e| e.ndb_code) == Some(LOCK_WAIT_TIMEOUT);
+                && (code == Some(LOCK_WAIT_TIMEOUT) || node_failure);
             if from != coordinator || !timed_out {
                 self.fail(format!(
                     "api {api} abandoned transaction {} on node {coordinator}; node {from} \
@@ -858,7 +913,9 @@ impl Simulation {
                 "api {api} transaction {} <- node {from}: aborted, idle too long",
                 executed.transaction
             ));
-            self.outcome.transactions.marks.inactive_timeouts += 1;
+            if !node_failure {
+                self.outcome.transactions.marks.inactive_timeouts += 1;
+            }
             return;
         }
         let Some(index) = self.workload().sessions.iter().position(|s| {
@@ -867,6 +924,19 @@ impl Simulation {
                     .as_ref()
                     .is_some_and(|r| r.transaction == executed.transaction)
         }) else {
+            if self
+                .workload()
+                .ended_by_node_failure
+                .contains(&(api, executed.transaction))
+            {
+                // The answer to a request sent before the coordinator's
+                // report of the abort arrived.
+                self.trace(format!(
+                    "api {api} transaction {} <- node {from}: {:?}, after it ended",
+                    executed.transaction, executed.state
+                ));
+                return;
+            }
             self.fail(format!(
                 "api {api} got an answer for transaction {} it is not running, from node {from}: \
                  {executed:?}",
@@ -874,6 +944,30 @@ impl Simulation {
             ));
             return;
         };
+        let node_failure = self.crash_plan.is_some()
+            && executed.state == TransactionState::Aborted
+            && executed.error.as_ref().map(|e| e.ndb_code) == Some(NODE_FAILURE);
+        if node_failure {
+            self.workload_mut()
+                .ended_by_node_failure
+                .insert((api, executed.transaction));
+        }
+        let running = self.workload_mut().sessions[index]
+            .running
+            .as_mut()
+            .expect("found");
+        if running.sent.is_none() && node_failure && from == running.coordinator {
+            // The coordinator reports that it aborted the transaction (a
+            // node it used failed) while the session sent nothing: a scan
+            // was running, or it was between batches.
+            self.trace(format!(
+                "api {api} transaction {} <- node {from}: aborted by a node failure",
+                executed.transaction
+            ));
+            self.outcome.transactions.marks.node_failure_aborts += 1;
+            self.finish_job(index, false, Some(NODE_FAILURE));
+            return;
+        }
         let running = self.workload_mut().sessions[index]
             .running
             .as_mut()
@@ -945,7 +1039,11 @@ impl Simulation {
         let job = running.job.clone();
         if executed.state == TransactionState::Aborted {
             if sent.end == ExecuteEnd::Rollback {
-                if executed.error.is_some() {
+                // The coordinator's report of an abort for a node failure
+                // may cross the rollback.
+                let node_failure = self.crash_plan.is_some()
+                    && executed.error.as_ref().map(|e| e.ndb_code) == Some(NODE_FAILURE);
+                if executed.error.is_some() && !node_failure {
                     return Err("a rollback was answered with an error".into());
                 }
                 self.outcome.transactions.marks.rollbacks += 1;
@@ -955,11 +1053,13 @@ impl Simulation {
             let Some(error) = &executed.error else {
                 return Err("aborted without an error".into());
             };
-            if !job.may_abort_with(error.ndb_code) {
+            let node_failure = error.ndb_code == NODE_FAILURE && self.crash_plan.is_some();
+            if !node_failure && !job.may_abort_with(error.ndb_code) {
                 return Err(format!("unexpected error {}", error.ndb_code));
             }
             match error.ndb_code {
                 LOCK_WAIT_TIMEOUT => self.outcome.transactions.marks.lock_wait_timeouts += 1,
+                NODE_FAILURE => self.outcome.transactions.marks.node_failure_aborts += 1,
                 UNIQUE_VIOLATION => self.outcome.transactions.marks.unique_violations += 1,
                 _ => {}
             }
@@ -1004,6 +1104,12 @@ impl Simulation {
         self.check_own_writes(index, sent, executed)?;
         self.note_coded_batch(index, sent, executed);
         // Writes by unique key that reached their base row (see `send_batch`).
+        // Once a node crashed, the base row's fragment may have no live
+        // backup left, and then no complete phase to wait for.
+        let crashed = self
+            .crash_plan
+            .as_ref()
+            .is_some_and(|plan| !plan.crashed.is_empty());
         let workload = self.workload_mut();
         let backups = workload.replicas > 1;
         let read_backup = |op: &Op| {
@@ -1015,8 +1121,8 @@ impl Simulation {
         let (mut wrote, mut maybe_wrote) = (false, false);
         for (op, result) in sent.operations.iter().zip(&executed.results) {
             if read_backup(op) {
-                wrote |= result.error == 0;
-                maybe_wrote |= result.error == LOCK_WAIT_TIMEOUT;
+                wrote |= result.error == 0 && !crashed;
+                maybe_wrote |= result.error == LOCK_WAIT_TIMEOUT || crashed;
             }
         }
         let running = workload.sessions[index].running.as_mut().expect("running");
@@ -1024,7 +1130,16 @@ impl Simulation {
         running.maybe_wrote_read_backup |= maybe_wrote;
         let wrote_read_backup = running.wrote_read_backup;
         let unknown = !wrote_read_backup && running.maybe_wrote_read_backup;
-        if executed.state == TransactionState::Committed && !unknown {
+        // A backup that crashed while the transaction ran may leave no
+        // replica to wait for: the coordinator answers once the survivors
+        // committed.
+        let began_ms = running.began_ms;
+        let crash_during_commit = self
+            .crash_plan
+            .as_ref()
+            .and_then(|plan| plan.last_crash_ms)
+            .is_some_and(|at| at >= began_ms);
+        if executed.state == TransactionState::Committed && !unknown && !crash_during_commit {
             match answered_on {
                 Some(AnsweredOn::Completed) if wrote_read_backup => {
                     self.outcome.transactions.marks.answered_after_complete += 1;
@@ -1096,7 +1211,7 @@ impl Simulation {
             }
             _ => {}
         }
-        let retry = error == Some(LOCK_WAIT_TIMEOUT)
+        let retry = matches!(error, Some(LOCK_WAIT_TIMEOUT | NODE_FAILURE))
             && running.job.retried()
             && running.attempt < ATTEMPTS_MAX
             && workload.phase == Phase::Running

@@ -350,6 +350,11 @@ impl Engine {
         self.records_used
     }
 
+    /// Scan records open (for checkers: none may outlive its scan).
+    pub fn scans_in_use(&self) -> usize {
+        self.scans.iter().filter(|scan| scan.is_some()).count()
+    }
+
     /// Transactions with at least one operation record.
     pub fn transactions_in_use(&self) -> usize {
         self.transactions.in_use()

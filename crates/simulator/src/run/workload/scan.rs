@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use protocol::{ExecuteEnd, Message, NodeId, OperationKind, ScanNext, ScanOpen, ScanRows};
 
 use super::jobs::Job;
-use super::{LOCK_WAIT_TIMEOUT, Simulation, WorkTable, between};
+use super::{LOCK_WAIT_TIMEOUT, NODE_FAILURE, Simulation, WorkTable, between};
 use crate::run::transactions::int_column;
 
 /// A scan of every account, as its batches arrive.
@@ -111,6 +111,15 @@ impl Simulation {
             // ended already): whatever they hold, the session ignores them.
             return Ok(());
         }
+        if self
+            .workload()
+            .ended_by_node_failure
+            .contains(&(api, rows.transaction))
+        {
+            // Batches already on their way when a node failure ended the
+            // transaction.
+            return Ok(());
+        }
         let partitions = self.workload().tables[WorkTable::Bank as usize].partitions as usize;
         let (accounts, total) = (self.workload().accounts, self.workload().model.total);
         let index = self
@@ -124,6 +133,7 @@ impl Simulation {
                         .is_some_and(|r| r.transaction == rows.transaction)
             })
             .ok_or("no such transaction is running")?;
+        let crashes = self.crash_plan.is_some();
         let running = self.workload_mut().sessions[index]
             .running
             .as_mut()
@@ -141,11 +151,17 @@ impl Simulation {
             return Ok(());
         }
         if let Some(error) = &rows.error {
-            if error.ndb_code != LOCK_WAIT_TIMEOUT || !mode.locks() {
+            let node_failure = error.ndb_code == NODE_FAILURE && crashes;
+            let lock_wait = error.ndb_code == LOCK_WAIT_TIMEOUT && mode.locks();
+            if !node_failure && !lock_wait {
                 return Err(format!("unexpected error {}", error.ndb_code));
             }
             scan.failed = true;
-            self.outcome.transactions.marks.lock_wait_timeouts += 1;
+            if node_failure {
+                self.outcome.transactions.marks.node_failure_aborts += 1;
+            } else {
+                self.outcome.transactions.marks.lock_wait_timeouts += 1;
+            }
             self.send_batch(index, ExecuteEnd::Rollback, Vec::new());
             return Ok(());
         }

@@ -1,0 +1,290 @@
+//! Data nodes crashing under the transaction workload
+//! (`SimulationOptions::crashes`).
+//!
+//! Each run splits the data nodes in two: in every node group one node
+//! never crashes, and those nodes are the only coordinators the workload's
+//! sessions use (nobody takes a dead coordinator's transactions over yet);
+//! the others may crash, each at most once, and stay down (a restarted
+//! node would come back as an empty full replica until node recovery
+//! exists). So every node group keeps a live replica and every acknowledged
+//! commit must survive, every `Execute` must get a true answer (committed,
+//! or aborted with 4010 when a participant died before the commit), and
+//! the survivors must hold no lock or operation record at the end.
+//!
+//! A crash comes either at a random moment or right after the node handled
+//! a given message of the commit protocol as a participant (a key request,
+//! a commit, a complete, an abort, a fragment scan), with only a random
+//! prefix of what it sent in that step leaving: a primary dying after it
+//! forwarded a write to some backups and not to others, or after it
+//! committed without telling its coordinator.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use protocol::{Message, NodeId};
+use rand_chacha::ChaCha8Rng;
+use rand_core::Rng;
+
+use super::{SimEvent, Simulation, between, chance};
+
+/// At most this many nodes crash in one run (fewer when fewer may).
+const CRASHES_PER_RUN_MAX: usize = 2;
+/// The share of crashes that wait for a message of the commit protocol.
+const TRIGGERED_CRASH_CHANCE: f64 = 0.7;
+/// A crash due while the survivors still agree on an earlier one waits
+/// this long and tries again.
+const FAILURE_SPACING_MS: u64 = 50;
+
+/// The message after which an armed node crashes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Trigger {
+    KeyRequest,
+    Commit,
+    Complete,
+    Abort,
+    FragmentScanOpen,
+}
+
+const TRIGGERS: [Trigger; 5] = [
+    Trigger::KeyRequest,
+    Trigger::Commit,
+    Trigger::Complete,
+    Trigger::Abort,
+    Trigger::FragmentScanOpen,
+];
+
+impl Trigger {
+    fn matches(self, message: &Message) -> bool {
+        matches!(
+            (self, message),
+            (Trigger::KeyRequest, Message::KeyRequest(_))
+                | (Trigger::Commit, Message::Commit(_))
+                | (Trigger::Complete, Message::Complete(_))
+                | (Trigger::Abort, Message::Abort(_))
+                | (Trigger::FragmentScanOpen, Message::FragmentScanOpen(_))
+        )
+    }
+}
+
+/// Who may crash in a run, who has, and who waits for a trigger.
+#[derive(Debug, Default)]
+pub(super) struct CrashPlan {
+    /// Never crash; the workload's coordinators.
+    pub coordinators: Vec<NodeId>,
+    /// May crash once each.
+    pub candidates: Vec<NodeId>,
+    /// Crashed, and down for the rest of the run.
+    pub crashed: BTreeSet<NodeId>,
+    /// Nodes that crash after handling their next message of this kind.
+    pub armed: BTreeMap<NodeId, Trigger>,
+    /// When the last crash happened.
+    pub last_crash_ms: Option<u64>,
+}
+
+impl CrashPlan {
+    /// One node of every node group never crashes.
+    pub fn new(rng: &mut ChaCha8Rng, node_groups: &[Vec<NodeId>]) -> CrashPlan {
+        let mut plan = CrashPlan::default();
+        for group in node_groups {
+            let keep = group[(rng.next_u64() % group.len() as u64) as usize];
+            for node in group {
+                if *node == keep {
+                    plan.coordinators.push(*node);
+                } else {
+                    plan.candidates.push(*node);
+                }
+            }
+        }
+        assert!(!plan.coordinators.is_empty(), "a cluster has a node group");
+        plan
+    }
+}
+
+/// Which crash the fault counters name it by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CrashMarks {
+    pub at_random: u64,
+    pub after_key_request: u64,
+    pub after_commit: u64,
+    pub after_complete: u64,
+    pub after_abort: u64,
+    pub after_fragment_scan: u64,
+}
+
+impl CrashMarks {
+    pub fn add(&mut self, other: &CrashMarks) {
+        self.at_random += other.at_random;
+        self.after_key_request += other.after_key_request;
+        self.after_commit += other.after_commit;
+        self.after_complete += other.after_complete;
+        self.after_abort += other.after_abort;
+        self.after_fragment_scan += other.after_fragment_scan;
+    }
+
+    fn count(&mut self, trigger: Option<Trigger>) {
+        let counter = match trigger {
+            None => &mut self.at_random,
+            Some(Trigger::KeyRequest) => &mut self.after_key_request,
+            Some(Trigger::Commit) => &mut self.after_commit,
+            Some(Trigger::Complete) => &mut self.after_complete,
+            Some(Trigger::Abort) => &mut self.after_abort,
+            Some(Trigger::FragmentScanOpen) => &mut self.after_fragment_scan,
+        };
+        *counter += 1;
+    }
+}
+
+impl Simulation {
+    /// The workload's sessions start: plan when nodes crash during the
+    /// `running_ms` they run.
+    pub(super) fn plan_crashes(&mut self, running_ms: u64) {
+        let Some(plan) = self.crash_plan.as_ref() else {
+            return;
+        };
+        let mut candidates = plan.candidates.clone();
+        let crashes = candidates.len().min(CRASHES_PER_RUN_MAX);
+        if crashes == 0 {
+            return;
+        }
+        let crashes = between(&mut self.rng, 1, crashes as u64) as usize;
+        let end = self.now_ms + running_ms;
+        for _ in 0..crashes {
+            let node = candidates.remove((self.rng.next_u64() % candidates.len() as u64) as usize);
+            let at = between(&mut self.rng, self.now_ms, end);
+            let trigger = chance(&mut self.rng, TRIGGERED_CRASH_CHANCE)
+                .then(|| TRIGGERS[(self.rng.next_u64() % TRIGGERS.len() as u64) as usize]);
+            self.schedule(at, SimEvent::Crash { node, trigger });
+            // A trigger that never comes: the node crashes when the
+            // sessions stop starting transactions.
+            if trigger.is_some() {
+                self.schedule(
+                    end,
+                    SimEvent::Crash {
+                        node,
+                        trigger: None,
+                    },
+                );
+            }
+        }
+    }
+
+    /// A planned crash is due: crash the node now, or arm its trigger.
+    pub(super) fn planned_crash(&mut self, node: NodeId, trigger: Option<Trigger>) {
+        let Some(plan) = self.crash_plan.as_mut() else {
+            return;
+        };
+        if plan.crashed.contains(&node) {
+            return;
+        }
+        match trigger {
+            Some(trigger) => {
+                let plan = self.crash_plan.as_mut().expect("checked");
+                plan.armed.insert(node, trigger);
+                self.trace(format!("node {node} will crash after its next {trigger:?}"));
+            }
+            None if self.node_failure_pending() => {
+                // One failure at a time (see `armed_trigger`).
+                let at = self.now_ms + FAILURE_SPACING_MS;
+                self.schedule(at, SimEvent::Crash { node, trigger });
+            }
+            None => {
+                let plan = self.crash_plan.as_mut().expect("checked");
+                plan.armed.remove(&node);
+                self.outcome.transactions.crashes.count(None);
+                self.crash_data_node(node, "crash injected");
+            }
+        }
+    }
+
+    /// Whether a live node still counts a crashed node as a member: until
+    /// the survivors agree it is gone, its transactions wait.
+    pub(super) fn node_failure_pending(&self) -> bool {
+        let Some(plan) = self.crash_plan.as_ref() else {
+            return false;
+        };
+        self.nodes
+            .values()
+            .filter_map(|sim| sim.composite.as_ref())
+            .any(|composite| {
+                composite.membership().state().is_some_and(|state| {
+                    state
+                        .members
+                        .iter()
+                        .any(|member| plan.crashed.contains(&member.node))
+                })
+            })
+    }
+
+    /// Whether every live node has installed the same state, and it lists
+    /// no crashed node.
+    pub(super) fn membership_settled(&self) -> bool {
+        let mut positions = self
+            .nodes
+            .values()
+            .filter_map(|sim| sim.composite.as_ref())
+            .map(|composite| composite.membership().state().map(|state| state.position()));
+        let first = positions.next().flatten();
+        first.is_some()
+            && positions.all(|position| position == first)
+            && !self.node_failure_pending()
+    }
+
+    /// Whether the fragment holding `key` of table `table` still has a
+    /// live backup (a commit there waits for the complete phase when the
+    /// table reads from backups).
+    pub(super) fn has_live_backup(&self, table: u32, key: &[u8]) -> bool {
+        let Some(plan) = self.crash_plan.as_ref().filter(|p| !p.crashed.is_empty()) else {
+            return true;
+        };
+        let Some(composite) = self.nodes.values().find_map(|sim| sim.composite.as_ref()) else {
+            return true;
+        };
+        let Some(route) = composite.routing().table(table) else {
+            return true;
+        };
+        let mut scratch = Vec::new();
+        let Ok(partition) = route.partition_of_key(key, &mut scratch) else {
+            return true;
+        };
+        route.fragments_of(partition).all(|fragment| {
+            let replicas = &route.fragments[fragment as usize].replicas;
+            replicas
+                .iter()
+                .filter(|node| !plan.crashed.contains(node))
+                .count()
+                > 1
+        })
+    }
+
+    /// Whether data node `node`, armed, crashes after handling `message`.
+    ///
+    /// Not while the survivors have yet to agree on an earlier crash: the
+    /// membership protocol removes failed nodes one agreed state at a
+    /// time, and the electorate of each step is the previous state's, so
+    /// a node group of three that loses two nodes at once cannot decide
+    /// (one node and the arbitrator are not a quorum). NDB would ask its
+    /// arbitrator there; Shoal does not yet.
+    pub(super) fn armed_trigger(&self, node: NodeId, message: &Message) -> Option<Trigger> {
+        let trigger = *self.crash_plan.as_ref()?.armed.get(&node)?;
+        (trigger.matches(message) && !self.node_failure_pending()).then_some(trigger)
+    }
+
+    /// Node `node` handled the message its trigger waited for: a random
+    /// prefix of what it sent leaves, then it crashes.
+    pub(super) fn crash_after(&mut self, node: NodeId, trigger: Trigger, mut output: node::Output) {
+        let keep = between(&mut self.rng, 0, output.sends.len() as u64) as usize;
+        self.trace(format!(
+            "node {node} handled a {trigger:?} and crashes; {keep} of its {} sends leave",
+            output.sends.len()
+        ));
+        output.sends.truncate(keep);
+        output.to_management.clear();
+        output.dial.clear();
+        output.connect_management = false;
+        self.perform(node, output);
+        if let Some(plan) = self.crash_plan.as_mut() {
+            plan.armed.remove(&node);
+        }
+        self.outcome.transactions.crashes.count(Some(trigger));
+        self.crash_data_node(node, &format!("crash after a {trigger:?}"));
+    }
+}
