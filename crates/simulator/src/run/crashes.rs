@@ -261,8 +261,9 @@ impl Simulation {
     /// membership protocol removes failed nodes one agreed state at a
     /// time, and the electorate of each step is the previous state's, so
     /// a node group of three that loses two nodes at once cannot decide
-    /// (one node and the arbitrator are not a quorum). NDB would ask its
-    /// arbitrator there; Shoal does not yet.
+    /// (one node and the arbitrator are not a quorum) and the survivor
+    /// stops. NDB stops there too: a side with fewer than half of the
+    /// nodes loses without asking the arbitrator.
     pub(super) fn armed_trigger(&self, node: NodeId, message: &Message) -> Option<Trigger> {
         let trigger = *self.crash_plan.as_ref()?.armed.get(&node)?;
         (trigger.matches(message) && !self.node_failure_pending()).then_some(trigger)
