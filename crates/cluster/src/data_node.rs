@@ -641,7 +641,9 @@ impl DataNode {
             | Message::Completed(_)
             | Message::Abort(_)
             | Message::Aborted(_)
-            | Message::FragmentScanOpen(_) => {}
+            | Message::FragmentScanOpen(_)
+            | Message::TakeoverQuery(_)
+            | Message::TakeoverReport(_) => {}
         }
     }
 

@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use cluster::{DataNode, DataNodeSettings, Effects, Event};
 use protocol::identity::{ClusterSecret, Nonce, hello_proof, proof_holds};
-use protocol::{Address, ClusterState, Message, NodeId, NodeRole};
+use protocol::{Address, ClusterState, Member, Message, NodeId, NodeRole};
 use transaction::{Coordinator, CoordinatorConfig, QueryHandler, Routing};
 
 /// The runtime's name for one connection (a socket in `datad`, a simulated
@@ -1010,8 +1010,29 @@ impl DataNodeComposite {
                     output.problems.extend(self.routing.install(&state));
                     self.query_handler.install(&self.routing);
                     output.problems.extend(self.query_handler.take_log());
+                    // The president takes over the transactions of every
+                    // coordinator removed from the cluster (each once; a
+                    // new president again, which finds only what is left).
+                    let me = self.membership.member();
+                    let takeovers: Vec<Member> = if state.president() == Some(me) {
+                        state
+                            .removed
+                            .iter()
+                            .copied()
+                            .filter(|removed| {
+                                removed.node != me.node || removed.incarnation != me.incarnation
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    };
+                    let position = state.position();
                     self.run_transaction_blocks(now_ms, output, |node, out| {
+                        node.query_handler.answer_queued_queries(out);
                         node.coordinator.install(&node.routing, out);
+                        for failed in takeovers {
+                            node.coordinator.take_over(failed, position, out);
+                        }
                     });
                     output.installed.push(*state);
                 }

@@ -20,6 +20,7 @@ pub use message::Message;
 pub use transaction::{
     Bound, Execute, ExecuteEnd, Executed, KeyConfirm, KeyRefuse, KeyRequest, Operation,
     OperationKind, OperationResult, Phase, PhaseDone, ScanNext, ScanOpen, ScanRows,
-    TransactionState,
+    TAKEOVER_REPORT_ENTRIES_MAX, TakeoverEntry, TakeoverQuery, TakeoverReport, TransactionState,
+    WorkState,
 };
 pub use types::*;

@@ -163,6 +163,11 @@ pub enum Message {
     Aborted(PhaseDone),
     /// TC → LQH: open a scan on one fragment.
     FragmentScanOpen(Box<ScanOpen>),
+    /// President's TC → LQH: what do you hold of a failed coordinator's
+    /// transactions?
+    TakeoverQuery(TakeoverQuery),
+    /// LQH → the president's TC.
+    TakeoverReport(Box<TakeoverReport>),
 }
 
 // A message moves several times between the socket and the blocks (decoded
@@ -216,6 +221,8 @@ const KIND_COMPLETED: u8 = 56;
 const KIND_ABORT: u8 = 57;
 const KIND_ABORTED: u8 = 58;
 const KIND_FRAGMENT_SCAN_OPEN: u8 = 59;
+const KIND_TAKEOVER_QUERY: u8 = 60;
+const KIND_TAKEOVER_REPORT: u8 = 61;
 
 impl Message {
     /// A short name for logs and counters.
@@ -254,6 +261,8 @@ impl Message {
             Message::ScanRows(_) => "ScanRows",
             Message::ScanNext(_) => "ScanNext",
             Message::ScanClose { .. } => "ScanClose",
+            Message::TakeoverQuery(_) => "TakeoverQuery",
+            Message::TakeoverReport(_) => "TakeoverReport",
             Message::KeyRequest(_) => "KeyRequest",
             Message::KeyConfirm(_) => "KeyConfirm",
             Message::KeyRefuse(_) => "KeyRefuse",
@@ -538,6 +547,14 @@ impl Message {
                 w.u64(*transaction);
                 w.u32(*scan);
             }
+            Message::TakeoverQuery(query) => {
+                w.u8(KIND_TAKEOVER_QUERY);
+                put_takeover_query(&mut w, query);
+            }
+            Message::TakeoverReport(report) => {
+                w.u8(KIND_TAKEOVER_REPORT);
+                put_takeover_report(&mut w, report);
+            }
             Message::KeyRequest(request) => {
                 w.u8(KIND_KEY_REQUEST);
                 put_key_request(&mut w, request);
@@ -795,6 +812,8 @@ impl Message {
             KIND_COMMITTED => Message::Committed(get_phase_done(&mut r)?),
             KIND_COMPLETED => Message::Completed(get_phase_done(&mut r)?),
             KIND_ABORTED => Message::Aborted(get_phase_done(&mut r)?),
+            KIND_TAKEOVER_QUERY => Message::TakeoverQuery(get_takeover_query(&mut r)?),
+            KIND_TAKEOVER_REPORT => Message::TakeoverReport(Box::new(get_takeover_report(&mut r)?)),
             other => return Err(DecodeError::new(format!("unknown message kind {other}"))),
         };
         r.finish(message.name())?;

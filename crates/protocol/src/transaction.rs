@@ -17,6 +17,16 @@
 //!   `Complete` runs through the backups (the last answers `Completed`).
 //!   `Abort` runs the chain forwards like the prepare, so it reaches every
 //!   replica after any operation forwarded there; the last answers `Aborted`.
+//!   A primary keeps a note that it committed a fragment it wrote until
+//!   `Complete` reaches it (it is first in that chain), so that a takeover
+//!   can tell a committed transaction from one that only prepared.
+//! - Takeover (TC of the president → every LQH): when a coordinator is
+//!   removed from the cluster, `TakeoverQuery` asks each query handler what
+//!   it holds of that coordinator's transactions; each answers with
+//!   `TakeoverReport`s (at most `TAKEOVER_REPORT_ENTRIES_MAX` entries each,
+//!   the last marked). The president commits every transaction some
+//!   replica committed or is committing, aborts the rest, and runs the
+//!   phases itself.
 //!
 //! ## Byte layout
 //! Fields in declaration order, as `message` lays them out. Operation kinds,
@@ -322,6 +332,71 @@ pub struct Phase {
     pub fragment: u32,
     /// The replicas still to visit after the receiver, in order.
     pub chain: Vec<NodeId>,
+}
+
+/// Entries one `TakeoverReport` carries at most.
+pub const TAKEOVER_REPORT_ENTRIES_MAX: usize = 1_024;
+
+/// How far a replica got with one fragment of a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WorkState {
+    /// Operations ran; no Commit reached this replica.
+    Prepared,
+    /// A backup the Commit passed: it will commit at Complete.
+    Committing,
+    /// The primary committed (and keeps this note until Complete).
+    Committed,
+}
+
+impl WorkState {
+    fn wire_id(self) -> u8 {
+        match self {
+            WorkState::Prepared => 0,
+            WorkState::Committing => 1,
+            WorkState::Committed => 2,
+        }
+    }
+
+    fn from_wire_id(id: u8) -> Option<WorkState> {
+        match id {
+            0 => Some(WorkState::Prepared),
+            1 => Some(WorkState::Committing),
+            2 => Some(WorkState::Committed),
+            _ => None,
+        }
+    }
+}
+
+/// TC of the president → LQH: report what you hold of the transactions
+/// that `failed_node` (at `failed_incarnation`) coordinated, once you have
+/// installed the cluster state at `position` (which removed it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TakeoverQuery {
+    /// The node whose coordinator takes over, and gets the reports.
+    pub asked_by: NodeId,
+    pub failed_node: NodeId,
+    pub failed_incarnation: u64,
+    pub generation: u64,
+    pub version: u64,
+}
+
+/// One fragment of one transaction, as a replica holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TakeoverEntry {
+    pub transaction: u64,
+    pub table: u32,
+    pub fragment: u32,
+    pub state: WorkState,
+}
+
+/// LQH → the querying TC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakeoverReport {
+    pub failed_node: NodeId,
+    pub failed_incarnation: u64,
+    pub entries: Vec<TakeoverEntry>,
+    /// No more reports follow from this replica.
+    pub last: bool,
 }
 
 /// The end of a chain → TC: the phase is done on every replica of the fragment.
@@ -687,5 +762,72 @@ pub(crate) fn get_phase_done(r: &mut Reader) -> Result<PhaseDone, DecodeError> {
         transaction: r.u64("transaction")?,
         table: r.u32("table")?,
         fragment: r.u32("fragment")?,
+    })
+}
+
+pub(crate) fn put_takeover_query(w: &mut Writer, query: &TakeoverQuery) {
+    w.u8(query.asked_by);
+    w.u8(query.failed_node);
+    w.u64(query.failed_incarnation);
+    w.u64(query.generation);
+    w.u64(query.version);
+}
+
+pub(crate) fn get_takeover_query(r: &mut Reader) -> Result<TakeoverQuery, DecodeError> {
+    Ok(TakeoverQuery {
+        asked_by: r.u8("asked by")?,
+        failed_node: r.u8("failed node")?,
+        failed_incarnation: r.u64("failed incarnation")?,
+        generation: r.u64("generation")?,
+        version: r.u64("version")?,
+    })
+}
+
+pub(crate) fn put_takeover_report(w: &mut Writer, report: &TakeoverReport) {
+    assert!(
+        report.entries.len() <= TAKEOVER_REPORT_ENTRIES_MAX,
+        "a takeover report holds at most TAKEOVER_REPORT_ENTRIES_MAX entries"
+    );
+    w.u8(report.failed_node);
+    w.u64(report.failed_incarnation);
+    w.count(report.entries.len());
+    for entry in &report.entries {
+        w.u64(entry.transaction);
+        w.u32(entry.table);
+        w.u32(entry.fragment);
+        w.u8(entry.state.wire_id());
+    }
+    w.bool(report.last);
+}
+
+pub(crate) fn get_takeover_report(r: &mut Reader) -> Result<TakeoverReport, DecodeError> {
+    let failed_node = r.u8("failed node")?;
+    let failed_incarnation = r.u64("failed incarnation")?;
+    let count = r.count(17, "takeover entries")?;
+    if count > TAKEOVER_REPORT_ENTRIES_MAX {
+        return Err(DecodeError::new(format!(
+            "a takeover report of {count} entries, more than {TAKEOVER_REPORT_ENTRIES_MAX}"
+        )));
+    }
+    let mut entries = Vec::with_capacity(count);
+    for _ in 0..count {
+        let transaction = r.u64("transaction")?;
+        let table = r.u32("table")?;
+        let fragment = r.u32("fragment")?;
+        let id = r.u8("work state")?;
+        let state = WorkState::from_wire_id(id)
+            .ok_or_else(|| DecodeError::new(format!("unknown work state {id}")))?;
+        entries.push(TakeoverEntry {
+            transaction,
+            table,
+            fragment,
+            state,
+        });
+    }
+    Ok(TakeoverReport {
+        failed_node,
+        failed_incarnation,
+        entries,
+        last: r.bool("last")?,
     })
 }

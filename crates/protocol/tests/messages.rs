@@ -528,6 +528,51 @@ fn transaction_message() -> impl Strategy<Value = Message> {
         (any::<u64>(), any::<u32>())
             .prop_map(|(transaction, scan)| Message::ScanClose { transaction, scan }),
         (
+            any::<u8>(),
+            any::<u8>(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>()
+        )
+            .prop_map(
+                |(asked_by, failed_node, failed_incarnation, generation, version)| {
+                    Message::TakeoverQuery(TakeoverQuery {
+                        asked_by,
+                        failed_node,
+                        failed_incarnation,
+                        generation,
+                        version,
+                    })
+                }
+            ),
+        (
+            any::<u8>(),
+            any::<u64>(),
+            prop::collection::vec((any::<u64>(), any::<u32>(), any::<u32>(), 0u8..3), 0..4),
+            any::<bool>()
+        )
+            .prop_map(|(failed_node, failed_incarnation, entries, last)| {
+                let states = [
+                    WorkState::Prepared,
+                    WorkState::Committing,
+                    WorkState::Committed,
+                ];
+                Message::TakeoverReport(Box::new(TakeoverReport {
+                    failed_node,
+                    failed_incarnation,
+                    entries: entries
+                        .into_iter()
+                        .map(|(transaction, table, fragment, state)| TakeoverEntry {
+                            transaction,
+                            table,
+                            fragment,
+                            state: states[usize::from(state)],
+                        })
+                        .collect(),
+                    last,
+                }))
+            }),
+        (
             (any::<u64>(), any::<u8>(), any::<u32>()),
             operation(),
             any::<u32>(),

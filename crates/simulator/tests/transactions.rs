@@ -114,6 +114,13 @@ fn run_shape_with_crashes(
 /// used a node that died were aborted with 4010 (not left hanging).
 fn assert_crash_marks(marks: &TransactionMarks, crashes: &CrashMarks) {
     assert!(marks.node_failure_aborts > 0, "{marks:?}");
+    // Coordinators died, and the president's takeovers both committed and
+    // aborted their transactions; clients with a commit in flight could
+    // not know how it ended.
+    assert!(marks.coordinator_losses > 0, "{marks:?}");
+    assert!(marks.unknown_outcomes > 0, "{marks:?}");
+    assert!(marks.takeover_commits > 0, "{marks:?}");
+    assert!(marks.takeover_aborts > 0, "{marks:?}");
     assert!(crashes.at_random > 0, "{crashes:?}");
     assert!(crashes.after_key_request > 0, "{crashes:?}");
     assert!(crashes.after_commit > 0, "{crashes:?}");

@@ -40,10 +40,12 @@
 //! The node (8 bits) and the low 24 bits of its incarnation, then a 32-bit
 //! sequence that wraps, skipping an id still in use.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use protocol::{
-    ErrorReply, Execute, ExecuteEnd, Executed, KeyConfirm, KeyRefuse, KeyRequest, Message, NodeId,
-    Operation, OperationKind, OperationResult, Phase, PhaseDone, ScanNext, ScanOpen, ScanRows,
-    TransactionState,
+    ErrorReply, Execute, ExecuteEnd, Executed, KeyConfirm, KeyRefuse, KeyRequest, Member, Message,
+    NodeId, Operation, OperationKind, OperationResult, Phase, PhaseDone, ScanNext, ScanOpen,
+    ScanRows, TakeoverQuery, TakeoverReport, TransactionState, WorkState,
 };
 use schema::ErrorCode;
 
@@ -202,9 +204,35 @@ pub struct CoordinatorCounters {
     pub scans: u64,
 }
 
+/// The takeover of one failed coordinator's transactions (NDB's TC
+/// takeover): the replicas are asked what they hold, then each transaction
+/// is finished here as an ordinary one — committed if any replica began to
+/// commit it, else aborted.
+struct Takeover {
+    /// Nodes whose last report has not come.
+    awaiting: BTreeSet<NodeId>,
+    /// Transaction → (table, fragment) → the furthest state a replica
+    /// reported.
+    found: BTreeMap<u64, BTreeMap<(u32, u32), WorkState>>,
+}
+
+/// Counters of the takeovers a coordinator ran.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TakeoverCounters {
+    pub takeovers: u64,
+    pub committed: u64,
+    pub aborted: u64,
+}
+
 pub struct Coordinator {
     node: NodeId,
     config: CoordinatorConfig,
+    /// Running takeovers, by failed coordinator.
+    takeovers: BTreeMap<Member, Takeover>,
+    /// Failed coordinators this node has taken over (or is taking over):
+    /// each once.
+    taken_over: BTreeSet<Member>,
+    takeover_counters: TakeoverCounters,
     routing: Routing,
     transactions: Map<u64, Transaction>,
     /// (API node, API transaction id) → transaction id.
@@ -233,7 +261,10 @@ impl Coordinator {
             routing: Routing::new(),
             transactions: Map::default(),
             clients: Map::default(),
-            transaction_base: (u64::from(node) << 56) | ((incarnation & 0xFF_FFFF) << 32),
+            transaction_base: transaction_base(node, incarnation),
+            takeovers: BTreeMap::new(),
+            taken_over: BTreeSet::new(),
+            takeover_counters: TakeoverCounters::default(),
             next_sequence: 0,
             operations_in_use: 0,
             scans_in_use: 0,
@@ -256,10 +287,190 @@ impl Coordinator {
         self.transactions.len()
     }
 
+    pub fn takeover_counters(&self) -> TakeoverCounters {
+        self.takeover_counters
+    }
+
+    /// Takeovers still asking replicas what they hold.
+    pub fn takeovers_running(&self) -> usize {
+        self.takeovers.len()
+    }
+
+    /// Takes over the transactions `failed` coordinated: asks every live
+    /// member's query handler (this node's too) what it holds of them,
+    /// once each has installed the state at `position`. The runtime calls
+    /// this on the president for every removed member; a member already
+    /// taken over here is skipped, and a takeover run twice (by a new
+    /// president) finds only what is left, since every phase is idempotent.
+    pub fn take_over(
+        &mut self,
+        failed: Member,
+        position: (u64, u64),
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        // An earlier incarnation of this node is another coordinator: its
+        // ids differ in the incarnation bits.
+        assert!(
+            transaction_base(failed.node, failed.incarnation) != self.transaction_base,
+            "a coordinator takes over another"
+        );
+        if !self.taken_over.insert(failed) {
+            return;
+        }
+        self.takeover_counters.takeovers += 1;
+        let members: Vec<NodeId> = (0..=NodeId::MAX)
+            .filter(|node| self.routing.is_live(*node))
+            .collect();
+        for member in &members {
+            out.push((
+                *member,
+                Message::TakeoverQuery(TakeoverQuery {
+                    asked_by: self.node,
+                    failed_node: failed.node,
+                    failed_incarnation: failed.incarnation,
+                    generation: position.0,
+                    version: position.1,
+                }),
+            ));
+        }
+        self.takeovers.insert(
+            failed,
+            Takeover {
+                awaiting: members.into_iter().collect(),
+                found: BTreeMap::new(),
+            },
+        );
+    }
+
+    fn on_takeover_report(
+        &mut self,
+        from: NodeId,
+        report: TakeoverReport,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        let failed = Member {
+            node: report.failed_node,
+            incarnation: report.failed_incarnation,
+        };
+        let Some(takeover) = self.takeovers.get_mut(&failed) else {
+            return;
+        };
+        if !takeover.awaiting.contains(&from) {
+            return;
+        }
+        for entry in report.entries {
+            assert!(
+                made_by(entry.transaction, failed.node, failed.incarnation),
+                "a takeover report names transaction {} of another coordinator",
+                entry.transaction
+            );
+            let state = takeover
+                .found
+                .entry(entry.transaction)
+                .or_default()
+                .entry((entry.table, entry.fragment))
+                .or_insert(entry.state);
+            *state = (*state).max(entry.state);
+        }
+        if report.last {
+            takeover.awaiting.remove(&from);
+        }
+        self.finish_takeovers(out);
+    }
+
+    /// Takeovers every live replica has answered turn their transactions
+    /// into ordinary ones, committing or aborting.
+    fn finish_takeovers(&mut self, out: &mut Vec<(NodeId, Message)>) {
+        let routing = &self.routing;
+        for takeover in self.takeovers.values_mut() {
+            // A replica that failed meanwhile answers no more; the other
+            // replicas of its fragments do.
+            takeover.awaiting.retain(|node| routing.is_live(*node));
+        }
+        let ready: Vec<Member> = self
+            .takeovers
+            .iter()
+            .filter(|(_, takeover)| takeover.awaiting.is_empty())
+            .map(|(failed, _)| *failed)
+            .collect();
+        for failed in ready {
+            let takeover = self.takeovers.remove(&failed).expect("listed");
+            for (id, fragments) in takeover.found {
+                self.finish_taken_over(id, fragments, out);
+            }
+        }
+    }
+
+    /// Finishes one transaction of a failed coordinator on every live
+    /// replica. It has no API to answer here (the API learns of its
+    /// coordinator's failure), so it counts as answered from the start.
+    fn finish_taken_over(
+        &mut self,
+        id: u64,
+        fragments: BTreeMap<(u32, u32), WorkState>,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        if self.transactions.contains_key(&id) {
+            // Taken over already (a report came twice): it is finishing.
+            return;
+        }
+        let commit = fragments
+            .values()
+            .any(|state| *state != WorkState::Prepared);
+        let mut participants = Vec::with_capacity(fragments.len());
+        for (table, fragment) in fragments.into_keys() {
+            let chain = match self.routing.table(table) {
+                Some(route) if (fragment as usize) < route.fragments.len() => {
+                    self.routing.live_replicas(route, fragment)
+                }
+                // The table was dropped: its fragments and work are gone.
+                _ => Vec::new(),
+            };
+            participants.push(Participant {
+                table,
+                fragment,
+                chain,
+                // Complete then reaches the primary too, which may keep a
+                // note of its commit; one without a note passes it on.
+                writes: true,
+                read_backup: false,
+                scanned: false,
+                done: false,
+                committer: None,
+                committed_through_backups: false,
+            });
+        }
+        self.transactions.insert(
+            id,
+            Transaction {
+                api: 0,
+                client: id,
+                stage: Stage::Open,
+                next_operation: 0,
+                operations: 0,
+                batch: None,
+                participants,
+                outstanding: 0,
+                answered: true,
+                error: None,
+                scans: Vec::new(),
+                active_ms: self.now_ms,
+            },
+        );
+        if commit {
+            self.takeover_counters.committed += 1;
+            self.send_commits(id, out);
+        } else {
+            self.takeover_counters.aborted += 1;
+            self.abort(id, None, out);
+        }
+    }
+
     /// Adopts a new cluster state; transactions that used a node no longer
     /// in it are aborted or have their phase resent (see the module notes).
     pub fn install(&mut self, routing: &Routing, out: &mut Vec<(NodeId, Message)>) {
         self.routing = routing.clone();
+        self.finish_takeovers(out);
         let mut ids: Vec<u64> = self.transactions.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
@@ -364,6 +575,7 @@ impl Coordinator {
             Message::Committed(done) => self.on_phase_done(Stage::Committing, done, out),
             Message::Completed(done) => self.on_phase_done(Stage::Completing, done, out),
             Message::Aborted(done) => self.on_phase_done(Stage::Aborting, done, out),
+            Message::TakeoverReport(report) => self.on_takeover_report(from, *report, out),
             Message::ScanOpen(open) => self.on_scan_open(from, *open, out),
             Message::ScanRows(rows) => self.on_scan_rows(rows, out),
             // ScanNext and ScanClose also go from a coordinator to the query
@@ -942,13 +1154,24 @@ impl Coordinator {
             transaction.participants.iter().all(|p| !p.chain.is_empty()),
             "commit of a fragment without replicas"
         );
+        self.send_commits(id, out);
+    }
+
+    /// The commit phase: Commit along every participant's live chain.
+    fn send_commits(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
+        let transaction = self.transactions.get_mut(&id).expect("present");
         transaction.stage = Stage::Committing;
-        transaction.outstanding = transaction.participants.len() as u32;
-        if transaction.participants.is_empty() {
+        // A fragment with no live replica left has nothing to commit.
+        for participant in &mut transaction.participants {
+            participant.done = participant.chain.is_empty();
+        }
+        transaction.outstanding =
+            transaction.participants.iter().filter(|p| !p.done).count() as u32;
+        if transaction.outstanding == 0 {
             self.finish(id, TransactionState::Committed, out);
             return;
         }
-        for participant in &mut transaction.participants {
+        for participant in transaction.participants.iter_mut().filter(|p| !p.done) {
             participant.done = false;
             participant.committer = Some(participant.chain[0]);
             participant.committed_through_backups |= participant.chain.len() > 1;
@@ -1629,18 +1852,26 @@ fn commit_message(id: u64, coordinator: NodeId, participant: &Participant) -> (N
     )
 }
 
-/// The replicas of a fragment that still need Complete: every one of the
-/// chain but the one that committed in the commit phase.
+/// The replicas of a fragment that still need Complete: the one that
+/// committed in the commit phase first when the transaction wrote there
+/// (it keeps a note of that commit for a takeover until Complete), then
+/// every other one of the chain.
 fn complete_targets(participant: &Participant) -> Vec<NodeId> {
     let committer = participant
         .committer
         .expect("Complete follows the commit phase");
-    participant
-        .chain
-        .iter()
-        .copied()
-        .filter(|replica| *replica != committer)
-        .collect()
+    let mut targets = Vec::with_capacity(participant.chain.len());
+    if participant.writes && participant.chain.contains(&committer) {
+        targets.push(committer);
+    }
+    targets.extend(
+        participant
+            .chain
+            .iter()
+            .copied()
+            .filter(|replica| *replica != committer),
+    );
+    targets
 }
 
 /// Complete runs through the replicas that only prepared, first to last.
@@ -1669,4 +1900,17 @@ fn abort_message(id: u64, coordinator: NodeId, participant: &Participant) -> (No
             participant.chain[1..].to_vec(),
         )),
     )
+}
+
+/// The high 32 bits of every transaction id a coordinator of `node` at
+/// `incarnation` makes: the node (8 bits) and the low 24 bits of the
+/// incarnation. A query handler finds a failed coordinator's work by them.
+pub fn transaction_base(node: NodeId, incarnation: u64) -> u64 {
+    (u64::from(node) << 56) | ((incarnation & 0xFF_FFFF) << 32)
+}
+
+/// Whether `transaction` was made by the coordinator of `node` at
+/// `incarnation`.
+pub fn made_by(transaction: u64, node: NodeId, incarnation: u64) -> bool {
+    transaction >> 32 == transaction_base(node, incarnation) >> 32
 }

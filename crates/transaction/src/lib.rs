@@ -17,7 +17,7 @@ pub mod query_handler;
 pub mod routing;
 pub mod unique;
 
-pub use coordinator::{Coordinator, CoordinatorConfig, CoordinatorCounters};
+pub use coordinator::{Coordinator, CoordinatorConfig, CoordinatorCounters, TakeoverCounters};
 pub use query_handler::{QueryHandler, QueryHandlerCounters};
 pub use routing::{Routing, TableRoute};
 
@@ -37,6 +37,7 @@ pub fn for_query_handler(message: &Message) -> bool {
             | Message::FragmentScanOpen(_)
             | Message::ScanNext(_)
             | Message::ScanClose { .. }
+            | Message::TakeoverQuery(_)
     )
 }
 
@@ -54,5 +55,6 @@ pub fn is_transaction_message(message: &Message) -> bool {
                 | Message::Committed(_)
                 | Message::Completed(_)
                 | Message::Aborted(_)
+                | Message::TakeoverReport(_)
         )
 }

@@ -55,7 +55,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use protocol::{
     KeyConfirm, KeyRefuse, KeyRequest, Message, NodeId, OperationKind, Phase, PhaseDone, ScanNext,
-    ScanOpen, ScanRows,
+    ScanOpen, ScanRows, TAKEOVER_REPORT_ENTRIES_MAX, TakeoverEntry, TakeoverQuery, TakeoverReport,
+    WorkState,
 };
 use schema::{Error, ErrorCode, TableDef};
 use storage::engine::{
@@ -82,6 +83,18 @@ pub const SCAN_BATCH_BYTES_MAX: u32 = 1 << 20;
 
 /// (transaction, table, fragment)
 type WorkKey = (u64, u32, u32);
+
+/// A transaction's work on one fragment replica.
+#[derive(Debug, Clone, Copy)]
+struct Work {
+    /// The engine's transaction; `NO_TRANSACTION` once committed here.
+    engine: TransactionId,
+    state: WorkState,
+    /// A write reached this replica: a primary that commits it keeps the
+    /// entry (`Committed`) until Complete, so that a takeover learns the
+    /// transaction committed even if every other replica that knew died.
+    wrote: bool,
+}
 
 #[derive(Debug, Clone, Copy)]
 struct FragmentReplica {
@@ -120,6 +133,8 @@ pub struct QueryHandlerCounters {
     /// Scans that still waited for a lock when their transaction
     /// committed here (the commit closed them first).
     pub waiting_scans_closed_by_commit: u64,
+    /// Work entries of failed coordinators reported to a takeover.
+    pub takeover_entries_reported: u64,
 }
 
 pub struct QueryHandler {
@@ -127,7 +142,7 @@ pub struct QueryHandler {
     engine: Engine,
     fragments: Map<(u32, u32), FragmentReplica>,
     free_engine_tables: Vec<u32>,
-    work: Map<WorkKey, TransactionId>,
+    work: Map<WorkKey, Work>,
     /// Work with an operation waiting for a lock: that operation's token
     /// in `waiting`, and the operations that arrived after it, in order.
     blocked: Map<WorkKey, (u64, VecDeque<KeyRequest>)>,
@@ -144,6 +159,11 @@ pub struct QueryHandler {
     /// Fragments whose creation failed and was logged, with the schema
     /// version that was tried: retried at every install, logged once.
     failed_fragments: Map<(u32, u32), u64>,
+    /// The installed cluster state's (generation, version).
+    position: (u64, u64),
+    /// Takeover queries for a state not yet installed here (the president
+    /// may install it first).
+    queued_queries: Vec<TakeoverQuery>,
 }
 
 impl QueryHandler {
@@ -168,6 +188,8 @@ impl QueryHandler {
             member: false,
             log: Vec::new(),
             failed_fragments: Map::default(),
+            position: (0, 0),
+            queued_queries: Vec::new(),
         })
     }
 
@@ -274,6 +296,21 @@ impl QueryHandler {
     /// tables no longer in it.
     pub fn install(&mut self, routing: &Routing) {
         self.member = routing.is_live(self.node);
+        self.position = routing.version();
+        // A scan's coordinator that left the cluster will never ask for
+        // more or close it; a locking scan's locks stay with its work,
+        // which the takeover of that coordinator ends.
+        let mut orphaned: Vec<(u64, u32, u32)> = self
+            .scans
+            .iter()
+            .filter(|(_, scan)| scan.coordinator != self.node && !routing.is_live(scan.coordinator))
+            .map(|(key, scan)| (key.0, scan.table, key.2))
+            .collect();
+        orphaned.sort_unstable();
+        orphaned.dedup();
+        for (transaction, table, fragment) in orphaned {
+            self.close_scans_of(transaction, table, fragment);
+        }
         let mut wanted = Vec::new();
         for route in routing.tables() {
             for (index, fragment) in route.fragments.iter().enumerate() {
@@ -405,7 +442,9 @@ impl QueryHandler {
         });
         for work_key in doomed {
             let work = self.work.remove(&work_key).expect("listed above");
-            self.abort_work(work);
+            if work.state != WorkState::Committed {
+                self.abort_work(work.engine);
+            }
         }
         self.close_scans_of_fragment(key.0, key.1);
     }
@@ -437,6 +476,7 @@ impl QueryHandler {
             Message::FragmentScanOpen(open) => self.on_scan_open(now_ms, *open, out),
             Message::ScanNext(next) => self.on_scan_next(now_ms, next, out),
             Message::ScanClose { transaction, scan } => self.on_scan_close(transaction, scan),
+            Message::TakeoverQuery(query) => self.on_takeover_query(query, out),
             other => return Some(other),
         }
         self.drain_completions(now_ms, out);
@@ -465,11 +505,13 @@ impl QueryHandler {
             return;
         };
         let engine_transaction = if request.kind.locks() {
-            self.work_or_begin(key)
+            self.work_or_begin(key, request.kind.is_write())
         } else {
             // A committed read sees the transaction's own changes on this
             // fragment, if it has any here.
-            self.work.get(&key).copied().unwrap_or(NO_TRANSACTION)
+            self.work
+                .get(&key)
+                .map_or(NO_TRANSACTION, |work| work.engine)
         };
         let token = self.next_token;
         self.next_token += 1;
@@ -532,8 +574,9 @@ impl QueryHandler {
     }
 
     fn forget_unbegun(&mut self, key: WorkKey) {
-        if let Some(&work) = self.work.get(&key)
-            && !self.engine.has_transaction(work)
+        if let Some(work) = self.work.get(&key)
+            && work.state == WorkState::Prepared
+            && !self.engine.has_transaction(work.engine)
         {
             assert!(
                 !self.blocked.contains_key(&key),
@@ -543,12 +586,31 @@ impl QueryHandler {
         }
     }
 
-    fn work_or_begin(&mut self, key: WorkKey) -> TransactionId {
+    fn work_or_begin(&mut self, key: WorkKey, write: bool) -> TransactionId {
         let next = &mut self.next_engine_transaction;
-        *self.work.entry(key).or_insert_with(|| {
+        let work = self.work.entry(key).or_insert_with(|| {
             *next += 1;
-            *next - 1
-        })
+            Work {
+                engine: *next - 1,
+                state: WorkState::Prepared,
+                wrote: false,
+            }
+        });
+        // The coordinator sends no operation once it began the commit; a
+        // scan opened before the commit and overtaken by it is refused
+        // before it gets here (`on_scan_open`).
+        assert_eq!(
+            work.state,
+            WorkState::Prepared,
+            "node {}: an operation of transaction {} after its commit reached fragment {} of \
+             table {}",
+            self.node,
+            key.0,
+            key.2,
+            key.1
+        );
+        work.wrote |= write;
+        work.engine
     }
 
     fn key_done(
@@ -607,15 +669,34 @@ impl QueryHandler {
         // would lose the work and orphan its locks.
         let waited = self.close_scans_of(phase.transaction, phase.table, phase.fragment);
         self.counters.waiting_scans_closed_by_commit += waited;
-        if phase.chain.is_empty() {
-            // The primary, last in the commit chain.
-            if let Some(work) = self.work.remove(&key) {
-                self.prepare_work(work, &phase);
-                self.commit_work(work, &phase);
-                self.counters.commits += 1;
+        // Each step is taken once, so a phase resent after a failure (or
+        // by a takeover) changes nothing where it already passed.
+        let primary = phase.chain.is_empty();
+        if let Some(work) = self.work.get(&key).copied() {
+            match (work.state, primary) {
+                (WorkState::Prepared, false) => {
+                    self.prepare_work(work.engine, &phase);
+                    self.set_state(key, WorkState::Committing);
+                }
+                (WorkState::Prepared | WorkState::Committing, true) => {
+                    // The primary, last in the commit chain (or a backup
+                    // that became the primary after a failure).
+                    if work.state == WorkState::Prepared {
+                        self.prepare_work(work.engine, &phase);
+                    }
+                    self.commit_work(work.engine, &phase);
+                    self.counters.commits += 1;
+                    if work.wrote {
+                        let entry = self.work.get_mut(&key).expect("present");
+                        entry.engine = NO_TRANSACTION;
+                        entry.state = WorkState::Committed;
+                    } else {
+                        // Only locks were taken here: nothing to remember.
+                        self.work.remove(&key);
+                    }
+                }
+                (WorkState::Committing, false) | (WorkState::Committed, _) => {}
             }
-        } else if let Some(&work) = self.work.get(&key) {
-            self.prepare_work(work, &phase);
         }
         if phase.chain.is_empty() {
             out.push((phase.coordinator, Message::Committed(done(&phase))));
@@ -632,11 +713,22 @@ impl QueryHandler {
                 !self.blocked.contains_key(&key),
                 "Complete of work with an operation waiting"
             );
-            // Complete follows Commit along the same chain, so this backup
-            // prepared the work; the engine's commit of a prepared
-            // transaction cannot fail.
-            self.commit_work(work, &phase);
-            self.counters.commits += 1;
+            match work.state {
+                // Complete follows Commit along the same chain, so this
+                // backup prepared the work; the engine's commit of a
+                // prepared transaction cannot fail.
+                WorkState::Committing => {
+                    self.commit_work(work.engine, &phase);
+                    self.counters.commits += 1;
+                }
+                // The primary's note of its commit is no longer needed.
+                WorkState::Committed => {}
+                WorkState::Prepared => panic!(
+                    "node {}: Complete of transaction {} on fragment {} of table {} before its \
+                     Commit",
+                    self.node, phase.transaction, phase.fragment, phase.table
+                ),
+            }
         }
         if phase.chain.is_empty() {
             out.push((phase.coordinator, Message::Completed(done(&phase))));
@@ -656,7 +748,18 @@ impl QueryHandler {
         }
         self.close_scans_of(phase.transaction, phase.table, phase.fragment);
         if let Some(work) = self.work.remove(&key) {
-            self.abort_work(work);
+            // No coordinator aborts after its Commit went out, and a
+            // takeover aborts only what no replica began to commit.
+            assert_eq!(
+                work.state,
+                WorkState::Prepared,
+                "node {}: Abort of transaction {} on fragment {} of table {} after its Commit",
+                self.node,
+                phase.transaction,
+                phase.fragment,
+                phase.table
+            );
+            self.abort_work(work.engine);
             self.counters.aborts += 1;
         }
         if phase.chain.is_empty() {
@@ -695,10 +798,26 @@ impl QueryHandler {
             return;
         }
         let work_key = (open.transaction, open.table, open.fragment);
+        if self
+            .work
+            .get(&work_key)
+            .is_some_and(|work| work.state != WorkState::Prepared)
+        {
+            // The transaction's commit overtook this open (it came through
+            // the backups): the scan ended with the transaction.
+            let error = Error::new(
+                ErrorCode::NoSuchScan,
+                "the scan's transaction committed before the scan opened",
+            );
+            fail(&error, out);
+            return;
+        }
         let engine_transaction = if open.mode.locks() {
-            self.work_or_begin(work_key)
+            self.work_or_begin(work_key, false)
         } else {
-            self.work.get(&work_key).copied().unwrap_or(NO_TRANSACTION)
+            self.work
+                .get(&work_key)
+                .map_or(NO_TRANSACTION, |work| work.engine)
         };
         let token = self.next_token;
         self.next_token += 1;
@@ -827,6 +946,56 @@ impl QueryHandler {
                     self.node, key.1, key.0, error
                 );
             }
+        }
+    }
+
+    /// Answers the takeover queries that waited for the state just
+    /// installed; the runtime calls it after `install`.
+    pub fn answer_queued_queries(&mut self, out: &mut Vec<(NodeId, Message)>) {
+        let queued = std::mem::take(&mut self.queued_queries);
+        for query in queued {
+            self.on_takeover_query(query, out);
+        }
+    }
+
+    fn set_state(&mut self, key: WorkKey, state: WorkState) {
+        self.work.get_mut(&key).expect("present").state = state;
+    }
+
+    /// Reports what this replica holds of the failed coordinator's
+    /// transactions, once the state that removed it is installed here (so
+    /// no phase of that coordinator arrives after the report: the node
+    /// drops messages from removed incarnations).
+    fn on_takeover_query(&mut self, query: TakeoverQuery, out: &mut Vec<(NodeId, Message)>) {
+        if self.position < (query.generation, query.version) {
+            self.queued_queries.push(query);
+            return;
+        }
+        let mut entries: Vec<TakeoverEntry> = self
+            .work
+            .iter()
+            .filter(|(key, _)| {
+                crate::coordinator::made_by(key.0, query.failed_node, query.failed_incarnation)
+            })
+            .map(|(key, work)| TakeoverEntry {
+                transaction: key.0,
+                table: key.1,
+                fragment: key.2,
+                state: work.state,
+            })
+            .collect();
+        entries.sort_unstable_by_key(|entry| (entry.transaction, entry.table, entry.fragment));
+        self.counters.takeover_entries_reported += entries.len() as u64;
+        let mut chunks = entries.chunks(TAKEOVER_REPORT_ENTRIES_MAX).peekable();
+        if chunks.peek().is_none() {
+            out.push((query.asked_by, takeover_report(&query, Vec::new(), true)));
+        }
+        while let Some(chunk) = chunks.next() {
+            let last = chunks.peek().is_none();
+            out.push((
+                query.asked_by,
+                takeover_report(&query, chunk.to_vec(), last),
+            ));
         }
     }
 
@@ -992,4 +1161,13 @@ fn bound(bound: &protocol::Bound) -> ScanBound<'_> {
         protocol::Bound::Inclusive(key) => ScanBound::Inclusive(key),
         protocol::Bound::Exclusive(key) => ScanBound::Exclusive(key),
     }
+}
+
+fn takeover_report(query: &TakeoverQuery, entries: Vec<TakeoverEntry>, last: bool) -> Message {
+    Message::TakeoverReport(Box::new(TakeoverReport {
+        failed_node: query.failed_node,
+        failed_incarnation: query.failed_incarnation,
+        entries,
+        last,
+    }))
 }

@@ -188,10 +188,31 @@ impl Cluster {
             let data_node = self.nodes.get_mut(&node).expect("live");
             data_node.query_handler.install(&routing);
             let mut out = Vec::new();
+            data_node.query_handler.answer_queued_queries(&mut out);
             data_node.coordinator.install(&routing, &mut out);
             self.send(node, out);
         }
         self.routing = routing;
+    }
+
+    /// The president `president` takes over the transactions the failed
+    /// `dead` coordinated (every coordinator here runs as incarnation 1).
+    fn take_over(&mut self, president: NodeId, dead: NodeId) {
+        let position = self.routing.version();
+        let mut out = Vec::new();
+        self.nodes
+            .get_mut(&president)
+            .expect("a live data node")
+            .coordinator
+            .take_over(
+                Member {
+                    node: dead,
+                    incarnation: 1,
+                },
+                position,
+                &mut out,
+            );
+        self.send(president, out);
     }
 
     fn send(&mut self, from: NodeId, messages: Vec<(NodeId, Message)>) {
@@ -1837,4 +1858,73 @@ fn a_rollback_while_the_coordinator_aborts_for_a_node_failure_is_answered_once_w
         cluster.answers
     );
     assert!(cluster.committed_rows(1).is_empty());
+}
+
+#[test]
+fn a_coordinator_dying_during_its_commit_is_taken_over_and_the_transaction_commits_whole() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    // Partition 0: primary 1, backup 2; partition 1: primary 2, backup 1.
+    let a = cluster.key_in(0, 0);
+    let b = cluster.key_in(1, 0);
+    let executed = cluster.execute(2, 1, ExecuteEnd::NoCommit, vec![insert(a, 1), insert(b, 2)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    cluster.send(
+        API,
+        vec![(
+            2,
+            Message::Execute(Execute {
+                transaction: 1,
+                start: false,
+                end: ExecuteEnd::Commit,
+                operations: Vec::new(),
+            }),
+        )],
+    );
+    // Coordinator 2 sends Commit along both chains, backwards: partition
+    // 1's reaches its backup, node 1, which marks it committing; then node
+    // 2 dies, before partition 0's Commit (to itself, its backup) went on.
+    cluster.deliver_from(API, 2);
+    cluster.deliver_from(2, 1);
+    cluster.fail_node(2);
+    cluster.take_over(1, 2);
+    cluster.quiesce();
+    // Node 1 committed both halves: partition 1 because a replica was
+    // committing it, partition 0 with it, though it had only prepared.
+    let mut both = vec![(i64::from(a), Some(1)), (i64::from(b), Some(2))];
+    both.sort_unstable();
+    assert_eq!(cluster.committed_rows(1), both);
+    let counters = cluster.nodes[&1].coordinator.takeover_counters();
+    assert_eq!(
+        (counters.committed, counters.aborted),
+        (1, 0),
+        "{counters:?}"
+    );
+    cluster.open.clear();
+    cluster.answers.clear();
+    cluster.assert_idle();
+}
+
+#[test]
+fn a_coordinator_dying_before_its_commit_is_taken_over_and_its_locks_are_freed() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let b = cluster.key_in(1, 0);
+    let executed = cluster.execute(2, 1, ExecuteEnd::NoCommit, vec![insert(a, 1), insert(b, 2)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    cluster.fail_node(2);
+    cluster.take_over(1, 2);
+    cluster.quiesce();
+    let counters = cluster.nodes[&1].coordinator.takeover_counters();
+    assert_eq!(
+        (counters.committed, counters.aborted),
+        (0, 1),
+        "{counters:?}"
+    );
+    cluster.open.clear();
+    cluster.answers.clear();
+    cluster.assert_idle();
+    assert!(cluster.committed_rows(1).is_empty());
+    // Nothing holds the rows: node 1 inserts them itself.
+    let executed = cluster.execute(1, 2, ExecuteEnd::Commit, vec![insert(a, 3), insert(b, 4)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
 }

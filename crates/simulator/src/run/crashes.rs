@@ -28,6 +28,8 @@ use super::{SimEvent, Simulation, between, chance};
 
 /// At most this many nodes crash in one run (fewer when fewer may).
 const CRASHES_PER_RUN_MAX: usize = 2;
+/// The share of runs in which coordinators crash too.
+const COORDINATOR_CRASH_CHANCE: f64 = 0.5;
 /// The share of crashes that wait for a message of the commit protocol.
 const TRIGGERED_CRASH_CHANCE: f64 = 0.7;
 /// A crash due while the survivors still agree on an earlier one waits
@@ -76,6 +78,10 @@ pub(super) struct CrashPlan {
     pub crashed: BTreeSet<NodeId>,
     /// Nodes that crash after handling their next message of this kind.
     pub armed: BTreeMap<NodeId, Trigger>,
+    /// Sessions use any live node as coordinator, so coordinators crash
+    /// too and the president takes their transactions over; the clients
+    /// then cannot know how a commit in flight ended.
+    pub coordinators_crash: bool,
     /// When the last crash happened.
     pub last_crash_ms: Option<u64>,
 }
@@ -95,6 +101,7 @@ impl CrashPlan {
             }
         }
         assert!(!plan.coordinators.is_empty(), "a cluster has a node group");
+        plan.coordinators_crash = chance(rng, COORDINATOR_CRASH_CHANCE);
         plan
     }
 }

@@ -333,6 +333,9 @@ impl Simulation {
                 .expect("checked")
                 .on_link_closed(now, link, why, &mut output);
             self.perform(end.owner, output);
+        } else if tell_owner && self.workload.as_ref().is_some_and(|w| w.is_api(end.owner)) {
+            // Everything the data node sent before it died has arrived.
+            self.workload_link_lost(end.owner, end.peer);
         }
         if self.links.contains_key(&end.peer_link) && !self.network.is_cut(end.owner, end.peer) {
             let at = self.now_ms + between(&mut self.rng, 1, 5);

@@ -68,6 +68,15 @@ pub struct TransactionMarks {
     /// A transaction or scan ended with NDB error 4010: a data node it had
     /// operations on died before it committed (runs with crashes).
     pub node_failure_aborts: u64,
+    /// A session's coordinator died while it ran a transaction there.
+    pub coordinator_losses: u64,
+    /// Of those, transactions whose commit was in flight: the outcome is
+    /// unknown to the client (the model takes both as possible).
+    pub unknown_outcomes: u64,
+    /// Transactions of failed coordinators the president committed, and
+    /// aborted, in takeovers.
+    pub takeover_commits: u64,
+    pub takeover_aborts: u64,
 }
 
 impl TransactionMarks {
@@ -86,6 +95,10 @@ impl TransactionMarks {
         self.inactive_timeouts += other.inactive_timeouts;
         self.api_disconnects += other.api_disconnects;
         self.node_failure_aborts += other.node_failure_aborts;
+        self.coordinator_losses += other.coordinator_losses;
+        self.unknown_outcomes += other.unknown_outcomes;
+        self.takeover_commits += other.takeover_commits;
+        self.takeover_aborts += other.takeover_aborts;
     }
 }
 
@@ -263,6 +276,14 @@ impl Simulation {
                 ));
             }
             engine.check_invariants();
+            let takeovers = composite.coordinator().takeover_counters();
+            self.outcome.transactions.marks.takeover_commits += takeovers.committed;
+            self.outcome.transactions.marks.takeover_aborts += takeovers.aborted;
+            if composite.coordinator().takeovers_running() > 0 {
+                problems.push(format!(
+                    "the coordinator of node {node} still waits for takeover reports"
+                ));
+            }
             let closed_by_commit = composite
                 .query_handler()
                 .counters()

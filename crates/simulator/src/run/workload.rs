@@ -318,6 +318,7 @@ impl Workload {
             model: Model {
                 total: accounts * INITIAL_BALANCE,
                 increments: vec![0; counters as usize],
+                unknown_increments: vec![0; counters as usize],
                 groups: Vec::new(),
                 tags: vec![(0, TagState::Aborted), (CODED_GROUP, TagState::Committed)],
                 reads: Vec::new(),
@@ -525,14 +526,81 @@ impl Simulation {
     }
 
     /// A data node to coordinate a transaction: any, or in runs with
-    /// crashes one that never crashes (`crashes`).
+    /// crashes a live one, and one that never crashes unless the run
+    /// crashes coordinators too (`crashes`).
     pub(super) fn coordinator_node(&mut self) -> NodeId {
+        match &self.crash_plan {
+            Some(plan) if plan.coordinators_crash => {
+                let live: Vec<NodeId> = self
+                    .nodes
+                    .iter()
+                    .filter(|(_, sim)| sim.composite.is_some())
+                    .map(|(node, _)| *node)
+                    .collect();
+                live[(self.rng.next_u64() % live.len() as u64) as usize]
+            }
+            _ => self.safe_coordinator_node(),
+        }
+    }
+
+    /// A coordinator that never crashes (any node in runs without crashes).
+    pub(super) fn safe_coordinator_node(&mut self) -> NodeId {
         match &self.crash_plan {
             Some(plan) => {
                 let pick = (self.rng.next_u64() % plan.coordinators.len() as u64) as usize;
                 plan.coordinators[pick]
             }
             None => self.random_data_node(),
+        }
+    }
+
+    /// API node `api` saw its connection to data node `node` close after
+    /// `node` crashed: whatever `node` coordinated for it is lost. A
+    /// transaction that never asked to commit is aborted (the takeover
+    /// finds no replica committing it); one whose commit was in flight
+    /// may have committed or not, and the model takes both as possible.
+    pub(super) fn workload_link_lost(&mut self, api: NodeId, node: NodeId) {
+        if self
+            .nodes
+            .get(&node)
+            .is_some_and(|sim| sim.composite.is_some())
+        {
+            return;
+        }
+        let workload = self.workload_mut();
+        workload
+            .abandoned
+            .retain(|(owner, _), coordinator| *owner != api || *coordinator != node);
+        let lost: Vec<usize> = workload
+            .sessions
+            .iter()
+            .enumerate()
+            .filter(|(_, session)| {
+                session.api == api
+                    && session
+                        .running
+                        .as_ref()
+                        .is_some_and(|running| running.coordinator == node)
+            })
+            .map(|(index, _)| index)
+            .collect();
+        for index in lost {
+            let workload = self.workload_mut();
+            let running = workload.sessions[index].running.as_mut().expect("listed");
+            let transaction = running.transaction;
+            let end = running.sent.take().map(|sent| sent.end);
+            workload.ended_by_node_failure.insert((api, transaction));
+            self.outcome.transactions.marks.coordinator_losses += 1;
+            self.trace(format!(
+                "api {api} transaction {transaction}: its coordinator {node} died ({end:?} in \
+                 flight)"
+            ));
+            if end == Some(ExecuteEnd::Commit) {
+                self.outcome.transactions.marks.unknown_outcomes += 1;
+                self.finish_job_unknown(index);
+            } else {
+                self.finish_job(index, false, Some(NODE_FAILURE));
+            }
         }
     }
 
@@ -601,7 +669,7 @@ impl Simulation {
         let transaction = workload.new_transaction_id(api);
         let operations: Vec<Operation> =
             operations.iter().map(|op| workload.operation(op)).collect();
-        let coordinator = self.coordinator_node();
+        let coordinator = self.safe_coordinator_node();
         self.workload_mut().load = Some((api, transaction, coordinator));
         self.trace(format!(
             "workload: tables ready ({}); api {api} loads them through node {coordinator}",
@@ -817,12 +885,24 @@ impl Simulation {
             && operations
                 .iter()
                 .any(|op| op.kind.is_write() && op.table == WorkTable::Coded);
+        // A write to a READ_BACKUP table whose backups all crashed: the
+        // coordinator may answer after the complete phase (which reaches
+        // the primary) or before it; either is true.
+        let lone_read_backup_write = workload.replicas > 1
+            && operations
+                .iter()
+                .zip(&protocol_operations)
+                .any(|(op, operation)| {
+                    op.kind.is_write()
+                        && workload.tables[op.table as usize].read_backup
+                        && !self.has_live_backup(operation.table, &operation.key)
+                });
         let workload = self.workload_mut();
         let session = &mut workload.sessions[index];
         let api = session.api;
         let running = session.running.as_mut().expect("running");
         running.wrote_read_backup |= read_backup_write;
-        running.maybe_wrote_read_backup |= coded_write;
+        running.maybe_wrote_read_backup |= coded_write || lone_read_backup_write;
         let (transaction, coordinator, tag) =
             (running.transaction, running.coordinator, running.tag);
         let start = !running.started;
@@ -1176,6 +1256,31 @@ impl Simulation {
             "api {api} transaction {transaction} on node {coordinator}: abandoned"
         ));
         self.finish_job(index, false, None);
+    }
+
+    /// The transaction of session `index` lost its coordinator while its
+    /// commit was in flight: it may have committed or not.
+    fn finish_job_unknown(&mut self, index: usize) {
+        self.outcome.transactions.aborted += 1;
+        let now = self.now_ms;
+        let workload = self.workload_mut();
+        let running = workload.sessions[index].running.take().expect("running");
+        if running.tag != 0 {
+            workload.model.tags[running.tag as usize].1 = TagState::Unknown;
+        }
+        match &running.job {
+            Job::InsertGroup { group, .. } | Job::DeleteGroup { group, .. } => {
+                workload.model.groups[*group].unknown = true;
+            }
+            Job::Increment { counter, .. } => {
+                workload.model.unknown_increments[*counter as usize] += 1;
+            }
+            Job::Coded(_) => unreachable!("no coded jobs where coordinators crash"),
+            _ => {}
+        }
+        let think_ms_max = self.workload().think_ms_max;
+        let think_ms = between(&mut self.rng, 0, think_ms_max);
+        self.schedule(now + think_ms, SimEvent::Session { index });
     }
 
     /// The transaction of session `index` ended.

@@ -22,7 +22,7 @@ impl Simulation {
         if self.workload().phase != Phase::Running {
             return;
         }
-        let coordinator = self.coordinator_node();
+        let coordinator = self.safe_coordinator_node();
         let workload = self.workload_mut();
         let transaction = workload.new_transaction_id(DESERTER_API);
         let operations = vec![

@@ -119,8 +119,13 @@ pub(super) enum Next {
 
 impl Simulation {
     pub(super) fn new_job(&mut self) -> Job {
-        // Rolls from 100 go to the `coded` jobs.
-        let roll = self.rng.next_u64() % 125;
+        // Rolls from 100 go to the `coded` jobs, except where coordinators
+        // crash: their model takes no commit of unknown outcome.
+        let coordinators_crash = self
+            .crash_plan
+            .as_ref()
+            .is_some_and(|plan| plan.coordinators_crash);
+        let roll = self.rng.next_u64() % if coordinators_crash { 100 } else { 125 };
         let (rollback_chance, ignore_chance) = (
             self.workload().rollback_chance,
             self.workload().ignore_chance,
@@ -134,7 +139,7 @@ impl Simulation {
             .groups
             .iter()
             .enumerate()
-            .filter(|(_, g)| g.inserted == Some(true) && !g.deleted)
+            .filter(|(_, g)| g.inserted == Some(true) && !g.deleted && !g.unknown)
             .map(|(index, _)| index)
             .collect();
         let accounts = workload.accounts as u64;
@@ -228,6 +233,7 @@ impl Simulation {
             rows: (0..size).map(|i| group as i64 * GROUP_STRIDE + i).collect(),
             inserted: None,
             deleted: false,
+            unknown: false,
         });
         Job::InsertGroup {
             group,

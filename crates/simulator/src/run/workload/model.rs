@@ -15,6 +15,8 @@ pub(super) enum TagState {
     Open,
     Committed,
     Aborted,
+    /// Its coordinator died while the commit was in flight.
+    Unknown,
 }
 
 /// Rows of the `tags` table that are inserted, updated and deleted together.
@@ -24,6 +26,9 @@ pub(super) struct Group {
     pub(super) inserted: Option<bool>,
     /// A delete of it committed.
     pub(super) deleted: bool,
+    /// An insert or delete of it may have committed or not (its
+    /// coordinator died during the commit): no job picks it again.
+    pub(super) unknown: bool,
 }
 
 /// A tag some read returned, checked at the end against its writer.
@@ -40,6 +45,8 @@ pub(super) struct Model {
     pub(super) total: i64,
     /// Per counter: increments that committed.
     pub(super) increments: Vec<u64>,
+    /// Per counter: increments that may have committed.
+    pub(super) unknown_increments: Vec<u64>,
     pub(super) groups: Vec<Group>,
     /// Per tag (index): its group and its transaction's end.
     pub(super) tags: Vec<(usize, TagState)>,
@@ -132,9 +139,12 @@ impl Simulation {
         let counters = table("counters");
         for (counter, increments) in workload.model.increments.iter().enumerate() {
             let value = counters.get(&(counter as i64)).copied();
-            if value != Some(*increments as i64) {
+            let unknown = workload.model.unknown_increments[counter];
+            let low = *increments as i64;
+            if value.is_none_or(|value| value < low || value > low + unknown as i64) {
                 problems.push(format!(
-                    "counter {counter} is {value:?} after {increments} committed increments"
+                    "counter {counter} is {value:?} after {increments} committed increments \
+                     and {unknown} of unknown outcome"
                 ));
             }
         }
@@ -166,7 +176,7 @@ impl Simulation {
                 )
             };
             if present.is_empty() {
-                if expected {
+                if expected && !group.unknown {
                     problems.push(format!("{} is gone", describe()));
                 }
                 continue;
@@ -175,7 +185,7 @@ impl Simulation {
                 problems.push(format!("{} is partly there: {present:?}", describe()));
                 continue;
             }
-            if !expected {
+            if !expected && !group.unknown {
                 problems.push(format!("{} is there: {present:?}", describe()));
                 continue;
             }
@@ -185,7 +195,8 @@ impl Simulation {
                 continue;
             }
             match workload.model.tags.get(tag as usize) {
-                Some((writer_group, TagState::Committed)) if *writer_group == group_id => {}
+                Some((writer_group, TagState::Committed | TagState::Unknown))
+                    if *writer_group == group_id => {}
                 other => problems.push(format!(
                     "{} holds tag {tag}, whose transaction is {other:?}",
                     describe()
@@ -195,7 +206,10 @@ impl Simulation {
         for read in &workload.model.reads {
             let writer = workload.model.tags.get(read.seen as usize);
             let fine = read.seen as u64 == read.reader
-                || matches!(writer, Some((group, TagState::Committed)) if *group == read.group);
+                || matches!(
+                    writer,
+                    Some((group, TagState::Committed | TagState::Unknown)) if *group == read.group
+                );
             if !fine {
                 problems.push(format!(
                     "a read of group {} (by the transaction of tag {}) returned tag {}, whose \
