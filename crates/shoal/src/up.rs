@@ -456,6 +456,8 @@ fn data_node_arguments(sandbox: &Sandbox, node: NodeId) -> Vec<String> {
         sandbox.management_address(),
         "--ndb-nodeid".to_string(),
         node.to_string(),
+        // `shoal up` is the angel of its data nodes.
+        "--no-angel".to_string(),
     ]
 }
 
