@@ -76,8 +76,48 @@ pub struct RestartPolicy {
     worker_started: bool,
     /// Workers in a row that crashed before they started.
     start_failures_in_a_row: u32,
+    /// Restarts within the last [`ANGEL_RESTART_WINDOW`].
+    restarts: RestartWindow,
+}
+
+/// Restarts within a sliding window, bounded: what keeps a node that dies
+/// at once from being restarted in a loop (the angel's, and `shoal up`'s
+/// own for the nodes it supervises).
+#[derive(Debug, Clone)]
+pub struct RestartWindow {
+    restarts_max: usize,
+    window: Duration,
     /// When each restart within the window happened, oldest first.
-    restarts: VecDeque<Instant>,
+    recent: VecDeque<Instant>,
+}
+
+impl RestartWindow {
+    pub fn new(restarts_max: usize, window: Duration) -> RestartWindow {
+        assert!(restarts_max > 0, "a window that allows no restart");
+        RestartWindow {
+            restarts_max,
+            window,
+            recent: VecDeque::with_capacity(restarts_max),
+        }
+    }
+
+    /// Records a restart at `now` if fewer than the maximum happened in
+    /// the window before it; false when the budget is spent.
+    pub fn take(&mut self, now: Instant) -> bool {
+        while let Some(&oldest) = self.recent.front() {
+            if now.saturating_duration_since(oldest) >= self.window {
+                self.recent.pop_front();
+            } else {
+                break;
+            }
+        }
+        if self.recent.len() >= self.restarts_max {
+            return false;
+        }
+        self.recent.push_back(now);
+        assert!(self.recent.len() <= self.restarts_max);
+        true
+    }
 }
 
 impl Default for RestartPolicy {
@@ -90,7 +130,7 @@ impl Default for RestartPolicy {
             start_fail_retry_delay: Duration::ZERO,
             worker_started: false,
             start_failures_in_a_row: 0,
-            restarts: VecDeque::new(),
+            restarts: RestartWindow::new(ANGEL_RESTARTS_PER_MINUTE_MAX, ANGEL_RESTART_WINDOW),
         }
     }
 }
@@ -172,14 +212,7 @@ impl RestartPolicy {
 
     /// Counts a restart at `now`, or says why none is allowed.
     fn take_restart(&mut self, now: Instant) -> Option<AngelAction> {
-        while let Some(&oldest) = self.restarts.front() {
-            if now.saturating_duration_since(oldest) >= ANGEL_RESTART_WINDOW {
-                self.restarts.pop_front();
-            } else {
-                break;
-            }
-        }
-        if self.restarts.len() >= ANGEL_RESTARTS_PER_MINUTE_MAX {
+        if !self.restarts.take(now) {
             return Some(AngelAction::Exit {
                 code: i32::from(EXIT_FAILED),
                 reason: format!(
@@ -189,8 +222,6 @@ impl RestartPolicy {
                 ),
             });
         }
-        self.restarts.push_back(now);
-        assert!(self.restarts.len() <= ANGEL_RESTARTS_PER_MINUTE_MAX);
         None
     }
 
@@ -283,6 +314,9 @@ pub struct AngelOptions {
     /// `--ndb-nodeid` of the command line; the angel keeps the id the first
     /// worker got when there is none.
     pub node_id: Option<NodeId>,
+    /// The management node, which the angel reaches itself only while it
+    /// holds the node for `N START`.
+    pub connectstring: String,
 }
 
 fn log(node: Option<NodeId>, line: &str) {
@@ -482,14 +516,92 @@ fn apply_report_line(line: &str, policy: &mut RestartPolicy, node: &mut Option<N
     log(*node, &format!("the data node reported {key}={value}"));
 }
 
-/// Holds the node "not started" until the management node says START.
-/// True when it did, false on a signal.
+/// How long the angel waits for the management node to accept its
+/// connection while it holds the node for START.
+const MANAGEMENT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The pause between attempts to reach the management node while the node
+/// waits for START.
+const MANAGEMENT_RETRY_DELAY: Duration = Duration::from_secs(1);
+
+/// Holds the node "not started" until the management node says START: the
+/// angel connects to it, says which node waits (so `SHOW` lists it as
+/// `not started` and `N START` reaches it) and waits, connecting again if
+/// the management node restarts. True on START, false on a signal.
 fn wait_for_start(
-    _options: &AngelOptions,
-    _node: Option<NodeId>,
-    _terminate: &AtomicBool,
+    options: &AngelOptions,
+    node: Option<NodeId>,
+    terminate: &AtomicBool,
 ) -> Result<bool, String> {
-    Err("waiting for START is not supported yet: the data node stays down".into())
+    let Some(node) = node else {
+        return Err("no node id is known, so nothing can START this node; it stays down".into());
+    };
+    let mut said_unreachable = false;
+    loop {
+        if terminate.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        match wait_for_start_once(options, node, terminate) {
+            Ok(started) => return Ok(started),
+            Err(WaitError::Refused(message)) => {
+                return Err(format!(
+                    "the management node refused to hold the node: {message}"
+                ));
+            }
+            Err(WaitError::Lost(message)) => {
+                // Said once, not every second while the management node is
+                // down.
+                if !said_unreachable {
+                    log(Some(node), &format!("{message}; trying again every second"));
+                    said_unreachable = true;
+                }
+                if !sleep_unless_signalled(MANAGEMENT_RETRY_DELAY, terminate) {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+}
+
+enum WaitError {
+    /// The management node is unreachable or went away: try again.
+    Lost(String),
+    /// The management node said no: give up.
+    Refused(String),
+}
+
+fn wait_for_start_once(
+    options: &AngelOptions,
+    node: NodeId,
+    terminate: &AtomicBool,
+) -> Result<bool, WaitError> {
+    let lost = |e: crate::blocking::ConnectionError| WaitError::Lost(e.to_string());
+    let mut connection = crate::blocking::BlockingConnection::connect(
+        &options.connectstring,
+        0,
+        protocol::NodeRole::Api,
+        MANAGEMENT_CONNECT_TIMEOUT,
+    )
+    .map_err(lost)?;
+    connection
+        .send(&[protocol::Message::WaitingForStart { node }])
+        .map_err(lost)?;
+    loop {
+        if terminate.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        match connection.receive(ANGEL_POLL_INTERVAL).map_err(lost)? {
+            Some(protocol::Message::Start) => return Ok(true),
+            Some(protocol::Message::Refused { error }) => {
+                return Err(WaitError::Refused(format!(
+                    "{} (error {})",
+                    error.message, error.ndb_code
+                )));
+            }
+            // Hello and address updates are not for the angel.
+            Some(_) | None => {}
+        }
+    }
 }
 
 #[cfg(test)]

@@ -441,7 +441,18 @@ impl Runtime {
                 // Give the kernel a moment to hand the goodbyes over.
                 std::thread::sleep(Duration::from_millis(50));
                 log(self.node, &format!("stopped: {reason}"));
-                self.reporter.report("phase", "stopped");
+                self.reporter.report(
+                    "phase",
+                    match kind {
+                        StopKind::Stopped => "stopped",
+                        StopKind::Restart {
+                            wait_for_start: false,
+                        } => "restarting",
+                        StopKind::Restart {
+                            wait_for_start: true,
+                        } => "restarting, waiting for START",
+                    },
+                );
                 return Ok(kind);
             }
             let now = self.now_ms();
@@ -861,7 +872,22 @@ impl Runtime {
                 );
             }
             if let Some(reason) = output.stop.take() {
-                self.stop = Some((reason, StopKind::Stopped));
+                let kind = match output.restart.take() {
+                    None => StopKind::Stopped,
+                    Some(options) => {
+                        if options.initial {
+                            log(
+                                self.node,
+                                "an initial restart is a normal one: a data node keeps \
+                                 nothing on disk yet",
+                            );
+                        }
+                        StopKind::Restart {
+                            wait_for_start: options.no_start,
+                        }
+                    }
+                };
+                self.stop = Some((reason, kind));
             }
             if let Some(reason) = output.excluded.take() {
                 log(self.node, &format!("excluded: {reason}; restarting"));

@@ -88,6 +88,7 @@ fn datad_angel(args: &crate::cli::DatadArgs) -> ExitCode {
         executable,
         arguments,
         node_id: args.ndb_nodeid,
+        connectstring: args.ndb_connectstring.clone(),
     };
     let code = runtime::angel::run(&options);
     ExitCode::from(u8::try_from(code).unwrap_or(runtime::exit::EXIT_FAILED))

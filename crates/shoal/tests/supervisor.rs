@@ -287,3 +287,78 @@ fn an_angel_gives_up_on_a_crash_loop_after_its_restarts_per_minute() {
     assert!(log.contains("restarted 5 times within 60 s"), "{log}");
     assert_eq!(log.matches("started the data node").count(), 6, "{log}");
 }
+
+#[test]
+fn n_restart_brings_the_node_back_and_restart_n_waits_for_start() {
+    // StopOnError stays at NDB's default: a restart someone asked for is
+    // not a crash.
+    let mut cluster = AngelCluster::start("angel-mgm-restart", 2, 2, "");
+    let first = cluster.worker("3");
+    let (ok, restart) = cluster.mgm("3 RESTART");
+    assert!(ok, "{restart}");
+    assert!(
+        restart.contains("Node 3: Node shutdown completed, restarting.\nNode 3 is being restarted"),
+        "{restart}"
+    );
+    let second = eventually(Duration::from_secs(10), || {
+        let now = cluster.worker("3");
+        (now != first).then_some(now)
+    })
+    .expect("a new worker after RESTART");
+    cluster.wait_log("3", "reported phase=started", 2);
+    cluster.wait_started(2);
+
+    // -n: the angel holds the node, SHOW says so, START releases it.
+    let (ok, restart) = cluster.mgm("3 RESTART -n");
+    assert!(ok, "{restart}");
+    assert!(restart.contains("restarting, no start."), "{restart}");
+    let show = eventually(Duration::from_secs(10), || {
+        let (ok, show) = cluster.mgm("SHOW");
+        (ok && show.contains(", not started, Nodegroup: 0)")).then_some(show)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "node 3 never showed as not started:\n{}",
+            cluster.mgm("SHOW").1
+        )
+    });
+    assert!(show.contains("id=3\t@127.0.0.1"), "{show}");
+    assert!(!alive(second), "the worker is gone while the node waits");
+    assert!(children_of(cluster.processes.pid("3")).is_empty());
+    let (ok, status) = cluster.mgm("3 STATUS");
+    assert!(ok && status.contains("Node 3: not started"), "{status}");
+    // Another START or RESTART of a started node is refused.
+    let (ok, refused) = cluster.mgm("2 START");
+    assert!(
+        !ok && refused.contains("Node 2: is already started"),
+        "{refused}"
+    );
+
+    let (ok, start) = cluster.mgm("3 START");
+    assert!(ok, "{start}");
+    assert!(
+        start.contains("Database node 3 is being started."),
+        "{start}"
+    );
+    cluster.wait_log("3", "START received", 1);
+    cluster.wait_log("3", "reported phase=started", 3);
+    cluster.wait_started(2);
+    let mgmd_log = std::fs::read_to_string(cluster.dir.join("mgmd.log")).unwrap_or_default();
+    for line in [
+        "Node 3: Node shutdown completed, restarting",
+        "Node 3: Node shutdown completed, restarting, no start",
+        "Node 3: not started, waiting for START",
+        "Node 3: Start initiated",
+        "Node 3: data node started",
+    ] {
+        assert!(
+            mgmd_log.contains(line),
+            "{line:?} not in the cluster log:\n{mgmd_log}"
+        );
+    }
+    assert_eq!(
+        cluster.processes.try_wait("3"),
+        None,
+        "the angel of node 3 still runs"
+    );
+}
