@@ -268,6 +268,25 @@ impl Reporter {
         Ok(Reporter { pipe: Some(pipe) })
     }
 
+    /// Reports a panic of any thread as `error=panic ...` before the
+    /// default hook prints it, so the angel's log says why the worker died.
+    pub fn report_panics(&self) {
+        let Some(pipe) = self.pipe.as_ref().and_then(|pipe| pipe.try_clone().ok()) else {
+            return;
+        };
+        let mut reporter = Reporter { pipe: Some(pipe) };
+        let previous = std::panic::take_hook();
+        // The hook runs on the panicking thread; a Mutex keeps the
+        // reporter usable from any of them (panics are not the data path).
+        let reporter = std::sync::Mutex::new(std::mem::take(&mut reporter));
+        std::panic::set_hook(Box::new(move |info| {
+            if let Ok(mut reporter) = reporter.lock() {
+                reporter.report("error", &format!("panic {info}"));
+            }
+            previous(info);
+        }));
+    }
+
     /// Writes `key=value` as one line. Newlines in the value become spaces
     /// so one report stays one line.
     pub fn report(&mut self, key: &str, value: &str) {

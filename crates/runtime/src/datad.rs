@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cluster::DataNodeSettings;
@@ -112,6 +112,7 @@ fn log(node: NodeId, line: &str) {
 /// also reported to the angel as `error=`).
 pub fn run(options: &DatadOptions) -> Result<StopKind, String> {
     let mut reporter = Reporter::open(options.report_fd)?;
+    reporter.report_panics();
     let result = run_reporting(options, &mut reporter);
     if let Err(error) = &result {
         reporter.report("error", error);
@@ -121,8 +122,17 @@ pub fn run(options: &DatadOptions) -> Result<StopKind, String> {
 
 fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<StopKind, String> {
     let terminate = Arc::new(AtomicBool::new(false));
+    // Which signal came, for the angel's log.
+    let signal_received = Arc::new(AtomicUsize::new(0));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&terminate))
+            .and_then(|_| {
+                signal_hook::flag::register_usize(
+                    signal,
+                    Arc::clone(&signal_received),
+                    signal as usize,
+                )
+            })
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
     reporter.report("phase", "allocating");
@@ -278,7 +288,7 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
     );
     runtime.reporter.report("phase", "joining");
     runtime.adopt_management(management)?;
-    let result = runtime.event_loop(&terminate);
+    let result = runtime.event_loop(&terminate, &signal_received);
     // Handed back so `run` can report an error of the loop.
     *reporter = std::mem::take(&mut runtime.reporter);
     result
@@ -424,13 +434,22 @@ impl Runtime {
         Ok(())
     }
 
-    fn event_loop(&mut self, terminate: &AtomicBool) -> Result<StopKind, String> {
+    fn event_loop(
+        &mut self,
+        terminate: &AtomicBool,
+        signal_received: &AtomicUsize,
+    ) -> Result<StopKind, String> {
         let mut events = Events::with_capacity(1024);
         let mut messages = Vec::new();
         loop {
             if terminate.load(Ordering::Relaxed) && self.stop.is_none() {
                 log(self.node, "stopping on a signal");
-                self.reporter.report("signal", "SIGINT or SIGTERM");
+                let signal = match signal_received.load(Ordering::Relaxed) as i32 {
+                    signal_hook::consts::SIGINT => "SIGINT",
+                    signal_hook::consts::SIGTERM => "SIGTERM",
+                    _ => "a signal",
+                };
+                self.reporter.report("signal", signal);
                 let now = self.now_ms();
                 self.composite
                     .on_management_message(now, Message::Stop, &mut self.output);

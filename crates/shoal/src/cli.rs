@@ -75,11 +75,12 @@ pub enum Command {
     Sqld(SqldArgs),
 
     /// Management client (ndb_mgm): SHOW, STATUS, REPORT MEMORY, STOP,
-    /// SHUTDOWN.
+    /// RESTART, START, SHUTDOWN.
     ///
     /// Connects to the management node and runs these commands of ndb_mgm:
     /// `SHOW`, `ALL STATUS`, `N STATUS`, `ALL REPORT MEMORY`,
-    /// `N REPORT MEMORY`, `ALL STOP`, `N STOP`, `SHUTDOWN`, `HELP`, `QUIT`.
+    /// `N REPORT MEMORY`, `ALL STOP`, `N STOP`, `N RESTART [-n] [-i]`,
+    /// `N START`, `SHUTDOWN`, `HELP`, `QUIT`.
     /// With -e it runs one command and exits; without it, it reads commands
     /// interactively.
     Mgm(MgmArgs),

@@ -362,3 +362,24 @@ fn n_restart_brings_the_node_back_and_restart_n_waits_for_start() {
         "the angel of node 3 still runs"
     );
 }
+
+#[test]
+fn sigterm_to_the_angel_stops_the_data_node_for_good() {
+    let mut cluster = AngelCluster::start("angel-sigterm", 1, 1, "StopOnError=0\n");
+    let worker = cluster.worker("2");
+    cluster.wait_log("2", "reported phase=started", 1);
+    assert!(signal(
+        cluster.processes.pid("2"),
+        rustix::process::Signal::TERM
+    ));
+    assert_eq!(cluster.angel_exit("2"), Some(0), "{}", cluster.log("2"));
+    assert!(!alive(worker));
+    let log = cluster.log("2");
+    assert!(
+        log.contains("passing the signal on to the data node"),
+        "{log}"
+    );
+    assert!(log.contains("reported signal=SIGTERM"), "{log}");
+    assert!(log.contains("reported phase=stopped"), "{log}");
+    assert_eq!(log.matches("started the data node").count(), 1, "{log}");
+}
