@@ -1004,6 +1004,25 @@ impl ManagementNode {
                 );
                 return;
             }
+            // `N STOP` of a node its angel holds for START: the angel
+            // exits, and the node is stopped at once (NDB stops a node in
+            // the no-start state the same way). A restart of it is refused:
+            // START is what starts it.
+            Some(node) if restart.is_none() && self.waiting_for_start.contains_key(&node) => {
+                let angel = self.waiting_for_start.remove(&node).expect("checked");
+                effects.send(angel, Message::Stop);
+                effects
+                    .events
+                    .push(Event::Log(format!("Node {node}: Node shutdown completed")));
+                effects.send(
+                    connection,
+                    Message::StopReply {
+                        request,
+                        result: Ok(vec![node]),
+                    },
+                );
+                return;
+            }
             Some(node) if !self.allocations.contains_key(&node) => {
                 effects.send(
                     connection,
@@ -1410,6 +1429,53 @@ mod tests {
             ]
         );
         assert_eq!(logs(&effects), vec!["Node 2: Start initiated"]);
+        assert_eq!(state_of(&management, 2), NodeState::NotConnected);
+
+        // `N STOP` of a waiting node stops its angel at once; RESTART is
+        // refused (START starts it).
+        let effects = send(&mut management, ANGEL, Message::WaitingForStart { node: 2 });
+        assert!(effects.sends.is_empty());
+        let restart = Message::StopRequest {
+            request: 10,
+            node: Some(2),
+            include_management: false,
+            restart: Some(RestartOptions::default()),
+        };
+        let effects = send(&mut management, CLIENT, restart);
+        assert!(
+            matches!(
+                effects.sends.as_slice(),
+                [(
+                    CLIENT,
+                    Message::StopReply {
+                        request: 10,
+                        result: Err(_)
+                    }
+                )]
+            ),
+            "{:?}",
+            effects.sends
+        );
+        let stop = Message::StopRequest {
+            request: 11,
+            node: Some(2),
+            include_management: false,
+            restart: None,
+        };
+        let effects = send(&mut management, CLIENT, stop);
+        assert_eq!(
+            effects.sends,
+            vec![
+                (ANGEL, Message::Stop),
+                (
+                    CLIENT,
+                    Message::StopReply {
+                        request: 11,
+                        result: Ok(vec![2])
+                    }
+                )
+            ]
+        );
         assert_eq!(state_of(&management, 2), NodeState::NotConnected);
 
         // An angel that goes away stops waiting.

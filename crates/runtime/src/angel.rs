@@ -412,7 +412,7 @@ pub fn run(options: &AngelOptions) -> i32 {
                 match wait_for_start(options, node, &terminate) {
                     Ok(true) => log(node, "START received"),
                     Ok(false) => {
-                        log(node, "stopping on a signal");
+                        log(node, "stopped while waiting for START");
                         return i32::from(EXIT_STOPPED);
                     }
                     Err(message) => {
@@ -546,7 +546,8 @@ const MANAGEMENT_RETRY_DELAY: Duration = Duration::from_secs(1);
 /// Holds the node "not started" until the management node says START: the
 /// angel connects to it, says which node waits (so `SHOW` lists it as
 /// `not started` and `N START` reaches it) and waits, connecting again if
-/// the management node restarts. True on START, false on a signal.
+/// the management node restarts. True on START, false on a signal or
+/// `N STOP`.
 fn wait_for_start(
     options: &AngelOptions,
     node: Option<NodeId>,
@@ -611,6 +612,8 @@ fn wait_for_start_once(
         }
         match connection.receive(ANGEL_POLL_INTERVAL).map_err(lost)? {
             Some(protocol::Message::Start) => return Ok(true),
+            // `N STOP` while waiting: the node stops for good.
+            Some(protocol::Message::Stop) => return Ok(false),
             Some(protocol::Message::Refused { error }) => {
                 return Err(WaitError::Refused(format!(
                     "{} (error {})",

@@ -201,8 +201,14 @@ pub fn execute(
         MgmCommand::Stop(node) => {
             // Checking first means "shutdown initiated" is only printed for
             // a node that can be stopped, and a typo gets a precise answer.
+            // A node waiting for START can be stopped (its angel exits),
+            // not restarted.
             let nodes = server.status()?;
-            check_stoppable(node, &nodes)?;
+            let waiting =
+                find_node(node, &nodes).is_ok_and(|status| status.state == NodeState::NotStarted);
+            if !waiting {
+                check_stoppable(node, &nodes)?;
+            }
             write_text(out, &format!("Node {node}: Node shutdown initiated\n"))?;
             match server.stop(Some(node), false, None)? {
                 Ok(_) => write_text(out, &format!("Node {node}: Node shutdown completed.\n")),
@@ -1073,6 +1079,19 @@ mod tests {
             assert_eq!(run.text, "", "{command}");
             assert!(run.restarts.is_empty(), "{command}");
         }
+    }
+
+    #[test]
+    fn stop_stops_a_node_that_waits_for_start() {
+        let mut nodes = cluster();
+        nodes.push(data(4, NodeState::NotStarted, false));
+        let run = run_scripted_on(nodes, "4 STOP", Ok(vec![4]));
+        assert_eq!(run.result, Ok(()));
+        assert_eq!(
+            run.text,
+            "Node 4: Node shutdown initiated\nNode 4: Node shutdown completed.\n"
+        );
+        assert_eq!(run.stops, vec![(Some(4), false)]);
     }
 
     #[test]

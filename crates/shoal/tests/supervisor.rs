@@ -361,6 +361,28 @@ fn n_restart_brings_the_node_back_and_restart_n_waits_for_start() {
         None,
         "the angel of node 3 still runs"
     );
+
+    // N STOP of a node waiting for START: its angel exits, nothing starts.
+    let (ok, restart) = cluster.mgm("3 RESTART -n");
+    assert!(ok, "{restart}");
+    cluster.wait_log("3", "reported phase=restarting, waiting for START", 1);
+    eventually(Duration::from_secs(10), || {
+        let (ok, show) = cluster.mgm("SHOW");
+        (ok && show.contains(", not started, Nodegroup: 0)")).then_some(())
+    })
+    .expect("node 3 waits for START again");
+    let (ok, stop) = cluster.mgm("3 STOP");
+    assert!(
+        ok && stop.contains("Node 3: Node shutdown completed."),
+        "{stop}"
+    );
+    assert_eq!(cluster.angel_exit("3"), Some(0), "{}", cluster.log("3"));
+    assert!(cluster.log("3").contains("stopped while waiting for START"));
+    let (_, show) = cluster.mgm("SHOW");
+    assert!(
+        show.contains("id=3 (not connected, accepting connect from 127.0.0.1)"),
+        "{show}"
+    );
 }
 
 #[test]
