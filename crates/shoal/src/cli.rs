@@ -79,8 +79,9 @@ pub enum Command {
     ///
     /// Connects to the management node and runs these commands of ndb_mgm:
     /// `SHOW`, `ALL STATUS`, `N STATUS`, `ALL REPORT MEMORY`,
-    /// `N REPORT MEMORY`, `ALL STOP`, `N STOP`, `N RESTART [-n] [-i]`,
-    /// `N START`, `SHUTDOWN`, `HELP`, `QUIT`.
+    /// `N REPORT MEMORY`, `ALL STOP`, `N STOP`, `N RESTART`
+    /// (with -n it waits for START; -i, initial, is a normal restart while
+    /// nothing is on disk), `N START`, `SHUTDOWN`, `HELP`, `QUIT`.
     /// With -e it runs one command and exits; without it, it reads commands
     /// interactively.
     Mgm(MgmArgs),
