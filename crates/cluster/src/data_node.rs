@@ -594,8 +594,12 @@ impl DataNode {
                     state: Box::new(self.state.clone().unwrap_or_default()),
                 },
             ),
-            Message::Stop if from != self.settings.management_node => {}
-            Message::Stop => {
+            Message::Stop | Message::Restart(_) if from != self.settings.management_node => {}
+            Message::Stop | Message::Restart(_) => {
+                let restart = match message {
+                    Message::Restart(options) => Some(options),
+                    _ => None,
+                };
                 self.stopped = true;
                 if let Some(state) = &self.state {
                     for member in &state.members {
@@ -605,7 +609,11 @@ impl DataNode {
                     }
                 }
                 effects.events.push(Event::Stop {
-                    reason: "the management node asked this node to stop".into(),
+                    reason: match restart {
+                        None => "the management node asked this node to stop".into(),
+                        Some(_) => "the management node asked this node to restart".into(),
+                    },
+                    restart,
                 });
             }
             Message::Leaving => self.on_disconnected(now_ms, from, effects),
@@ -623,7 +631,11 @@ impl DataNode {
             | Message::StatusRequest { .. }
             | Message::StatusReply { .. }
             | Message::StopRequest { .. }
-            | Message::StopReply { .. } => {}
+            | Message::StopReply { .. }
+            | Message::WaitingForStart { .. }
+            | Message::StartRequest { .. }
+            | Message::StartReply { .. }
+            | Message::Start => {}
             // Transaction messages belong to the coordinator and the local
             // query handler, which the runtime calls before this block.
             Message::Execute(_)

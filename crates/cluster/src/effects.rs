@@ -1,7 +1,7 @@
 //! What a block asks its runtime to do after handling one input. The
 //! runtime (production or simulator) performs the effects in order.
 
-use protocol::{ClusterState, Message, NodeId};
+use protocol::{ClusterState, Message, NodeId, RestartOptions};
 
 /// Messages to send and events to report, collected during one `handle`.
 /// Data nodes address peers by node id; the management node addresses
@@ -46,8 +46,12 @@ pub enum Event {
     /// void: the runtime restarts it as a new incarnation, which must be
     /// admitted again, as NDB's angel process restarts a failed ndbd.
     Excluded { reason: String },
-    /// The node was asked to stop (by the management node); the runtime exits.
-    Stop { reason: String },
+    /// The node was asked to stop (by the management node); the runtime
+    /// exits, with `restart` so that its angel starts it again.
+    Stop {
+        reason: String,
+        restart: Option<RestartOptions>,
+    },
     /// A line for the node's log.
     Log(String),
     /// The arbitrator's votes (`protocol::persisted::ArbitratorVotes`):

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use protocol::{
     Address, ClusterState, DataNodeReport, ErrorReply, Message, NodeId, NodeRole, NodeState,
-    NodeStatus,
+    NodeStatus, RestartOptions,
 };
 
 use protocol::persisted::{ArbitratorVotes, VoteRecord};
@@ -95,6 +95,8 @@ struct PendingStop {
     nodes: Vec<NodeId>,
     deadline_ms: u64,
     include_management: bool,
+    /// `N RESTART`: the nodes start again through their angels.
+    restart: Option<RestartOptions>,
 }
 
 pub struct ManagementNode {
@@ -129,7 +131,22 @@ pub struct ManagementNode {
     report_members: (u64, u64, Vec<NodeId>),
     pending_stops: Vec<PendingStop>,
     shutting_down: bool,
+    /// Data nodes restarted with `N RESTART -n`, by the connection of the
+    /// angel holding each until `N START`.
+    waiting_for_start: BTreeMap<NodeId, ConnectionId>,
 }
+
+/// A stop or restart asked for by a management client.
+struct StopOrder {
+    request: u64,
+    node: Option<NodeId>,
+    include_management: bool,
+    restart: Option<RestartOptions>,
+}
+
+/// NDB's error for a node that cannot be stopped, restarted or started as
+/// asked (not connected, not a data node, not waiting).
+const NODE_NOT_STOPPABLE_NDB_CODE: u16 = 5024;
 
 fn refusal(ndb_code: u16, message: String) -> ErrorReply {
     ErrorReply {
@@ -189,6 +206,7 @@ impl ManagementNode {
             report_members: (0, 0, Vec::new()),
             pending_stops: Vec::new(),
             shutting_down: false,
+            waiting_for_start: BTreeMap::new(),
         }
     }
 
@@ -234,6 +252,8 @@ impl ManagementNode {
         let Some(gone) = self.connections.remove(&connection) else {
             return;
         };
+        self.waiting_for_start
+            .retain(|_, waiting| *waiting != connection);
         if let Some(node) = gone.node {
             self.allocations.remove(&node);
             self.addresses.remove(&node);
@@ -408,14 +428,25 @@ impl ManagementNode {
                 request,
                 node,
                 include_management,
+                restart,
             } => self.stop(
                 now_ms,
                 connection,
-                request,
-                node,
-                include_management,
+                StopOrder {
+                    request,
+                    node,
+                    include_management,
+                    restart,
+                },
                 effects,
             ),
+            Message::WaitingForStart { node } => {
+                self.on_waiting_for_start(connection, &peer, node, effects)
+            }
+            Message::StartRequest { request, node } => {
+                let result = self.start_node(node, effects);
+                effects.send(connection, Message::StartReply { request, result });
+            }
             _ => {}
         }
     }
@@ -769,8 +800,13 @@ impl ManagementNode {
             let node = data.node_id;
             let report = self.reports.get(&node);
             let connected = self.allocations.contains_key(&node);
+            let waiting = self.waiting_for_start.get(&node);
             let state = if !connected {
-                NodeState::NotConnected
+                if waiting.is_some() {
+                    NodeState::NotStarted
+                } else {
+                    NodeState::NotConnected
+                }
             } else if self.stopping.contains(&node) {
                 NodeState::Stopping
             } else if report.is_some_and(|r| r.started) {
@@ -782,7 +818,13 @@ impl ManagementNode {
                 node,
                 role: NodeRole::Data,
                 configured_host: data.host_name.clone(),
-                address: self.peer_host(node),
+                address: match waiting {
+                    Some(angel) if !connected => self
+                        .connections
+                        .get(angel)
+                        .map_or(String::new(), |c| c.peer_host.clone()),
+                    _ => self.peer_host(node),
+                },
                 state,
                 node_group: Some(data.node_group),
                 president: connected && president == Some(node),
@@ -863,15 +905,90 @@ impl ManagementNode {
             .map_or(String::new(), |c| c.peer_host.clone())
     }
 
+    /// An angel says its data node waits for `N START`.
+    fn on_waiting_for_start(
+        &mut self,
+        connection: ConnectionId,
+        peer: &Connection,
+        node: NodeId,
+        effects: &mut Effects<ConnectionId>,
+    ) {
+        let refused = if self.settings.config.data_node(node).is_none() {
+            Some(format!("node {node} is not a data node in config.ini"))
+        } else if self.allocations.contains_key(&node) {
+            Some(format!(
+                "node {node} is connected, so it is not waiting for START"
+            ))
+        } else if self
+            .waiting_for_start
+            .get(&node)
+            .is_some_and(|waiting| *waiting != connection)
+        {
+            Some(format!(
+                "node {node} already waits for START on another connection"
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = refused {
+            effects.send(
+                connection,
+                Message::Refused {
+                    error: refusal(NODE_NOT_STOPPABLE_NDB_CODE, message),
+                },
+            );
+            return;
+        }
+        self.waiting_for_start.insert(node, connection);
+        effects.events.push(Event::Log(format!(
+            "Node {node}: not started, waiting for START (angel at {})",
+            peer.peer_host
+        )));
+    }
+
+    /// `N START`: tells the angel of a node waiting for START to start it.
+    fn start_node(
+        &mut self,
+        node: NodeId,
+        effects: &mut Effects<ConnectionId>,
+    ) -> Result<(), ErrorReply> {
+        if self.settings.config.data_node(node).is_none() {
+            return Err(refusal(
+                NODE_NOT_STOPPABLE_NDB_CODE,
+                format!("node {node} is not a data node in config.ini"),
+            ));
+        }
+        let Some(angel) = self.waiting_for_start.remove(&node) else {
+            let why = if self.allocations.contains_key(&node) {
+                "it is already started"
+            } else {
+                "it is not connected (only a node restarted with RESTART -n waits for START)"
+            };
+            return Err(refusal(
+                NODE_NOT_STOPPABLE_NDB_CODE,
+                format!("node {node} is not waiting for START: {why}"),
+            ));
+        };
+        effects.send(angel, Message::Start);
+        effects
+            .events
+            .push(Event::Log(format!("Node {node}: Start initiated")));
+        Ok(())
+    }
+
     fn stop(
         &mut self,
         now_ms: u64,
         connection: ConnectionId,
-        request: u64,
-        node: Option<NodeId>,
-        include_management: bool,
+        order: StopOrder,
         effects: &mut Effects<ConnectionId>,
     ) {
+        let StopOrder {
+            request,
+            node,
+            include_management,
+            restart,
+        } = order;
         let config = &self.settings.config;
         let nodes: Vec<NodeId> = match node {
             Some(node) if config.data_node(node).is_none() => {
@@ -880,9 +997,28 @@ impl ManagementNode {
                     Message::StopReply {
                         request,
                         result: Err(refusal(
-                            5024,
+                            NODE_NOT_STOPPABLE_NDB_CODE,
                             format!("node {node} is not a data node in config.ini"),
                         )),
+                    },
+                );
+                return;
+            }
+            // `N STOP` of a node its angel holds for START: the angel
+            // exits, and the node is stopped at once (NDB stops a node in
+            // the no-start state the same way). A restart of it is refused:
+            // START is what starts it.
+            Some(node) if restart.is_none() && self.waiting_for_start.contains_key(&node) => {
+                let angel = self.waiting_for_start.remove(&node).expect("checked");
+                effects.send(angel, Message::Stop);
+                effects
+                    .events
+                    .push(Event::Log(format!("Node {node}: Node shutdown completed")));
+                effects.send(
+                    connection,
+                    Message::StopReply {
+                        request,
+                        result: Ok(vec![node]),
                     },
                 );
                 return;
@@ -892,7 +1028,10 @@ impl ManagementNode {
                     connection,
                     Message::StopReply {
                         request,
-                        result: Err(refusal(5024, format!("node {node} is not connected"))),
+                        result: Err(refusal(
+                            NODE_NOT_STOPPABLE_NDB_CODE,
+                            format!("node {node} is not connected"),
+                        )),
                     },
                 );
                 return;
@@ -910,7 +1049,11 @@ impl ManagementNode {
                 .events
                 .push(Event::Log(format!("Node {node}: Node shutdown initiated")));
             self.stopping.insert(*node);
-            effects.send(self.allocations[node], Message::Stop);
+            let message = match restart {
+                Some(options) => Message::Restart(options),
+                None => Message::Stop,
+            };
+            effects.send(self.allocations[node], message);
         }
         if include_management {
             self.shutting_down = true;
@@ -921,6 +1064,7 @@ impl ManagementNode {
             nodes,
             deadline_ms: now_ms + STOP_TIMEOUT_MS,
             include_management,
+            restart,
         });
         self.finish_stops(now_ms, effects);
     }
@@ -941,15 +1085,22 @@ impl ManagementNode {
             }
             let stop = self.pending_stops.remove(index);
             let result = if running.is_empty() {
+                let how = match stop.restart {
+                    None => "",
+                    Some(RestartOptions {
+                        no_start: false, ..
+                    }) => ", restarting",
+                    Some(RestartOptions { no_start: true, .. }) => ", restarting, no start",
+                };
                 for node in &stop.nodes {
-                    effects
-                        .events
-                        .push(Event::Log(format!("Node {node}: Node shutdown completed")));
+                    effects.events.push(Event::Log(format!(
+                        "Node {node}: Node shutdown completed{how}"
+                    )));
                 }
                 Ok(stop.nodes.clone())
             } else {
                 Err(refusal(
-                    5024,
+                    NODE_NOT_STOPPABLE_NDB_CODE,
                     format!(
                         "node(s) {running:?} did not stop within {} s",
                         STOP_TIMEOUT_MS / 1000
@@ -966,6 +1117,7 @@ impl ManagementNode {
             if stop.include_management {
                 effects.events.push(Event::Stop {
                     reason: "cluster shutdown requested".into(),
+                    restart: None,
                 });
             }
         }
@@ -1116,5 +1268,221 @@ mod tests {
             "{:?}",
             effects.sends
         );
+    }
+
+    fn send(
+        management: &mut ManagementNode,
+        connection: ConnectionId,
+        message: Message,
+    ) -> Effects<ConnectionId> {
+        let mut effects = Effects::default();
+        management.on_message(0, connection, message, &mut effects);
+        effects
+    }
+
+    fn state_of(management: &ManagementNode, node: NodeId) -> NodeState {
+        management
+            .status()
+            .into_iter()
+            .find(|status| status.node == node)
+            .expect("a configured node")
+            .state
+    }
+
+    fn logs(effects: &Effects<ConnectionId>) -> Vec<&str> {
+        effects
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Log(line) => Some(line.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// `N RESTART -n`: the data node is told to restart, the client hears
+    /// back once it disconnected, its angel then holds it as "not started"
+    /// until `N START` reaches the angel; the cluster log says each step.
+    /// Nodes that are not waiting are refused START with a reason.
+    #[test]
+    fn restart_without_start_holds_the_node_until_start() {
+        let text = config::sandbox_config_text("", 2, 2, 1186, 16 << 20);
+        let config = config::parse(&text, "config.ini").expect("a valid config");
+        let settings = ManagementSettings::new("config.ini", &text, config, [7; 32]);
+        let mut management = ManagementNode::new(settings, 1, 0, None);
+        const DATA: ConnectionId = 1;
+        const CLIENT: ConnectionId = 5;
+        const ANGEL: ConnectionId = 6;
+        management.on_connected(DATA, "127.0.0.1");
+        let effects = send(
+            &mut management,
+            DATA,
+            Message::AllocateNodeId {
+                role: NodeRole::Data,
+                requested: Some(2),
+                listen_port: 0,
+            },
+        );
+        assert!(
+            matches!(
+                effects.sends.as_slice(),
+                [(DATA, Message::NodeIdAllocated { node: 2, .. }), ..]
+            ),
+            "{:?}",
+            effects.sends
+        );
+        management.on_connected(CLIENT, "127.0.0.1");
+        let options = RestartOptions {
+            initial: false,
+            no_start: true,
+        };
+        let effects = send(
+            &mut management,
+            CLIENT,
+            Message::StopRequest {
+                request: 7,
+                node: Some(2),
+                include_management: false,
+                restart: Some(options),
+            },
+        );
+        assert_eq!(effects.sends, vec![(DATA, Message::Restart(options))]);
+        assert_eq!(logs(&effects), vec!["Node 2: Node shutdown initiated"]);
+        assert_eq!(state_of(&management, 2), NodeState::Stopping);
+
+        let mut effects = Effects::default();
+        management.on_disconnected(0, DATA, &mut effects);
+        assert_eq!(
+            effects.sends,
+            vec![(
+                CLIENT,
+                Message::StopReply {
+                    request: 7,
+                    result: Ok(vec![2])
+                }
+            )]
+        );
+        assert!(
+            logs(&effects).contains(&"Node 2: Node shutdown completed, restarting, no start"),
+            "{:?}",
+            logs(&effects)
+        );
+        assert_eq!(state_of(&management, 2), NodeState::NotConnected);
+
+        // The angel says the node waits; only data nodes that are not
+        // connected can.
+        management.on_connected(ANGEL, "127.0.0.1");
+        let effects = send(&mut management, ANGEL, Message::WaitingForStart { node: 2 });
+        assert!(effects.sends.is_empty(), "{:?}", effects.sends);
+        assert_eq!(state_of(&management, 2), NodeState::NotStarted);
+        assert!(logs(&effects)[0].starts_with("Node 2: not started, waiting for START"));
+        management.on_connected(8, "127.0.0.1");
+        let effects = send(&mut management, 8, Message::WaitingForStart { node: 1 });
+        assert!(
+            matches!(effects.sends.as_slice(), [(8, Message::Refused { .. })]),
+            "{:?}",
+            effects.sends
+        );
+
+        // START of a node that does not wait is refused with the reason.
+        let effects = send(
+            &mut management,
+            CLIENT,
+            Message::StartRequest {
+                request: 8,
+                node: 3,
+            },
+        );
+        let [
+            (
+                CLIENT,
+                Message::StartReply {
+                    request: 8,
+                    result: Err(error),
+                },
+            ),
+        ] = effects.sends.as_slice()
+        else {
+            panic!("{:?}", effects.sends);
+        };
+        assert!(error.message.contains("not waiting for START"), "{error:?}");
+
+        let effects = send(
+            &mut management,
+            CLIENT,
+            Message::StartRequest {
+                request: 9,
+                node: 2,
+            },
+        );
+        assert_eq!(
+            effects.sends,
+            vec![
+                (ANGEL, Message::Start),
+                (
+                    CLIENT,
+                    Message::StartReply {
+                        request: 9,
+                        result: Ok(())
+                    }
+                )
+            ]
+        );
+        assert_eq!(logs(&effects), vec!["Node 2: Start initiated"]);
+        assert_eq!(state_of(&management, 2), NodeState::NotConnected);
+
+        // `N STOP` of a waiting node stops its angel at once; RESTART is
+        // refused (START starts it).
+        let effects = send(&mut management, ANGEL, Message::WaitingForStart { node: 2 });
+        assert!(effects.sends.is_empty());
+        let restart = Message::StopRequest {
+            request: 10,
+            node: Some(2),
+            include_management: false,
+            restart: Some(RestartOptions::default()),
+        };
+        let effects = send(&mut management, CLIENT, restart);
+        assert!(
+            matches!(
+                effects.sends.as_slice(),
+                [(
+                    CLIENT,
+                    Message::StopReply {
+                        request: 10,
+                        result: Err(_)
+                    }
+                )]
+            ),
+            "{:?}",
+            effects.sends
+        );
+        let stop = Message::StopRequest {
+            request: 11,
+            node: Some(2),
+            include_management: false,
+            restart: None,
+        };
+        let effects = send(&mut management, CLIENT, stop);
+        assert_eq!(
+            effects.sends,
+            vec![
+                (ANGEL, Message::Stop),
+                (
+                    CLIENT,
+                    Message::StopReply {
+                        request: 11,
+                        result: Ok(vec![2])
+                    }
+                )
+            ]
+        );
+        assert_eq!(state_of(&management, 2), NodeState::NotConnected);
+
+        // An angel that goes away stops waiting.
+        let effects = send(&mut management, ANGEL, Message::WaitingForStart { node: 2 });
+        assert!(effects.sends.is_empty());
+        let mut effects = Effects::default();
+        management.on_disconnected(0, ANGEL, &mut effects);
+        assert_eq!(state_of(&management, 2), NodeState::NotConnected);
     }
 }

@@ -72,7 +72,9 @@
 //! | `MaxNoOfTables` | ndbd | integer, tables and unique hash indexes in the dictionary (the smallest data node's value applies) | 128 | 8..=20320 | NDB |
 //! | `LockPagesInMainMemory` | ndbd | integer, no effect | 0 | 0..=2 | compat |
 //! | `SendBufferMemory` | ndbd | size | `[tcp default]`'s | 64K.. | NDB |
-//! | `StopOnError` | ndbd | boolean, ignored | true | | compat |
+//! | `StopOnError` | ndbd | boolean: the angel leaves a crashed node down | true | | NDB |
+//! | `MaxStartFailRetries` | ndbd | integer, failed starts in a row before the angel gives up (0 = no end) | 3 | 0.. | NDB |
+//! | `StartFailRetryDelay` | ndbd | seconds before the angel retries a failed start | 0 | 0.. | NDB |
 //! | `PortNumber` | ndb_mgmd | integer | 1186 | 1..=65535 | NDB |
 //! | `ArbitrationRank` | ndb_mgmd | integer | 1 | 0..=2 | NDB |
 //! | `ArbitrationRank` | mysqld, api | integer | 0 | 0..=2 | NDB |
@@ -239,6 +241,14 @@ pub struct DataNodeConfig {
     /// and unique hash indexes (NDB counts both against it).
     pub tables_max: u32,
     pub lock_pages_in_main_memory: u8,
+    /// StopOnError: the angel (`runtime::angel`) leaves a crashed worker
+    /// down instead of starting it again.
+    pub stop_on_error: bool,
+    /// MaxStartFailRetries: failed starts in a row after which the angel
+    /// gives up; 0 retries without end.
+    pub start_fail_retries_max: u32,
+    /// StartFailRetryDelay, in seconds as in NDB.
+    pub start_fail_retry_delay_s: u32,
     /// The line of the section header.
     pub line: u32,
 }

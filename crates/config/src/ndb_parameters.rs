@@ -95,7 +95,7 @@ use ValueKind::{Boolean, Choice, CpuList, Integer, Milliseconds, Size, Text};
 // One entry per line, like a row of NDB's table; rustfmt would spread each
 // over eight lines.
 #[rustfmt::skip]
-pub static WITHOUT_EFFECT: [Parameter; 201] = [
+pub static WITHOUT_EFFECT: [Parameter; 199] = [
     // [system] and [computer].
     text("Name", SYSTEM),
     ndb("PrimaryMGMNode", SYSTEM, Integer, Number(0), 0, RNIL),
@@ -159,8 +159,6 @@ pub static WITHOUT_EFFECT: [Parameter; 201] = [
     ndb("StartFailureTimeout", DATA, Milliseconds, Number(0), 0, RNIL),
     ndb("StartNoNodegroupTimeout", DATA, Milliseconds, Number(15000), 0, RNIL),
     ndb("ConnectCheckIntervalDelay", DATA, Milliseconds, Number(0), 0, RNIL),
-    ndb("MaxStartFailRetries", DATA, Integer, Number(3), 0, RNIL),
-    ndb("StartFailRetryDelay", DATA, Integer, Number(0), 0, RNIL),
     ndb("RestartSubscriberConnectTimeout", DATA, Milliseconds, Number(120000), 0, RNIL),
     ndb("HeartbeatOrder", DATA, Integer, Number(0), 0, 65535),
     boolean("Diskless", DATA, false),

@@ -273,7 +273,7 @@ use ValueKind::{Boolean, Integer, Milliseconds, Size, Text};
 // Formatting is left to the author so that each entry stays a compact block
 // that reads like a row of a table, instead of ten lines of one argument.
 #[rustfmt::skip]
-pub static PARAMETERS: [Parameter; 37] = [
+pub static PARAMETERS: [Parameter; 39] = [
     // Every node.
     parameter("NodeId", DATA, Integer, NoDefault, 1, 144, Ndb,
         "The data node's id; without it the node gets the lowest free id.")
@@ -348,8 +348,14 @@ pub static PARAMETERS: [Parameter; 37] = [
          start whatever it says, and do not lock it)."),
     parameter("SendBufferMemory", DATA, Size, NoDefault, 64 * KIB, INTEGER_MAX, Ndb,
         "Send buffer of each of the data node's connections; without it [tcp default]'s."),
-    parameter("StopOnError", DATA, Boolean, DefaultBoolean(true), 0, 1, Compatibility,
-        "NDB's choice between exiting and restarting after an error; accepted and ignored."),
+    parameter("StopOnError", DATA, Boolean, DefaultBoolean(true), 0, 1, Ndb,
+        "Whether the data node's angel leaves a crashed node down (true, NDB's default) or \
+         starts it again (false)."),
+    parameter("MaxStartFailRetries", DATA, Integer, Number(3), 0, INTEGER_MAX, Ndb,
+        "With StopOnError=false: start failures in a row after which the angel gives up; 0 \
+         retries without end (the angel's restarts per minute still bound it)."),
+    parameter("StartFailRetryDelay", DATA, Integer, Number(0), 0, INTEGER_MAX,
+        Ndb, "Seconds the angel waits before starting a node again after a failed start."),
     // Management nodes.
     parameter("PortNumber", MANAGEMENT, Integer, Number(1186), 1, 65535, Ndb,
         "The port the management node listens on."),

@@ -558,6 +558,9 @@ fn build_data_node(
         concurrent_scans_max: narrow(view.number("MaxNoOfConcurrentScans")),
         tables_max: narrow(view.number("MaxNoOfTables")),
         lock_pages_in_main_memory: narrow(view.number("LockPagesInMainMemory")),
+        stop_on_error: view.number("StopOnError") != 0,
+        start_fail_retries_max: narrow(view.number("MaxStartFailRetries")),
+        start_fail_retry_delay_s: narrow(view.number("StartFailRetryDelay")),
         line: section.line,
     })
 }

@@ -226,7 +226,6 @@ fn keys_without_effect_are_named_in_one_notice_with_their_lines() {
         ("ThreadConfig", 38),
         ("LockExecuteThreadToCPU", 39),
         ("LockPagesInMainMemory", 41),
-        ("StopOnError", 58),
         ("LogDestination", 77),
         ("OverloadLimit", 96),
         ("BatchSize", 103),
@@ -245,9 +244,17 @@ fn keys_without_effect_are_named_in_one_notice_with_their_lines() {
         "NoOfReplicas (",
         "MaxNoOfConcurrentScans (",
         "MaxNoOfTables (",
+        "StopOnError (",
+        "MaxStartFailRetries (",
+        "StartFailRetryDelay (",
     ] {
         assert!(!notice.contains(applied), "{applied} listed in: {notice}");
     }
+    // The angel's parameters reach the data node's configuration.
+    let node = &config.data_nodes[0];
+    assert!(!node.stop_on_error);
+    assert_eq!(node.start_fail_retries_max, 3);
+    assert_eq!(node.start_fail_retry_delay_s, 0);
 }
 
 #[test]

@@ -287,10 +287,20 @@ fn tcp_sections_configure_one_pair() {
 
 #[test]
 fn booleans_accept_ndb_spellings() {
-    for word in ["true", "FALSE", "Yes", "no", "y", "N", "1", "0"] {
-        parsed(&format!(
+    for (word, value) in [
+        ("true", true),
+        ("FALSE", false),
+        ("Yes", true),
+        ("no", false),
+        ("y", true),
+        ("N", false),
+        ("1", true),
+        ("0", false),
+    ] {
+        let config = parsed(&format!(
             "[ndb_mgmd]\n[ndbd]\nNoOfReplicas=1\nStopOnError={word}\n"
         ));
+        assert_eq!(config.data_nodes[0].stop_on_error, value, "{word}");
     }
 }
 

@@ -119,6 +119,9 @@ pub struct Output {
     pub excluded: Option<String>,
     /// The node was told to stop: the runtime exits.
     pub stop: Option<String>,
+    /// With `stop`: the management node asked for a restart, so the
+    /// runtime exits with the code that makes its angel start it again.
+    pub restart: Option<protocol::RestartOptions>,
     /// When observing (`set_observing`): every message the coordinator
     /// handled, with what it sent in answer.
     pub coordinator_steps: Vec<CoordinatorStep>,
@@ -137,6 +140,7 @@ impl Output {
         self.installed.clear();
         self.excluded = None;
         self.stop = None;
+        self.restart = None;
         self.coordinator_steps.clear();
     }
 }
@@ -1042,7 +1046,10 @@ impl DataNodeComposite {
                     // Whatever it wanted to send dies with the incarnation.
                     return;
                 }
-                Event::Stop { reason } => output.stop = Some(reason),
+                Event::Stop { reason, restart } => {
+                    output.stop = Some(reason);
+                    output.restart = restart;
+                }
                 Event::Log(line) => output.logs.push(line),
                 Event::PersistVotes(_) => output.problems.push(format!(
                     "data node {} was asked to persist votes",

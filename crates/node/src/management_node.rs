@@ -172,7 +172,7 @@ impl ManagementComposite {
         for event in self.effects.events.drain(..) {
             match event {
                 Event::Log(line) => output.logs.push(line),
-                Event::Stop { reason } => {
+                Event::Stop { reason, .. } => {
                     output.logs.push(format!("Shutting down: {reason}"));
                     output.stop = Some(reason);
                 }

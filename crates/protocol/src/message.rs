@@ -131,6 +131,9 @@ pub enum Message {
         request: u64,
         node: Option<NodeId>,
         include_management: bool,
+        /// `N RESTART`: the stopped nodes start again (through their
+        /// angels); `None` stops them for good.
+        restart: Option<RestartOptions>,
     },
     StopReply {
         request: u64,
@@ -140,6 +143,26 @@ pub enum Message {
     Stop,
     /// A node says goodbye before closing its connections.
     Leaving,
+    /// From the management node to a data node: leave the cluster as for
+    /// `Stop`, then exit so that the angel starts the node again (at once,
+    /// or after `START` with `no_start`).
+    Restart(RestartOptions),
+    /// From an angel holding its data node in the no-start state (`N
+    /// RESTART -n`) to the management node: node `node` waits for START.
+    WaitingForStart {
+        node: NodeId,
+    },
+    /// `N START`: start data node `node`, which waits for it.
+    StartRequest {
+        request: u64,
+        node: NodeId,
+    },
+    StartReply {
+        request: u64,
+        result: Result<(), ErrorReply>,
+    },
+    /// From the management node to a waiting angel: start the data node.
+    Start,
     /// API → TC: a batch of operations (see `transaction`).
     Execute(Execute),
     /// TC → API: the batch's results.
@@ -205,6 +228,11 @@ const KIND_STOP_REPLY: u8 = 24;
 const KIND_STOP: u8 = 25;
 const KIND_LEAVING: u8 = 26;
 const KIND_HELLO_PROOF: u8 = 27;
+const KIND_RESTART: u8 = 28;
+const KIND_WAITING_FOR_START: u8 = 29;
+const KIND_START_REQUEST: u8 = 30;
+const KIND_START_REPLY: u8 = 31;
+const KIND_START: u8 = 32;
 const KIND_EXECUTE: u8 = 40;
 const KIND_EXECUTED: u8 = 41;
 const KIND_SCAN_OPEN: u8 = 42;
@@ -255,6 +283,11 @@ impl Message {
             Message::StopReply { .. } => "StopReply",
             Message::Stop => "Stop",
             Message::Leaving => "Leaving",
+            Message::Restart(_) => "Restart",
+            Message::WaitingForStart { .. } => "WaitingForStart",
+            Message::StartRequest { .. } => "StartRequest",
+            Message::StartReply { .. } => "StartReply",
+            Message::Start => "Start",
             Message::Execute(_) => "Execute",
             Message::Executed(_) => "Executed",
             Message::ScanOpen(_) => "ScanOpen",
@@ -496,11 +529,16 @@ impl Message {
                 request,
                 node,
                 include_management,
+                restart,
             } => {
                 w.u8(KIND_STOP_REQUEST);
                 w.u64(*request);
                 w.u8(node.unwrap_or(0));
                 w.bool(*include_management);
+                w.bool(restart.is_some());
+                if let Some(restart) = restart {
+                    put_restart(&mut w, restart);
+                }
             }
             Message::StopReply { request, result } => {
                 w.u8(KIND_STOP_REPLY);
@@ -518,6 +556,31 @@ impl Message {
             }
             Message::Stop => w.u8(KIND_STOP),
             Message::Leaving => w.u8(KIND_LEAVING),
+            Message::Restart(restart) => {
+                w.u8(KIND_RESTART);
+                put_restart(&mut w, restart);
+            }
+            Message::WaitingForStart { node } => {
+                w.u8(KIND_WAITING_FOR_START);
+                w.u8(*node);
+            }
+            Message::StartRequest { request, node } => {
+                w.u8(KIND_START_REQUEST);
+                w.u64(*request);
+                w.u8(*node);
+            }
+            Message::StartReply { request, result } => {
+                w.u8(KIND_START_REPLY);
+                w.u64(*request);
+                match result {
+                    Ok(()) => w.bool(true),
+                    Err(error) => {
+                        w.bool(false);
+                        put_error(&mut w, error);
+                    }
+                }
+            }
+            Message::Start => w.u8(KIND_START),
             Message::Execute(execute) => {
                 w.u8(KIND_EXECUTE);
                 put_execute(&mut w, execute);
@@ -781,6 +844,11 @@ impl Message {
                     node => Some(node),
                 },
                 include_management: r.bool("include management")?,
+                restart: if r.bool("restart")? {
+                    Some(get_restart(&mut r)?)
+                } else {
+                    None
+                },
             },
             KIND_STOP_REPLY => {
                 let request = r.u64("request")?;
@@ -793,6 +861,24 @@ impl Message {
             }
             KIND_STOP => Message::Stop,
             KIND_LEAVING => Message::Leaving,
+            KIND_RESTART => Message::Restart(get_restart(&mut r)?),
+            KIND_WAITING_FOR_START => Message::WaitingForStart {
+                node: r.u8("node")?,
+            },
+            KIND_START_REQUEST => Message::StartRequest {
+                request: r.u64("request")?,
+                node: r.u8("node")?,
+            },
+            KIND_START_REPLY => {
+                let request = r.u64("request")?;
+                let result = if r.bool("ok")? {
+                    Ok(())
+                } else {
+                    Err(get_error(&mut r)?)
+                };
+                Message::StartReply { request, result }
+            }
+            KIND_START => Message::Start,
             KIND_EXECUTE => Message::Execute(get_execute(&mut r)?),
             KIND_EXECUTED => Message::Executed(get_executed(&mut r)?),
             KIND_SCAN_OPEN => Message::ScanOpen(Box::new(get_scan_open(&mut r)?)),
@@ -873,6 +959,19 @@ pub(crate) fn put_error(w: &mut Writer, error: &ErrorReply) {
     w.u16(error.ndb_code);
     w.u16(error.mysql_code);
     w.string(&error.message);
+}
+
+/// `RestartOptions`: `initial`, then `no_start`, one bool byte each.
+fn put_restart(w: &mut Writer, restart: &RestartOptions) {
+    w.bool(restart.initial);
+    w.bool(restart.no_start);
+}
+
+fn get_restart(r: &mut Reader) -> Result<RestartOptions, DecodeError> {
+    Ok(RestartOptions {
+        initial: r.bool("initial")?,
+        no_start: r.bool("no start")?,
+    })
 }
 
 pub(crate) fn get_error(r: &mut Reader) -> Result<ErrorReply, DecodeError> {

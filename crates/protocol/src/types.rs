@@ -264,6 +264,8 @@ pub enum NodeState {
     /// A member of the agreed cluster state.
     Started,
     Stopping,
+    /// Restarted with `N RESTART -n`: its angel holds it until `N START`.
+    NotStarted,
 }
 
 impl NodeState {
@@ -273,6 +275,7 @@ impl NodeState {
             NodeState::Starting => 1,
             NodeState::Started => 2,
             NodeState::Stopping => 3,
+            NodeState::NotStarted => 4,
         }
     }
 
@@ -282,6 +285,7 @@ impl NodeState {
             1 => Some(NodeState::Starting),
             2 => Some(NodeState::Started),
             3 => Some(NodeState::Stopping),
+            4 => Some(NodeState::NotStarted),
             _ => None,
         }
     }
@@ -292,8 +296,19 @@ impl NodeState {
             NodeState::Starting => "starting",
             NodeState::Started => "started",
             NodeState::Stopping => "stopping",
+            NodeState::NotStarted => "not started",
         }
     }
+}
+
+/// How `N RESTART` restarts a data node (ndb_mgm's flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RestartOptions {
+    /// `-i`: an initial restart. The same as a normal one until data
+    /// nodes keep anything on disk.
+    pub initial: bool,
+    /// `-n`: the node waits for `N START` before it starts again.
+    pub no_start: bool,
 }
 
 /// What a data node tells the management node about itself.

@@ -319,13 +319,30 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                     )
                     .collect()
             }),
-        (any::<u64>(), prop::option::of(1u8..=255), any::<bool>()).prop_map(
-            |(request, node, include_management)| Message::StopRequest {
-                request,
-                node,
-                include_management
-            }
-        ),
+        (
+            any::<u64>(),
+            prop::option::of(1u8..=255),
+            any::<bool>(),
+            prop::option::of(restart_options())
+        )
+            .prop_map(|(request, node, include_management, restart)| {
+                Message::StopRequest {
+                    request,
+                    node,
+                    include_management,
+                    restart,
+                }
+            }),
+        restart_options().prop_map(Message::Restart),
+        any::<u8>().prop_map(|node| Message::WaitingForStart { node }),
+        (any::<u64>(), any::<u8>())
+            .prop_map(|(request, node)| Message::StartRequest { request, node }),
+        (
+            any::<u64>(),
+            prop::result::maybe_ok(Just(()), error_reply())
+        )
+            .prop_map(|(request, result)| Message::StartReply { request, result }),
+        Just(Message::Start),
         (
             any::<u64>(),
             prop::result::maybe_ok(prop::collection::vec(any::<u8>(), 0..4), error_reply())
@@ -334,6 +351,11 @@ fn cluster_message() -> impl Strategy<Value = Message> {
         Just(Message::Stop),
         Just(Message::Leaving),
     ]
+}
+
+fn restart_options() -> impl Strategy<Value = RestartOptions> {
+    (any::<bool>(), any::<bool>())
+        .prop_map(|(initial, no_start)| RestartOptions { initial, no_start })
 }
 
 fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {

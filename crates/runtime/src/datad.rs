@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use cluster::DataNodeSettings;
@@ -30,7 +30,9 @@ use protocol::identity::ClusterSecret;
 use protocol::{Address, Message, NodeId, NodeRole};
 use transaction::{CoordinatorConfig, QueryHandler};
 
+use crate::angel::Reporter;
 use crate::blocking::BlockingConnection;
+use crate::exit::StopKind;
 use crate::transport::{
     Connection, IDENTIFICATION_TIMEOUT, Peer, ReceiveMemory, SlotLimits, Stream,
     UNIDENTIFIED_CONNECTIONS_MAX,
@@ -41,6 +43,9 @@ pub struct DatadOptions {
     pub connectstring: String,
     pub node_id: Option<NodeId>,
     pub initial: bool,
+    /// Where the angel reads this worker's reports (`crate::angel`); `None`
+    /// without an angel.
+    pub report_fd: Option<i32>,
 }
 
 const LISTENER: Token = Token(0);
@@ -91,29 +96,65 @@ struct Runtime {
     /// Connections closed for not saying Hello since the last log line.
     strangers_closed: u64,
     started: Instant,
-    stop: Option<String>,
+    stop: Option<(String, StopKind)>,
+    /// Lines for the angel (`error=`, `signal=`, `phase=`).
+    reporter: Reporter,
+    /// Whether `phase=started` was reported for the current incarnation.
+    reported_started: bool,
 }
 
 fn log(node: NodeId, line: &str) {
     eprintln!("datad {node}: {line}");
 }
 
-/// Runs the data node until it is told to stop (status `Ok`) or cannot
-/// start (`Err` with what to fix).
-pub fn run(options: &DatadOptions) -> Result<(), String> {
+/// Runs the data node until it is told to stop (`Ok` with how, which sets
+/// the exit code the angel reads) or cannot start (`Err` with what to fix,
+/// also reported to the angel as `error=`).
+pub fn run(options: &DatadOptions) -> Result<StopKind, String> {
+    let mut reporter = Reporter::open(options.report_fd)?;
+    reporter.report_panics();
+    let result = run_reporting(options, &mut reporter);
+    if let Err(error) = &result {
+        reporter.report("error", error);
+    }
+    result
+}
+
+fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<StopKind, String> {
     let terminate = Arc::new(AtomicBool::new(false));
+    // Which signal came, for the angel's log.
+    let signal_received = Arc::new(AtomicUsize::new(0));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&terminate))
+            .and_then(|_| {
+                signal_hook::flag::register_usize(
+                    signal,
+                    Arc::clone(&signal_received),
+                    signal as usize,
+                )
+            })
             .map_err(|e| format!("cannot install the signal handler: {e}"))?;
     }
+    reporter.report("phase", "allocating");
     let (mut management, node, config_file, config_text, secret) =
         allocate_with_retries(options, &terminate)?;
+    reporter.report("node", &node.to_string());
     let config = config::parse(&config_text, &config_file)
         .map_err(|e| format!("the management node sent a bad configuration: {e}"))?;
     let own = config
         .data_node(node)
         .ok_or_else(|| format!("node {node} is not a data node in {config_file}"))?
         .clone();
+    // The angel restarts (or not) by these.
+    reporter.report("stop_on_error", if own.stop_on_error { "1" } else { "0" });
+    reporter.report(
+        "max_start_fail_retries",
+        &own.start_fail_retries_max.to_string(),
+    );
+    reporter.report(
+        "start_fail_retry_delay_s",
+        &own.start_fail_retry_delay_s.to_string(),
+    );
     crate::machine::check_data_memory(own.data_memory_bytes)?;
     let bind_host = if own.host_name == "localhost" {
         "127.0.0.1"
@@ -230,6 +271,8 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
         strangers_closed: 0,
         started,
         stop: None,
+        reporter: std::mem::take(reporter),
+        reported_started: false,
     };
     for notice in &config.notices {
         log(node, notice);
@@ -243,8 +286,12 @@ pub fn run(options: &DatadOptions) -> Result<(), String> {
             own.data_memory_bytes >> 20
         ),
     );
+    runtime.reporter.report("phase", "joining");
     runtime.adopt_management(management)?;
-    runtime.event_loop(&terminate)
+    let result = runtime.event_loop(&terminate, &signal_received);
+    // Handed back so `run` can report an error of the loop.
+    *reporter = std::mem::take(&mut runtime.reporter);
+    result
 }
 
 /// Like NDB's `--connect-retries`/`--connect-retry-delay`: a data node
@@ -387,23 +434,45 @@ impl Runtime {
         Ok(())
     }
 
-    fn event_loop(&mut self, terminate: &AtomicBool) -> Result<(), String> {
+    fn event_loop(
+        &mut self,
+        terminate: &AtomicBool,
+        signal_received: &AtomicUsize,
+    ) -> Result<StopKind, String> {
         let mut events = Events::with_capacity(1024);
         let mut messages = Vec::new();
         loop {
             if terminate.load(Ordering::Relaxed) && self.stop.is_none() {
                 log(self.node, "stopping on a signal");
+                let signal = match signal_received.load(Ordering::Relaxed) as i32 {
+                    signal_hook::consts::SIGINT => "SIGINT",
+                    signal_hook::consts::SIGTERM => "SIGTERM",
+                    _ => "a signal",
+                };
+                self.reporter.report("signal", signal);
                 let now = self.now_ms();
                 self.composite
                     .on_management_message(now, Message::Stop, &mut self.output);
                 self.perform();
             }
-            if let Some(reason) = self.stop.clone() {
+            if let Some((reason, kind)) = self.stop.clone() {
                 self.flush_all();
                 // Give the kernel a moment to hand the goodbyes over.
                 std::thread::sleep(Duration::from_millis(50));
                 log(self.node, &format!("stopped: {reason}"));
-                return Ok(());
+                self.reporter.report(
+                    "phase",
+                    match kind {
+                        StopKind::Stopped => "stopped",
+                        StopKind::Restart {
+                            wait_for_start: false,
+                        } => "restarting",
+                        StopKind::Restart {
+                            wait_for_start: true,
+                        } => "restarting, waiting for START",
+                    },
+                );
+                return Ok(kind);
             }
             let now = self.now_ms();
             let wait_ms = self
@@ -803,6 +872,10 @@ impl Runtime {
                 log(self.node, &line);
             }
             for state in output.installed.drain(..) {
+                if !self.reported_started && state.members.iter().any(|m| m.node == self.node) {
+                    self.reported_started = true;
+                    self.reporter.report("phase", "started");
+                }
                 let members: Vec<String> =
                     state.members.iter().map(|m| m.node.to_string()).collect();
                 log(
@@ -818,10 +891,28 @@ impl Runtime {
                 );
             }
             if let Some(reason) = output.stop.take() {
-                self.stop = Some(reason);
+                let kind = match output.restart.take() {
+                    None => StopKind::Stopped,
+                    Some(options) => {
+                        if options.initial {
+                            log(
+                                self.node,
+                                "an initial restart is a normal one: a data node keeps \
+                                 nothing on disk yet",
+                            );
+                        }
+                        StopKind::Restart {
+                            wait_for_start: options.no_start,
+                        }
+                    }
+                };
+                self.stop = Some((reason, kind));
             }
             if let Some(reason) = output.excluded.take() {
                 log(self.node, &format!("excluded: {reason}; restarting"));
+                self.reporter
+                    .report("phase", "restarting after an exclusion");
+                self.reported_started = false;
                 let now = self.now_ms();
                 let incarnation = crate::incarnation_now().max(self.composite.incarnation() + 1);
                 self.composite.restart(now, incarnation, &mut self.output);

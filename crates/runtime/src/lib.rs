@@ -2,10 +2,13 @@
 //! driving the sans-IO blocks of `cluster`. `datad` and `mgmd` are the
 //! processes' event loops (mio, one thread each for now); `transport` turns
 //! messages into batched frames on TCP; `blocking` is the simple client
-//! side used by `shoal mgm`, `shoal up` and tests.
+//! side used by `shoal mgm`, `shoal up` and tests. `angel` supervises a
+//! data node's worker process, with the exit codes of `exit`.
 
+pub mod angel;
 pub mod blocking;
 pub mod datad;
+pub mod exit;
 pub mod machine;
 pub mod mgmd;
 pub mod transport;

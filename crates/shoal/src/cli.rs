@@ -59,6 +59,9 @@ pub enum Command {
     /// Stores the rows of the partitions (fragments) it replicates in
     /// DataMemory and runs a transaction coordinator (TC) and a local query
     /// handler (LDM). It fetches its configuration from the management node.
+    /// Like ndbd it runs as two processes: an angel that starts the data
+    /// node again after a crash (unless StopOnError, the default) or after
+    /// `N RESTART`, and the data node itself; `--no-angel` runs one.
     /// Rows live in memory only: no redo log or checkpoint is written yet,
     /// so a restarted node starts empty and the cluster keeps its data only
     /// while a replica of every partition runs.
@@ -72,11 +75,13 @@ pub enum Command {
     Sqld(SqldArgs),
 
     /// Management client (ndb_mgm): SHOW, STATUS, REPORT MEMORY, STOP,
-    /// SHUTDOWN.
+    /// RESTART, START, SHUTDOWN.
     ///
     /// Connects to the management node and runs these commands of ndb_mgm:
     /// `SHOW`, `ALL STATUS`, `N STATUS`, `ALL REPORT MEMORY`,
-    /// `N REPORT MEMORY`, `ALL STOP`, `N STOP`, `SHUTDOWN`, `HELP`, `QUIT`.
+    /// `N REPORT MEMORY`, `ALL STOP`, `N STOP`, `N RESTART`
+    /// (with -n it waits for START; -i, initial, is a normal restart while
+    /// nothing is on disk), `N START`, `SHUTDOWN`, `HELP`, `QUIT`.
     /// With -e it runs one command and exits; without it, it reads commands
     /// interactively.
     Mgm(MgmArgs),
@@ -204,6 +209,24 @@ pub struct DatadArgs {
     /// since a data node keeps nothing on disk yet (every start is initial).
     #[arg(long)]
     pub initial: bool,
+
+    /// Run the data node in this process, without the angel process that
+    /// restarts it after a crash (as NDB's `--nodaemon` with no angel);
+    /// `shoal up` uses it, since it supervises its data nodes itself.
+    #[arg(long)]
+    pub no_angel: bool,
+
+    /// Internal: this process is the worker an angel started.
+    #[arg(long, hide = true, requires_all = ["angel_pid", "report_fd"])]
+    pub worker: bool,
+
+    /// Internal: the angel's process id (the worker dies with it).
+    #[arg(long, hide = true, value_name = "PID")]
+    pub angel_pid: Option<u32>,
+
+    /// Internal: the pipe the worker reports its phases and errors on.
+    #[arg(long, hide = true, value_name = "FD")]
+    pub report_fd: Option<i32>,
 }
 
 #[derive(Debug, Args)]

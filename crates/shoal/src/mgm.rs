@@ -1,6 +1,7 @@
 //! `shoal mgm`: the management client, NDB's `ndb_mgm`. It connects to the
 //! management node as an API client without a node id and runs `SHOW`,
-//! `N STATUS`, `ALL REPORT MEMORY`, `N STOP`, `ALL STOP` and `SHUTDOWN`,
+//! `N STATUS`, `ALL REPORT MEMORY`, `N STOP`, `ALL STOP`, `N RESTART [-n]
+//! [-i]`, `N START` and `SHUTDOWN`,
 //! printing what `ndb_mgm` prints so that scripts and habits carry over.
 //!
 //! The module has three layers, so that everything but the socket is tested
@@ -18,7 +19,7 @@ use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use protocol::{ErrorReply, Message, NodeId, NodeRole, NodeState, NodeStatus};
+use protocol::{ErrorReply, Message, NodeId, NodeRole, NodeState, NodeStatus, RestartOptions};
 use runtime::blocking::BlockingConnection;
 
 use crate::cli::{MGM_PORT_DEFAULT, MgmArgs};
@@ -49,6 +50,8 @@ SHOW                                   Print information about the cluster
 SHUTDOWN                               Shutdown all data and management nodes
 ALL STOP                               Stop all data nodes
 <id> STOP                              Stop data node <id>
+<id> RESTART [-n] [-i]                 Restart data node <id>; -n: wait for START
+<id> START                             Start data node <id>, restarted with -n
 ALL STATUS                             Print the status of all data nodes
 <id> STATUS                            Print the status of node <id>
 ALL REPORT MEMORY                      Print the memory usage of all data nodes
@@ -81,6 +84,13 @@ pub enum MgmCommand {
     Stop(NodeId),
     /// Stop every data node; the management node keeps running.
     StopAll,
+    /// Restart one data node through its angel.
+    Restart {
+        node: NodeId,
+        options: RestartOptions,
+    },
+    /// Start a data node that waits for START (`RESTART -n`).
+    Start(NodeId),
     /// Stop every data node, then the management node.
     Shutdown,
 }
@@ -121,6 +131,22 @@ fn targeted_command(target: Target, words: &[&str]) -> Option<MgmCommand> {
     match (words, target) {
         (["STOP"], Target::All) => Some(MgmCommand::StopAll),
         (["STOP"], Target::Node(node)) => Some(MgmCommand::Stop(node)),
+        (["START"], Target::Node(node)) => Some(MgmCommand::Start(node)),
+        (["RESTART", flags @ ..], Target::Node(node)) => {
+            let mut options = RestartOptions::default();
+            for flag in flags {
+                let seen = match *flag {
+                    "-N" => std::mem::replace(&mut options.no_start, true),
+                    "-I" => std::mem::replace(&mut options.initial, true),
+                    _ => return None,
+                };
+                // A flag given twice is a typo worth pointing at.
+                if seen {
+                    return None;
+                }
+            }
+            Some(MgmCommand::Restart { node, options })
+        }
         (["STATUS"], _) => Some(MgmCommand::Status(target)),
         (["REPORT", "MEMORY" | "MEMORYUSAGE"], _) => Some(MgmCommand::ReportMemory(target)),
         _ => None,
@@ -135,13 +161,18 @@ pub trait ManagementServer {
     fn status(&mut self) -> Result<Vec<NodeStatus>, String>;
 
     /// Stops one data node or all of them, and with `include_management`
-    /// the management node too. The outer error is a connection problem,
-    /// the inner one the management node's refusal.
+    /// the management node too; with `restart` the nodes start again. The
+    /// outer error is a connection problem, the inner one the management
+    /// node's refusal.
     fn stop(
         &mut self,
         node: Option<NodeId>,
         include_management: bool,
+        restart: Option<RestartOptions>,
     ) -> Result<Result<Vec<NodeId>, ErrorReply>, String>;
+
+    /// Starts a data node that waits for START.
+    fn start(&mut self, node: NodeId) -> Result<Result<(), ErrorReply>, String>;
 }
 
 /// Runs one command and writes its output to `out`. The error is the text
@@ -170,17 +201,59 @@ pub fn execute(
         MgmCommand::Stop(node) => {
             // Checking first means "shutdown initiated" is only printed for
             // a node that can be stopped, and a typo gets a precise answer.
+            // A node waiting for START can be stopped (its angel exits),
+            // not restarted.
             let nodes = server.status()?;
-            check_stoppable(node, &nodes)?;
+            let waiting =
+                find_node(node, &nodes).is_ok_and(|status| status.state == NodeState::NotStarted);
+            if !waiting {
+                check_stoppable(node, &nodes)?;
+            }
             write_text(out, &format!("Node {node}: Node shutdown initiated\n"))?;
-            match server.stop(Some(node), false)? {
+            match server.stop(Some(node), false, None)? {
                 Ok(_) => write_text(out, &format!("Node {node}: Node shutdown completed.\n")),
                 Err(error) => Err(format_error_reply(&error)),
             }
         }
+        MgmCommand::Restart { node, options } => {
+            let nodes = server.status()?;
+            check_stoppable(node, &nodes)?;
+            if options.initial {
+                write_text(
+                    out,
+                    &format!(
+                        "Node {node}: an initial restart (-i) is a normal restart: data nodes \
+                         keep nothing on disk yet\n"
+                    ),
+                )?;
+            }
+            write_text(out, &format!("Node {node}: Node shutdown initiated\n"))?;
+            match server.stop(Some(node), false, Some(options))? {
+                Ok(_) => write_text(
+                    out,
+                    &format!(
+                        "Node {node}: Node shutdown completed, restarting{}.\n\
+                         Node {node} is being restarted\n",
+                        if options.no_start { ", no start" } else { "" }
+                    ),
+                ),
+                Err(error) => Err(format_error_reply(&error)),
+            }
+        }
+        MgmCommand::Start(node) => {
+            let nodes = server.status()?;
+            check_startable(node, &nodes)?;
+            match server.start(node)? {
+                Ok(()) => write_text(out, &format!("Database node {node} is being started.\n")),
+                Err(error) => Err(format!(
+                    "Start failed: {} (error {})",
+                    error.message, error.ndb_code
+                )),
+            }
+        }
         MgmCommand::StopAll => {
             write_text(out, "Executing STOP on all nodes.\n")?;
-            match server.stop(None, false)? {
+            match server.stop(None, false, None)? {
                 Ok(stopped) => write_text(
                     out,
                     &format!("{} NDB Cluster node(s) have shutdown.\n", stopped.len()),
@@ -188,7 +261,7 @@ pub fn execute(
                 Err(error) => Err(format_error_reply(&error)),
             }
         }
-        MgmCommand::Shutdown => match server.stop(None, true)? {
+        MgmCommand::Shutdown => match server.stop(None, true, None)? {
             Ok(stopped) => write_text(
                 out,
                 &format!(
@@ -257,6 +330,7 @@ fn format_show_line(node: &NodeStatus) -> String {
         match node.state {
             NodeState::Starting => details.push_str(", starting"),
             NodeState::Stopping => details.push_str(", stopping"),
+            NodeState::NotStarted => details.push_str(", not started"),
             NodeState::Started | NodeState::NotConnected => {}
         }
         match node.node_group {
@@ -343,12 +417,36 @@ fn check_stoppable(node: NodeId, nodes: &[NodeStatus]) -> Result<(), String> {
     let status = find_node(node, nodes)?;
     match (status.role, status.state) {
         (NodeRole::Data, NodeState::NotConnected) => Err(format!("Node {node}: not connected")),
+        (NodeRole::Data, NodeState::NotStarted) => Err(format!(
+            "Node {node}: not started; it waits for START (`{node} START`)"
+        )),
         (NodeRole::Data, _) => Ok(()),
         (NodeRole::Management, _) => Err(format!(
             "Node {node}: is the management node; use SHUTDOWN to stop the whole cluster"
         )),
         (NodeRole::Api, _) => Err(format!(
             "Node {node}: is an API node; STOP stops data nodes only"
+        )),
+    }
+}
+
+/// Refuses to start a node that does not wait for START, with the reason.
+fn check_startable(node: NodeId, nodes: &[NodeStatus]) -> Result<(), String> {
+    let status = find_node(node, nodes)?;
+    match (status.role, status.state) {
+        (NodeRole::Data, NodeState::NotStarted) => Ok(()),
+        (NodeRole::Data, NodeState::NotConnected) => Err(format!(
+            "Node {node}: not connected; only a node restarted with `{node} RESTART -n` waits \
+             for START"
+        )),
+        (NodeRole::Data, NodeState::Starting | NodeState::Started) => {
+            Err(format!("Node {node}: is already started"))
+        }
+        (NodeRole::Data, NodeState::Stopping) => Err(format!(
+            "Node {node}: is stopping; START it once it waits for START"
+        )),
+        (NodeRole::Management | NodeRole::Api, _) => Err(format!(
+            "Node {node}: is not a data node; START starts data nodes only"
         )),
     }
 }
@@ -468,12 +566,14 @@ impl ManagementServer for Session {
         &mut self,
         node: Option<NodeId>,
         include_management: bool,
+        restart: Option<RestartOptions>,
     ) -> Result<Result<Vec<NodeId>, ErrorReply>, String> {
         let reply = self.exchange(
             |request| Message::StopRequest {
                 request,
                 node,
                 include_management,
+                restart,
             },
             STOP_TIMEOUT,
             |message| match message {
@@ -487,6 +587,21 @@ impl ManagementServer for Session {
         }
         match reply {
             Message::StopReply { result, .. } => Ok(result),
+            other => Err(format!("unexpected reply {}", other.name())),
+        }
+    }
+
+    fn start(&mut self, node: NodeId) -> Result<Result<(), ErrorReply>, String> {
+        let reply = self.exchange(
+            |request| Message::StartRequest { request, node },
+            STATUS_TIMEOUT,
+            |message| match message {
+                Message::StartReply { request, .. } => Some(*request),
+                _ => None,
+            },
+        )?;
+        match reply {
+            Message::StartReply { result, .. } => Ok(result),
             other => Err(format!("unexpected reply {}", other.name())),
         }
     }
@@ -676,7 +791,7 @@ mod tests {
             "SHOWW",
             "2",
             "ALL",
-            "2 START",
+            "2 STARTT",
             "STOP",
             "ALL REPORT",
             "x STATUS",
@@ -812,6 +927,8 @@ mod tests {
         nodes: Vec<NodeStatus>,
         stop_result: Result<Vec<NodeId>, ErrorReply>,
         stops: Vec<(Option<NodeId>, bool)>,
+        restarts: Vec<(NodeId, RestartOptions)>,
+        starts: Vec<NodeId>,
     }
 
     impl ManagementServer for ScriptedServer {
@@ -823,9 +940,22 @@ mod tests {
             &mut self,
             node: Option<NodeId>,
             include_management: bool,
+            restart: Option<RestartOptions>,
         ) -> Result<Result<Vec<NodeId>, ErrorReply>, String> {
-            self.stops.push((node, include_management));
+            match restart {
+                None => self.stops.push((node, include_management)),
+                Some(options) => {
+                    assert!(!include_management, "a restart never includes mgmd");
+                    self.restarts
+                        .push((node.expect("a restart names its node"), options));
+                }
+            }
             Ok(self.stop_result.clone())
+        }
+
+        fn start(&mut self, node: NodeId) -> Result<Result<(), ErrorReply>, String> {
+            self.starts.push(node);
+            Ok(Ok(()))
         }
     }
 
@@ -835,13 +965,25 @@ mod tests {
         result: Result<(), String>,
         text: String,
         stops: Vec<(Option<NodeId>, bool)>,
+        restarts: Vec<(NodeId, RestartOptions)>,
+        starts: Vec<NodeId>,
     }
 
     fn run_scripted(command: &str, stop_result: Result<Vec<NodeId>, ErrorReply>) -> Run {
+        run_scripted_on(cluster(), command, stop_result)
+    }
+
+    fn run_scripted_on(
+        nodes: Vec<NodeStatus>,
+        command: &str,
+        stop_result: Result<Vec<NodeId>, ErrorReply>,
+    ) -> Run {
         let mut server = ScriptedServer {
-            nodes: cluster(),
+            nodes,
             stop_result,
             stops: Vec::new(),
+            restarts: Vec::new(),
+            starts: Vec::new(),
         };
         let mut out = Vec::new();
         let command = parse_command(command).expect("a valid command");
@@ -851,7 +993,142 @@ mod tests {
             result,
             text,
             stops: server.stops,
+            restarts: server.restarts,
+            starts: server.starts,
         }
+    }
+
+    #[test]
+    fn parses_restart_with_its_flags_and_start() {
+        let restart = |node, initial, no_start| MgmCommand::Restart {
+            node,
+            options: RestartOptions { initial, no_start },
+        };
+        assert_eq!(parse_command("2 restart"), Ok(restart(2, false, false)));
+        assert_eq!(parse_command("2 RESTART -n"), Ok(restart(2, false, true)));
+        assert_eq!(parse_command("3 restart -i"), Ok(restart(3, true, false)));
+        assert_eq!(
+            parse_command("3 restart -i -N;"),
+            Ok(restart(3, true, true))
+        );
+        assert_eq!(parse_command("3 restart -n -i"), Ok(restart(3, true, true)));
+        assert_eq!(parse_command("4 start"), Ok(MgmCommand::Start(4)));
+        for line in [
+            "2 RESTART -x",
+            "2 RESTART -n -n",
+            "2 RESTART now",
+            "ALL RESTART",
+            "ALL START",
+            "2 START -n",
+        ] {
+            let error = parse_command(line).expect_err(line);
+            assert!(error.starts_with("Invalid command: "), "{line}: {error}");
+        }
+    }
+
+    #[test]
+    fn restart_reports_the_stop_then_the_restart() {
+        let Run {
+            result,
+            text,
+            stops,
+            restarts,
+            ..
+        } = run_scripted("3 RESTART", Ok(vec![3]));
+        assert_eq!(result, Ok(()));
+        assert_eq!(
+            text,
+            "Node 3: Node shutdown initiated\n\
+             Node 3: Node shutdown completed, restarting.\n\
+             Node 3 is being restarted\n"
+        );
+        assert!(stops.is_empty());
+        assert_eq!(restarts, vec![(3, RestartOptions::default())]);
+
+        let Run { text, restarts, .. } = run_scripted("3 RESTART -n -i", Ok(vec![3]));
+        assert!(
+            text.starts_with("Node 3: an initial restart (-i) is a normal restart"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Node 3: Node shutdown completed, restarting, no start.\n"),
+            "{text}"
+        );
+        let options = RestartOptions {
+            initial: true,
+            no_start: true,
+        };
+        assert_eq!(restarts, vec![(3, options)]);
+    }
+
+    #[test]
+    fn restart_of_a_node_that_cannot_restart_sends_nothing() {
+        let mut nodes = cluster();
+        nodes.push(data(4, NodeState::NotStarted, false));
+        nodes.push(data(5, NodeState::NotConnected, false));
+        for (command, expected) in [
+            ("9 RESTART", "Node 9: no such node in the configuration"),
+            ("1 RESTART", "Node 1: is the management node"),
+            ("146 RESTART", "Node 146: is an API node"),
+            ("4 RESTART", "Node 4: not started; it waits for START"),
+            ("5 RESTART -n", "Node 5: not connected"),
+        ] {
+            let run = run_scripted_on(nodes.clone(), command, Ok(vec![]));
+            let error = run.result.expect_err(command);
+            assert!(error.starts_with(expected), "{command}: {error}");
+            assert_eq!(run.text, "", "{command}");
+            assert!(run.restarts.is_empty(), "{command}");
+        }
+    }
+
+    #[test]
+    fn stop_stops_a_node_that_waits_for_start() {
+        let mut nodes = cluster();
+        nodes.push(data(4, NodeState::NotStarted, false));
+        let run = run_scripted_on(nodes, "4 STOP", Ok(vec![4]));
+        assert_eq!(run.result, Ok(()));
+        assert_eq!(
+            run.text,
+            "Node 4: Node shutdown initiated\nNode 4: Node shutdown completed.\n"
+        );
+        assert_eq!(run.stops, vec![(Some(4), false)]);
+    }
+
+    #[test]
+    fn start_only_starts_a_node_that_waits_for_it() {
+        let mut nodes = cluster();
+        nodes.push(data(4, NodeState::NotStarted, false));
+        nodes.push(data(5, NodeState::NotConnected, false));
+        let run = run_scripted_on(nodes.clone(), "4 START", Ok(vec![]));
+        assert_eq!(run.result, Ok(()));
+        assert_eq!(run.text, "Database node 4 is being started.\n");
+        assert_eq!(run.starts, vec![4]);
+        for (command, expected) in [
+            ("2 START", "Node 2: is already started"),
+            (
+                "5 START",
+                "Node 5: not connected; only a node restarted with `5 RESTART -n`",
+            ),
+            ("1 START", "Node 1: is not a data node"),
+            ("146 START", "Node 146: is not a data node"),
+            ("9 START", "Node 9: no such node in the configuration"),
+        ] {
+            let run = run_scripted_on(nodes.clone(), command, Ok(vec![]));
+            let error = run.result.expect_err(command);
+            assert!(error.starts_with(expected), "{command}: {error}");
+            assert!(run.starts.is_empty(), "{command}");
+        }
+    }
+
+    #[test]
+    fn show_and_status_name_a_node_waiting_for_start() {
+        let mut nodes = cluster();
+        nodes.push(data(4, NodeState::NotStarted, false));
+        let show = format_show(&nodes);
+        assert!(show.contains("id=4\t@127.0.0.1  (shoal-"), "{show}");
+        assert!(show.contains(", not started, Nodegroup: 0)"), "{show}");
+        let status = format_status(Target::Node(4), &nodes).expect("node 4");
+        assert!(status.starts_with("Node 4: not started ("), "{status}");
     }
 
     #[test]
@@ -860,6 +1137,7 @@ mod tests {
             result,
             text,
             stops,
+            ..
         } = run_scripted("2 STOP", Ok(vec![2]));
         assert_eq!(result, Ok(()));
         assert_eq!(
@@ -876,6 +1154,7 @@ mod tests {
                 result,
                 text,
                 stops,
+                ..
             } = run_scripted(command, Ok(vec![]));
             assert!(result.is_err(), "{command}");
             assert_eq!(text, "", "{command}");
@@ -904,6 +1183,7 @@ mod tests {
             result,
             text,
             stops,
+            ..
         } = run_scripted("ALL STOP", Ok(vec![2, 3]));
         assert_eq!(result, Ok(()));
         assert_eq!(
@@ -916,6 +1196,7 @@ mod tests {
             result,
             text,
             stops,
+            ..
         } = run_scripted("SHUTDOWN", Ok(vec![2, 3]));
         assert_eq!(result, Ok(()));
         assert_eq!(
@@ -935,6 +1216,8 @@ mod tests {
             "SHUTDOWN",
             "ALL STOP",
             "<id> STOP",
+            "<id> RESTART [-n] [-i]",
+            "<id> START",
             "<id> STATUS",
             "REPORT MEMORY",
             "QUIT",

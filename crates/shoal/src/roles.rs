@@ -40,18 +40,58 @@ fn mgmd(args: &crate::cli::MgmdArgs) -> ExitCode {
 }
 
 fn datad(args: &crate::cli::DatadArgs) -> ExitCode {
+    if !args.worker && !args.no_angel {
+        return datad_angel(args);
+    }
+    if args.worker
+        && let Some(angel) = args.angel_pid
+        && let Err(error) = runtime::angel::become_worker(angel)
+    {
+        eprintln!("shoal datad: {error}");
+        return ExitCode::FAILURE;
+    }
     let options = runtime::datad::DatadOptions {
         connectstring: args.ndb_connectstring.clone(),
         node_id: args.ndb_nodeid,
         initial: args.initial,
+        report_fd: args.report_fd,
     };
     match runtime::datad::run(&options) {
-        Ok(()) => ExitCode::SUCCESS,
+        // The code tells the angel (or `shoal up`) what to do next.
+        Ok(kind) => ExitCode::from(kind.exit_code()),
         Err(error) => {
             eprintln!("shoal datad: {error}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// `shoal datad` without `--no-angel`: the angel, which runs the data node
+/// as `shoal datad --worker` and restarts it by its policy.
+fn datad_angel(args: &crate::cli::DatadArgs) -> ExitCode {
+    let executable = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(error) => {
+            eprintln!("shoal datad: cannot find the shoal executable: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut arguments: Vec<std::ffi::OsString> = vec![
+        "datad".into(),
+        "--ndb-connectstring".into(),
+        args.ndb_connectstring.clone().into(),
+    ];
+    if args.initial {
+        arguments.push("--initial".into());
+    }
+    let options = runtime::angel::AngelOptions {
+        executable,
+        arguments,
+        node_id: args.ndb_nodeid,
+        connectstring: args.ndb_connectstring.clone(),
+    };
+    let code = runtime::angel::run(&options);
+    ExitCode::from(u8::try_from(code).unwrap_or(runtime::exit::EXIT_FAILED))
 }
 
 fn sim(args: &SimArgs) -> ExitCode {

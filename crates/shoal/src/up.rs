@@ -28,7 +28,6 @@
 //! panic leaves a node running. Only a SIGKILL of `shoal up` itself can
 //! orphan them; `shoal mgm -c 127.0.0.1:PORT -e SHUTDOWN` stops those.
 
-use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -354,11 +353,18 @@ impl Drop for Children {
     }
 }
 
-/// Restarts of one data node within a sliding window, like the limit an
-/// angel process keeps so a node that cannot start does not loop forever.
-#[derive(Debug, Default)]
-pub struct RestartBudget {
-    recent: VecDeque<Instant>,
+/// Restarts of one node within a sliding window, like the limit an angel
+/// process keeps so a node that cannot start does not loop forever.
+#[derive(Debug)]
+pub struct RestartBudget(runtime::angel::RestartWindow);
+
+impl Default for RestartBudget {
+    fn default() -> RestartBudget {
+        RestartBudget(runtime::angel::RestartWindow::new(
+            RESTARTS_PER_WINDOW_MAX,
+            RESTART_WINDOW,
+        ))
+    }
 }
 
 impl RestartBudget {
@@ -366,18 +372,7 @@ impl RestartBudget {
     /// [`RESTARTS_PER_WINDOW_MAX`] happened in the window before it; false
     /// when the budget is spent.
     pub fn take(&mut self, now: Instant) -> bool {
-        while let Some(&oldest) = self.recent.front() {
-            if now.saturating_duration_since(oldest) >= RESTART_WINDOW {
-                self.recent.pop_front();
-            } else {
-                break;
-            }
-        }
-        if self.recent.len() >= RESTARTS_PER_WINDOW_MAX {
-            return false;
-        }
-        self.recent.push_back(now);
-        true
+        self.0.take(now)
     }
 }
 
@@ -456,6 +451,8 @@ fn data_node_arguments(sandbox: &Sandbox, node: NodeId) -> Vec<String> {
         sandbox.management_address(),
         "--ndb-nodeid".to_string(),
         node.to_string(),
+        // `shoal up` is the angel of its data nodes.
+        "--no-angel".to_string(),
     ]
 }
 
@@ -603,6 +600,7 @@ impl StatusClient {
                 request: id,
                 node: None,
                 include_management: true,
+                restart: None,
             },
             timeout,
             |message| matches!(message, Message::StopReply { request, .. } if *request == id),
@@ -860,6 +858,27 @@ fn after_exit(
         // restarting would undo it.
         println!("data node {node} stopped ({exit}); it stays down until the next `shoal up`");
         return DataNodeState::Down;
+    }
+    let code = exit.code();
+    if code == Some(i32::from(runtime::exit::EXIT_RESTART))
+        || code == Some(i32::from(runtime::exit::EXIT_RESTART_WAIT_FOR_START))
+    {
+        // `N RESTART`: `shoal up` plays the angel, so it starts the node
+        // again at once. It cannot hold a node for `N START` (`-n`): only
+        // the angel of `shoal datad` can, so that restart starts at once
+        // too.
+        let wait = code == Some(i32::from(runtime::exit::EXIT_RESTART_WAIT_FOR_START));
+        if budget.take(now) {
+            println!(
+                "data node {node} restarting as asked{}",
+                if wait {
+                    " (shoal up cannot wait for START: it starts the node now)"
+                } else {
+                    ""
+                }
+            );
+            return DataNodeState::RestartAt(now);
+        }
     }
     if budget.take(now) {
         eprintln!(

@@ -209,6 +209,23 @@ impl Processes {
         self.children.push((name.to_string(), child));
     }
 
+    /// The process id of the process started as `name`.
+    pub fn pid(&self, name: &str) -> u32 {
+        self.children
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, child)| child.id())
+            .expect("a started process")
+    }
+
+    /// The exit status of the process started as `name`, if it has exited.
+    pub fn try_wait(&mut self, name: &str) -> Option<std::process::ExitStatus> {
+        self.children
+            .iter_mut()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, child)| child.try_wait().ok().flatten())
+    }
+
     /// Kills the process started as `name` with SIGKILL and reaps it.
     pub fn kill(&mut self, name: &str) {
         let index = self
@@ -229,4 +246,40 @@ impl Drop for Processes {
             let _ = child.wait();
         }
     }
+}
+
+/// The processes whose parent is `parent` (from `/proc/PID/stat`).
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces, so split after
+        // its closing parenthesis.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            pids.push(pid);
+        }
+    }
+    pids.sort_unstable();
+    pids
+}
+
+/// Whether process `pid` exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
 }
