@@ -64,6 +64,9 @@ pub struct DataNodeSettings {
     /// The management node votes as arbitrator when its ArbitrationRank > 0.
     pub arbitrator: Option<NodeId>,
     pub heartbeat_interval_ms: u64,
+    /// HeartbeatIntervalDbApi: an API node's connection silent for
+    /// `missed_heartbeats_max` of these is closed (its transactions abort).
+    pub api_heartbeat_interval_ms: u64,
     pub missed_heartbeats_max: u32,
     pub arbitration_timeout_ms: u64,
     /// MaxNoOfTables: table metadata objects (tables and unique hash
@@ -91,6 +94,7 @@ impl DataNodeSettings {
             management_node: management.node_id,
             arbitrator: (management.arbitration_rank > 0).then_some(management.node_id),
             heartbeat_interval_ms: own.heartbeat_interval_db_db_ms,
+            api_heartbeat_interval_ms: own.heartbeat_interval_db_api_ms,
             missed_heartbeats_max: own.missed_heartbeats_max,
             arbitration_timeout_ms: own.arbitration_timeout_ms,
             // Every president must refuse the same creates, so the
@@ -683,6 +687,7 @@ impl DataNode {
                 "node {} suspects node {}: {why}",
                 self.me.node, member.node
             )));
+            effects.events.push(Event::Suspected(member));
             self.first_suspicion_ms.get_or_insert(now_ms);
             self.drive_proposal(now_ms, effects);
         }
@@ -1338,6 +1343,7 @@ mod tests {
             management_node: 1,
             arbitrator: None,
             heartbeat_interval_ms: HEARTBEAT_INTERVAL_MS,
+            api_heartbeat_interval_ms: 2 * HEARTBEAT_INTERVAL_MS,
             missed_heartbeats_max: 4,
             arbitration_timeout_ms: 10_000,
             tables_max: 128,

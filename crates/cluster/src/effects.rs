@@ -48,6 +48,12 @@ pub enum Event {
     Excluded { reason: String },
     /// The node was asked to stop (by the management node); the runtime exits.
     Stop { reason: String },
+    /// The node began to suspect this member (missed heartbeats or a
+    /// closed connection): the runtime closes the connection to it, so a
+    /// link that went silent without closing is dialed afresh, and a peer
+    /// that was only slow or cut off is reached again within a dial once
+    /// it can be, instead of waiting for TCP to give up.
+    Suspected(protocol::Member),
     /// A line for the node's log.
     Log(String),
     /// The arbitrator's votes (`protocol::persisted::ArbitratorVotes`):

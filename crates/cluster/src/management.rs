@@ -45,6 +45,13 @@ pub struct ManagementSettings {
     pub config: config::ClusterConfig,
     pub start_partial_timeout_ms: u64,
     pub heartbeat_interval_ms: u64,
+    /// HeartbeatIntervalDbApi: API nodes' management connections send a
+    /// keep-alive at this interval.
+    pub api_heartbeat_interval_ms: u64,
+    /// A node's management connection silent for this many of its
+    /// intervals (data nodes report each HeartbeatIntervalDbDb) is closed,
+    /// so SHOW tells the truth and the node id is free again.
+    pub missed_heartbeats_max: u32,
     pub arbitration_timeout_ms: u64,
     pub arbitrator: bool,
     /// The cluster secret handed out with every node id
@@ -73,6 +80,8 @@ impl ManagementSettings {
             config_text: config_text.to_string(),
             start_partial_timeout_ms: first.start_partial_timeout_ms,
             heartbeat_interval_ms: first.heartbeat_interval_db_db_ms,
+            api_heartbeat_interval_ms: first.heartbeat_interval_db_api_ms,
+            missed_heartbeats_max: first.missed_heartbeats_max,
             arbitration_timeout_ms: first.arbitration_timeout_ms,
             arbitrator: management.arbitration_rank > 0,
             config,
@@ -86,6 +95,8 @@ struct Connection {
     peer_host: String,
     node: Option<NodeId>,
     role: Option<NodeRole>,
+    /// When the connection last carried a message.
+    heard_ms: u64,
 }
 
 #[derive(Debug)]
@@ -100,6 +111,9 @@ struct PendingStop {
 pub struct ManagementNode {
     settings: ManagementSettings,
     started_ms: u64,
+    /// The latest time any input carried (a new connection counts as heard
+    /// from then).
+    now_ms: u64,
     connections: BTreeMap<ConnectionId, Connection>,
     allocations: BTreeMap<NodeId, ConnectionId>,
     addresses: BTreeMap<NodeId, Address>,
@@ -130,6 +144,12 @@ pub struct ManagementNode {
     pending_stops: Vec<PendingStop>,
     shutting_down: bool,
 }
+
+/// The temporary refusal of a node id whose earlier connection is still
+/// open: that connection is closed once it is silent for the heartbeat
+/// limit, so the id's owner retries (datad and the client back off up to
+/// 60 s) and gets it back.
+pub const NODE_ID_HELD_NDB_CODE: u16 = 5020;
 
 fn refusal(ndb_code: u16, message: String) -> ErrorReply {
     ErrorReply {
@@ -171,6 +191,7 @@ impl ManagementNode {
         ManagementNode {
             settings,
             started_ms: now_ms,
+            now_ms,
             connections: BTreeMap::new(),
             allocations: BTreeMap::new(),
             addresses: BTreeMap::new(),
@@ -221,6 +242,7 @@ impl ManagementNode {
                 peer_host: peer_host.to_string(),
                 node: None,
                 role: None,
+                heard_ms: self.now_ms,
             },
         );
     }
@@ -250,7 +272,46 @@ impl ManagementNode {
         self.finish_stops(now_ms, effects);
     }
 
+    /// How long a node's management connection may stay silent: its
+    /// heartbeat interval (data nodes report at theirs, API connections
+    /// send a keep-alive at HeartbeatIntervalDbApi) times MaxMissedHeartbeats.
+    fn silence_ms_max(&self, role: NodeRole) -> u64 {
+        let interval = match role {
+            NodeRole::Data => self.settings.heartbeat_interval_ms,
+            NodeRole::Api | NodeRole::Management => self.settings.api_heartbeat_interval_ms,
+        };
+        interval * u64::from(self.settings.missed_heartbeats_max)
+    }
+
+    /// The connections of nodes silent past their limit (`silence_ms_max`),
+    /// with why: the runtime closes each and reports it closed
+    /// (`on_disconnected`), so SHOW no longer lists a stopped or hung node
+    /// as connected and its node id is free. Connections without a node id
+    /// (the `shoal mgm` client's) are left alone.
+    pub fn silent_connections(&self, now_ms: u64) -> Vec<(ConnectionId, String)> {
+        self.connections
+            .iter()
+            .filter_map(|(id, connection)| {
+                let node = connection.node?;
+                let role = connection.role?;
+                let silence_ms = now_ms.saturating_sub(connection.heard_ms);
+                (silence_ms > self.silence_ms_max(role)).then(|| {
+                    (
+                        *id,
+                        format!(
+                            "Node {node}: {} silent for {silence_ms} ms (MaxMissedHeartbeats \
+                             {} heartbeat intervals); closing its connection",
+                            role_name(Some(role)),
+                            self.settings.missed_heartbeats_max
+                        ),
+                    )
+                })
+            })
+            .collect()
+    }
+
     pub fn tick(&mut self, now_ms: u64, effects: &mut Effects<ConnectionId>) {
+        self.now_ms = self.now_ms.max(now_ms);
         if self.vote_floor.is_none()
             && now_ms.saturating_sub(self.started_ms) >= self.settings.arbitration_timeout_ms
         {
@@ -268,9 +329,12 @@ impl ManagementNode {
         message: Message,
         effects: &mut Effects<ConnectionId>,
     ) {
-        let Some(peer) = self.connections.get(&connection).cloned() else {
+        self.now_ms = self.now_ms.max(now_ms);
+        let Some(peer) = self.connections.get_mut(&connection) else {
             return;
         };
+        peer.heard_ms = now_ms;
+        let peer = peer.clone();
         match message {
             Message::AllocateNodeId {
                 role,
@@ -584,8 +648,13 @@ impl ManagementNode {
                 format!("node id {node} is not configured as {kind} in config.ini"),
             )),
             Some(node) if self.allocations.contains_key(&node) => Err(refusal(
-                5019,
-                format!("node id {node} is already allocated to a connected node"),
+                NODE_ID_HELD_NDB_CODE,
+                format!(
+                    "node id {node} is still held by an open connection, which is closed if it \
+                     stays silent for {} ms; try again",
+                    self.silence_ms_max(NodeRole::Api)
+                        .max(self.silence_ms_max(NodeRole::Data))
+                ),
             )),
             Some(node) => Ok(node),
             None => candidates
