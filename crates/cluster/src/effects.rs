@@ -54,6 +54,11 @@ pub enum Event {
     /// that was only slow or cut off is reached again within a dial once
     /// it can be, instead of waiting for TCP to give up.
     Suspected(protocol::Member),
+    /// The node stops (false) or resumes (true) serving: after
+    /// ArbitrationTimeout without agreement it refuses new API work with a
+    /// temporary error (4035) but keeps its data, until a state with it is
+    /// agreed (or one without it excludes it).
+    Serving(bool),
     /// A line for the node's log.
     Log(String),
     /// The arbitrator's votes (`protocol::persisted::ArbitratorVotes`):

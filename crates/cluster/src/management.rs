@@ -114,6 +114,8 @@ pub struct ManagementNode {
     /// The latest time any input carried (a new connection counts as heard
     /// from then).
     now_ms: u64,
+    /// Decided states sent to data nodes they removed.
+    losers_told: u64,
     connections: BTreeMap<ConnectionId, Connection>,
     allocations: BTreeMap<NodeId, ConnectionId>,
     addresses: BTreeMap<NodeId, Address>,
@@ -192,6 +194,7 @@ impl ManagementNode {
             settings,
             started_ms: now_ms,
             now_ms,
+            losers_told: 0,
             connections: BTreeMap::new(),
             allocations: BTreeMap::new(),
             addresses: BTreeMap::new(),
@@ -404,6 +407,7 @@ impl ManagementNode {
                     effects
                         .events
                         .push(Event::PersistVotes(self.votes_with(&state).encode()));
+                    self.tell_removed(&state, effects);
                     self.latest_state = Some(*state);
                 }
             }
@@ -534,6 +538,38 @@ impl ManagementNode {
                 },
             );
         }
+    }
+
+    /// Sends a newly decided state to every connected data node it
+    /// removed (members of the previous state this node knew that are not
+    /// in it): a node on the losing side of a split, cut off from the
+    /// winners but not from the management node, learns at once and
+    /// restarts, instead of waiting without agreement.
+    fn tell_removed(&mut self, state: &ClusterState, effects: &mut Effects<ConnectionId>) {
+        let Some(previous) = &self.latest_state else {
+            return;
+        };
+        let connections: Vec<ConnectionId> = previous
+            .members
+            .iter()
+            .filter(|m| !state.contains(**m))
+            .filter_map(|m| self.allocations.get(&m.node).copied())
+            .collect();
+        for connection in connections {
+            self.losers_told += 1;
+            effects.send(
+                connection,
+                Message::Decided {
+                    state: Box::new(state.clone()),
+                },
+            );
+        }
+    }
+
+    /// How many times a decided state was sent to a data node it removed
+    /// (coverage: `loser_told_by_arbitrator`).
+    pub fn losers_told(&self) -> u64 {
+        self.losers_told
     }
 
     fn mention(&mut self, generation: u64, version: u64) {
@@ -1112,6 +1148,71 @@ mod tests {
         assert!(matches!(answer, Message::Refused { .. }), "{answer:?}");
     }
 
+    /// A management node whose persisted votes say `decided` was decided.
+    fn arbitrator_that_decided(
+        settings: ManagementSettings,
+        decided: &ClusterState,
+    ) -> ManagementNode {
+        let votes = ArbitratorVotes {
+            position_mentioned_max: decided.position(),
+            decided_max: decided.position(),
+            latest_state: Some(decided.clone()),
+            records: Vec::new(),
+        };
+        ManagementNode::new(settings, 1, 0, Some(votes))
+    }
+
+    /// A decided state that removes a data node still connected to the
+    /// management node (cut off from the winners only) is sent to it at
+    /// once, so it learns it lost; members it keeps are not sent it here.
+    #[test]
+    fn a_data_node_a_decided_state_removed_is_told_it() {
+        let text = config::sandbox_config_text("", 2, 2, 1186, 16 << 20);
+        let config = config::parse(&text, "config.ini").expect("a valid config");
+        let settings = ManagementSettings::new("config.ini", &text, config, [7; 32]);
+        let member = |node: NodeId| protocol::Member {
+            node,
+            incarnation: 5,
+        };
+        let both = ClusterState {
+            generation: 1,
+            version: 2,
+            members: vec![member(2), member(3)],
+            ..ClusterState::default()
+        };
+        let mut management = arbitrator_that_decided(settings, &both);
+        for (connection, node) in [(12, 2), (13, 3)] {
+            management.on_connected(connection, "127.0.0.1");
+            let mut effects = Effects::default();
+            let allocate = Message::AllocateNodeId {
+                role: NodeRole::Data,
+                requested: Some(node),
+                listen_port: 4000,
+            };
+            management.on_message(0, connection, allocate, &mut effects);
+            assert_eq!(management.node_of(connection), Some(node));
+        }
+        let without_3 = ClusterState {
+            version: 3,
+            members: vec![member(2)],
+            removed: vec![member(3)],
+            ..both
+        };
+        let mut effects = Effects::default();
+        let decided = Message::Decided {
+            state: Box::new(without_3.clone()),
+        };
+        management.on_message(1, 12, decided, &mut effects);
+        let told: Vec<ConnectionId> = effects
+            .sends
+            .iter()
+            .filter(|(_, m)| matches!(m, Message::Decided { state } if **state == without_3))
+            .map(|(to, _)| *to)
+            .collect();
+        assert_eq!(told, vec![13], "{effects:?}");
+        assert_eq!(management.losers_told(), 1);
+    }
+
     /// The losing side of a split asks the arbitrator to vote for a
     /// position the winning side has already decided: it is told the
     /// decided state at once, not left to time out while it serves.
@@ -1129,13 +1230,7 @@ mod tests {
             }],
             ..ClusterState::default()
         };
-        let votes = ArbitratorVotes {
-            position_mentioned_max: (1, 3),
-            decided_max: (1, 3),
-            latest_state: Some(decided.clone()),
-            records: Vec::new(),
-        };
-        let mut management = ManagementNode::new(settings, 1, 0, Some(votes));
+        let mut management = arbitrator_that_decided(settings, &decided);
         management.on_connected(9, "127.0.0.1");
         for message in [
             Message::Prepare {

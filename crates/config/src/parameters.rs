@@ -327,7 +327,9 @@ pub static PARAMETERS: [Parameter; 37] = [
          Shoal's default 6 with 250 ms intervals declares a silent data node failed within \
          2 s)."),
     parameter("ArbitrationTimeout", DATA, Milliseconds, Number(7500), 10, INTEGER_MAX, Ndb,
-        "Milliseconds a data node waits for the arbitrator's answer after a split."),
+        "Milliseconds a data node waits for the arbitrator's answer after a split; past it the \
+         node stops taking new transactions (4035) but keeps its data until a state is agreed \
+         (NDB shuts it down)."),
     parameter("StartPartialTimeout", DATA, Milliseconds, Number(30000), 0, INTEGER_MAX, Ndb,
         "Milliseconds an initial start waits for all data nodes before starting without some."),
     parameter("TransactionDeadlockDetectionTimeout", DATA, Milliseconds, Number(1200), 50,

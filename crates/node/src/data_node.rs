@@ -1102,6 +1102,7 @@ impl DataNodeComposite {
                         self.dial_peers(now_ms, output);
                     }
                 }
+                Event::Serving(serving) => self.coordinator.set_serving(serving),
                 Event::Log(line) => output.logs.push(line),
                 Event::PersistVotes(_) => output.problems.push(format!(
                     "data node {} was asked to persist votes",

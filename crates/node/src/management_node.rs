@@ -189,7 +189,10 @@ impl ManagementComposite {
                 }
                 Event::PersistVotes(bytes) => output.votes = Some(bytes),
                 // The management node installs nothing and is never excluded.
-                Event::Installed(_) | Event::Excluded { .. } | Event::Suspected(_) => {}
+                Event::Installed(_)
+                | Event::Excluded { .. }
+                | Event::Suspected(_)
+                | Event::Serving(_) => {}
             }
         }
         for (link, message) in self.effects.sends.drain(..) {
