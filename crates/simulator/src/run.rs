@@ -315,6 +315,9 @@ struct Simulation {
     next_link: LinkId,
     /// (API node, data node) → the API node's end of its connection.
     api_links: BTreeMap<(NodeId, NodeId), LinkId>,
+    /// API nodes that stopped (a SIGSTOPped process): they send nothing,
+    /// heartbeats included, and keep their connections open.
+    frozen_apis: BTreeSet<NodeId>,
     /// The cluster secret the management node hands out.
     secret: protocol::identity::ClusterSecret,
     /// The challenge of each API node's connection end, until the data
@@ -456,6 +459,7 @@ impl Simulation {
             links: BTreeMap::new(),
             next_link: 1,
             api_links: BTreeMap::new(),
+            frozen_apis: BTreeSet::new(),
             secret,
             api_nonces: BTreeMap::new(),
             handshakes: VecDeque::new(),
@@ -637,7 +641,12 @@ impl Simulation {
             }
             SimEvent::Fault => self.inject_fault(),
             SimEvent::ApiHeartbeats => {
-                let connected: Vec<(NodeId, NodeId)> = self.api_links.keys().copied().collect();
+                let connected: Vec<(NodeId, NodeId)> = self
+                    .api_links
+                    .keys()
+                    .copied()
+                    .filter(|(api, _)| !self.frozen_apis.contains(api))
+                    .collect();
                 for (api, node) in connected {
                     let heartbeat = Message::Heartbeat {
                         generation: 0,

@@ -48,6 +48,8 @@ fn transaction_runs_go_through_the_composite() {
     assert!(marks.local_deliveries > 0, "{marks:?}");
     assert!(marks.lock_wait_ticks > 0, "{marks:?}");
     assert!(marks.api_failures_with_transactions > 0, "{marks:?}");
+    // A stopped deserter is found by its missed heartbeats.
+    assert!(marks.api_declared_dead > 0, "{marks:?}");
     assert!(
         api_disconnects > 0,
         "no API node left with an open transaction"
