@@ -625,6 +625,12 @@ impl Simulation {
     pub(super) fn workload_progress(&mut self) {
         let now = self.now_ms;
         let in_flight = self.tcp.in_flight;
+        // A stopped API node still connected keeps the run going until the
+        // data nodes declare it dead (missed heartbeats) and roll it back.
+        let stopped_api_connected = self
+            .api_links
+            .keys()
+            .any(|(api, _)| self.frozen_apis.contains(api));
         let workload = self.workload_mut();
         if workload.phase == Phase::Running && now >= workload.run_until_ms {
             workload.phase = Phase::Draining;
@@ -634,6 +640,7 @@ impl Simulation {
         let abandoned = !workload.abandoned.is_empty();
         let busy = workload.sessions.iter().any(|s| s.running.is_some())
             || abandoned
+            || stopped_api_connected
             || workload.deserter.is_some();
         if in_flight > 0 {
             return;
@@ -641,7 +648,7 @@ impl Simulation {
         if busy || workload.phase == Phase::Loading {
             // Nothing in flight: only a lock wait ending, or an inactivity
             // timeout, can move things on.
-            if !self.lock_waits_pending() && !abandoned {
+            if !self.lock_waits_pending() && !abandoned && !stopped_api_connected {
                 self.fail_stuck("transactions wait for answers, but no message is in flight");
             }
             return;
