@@ -20,8 +20,16 @@
 //! `missed_heartbeats_max` intervals, or whose connection closed, is
 //! suspected; the president removes suspected members. A member that cannot
 //! get a change decided within `arbitration_timeout_ms` of suspecting a
-//! peer is on the losing side of a split and excludes itself, as NDB's
-//! losing side shuts down.
+//! peer excludes itself if its side is a minority even with the
+//! arbitrator's vote (NDB's rule); with exactly half of the members, only
+//! the arbitrator decides, and the side stops serving
+//! (`Event::Serving(false)`: the runtime refuses new API work with 4035)
+//! but keeps its memory and keeps proposing; it excludes
+//! itself only on learning a state without it (the arbitrator answers a
+//! losing side's vote request with the decided state). NDB's losing side
+//! shuts down and restarts from disk; Shoal has no disk yet, so a side
+//! that merely lost the arbitrator (a lone survivor, say) waits for it and
+//! serves again with its data once a change is agreed.
 //!
 //! The block is sans-IO: inputs are (now, message) pairs, connection
 //! events and ticks; outputs are `Effects`.
@@ -64,6 +72,9 @@ pub struct DataNodeSettings {
     /// The management node votes as arbitrator when its ArbitrationRank > 0.
     pub arbitrator: Option<NodeId>,
     pub heartbeat_interval_ms: u64,
+    /// HeartbeatIntervalDbApi: an API node's connection silent for
+    /// `missed_heartbeats_max` of these is closed (its transactions abort).
+    pub api_heartbeat_interval_ms: u64,
     pub missed_heartbeats_max: u32,
     pub arbitration_timeout_ms: u64,
     /// MaxNoOfTables: table metadata objects (tables and unique hash
@@ -91,6 +102,7 @@ impl DataNodeSettings {
             management_node: management.node_id,
             arbitrator: (management.arbitration_rank > 0).then_some(management.node_id),
             heartbeat_interval_ms: own.heartbeat_interval_db_db_ms,
+            api_heartbeat_interval_ms: own.heartbeat_interval_db_api_ms,
             missed_heartbeats_max: own.missed_heartbeats_max,
             arbitration_timeout_ms: own.arbitration_timeout_ms,
             // Every president must refuse the same creates, so the
@@ -117,8 +129,16 @@ pub struct Marks {
     pub decided_with_arbitrator: u64,
     /// A proposal that did not decide in time was started again.
     pub proposals_retried: u64,
-    /// The node left because no quorum agreed within ArbitrationTimeout.
+    /// The node left because no quorum agreed within ArbitrationTimeout
+    /// and its side is a minority even with the arbitrator's vote.
     pub excluded_without_quorum: u64,
+    /// The node stopped serving because no quorum agreed within
+    /// ArbitrationTimeout though the arbitrator's vote could still make
+    /// its side win (it keeps its memory and keeps proposing).
+    pub stopped_serving_without_quorum: u64,
+    /// A node that had stopped serving installed a state with itself in it
+    /// and serves again, with its data.
+    pub serving_again: u64,
     /// The node left because a whole node group was lost.
     pub excluded_node_group_lost: u64,
     /// The node learned that the others had removed it.
@@ -138,6 +158,8 @@ impl Marks {
         self.decided_with_arbitrator += other.decided_with_arbitrator;
         self.proposals_retried += other.proposals_retried;
         self.excluded_without_quorum += other.excluded_without_quorum;
+        self.stopped_serving_without_quorum += other.stopped_serving_without_quorum;
+        self.serving_again += other.serving_again;
         self.excluded_node_group_lost += other.excluded_node_group_lost;
         self.excluded_by_others += other.excluded_by_others;
         self.schema_retry_answered_from_state += other.schema_retry_answered_from_state;
@@ -222,6 +244,9 @@ pub struct DataNode {
     schema_refusals: VecDeque<(SchemaRequestId, ErrorReply)>,
     next_heartbeat_ms: u64,
     stopped: bool,
+    /// False from ArbitrationTimeout without agreement until a state with
+    /// this node in it is installed.
+    serving: bool,
     /// DataMemory pages (used, total), set by the runtime for status reports.
     memory_pages: (u64, u64),
     /// The schema version installed when `memory_pages` was measured.
@@ -259,6 +284,7 @@ impl DataNode {
             schema_refusals: VecDeque::new(),
             next_heartbeat_ms: now_ms,
             stopped: false,
+            serving: true,
             memory_pages: (0, 0),
             memory_schema_version: 0,
             member_free_pages: BTreeMap::new(),
@@ -284,6 +310,33 @@ impl DataNode {
     /// The installed cluster state, once this node is a member.
     pub fn state(&self) -> Option<&ClusterState> {
         self.state.as_ref()
+    }
+
+    /// Whether the members this node does not suspect, itself included,
+    /// together with the arbitrator's vote, are a majority of the voters on
+    /// the next state: exactly half of the members can still win, fewer
+    /// never can.
+    fn could_win_with_arbitrator(&self) -> bool {
+        let Some(state) = self.state.as_ref() else {
+            return false;
+        };
+        let electorate = Electorate::for_state(state, self.settings.arbitrator);
+        let weight: u32 = electorate
+            .voters
+            .iter()
+            .filter(|(voter, _)| match voter {
+                Voter::DataNode(member) => !self.suspected.contains(member),
+                Voter::Arbitrator(_) => true,
+            })
+            .map(|(_, weight)| weight)
+            .sum();
+        electorate.is_quorum(weight)
+    }
+
+    /// Whether the node may take new API work: false after
+    /// ArbitrationTimeout without agreement, until a state is agreed.
+    pub fn is_serving(&self) -> bool {
+        self.serving
     }
 
     pub fn is_started(&self) -> bool {
@@ -425,20 +478,44 @@ impl DataNode {
             }
             if let Some(since) = self.first_suspicion_ms
                 && now_ms.saturating_sub(since) > self.settings.arbitration_timeout_ms
+                && !self.could_win_with_arbitrator()
             {
+                // Even the arbitrator's vote cannot make this side a
+                // majority: it lost for certain, as NDB's minority side
+                // does, and only a new incarnation may join the winners.
                 self.marks.excluded_without_quorum += 1;
                 let lost: Vec<String> = self.suspected.iter().map(|m| m.node.to_string()).collect();
                 self.exclude(
                     format!(
                         "no agreement on the failure of node(s) {} within ArbitrationTimeout \
-                         ({} ms): this side of the cluster lacks a majority and the \
-                         arbitrator's vote",
+                         ({} ms), and this side is a minority even with the arbitrator's vote",
                         lost.join(","),
                         self.settings.arbitration_timeout_ms
                     ),
                     effects,
                 );
                 return;
+            }
+            if let Some(since) = self.first_suspicion_ms
+                && now_ms.saturating_sub(since) > self.settings.arbitration_timeout_ms
+                && self.serving
+            {
+                // This side may have lost the split: it must not answer
+                // what the other side may be changing. It keeps its memory
+                // (no disk holds it elsewhere) and keeps proposing; a state
+                // without it excludes it, one with it lets it serve again.
+                self.marks.stopped_serving_without_quorum += 1;
+                self.serving = false;
+                let lost: Vec<String> = self.suspected.iter().map(|m| m.node.to_string()).collect();
+                effects.events.push(Event::Log(format!(
+                    "node {} stops serving: no agreement on the failure of node(s) {} within \
+                     ArbitrationTimeout ({} ms); this side may lack a majority and the \
+                     arbitrator's vote. Keeping its data and proposing until a state is agreed",
+                    self.me.node,
+                    lost.join(","),
+                    self.settings.arbitration_timeout_ms
+                )));
+                effects.events.push(Event::Serving(false));
             }
             let cutoff = interval * JOIN_REQUEST_LIFETIME_INTERVALS;
             self.join_requests
@@ -697,6 +774,7 @@ impl DataNode {
                 "node {} suspects node {}: {why}",
                 self.me.node, member.node
             )));
+            effects.events.push(Event::Suspected(member));
             self.first_suspicion_ms.get_or_insert(now_ms);
             self.drive_proposal(now_ms, effects);
         }
@@ -1247,6 +1325,16 @@ impl DataNode {
         effects
             .events
             .push(Event::Installed(Box::new(next.clone())));
+        if !self.serving && next.contains(self.me) {
+            self.serving = true;
+            self.marks.serving_again += 1;
+            effects.events.push(Event::Log(format!(
+                "node {} serves again: state {:?} was agreed with it as a member",
+                self.me.node,
+                next.position()
+            )));
+            effects.events.push(Event::Serving(true));
+        }
         self.member_positions.retain(|m, _| next.contains(*m));
         self.member_free_pages.retain(|m, _| next.contains(*m));
         // The president waits for this before it acknowledges a schema change.
@@ -1352,6 +1440,7 @@ mod tests {
             management_node: 1,
             arbitrator: None,
             heartbeat_interval_ms: HEARTBEAT_INTERVAL_MS,
+            api_heartbeat_interval_ms: 2 * HEARTBEAT_INTERVAL_MS,
             missed_heartbeats_max: 4,
             arbitration_timeout_ms: 10_000,
             tables_max: 128,
@@ -1484,6 +1573,102 @@ mod tests {
             };
             self.input(now_ms, 3, 2, heartbeat);
         }
+    }
+
+    /// Ticks `node` alone (every peer silent) for twice its
+    /// ArbitrationTimeout; returns the events and the time reached.
+    fn tick_alone(node: &mut DataNode) -> (Vec<Event>, u64) {
+        let timeout_ms = node.settings.arbitration_timeout_ms;
+        let mut events = Vec::new();
+        let mut now = 0;
+        while now <= 2 * timeout_ms && !node.stopped {
+            let mut effects = Effects::new();
+            node.tick(now, &mut effects);
+            events.extend(effects.events);
+            now += HEARTBEAT_INTERVAL_MS;
+        }
+        (events, now)
+    }
+
+    /// Without an arbitrator, node 2 alone is half of the votes and can
+    /// never win: at ArbitrationTimeout it excludes itself (NDB's rule).
+    #[test]
+    fn a_side_that_cannot_win_even_with_the_arbitrator_excludes_itself() {
+        let mut cluster = Cluster::formed();
+        let node = cluster.nodes.get_mut(&2).expect("node 2");
+        let (events, _) = tick_alone(node);
+        assert!(
+            events.iter().any(|e| matches!(e, Event::Excluded { .. })),
+            "{events:?}"
+        );
+        assert_eq!(node.marks().excluded_without_quorum, 1);
+        assert_eq!(node.marks().stopped_serving_without_quorum, 0);
+    }
+
+    /// Node 2 alone (node 3 silent) with an arbitrator that does not
+    /// answer could still win with its vote: after ArbitrationTimeout it
+    /// stops serving, but keeps its state (and so its data) and is not
+    /// excluded; a state agreed with it in it lets it serve again, and a
+    /// state without it excludes it.
+    #[test]
+    fn a_side_without_agreement_stops_serving_keeps_its_state_and_serves_again() {
+        let mut cluster = Cluster::formed();
+        let node = cluster.nodes.get_mut(&2).expect("node 2");
+        node.settings.arbitrator = Some(1);
+        let (events, now) = tick_alone(node);
+        let stopped = events
+            .iter()
+            .filter(|e| **e == Event::Serving(false))
+            .count();
+        assert_eq!(stopped, 1, "{events:?}");
+        assert!(
+            !events.iter().any(|e| matches!(e, Event::Excluded { .. })),
+            "{events:?}"
+        );
+        assert!(!node.is_serving());
+        assert!(node.is_started(), "the state (and the data) is kept");
+        assert_eq!(node.marks().stopped_serving_without_quorum, 1);
+        let member = |node: NodeId| Member {
+            node,
+            incarnation: 1,
+        };
+        // Node 3 comes back; a state with node 2 in it is agreed.
+        let agreed = ClusterState {
+            generation: 1,
+            version: 2,
+            members: vec![member(2)],
+            removed: vec![member(3)],
+            ..ClusterState::default()
+        };
+        let mut effects = Effects::new();
+        let decided = Message::Decided {
+            state: Box::new(agreed.clone()),
+        };
+        node.on_message(now, 3, 1, decided, &mut effects);
+        assert!(
+            effects.events.contains(&Event::Serving(true)),
+            "{effects:?}"
+        );
+        assert!(node.is_serving());
+        // A later state without node 2 excludes it.
+        let without = ClusterState {
+            version: 3,
+            members: vec![member(3)],
+            removed: vec![member(3), member(2)],
+            ..agreed
+        };
+        let mut effects = Effects::new();
+        let decided = Message::Decided {
+            state: Box::new(without),
+        };
+        node.on_message(now, 3, 1, decided, &mut effects);
+        assert!(
+            effects
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::Excluded { .. })),
+            "{effects:?}"
+        );
     }
 
     /// The president proposes a create, node 3 accepts it, the `Accepted`

@@ -362,6 +362,7 @@ mod tests {
             management_node: 1,
             arbitrator: Some(1),
             heartbeat_interval_ms: 100,
+            api_heartbeat_interval_ms: 200,
             missed_heartbeats_max: 4,
             arbitration_timeout_ms: 1_000,
             tables_max: 1_024,

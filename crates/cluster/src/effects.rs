@@ -52,6 +52,17 @@ pub enum Event {
         reason: String,
         restart: Option<RestartOptions>,
     },
+    /// The node began to suspect this member (missed heartbeats or a
+    /// closed connection): the runtime closes the connection to it, so a
+    /// link that went silent without closing is dialed afresh, and a peer
+    /// that was only slow or cut off is reached again within a dial once
+    /// it can be, instead of waiting for TCP to give up.
+    Suspected(protocol::Member),
+    /// The node stops (false) or resumes (true) serving: after
+    /// ArbitrationTimeout without agreement it refuses new API work with a
+    /// temporary error (4035) but keeps its data, until a state with it is
+    /// agreed (or one without it excludes it).
+    Serving(bool),
     /// A line for the node's log.
     Log(String),
     /// The arbitrator's votes (`protocol::persisted::ArbitratorVotes`):

@@ -45,6 +45,13 @@ pub struct ManagementSettings {
     pub config: config::ClusterConfig,
     pub start_partial_timeout_ms: u64,
     pub heartbeat_interval_ms: u64,
+    /// HeartbeatIntervalDbApi: API nodes' management connections send a
+    /// keep-alive at this interval.
+    pub api_heartbeat_interval_ms: u64,
+    /// A node's management connection silent for this many of its
+    /// intervals (data nodes report each HeartbeatIntervalDbDb) is closed,
+    /// so SHOW tells the truth and the node id is free again.
+    pub missed_heartbeats_max: u32,
     pub arbitration_timeout_ms: u64,
     pub arbitrator: bool,
     /// The cluster secret handed out with every node id
@@ -73,6 +80,8 @@ impl ManagementSettings {
             config_text: config_text.to_string(),
             start_partial_timeout_ms: first.start_partial_timeout_ms,
             heartbeat_interval_ms: first.heartbeat_interval_db_db_ms,
+            api_heartbeat_interval_ms: first.heartbeat_interval_db_api_ms,
+            missed_heartbeats_max: first.missed_heartbeats_max,
             arbitration_timeout_ms: first.arbitration_timeout_ms,
             arbitrator: management.arbitration_rank > 0,
             config,
@@ -86,6 +95,8 @@ struct Connection {
     peer_host: String,
     node: Option<NodeId>,
     role: Option<NodeRole>,
+    /// When the connection last carried a message.
+    heard_ms: u64,
 }
 
 #[derive(Debug)]
@@ -102,6 +113,11 @@ struct PendingStop {
 pub struct ManagementNode {
     settings: ManagementSettings,
     started_ms: u64,
+    /// The latest time any input carried (a new connection counts as heard
+    /// from then).
+    now_ms: u64,
+    /// Decided states sent to data nodes they removed.
+    losers_told: u64,
     connections: BTreeMap<ConnectionId, Connection>,
     allocations: BTreeMap<NodeId, ConnectionId>,
     addresses: BTreeMap<NodeId, Address>,
@@ -148,6 +164,12 @@ struct StopOrder {
 /// asked (not connected, not a data node, not waiting).
 const NODE_NOT_STOPPABLE_NDB_CODE: u16 = 5024;
 
+/// The temporary refusal of a node id whose earlier connection is still
+/// open: that connection is closed once it is silent for the heartbeat
+/// limit, so the id's owner retries (datad and the client back off up to
+/// 60 s) and gets it back.
+pub const NODE_ID_HELD_NDB_CODE: u16 = 5020;
+
 fn refusal(ndb_code: u16, message: String) -> ErrorReply {
     ErrorReply {
         ndb_code,
@@ -188,6 +210,8 @@ impl ManagementNode {
         ManagementNode {
             settings,
             started_ms: now_ms,
+            now_ms,
+            losers_told: 0,
             connections: BTreeMap::new(),
             allocations: BTreeMap::new(),
             addresses: BTreeMap::new(),
@@ -239,6 +263,7 @@ impl ManagementNode {
                 peer_host: peer_host.to_string(),
                 node: None,
                 role: None,
+                heard_ms: self.now_ms,
             },
         );
     }
@@ -270,7 +295,46 @@ impl ManagementNode {
         self.finish_stops(now_ms, effects);
     }
 
+    /// How long a node's management connection may stay silent: its
+    /// heartbeat interval (data nodes report at theirs, API connections
+    /// send a keep-alive at HeartbeatIntervalDbApi) times MaxMissedHeartbeats.
+    fn silence_ms_max(&self, role: NodeRole) -> u64 {
+        let interval = match role {
+            NodeRole::Data => self.settings.heartbeat_interval_ms,
+            NodeRole::Api | NodeRole::Management => self.settings.api_heartbeat_interval_ms,
+        };
+        interval * u64::from(self.settings.missed_heartbeats_max)
+    }
+
+    /// The connections of nodes silent past their limit (`silence_ms_max`),
+    /// with why: the runtime closes each and reports it closed
+    /// (`on_disconnected`), so SHOW no longer lists a stopped or hung node
+    /// as connected and its node id is free. Connections without a node id
+    /// (the `shoal mgm` client's) are left alone.
+    pub fn silent_connections(&self, now_ms: u64) -> Vec<(ConnectionId, String)> {
+        self.connections
+            .iter()
+            .filter_map(|(id, connection)| {
+                let node = connection.node?;
+                let role = connection.role?;
+                let silence_ms = now_ms.saturating_sub(connection.heard_ms);
+                (silence_ms > self.silence_ms_max(role)).then(|| {
+                    (
+                        *id,
+                        format!(
+                            "Node {node}: {} silent for {silence_ms} ms (MaxMissedHeartbeats \
+                             {} heartbeat intervals); closing its connection",
+                            role_name(Some(role)),
+                            self.settings.missed_heartbeats_max
+                        ),
+                    )
+                })
+            })
+            .collect()
+    }
+
     pub fn tick(&mut self, now_ms: u64, effects: &mut Effects<ConnectionId>) {
+        self.now_ms = self.now_ms.max(now_ms);
         if self.vote_floor.is_none()
             && now_ms.saturating_sub(self.started_ms) >= self.settings.arbitration_timeout_ms
         {
@@ -288,9 +352,12 @@ impl ManagementNode {
         message: Message,
         effects: &mut Effects<ConnectionId>,
     ) {
-        let Some(peer) = self.connections.get(&connection).cloned() else {
+        self.now_ms = self.now_ms.max(now_ms);
+        let Some(peer) = self.connections.get_mut(&connection) else {
             return;
         };
+        peer.heard_ms = now_ms;
+        let peer = peer.clone();
         match message {
             Message::AllocateNodeId {
                 role,
@@ -360,6 +427,7 @@ impl ManagementNode {
                     effects
                         .events
                         .push(Event::PersistVotes(self.votes_with(&state).encode()));
+                    self.tell_removed(&state, effects);
                     self.latest_state = Some(*state);
                 }
             }
@@ -503,6 +571,38 @@ impl ManagementNode {
         }
     }
 
+    /// Sends a newly decided state to every connected data node it
+    /// removed (members of the previous state this node knew that are not
+    /// in it): a node on the losing side of a split, cut off from the
+    /// winners but not from the management node, learns at once and
+    /// restarts, instead of waiting without agreement.
+    fn tell_removed(&mut self, state: &ClusterState, effects: &mut Effects<ConnectionId>) {
+        let Some(previous) = &self.latest_state else {
+            return;
+        };
+        let connections: Vec<ConnectionId> = previous
+            .members
+            .iter()
+            .filter(|m| !state.contains(**m))
+            .filter_map(|m| self.allocations.get(&m.node).copied())
+            .collect();
+        for connection in connections {
+            self.losers_told += 1;
+            effects.send(
+                connection,
+                Message::Decided {
+                    state: Box::new(state.clone()),
+                },
+            );
+        }
+    }
+
+    /// How many times a decided state was sent to a data node it removed
+    /// (coverage: `loser_told_by_arbitrator`).
+    pub fn losers_told(&self) -> u64 {
+        self.losers_told
+    }
+
     fn mention(&mut self, generation: u64, version: u64) {
         self.position_mentioned_max = self.position_mentioned_max.max((generation, version));
     }
@@ -615,8 +715,13 @@ impl ManagementNode {
                 format!("node id {node} is not configured as {kind} in config.ini"),
             )),
             Some(node) if self.allocations.contains_key(&node) => Err(refusal(
-                5019,
-                format!("node id {node} is already allocated to a connected node"),
+                NODE_ID_HELD_NDB_CODE,
+                format!(
+                    "node id {node} is still held by an open connection, which is closed if it \
+                     stays silent for {} ms; try again",
+                    self.silence_ms_max(NodeRole::Api)
+                        .max(self.silence_ms_max(NodeRole::Data))
+                ),
             )),
             Some(node) => Ok(node),
             None => candidates
@@ -1195,6 +1300,71 @@ mod tests {
         assert!(matches!(answer, Message::Refused { .. }), "{answer:?}");
     }
 
+    /// A management node whose persisted votes say `decided` was decided.
+    fn arbitrator_that_decided(
+        settings: ManagementSettings,
+        decided: &ClusterState,
+    ) -> ManagementNode {
+        let votes = ArbitratorVotes {
+            position_mentioned_max: decided.position(),
+            decided_max: decided.position(),
+            latest_state: Some(decided.clone()),
+            records: Vec::new(),
+        };
+        ManagementNode::new(settings, 1, 0, Some(votes))
+    }
+
+    /// A decided state that removes a data node still connected to the
+    /// management node (cut off from the winners only) is sent to it at
+    /// once, so it learns it lost; members it keeps are not sent it here.
+    #[test]
+    fn a_data_node_a_decided_state_removed_is_told_it() {
+        let text = config::sandbox_config_text("", 2, 2, 1186, 16 << 20);
+        let config = config::parse(&text, "config.ini").expect("a valid config");
+        let settings = ManagementSettings::new("config.ini", &text, config, [7; 32]);
+        let member = |node: NodeId| protocol::Member {
+            node,
+            incarnation: 5,
+        };
+        let both = ClusterState {
+            generation: 1,
+            version: 2,
+            members: vec![member(2), member(3)],
+            ..ClusterState::default()
+        };
+        let mut management = arbitrator_that_decided(settings, &both);
+        for (connection, node) in [(12, 2), (13, 3)] {
+            management.on_connected(connection, "127.0.0.1");
+            let mut effects = Effects::default();
+            let allocate = Message::AllocateNodeId {
+                role: NodeRole::Data,
+                requested: Some(node),
+                listen_port: 4000,
+            };
+            management.on_message(0, connection, allocate, &mut effects);
+            assert_eq!(management.node_of(connection), Some(node));
+        }
+        let without_3 = ClusterState {
+            version: 3,
+            members: vec![member(2)],
+            removed: vec![member(3)],
+            ..both
+        };
+        let mut effects = Effects::default();
+        let decided = Message::Decided {
+            state: Box::new(without_3.clone()),
+        };
+        management.on_message(1, 12, decided, &mut effects);
+        let told: Vec<ConnectionId> = effects
+            .sends
+            .iter()
+            .filter(|(_, m)| matches!(m, Message::Decided { state } if **state == without_3))
+            .map(|(to, _)| *to)
+            .collect();
+        assert_eq!(told, vec![13], "{effects:?}");
+        assert_eq!(management.losers_told(), 1);
+    }
+
     /// The losing side of a split asks the arbitrator to vote for a
     /// position the winning side has already decided: it is told the
     /// decided state at once, not left to time out while it serves.
@@ -1212,13 +1382,7 @@ mod tests {
             }],
             ..ClusterState::default()
         };
-        let votes = ArbitratorVotes {
-            position_mentioned_max: (1, 3),
-            decided_max: (1, 3),
-            latest_state: Some(decided.clone()),
-            records: Vec::new(),
-        };
-        let mut management = ManagementNode::new(settings, 1, 0, Some(votes));
+        let mut management = arbitrator_that_decided(settings, &decided);
         management.on_connected(9, "127.0.0.1");
         for message in [
             Message::Prepare {

@@ -306,14 +306,30 @@ pub static PARAMETERS: [Parameter; 39] = [
     parameter("ServerPort", DATA, Integer, Number(0), 0, 65535, Ndb,
         "The port the data node listens on; 0 picks a free port at start and publishes it \
          through the management node."),
-    parameter("HeartbeatIntervalDbDb", DATA, Milliseconds, Number(1500), 10, INTEGER_MAX, Ndb,
-        "Milliseconds between heartbeats from one data node to the next."),
-    parameter("HeartbeatIntervalDbApi", DATA, Milliseconds, Number(1500), 100, INTEGER_MAX, Ndb,
-        "Milliseconds between heartbeats between data nodes and API nodes."),
-    parameter("MaxMissedHeartbeats", DATA, Integer, Number(4), 2, 100, Shoal,
-        "Heartbeats a silent node may miss before it is declared failed (NDB fixes this at 4)."),
+    // Shoal's defaults detect a silent data node within 2 s (250 ms x 6),
+    // where NDB's (5000 ms x 4) take 20 s. NDB needs the slack because its
+    // heartbeats share threads with disk checkpoints and long signals.
+    // Shoal's event loop is sans-IO with no blocking step, so a heartbeat
+    // is handled in the loop turn it arrives, and a false suspicion costs
+    // a node restart (it copies its fragments back), never data. When
+    // durability lands, disk work must stay off the loop or these grow.
+    parameter("HeartbeatIntervalDbDb", DATA, Milliseconds, Number(250), 10, INTEGER_MAX, Ndb,
+        "Milliseconds between heartbeats from one data node to the next. Shoal's default \
+         (250, with MaxMissedHeartbeats 6: a silent node is out within 2 s) is far below \
+         NDB's 5000 because its event loop never blocks on disk, so a late heartbeat means \
+         a stopped node, and a wrong suspicion costs a node restart, not data."),
+    parameter("HeartbeatIntervalDbApi", DATA, Milliseconds, Number(500), 100, INTEGER_MAX, Ndb,
+        "Milliseconds between heartbeats between data nodes and API nodes; an API node \
+         silent for MaxMissedHeartbeats intervals is disconnected, which aborts its \
+         transactions and frees its locks (Shoal's default 500, NDB's 1500)."),
+    parameter("MaxMissedHeartbeats", DATA, Integer, Number(6), 2, 100, Shoal,
+        "Heartbeats a silent node may miss before it is declared failed (NDB fixes this at 4; \
+         Shoal's default 6 with 250 ms intervals declares a silent data node failed within \
+         2 s)."),
     parameter("ArbitrationTimeout", DATA, Milliseconds, Number(7500), 10, INTEGER_MAX, Ndb,
-        "Milliseconds a data node waits for the arbitrator's answer after a split."),
+        "Milliseconds a data node waits for the arbitrator's answer after a split; past it the \
+         node stops taking new transactions (4035) but keeps its data until a state is agreed \
+         (NDB shuts it down)."),
     parameter("StartPartialTimeout", DATA, Milliseconds, Number(30000), 0, INTEGER_MAX, Ndb,
         "Milliseconds an initial start waits for all data nodes before starting without some."),
     parameter("TransactionDeadlockDetectionTimeout", DATA, Milliseconds, Number(1200), 50,

@@ -186,9 +186,9 @@ fn unset_parameters_take_ndb_defaults() {
     assert_eq!(node.execution_threads, 2);
     assert_eq!(node.ldm_threads(), 1);
     assert_eq!(node.server_port, 0);
-    assert_eq!(node.heartbeat_interval_db_db_ms, 1500);
-    assert_eq!(node.heartbeat_interval_db_api_ms, 1500);
-    assert_eq!(node.missed_heartbeats_max, 4);
+    assert_eq!(node.heartbeat_interval_db_db_ms, 250);
+    assert_eq!(node.heartbeat_interval_db_api_ms, 500);
+    assert_eq!(node.missed_heartbeats_max, 6);
     assert_eq!(node.arbitration_timeout_ms, 7500);
     assert_eq!(node.start_partial_timeout_ms, 30000);
     assert_eq!(node.transaction_deadlock_detection_timeout_ms, 1200);

@@ -72,6 +72,10 @@ struct Link {
     nonce: Nonce,
     /// The data node this side dialed, until its `Hello` sets `peer`.
     dialed: Option<NodeId>,
+    /// When the peer last sent anything (set once it is identified): an
+    /// API node silent for `missed_heartbeats_max` of its heartbeat
+    /// intervals is declared dead and its connection closed.
+    heard_ms: u64,
 }
 
 /// The state of the connection to the management node.
@@ -177,6 +181,10 @@ pub struct NodeMarks {
     /// Transaction messages dropped because their sender had left the
     /// cluster (a removed incarnation's late requests and phases).
     pub departed_messages_dropped: u64,
+    /// Connections closed because membership suspected their peer.
+    pub suspected_links_closed: u64,
+    /// API nodes' connections closed because they missed their heartbeats.
+    pub api_declared_dead: u64,
 }
 
 impl NodeMarks {
@@ -190,6 +198,8 @@ impl NodeMarks {
         self.management_reconnects += other.management_reconnects;
         self.management_timeouts += other.management_timeouts;
         self.departed_messages_dropped += other.departed_messages_dropped;
+        self.suspected_links_closed += other.suspected_links_closed;
+        self.api_declared_dead += other.api_declared_dead;
     }
 }
 
@@ -407,6 +417,7 @@ impl DataNodeComposite {
                 peer_nonce: None,
                 nonce,
                 dialed,
+                heard_ms: 0,
             },
         );
         assert!(fresh.is_none(), "link {link} is reused");
@@ -476,9 +487,11 @@ impl DataNodeComposite {
         if self.awaiting_restart {
             return;
         }
-        let Some(state) = self.links.get(&link).copied() else {
+        let Some(state) = self.links.get_mut(&link) else {
             return;
         };
+        state.heard_ms = now_ms;
+        let state = *state;
         if state.peer.is_none() {
             self.handshake(now_ms, link, state, message, output);
             return;
@@ -493,6 +506,21 @@ impl DataNodeComposite {
         }
         if transaction::is_transaction_message(&message) {
             self.on_transaction_message(now_ms, peer, message, output);
+            return;
+        }
+        if peer.role == NodeRole::Api && matches!(message, Message::Heartbeat { .. }) {
+            // An API node's heartbeat is answered at once, so the API node
+            // hears this node at its own interval and can tell a stopped
+            // data node from an idle one.
+            let (generation, version) = self.membership.state().map_or((0, 0), |s| s.position());
+            output.sends.push((
+                link,
+                Message::Heartbeat {
+                    generation,
+                    version,
+                    free_pages: None,
+                },
+            ));
             return;
         }
         // API nodes may ask; only data nodes take part in membership.
@@ -635,6 +663,7 @@ impl DataNodeComposite {
         }
         let identified = self.links.get_mut(&link).expect("checked by the caller");
         identified.peer = Some(peer);
+        identified.heard_ms = now_ms;
         let previous = self.peers.insert(peer.node, link);
         if peer.role == NodeRole::Data {
             self.ever_connected.insert(peer.node);
@@ -816,8 +845,39 @@ impl DataNodeComposite {
             });
             self.dial_peers(now_ms, output);
             self.ask_for_addresses(now_ms, output);
+            self.close_silent_api_links(now_ms, output);
         }
         self.drive_management(now_ms, output);
+    }
+
+    /// Closes the connection of every API node silent for
+    /// `missed_heartbeats_max` of its heartbeat intervals: a stopped or
+    /// hung API process would otherwise keep its transactions' locks until
+    /// TCP gave up. Closing rolls its open transactions back
+    /// (`forget_link`). Checked at each membership tick, so an API node is
+    /// declared dead at most one data-node heartbeat interval late.
+    fn close_silent_api_links(&mut self, now_ms: u64, output: &mut Output) {
+        let silence_ms_max = self.settings.api_heartbeat_interval_ms
+            * u64::from(self.settings.missed_heartbeats_max);
+        let silent: Vec<(LinkId, NodeId, u64)> = self
+            .links
+            .iter()
+            .filter_map(|(id, link)| {
+                let peer = link.peer?;
+                let silence_ms = now_ms.saturating_sub(link.heard_ms);
+                (peer.role == NodeRole::Api && silence_ms > silence_ms_max)
+                    .then_some((*id, peer.node, silence_ms))
+            })
+            .collect();
+        for (link, node, silence_ms) in silent {
+            self.marks.api_declared_dead += 1;
+            let why = format!(
+                "API node {node} declared dead: silent for {silence_ms} ms (MaxMissedHeartbeats \
+                 {} x HeartbeatIntervalDbApi {} ms)",
+                self.settings.missed_heartbeats_max, self.settings.api_heartbeat_interval_ms
+            );
+            self.close_link(now_ms, link, &why, output);
+        }
     }
 
     /// Asks the runtime to dial every data node with a higher id that has
@@ -1050,6 +1110,27 @@ impl DataNodeComposite {
                     output.stop = Some(reason);
                     output.restart = restart;
                 }
+                Event::Suspected(member) => {
+                    // A silent link may never close by itself (a stopped
+                    // process, a cut that drops packets): close it so the
+                    // dialing side connects afresh and a healed peer is
+                    // reached within a dial, not after TCP gives up.
+                    let link = self.peers.get(&member.node).copied();
+                    if let Some(link) = link
+                        && self
+                            .peer_of(link)
+                            .is_some_and(|p| p.incarnation <= member.incarnation)
+                    {
+                        self.marks.suspected_links_closed += 1;
+                        let why = format!(
+                            "suspected node {} incarnation {}",
+                            member.node, member.incarnation
+                        );
+                        self.close_link(now_ms, link, &why, output);
+                        self.dial_peers(now_ms, output);
+                    }
+                }
+                Event::Serving(serving) => self.coordinator.set_serving(serving),
                 Event::Log(line) => output.logs.push(line),
                 Event::PersistVotes(_) => output.problems.push(format!(
                     "data node {} was asked to persist votes",

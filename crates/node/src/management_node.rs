@@ -52,6 +52,9 @@ pub struct ManagementOutput {
     /// The node was told to shut down, with why: the runtime lets this
     /// turn's sends drain and exits.
     pub stop: Option<String>,
+    /// Links to close, with why; the composite has forgotten them already
+    /// (the runtime does not call `on_link_closed` for them).
+    pub close: Vec<(LinkId, String)>,
 }
 
 impl ManagementOutput {
@@ -61,6 +64,7 @@ impl ManagementOutput {
         self.identified.clear();
         self.logs.clear();
         self.stop = None;
+        self.close.clear();
     }
 }
 
@@ -158,6 +162,13 @@ impl ManagementComposite {
 
     /// The block's timers: call at `next_deadline_ms` (or later).
     pub fn tick(&mut self, now_ms: u64, output: &mut ManagementOutput) {
+        for (link, why) in self.block.silent_connections(now_ms) {
+            if self.links.remove(&link).is_some() {
+                output.logs.push(why.clone());
+                output.close.push((link, why));
+                self.block.on_disconnected(now_ms, link, &mut self.effects);
+            }
+        }
         self.block.tick(now_ms, &mut self.effects);
         self.next_tick_at_ms = now_ms
             + self
@@ -178,7 +189,10 @@ impl ManagementComposite {
                 }
                 Event::PersistVotes(bytes) => output.votes = Some(bytes),
                 // The management node installs nothing and is never excluded.
-                Event::Installed(_) | Event::Excluded { .. } => {}
+                Event::Installed(_)
+                | Event::Excluded { .. }
+                | Event::Suspected(_)
+                | Event::Serving(_) => {}
             }
         }
         for (link, message) in self.effects.sends.drain(..) {

@@ -3,34 +3,16 @@
 //! cluster secret; before that the connection can do nothing else, and a
 //! claim never takes over the connection of a newer incarnation.
 
-use cluster::DataNodeSettings;
+mod support;
+
 use node::{DataNodeComposite, LinkId, Output};
 use protocol::identity::{ClusterSecret, Nonce, hello_proof};
-use protocol::{Address, Message, NodeId, NodeRole};
-use transaction::{CoordinatorConfig, QueryHandler};
+use protocol::{Message, NodeId, NodeRole};
 
 const SECRET: ClusterSecret = [42; 32];
 
 fn composite(node: NodeId) -> DataNodeComposite {
-    let text = config::sandbox_config_text("", 2, 2, 1186, 16 << 20);
-    let config = config::parse(&text, "config.ini").expect("a valid config");
-    let settings = DataNodeSettings::from_config(&config, node, 100).expect("configured");
-    let engine = storage::engine::EngineConfig {
-        data_memory_bytes: 4 << 20,
-        ..Default::default()
-    };
-    DataNodeComposite::new(
-        settings,
-        0,
-        QueryHandler::new(node, engine).expect("engine"),
-        CoordinatorConfig::default(),
-        Address {
-            node,
-            host: "127.0.0.1".into(),
-            port: 1,
-        },
-        SECRET,
-    )
+    support::composite(node, 1, SECRET)
 }
 
 /// Opens `link` and returns the nonce the composite challenged with.

@@ -3,32 +3,14 @@
 //! retry interval, asks for the node's id on it, and gives it up when no
 //! answer came by the deadline — nothing waits, so heartbeats go on.
 
-use cluster::DataNodeSettings;
+mod support;
+
 use node::data_node::{MANAGEMENT_ANSWER_TIMEOUT_MS, MANAGEMENT_RETRY_MS, ManagementLink};
 use node::{DataNodeComposite, Output};
-use protocol::{Address, Message, NodeRole};
-use transaction::{CoordinatorConfig, QueryHandler};
+use protocol::{Message, NodeRole};
 
 fn composite() -> DataNodeComposite {
-    let text = config::sandbox_config_text("", 2, 2, 1186, 16 << 20);
-    let config = config::parse(&text, "config.ini").expect("a valid config");
-    let settings = DataNodeSettings::from_config(&config, 2, 100).expect("configured");
-    let engine = storage::engine::EngineConfig {
-        data_memory_bytes: 4 << 20,
-        ..Default::default()
-    };
-    DataNodeComposite::new(
-        settings,
-        0,
-        QueryHandler::new(2, engine).expect("engine"),
-        CoordinatorConfig::default(),
-        Address {
-            node: 2,
-            host: "127.0.0.1".into(),
-            port: 4321,
-        },
-        [1; 32],
-    )
+    support::composite(2, 4321, [1; 32])
 }
 
 /// Ticks at every deadline up to `until_ms`; returns every output.

@@ -195,3 +195,77 @@ fn an_open_link_id_is_never_given_twice() {
     management.on_connected(1, "127.0.0.1");
     management.on_connected(1, "127.0.0.2");
 }
+
+/// A node id whose connection is still open is refused for now (5020,
+/// temporary), not for good; once that connection has been silent for
+/// MaxMissedHeartbeats of the node's heartbeat intervals the management
+/// node closes it (SHOW then tells the truth), and the id is given again.
+/// A connection that keeps reporting is never closed.
+#[test]
+fn a_silent_node_connection_is_closed_and_its_id_refused_only_for_now_until_then() {
+    let mut management = composite();
+    let settings = management.block().settings().clone();
+    let silence_max_ms = settings.heartbeat_interval_ms * u64::from(settings.missed_heartbeats_max);
+    let mut output = ManagementOutput::default();
+    management.on_connected(1, "127.0.0.1");
+    management.on_message(0, 1, hello(2, 10, NodeRole::Data), &mut output);
+    management.on_message(0, 1, allocate(Some(2)), &mut output);
+    // Node 3 keeps reporting at its interval.
+    management.on_connected(3, "127.0.0.1");
+    management.on_message(0, 3, hello(3, 10, NodeRole::Data), &mut output);
+    management.on_message(0, 3, allocate(Some(3)), &mut output);
+    let report = |management: &mut ManagementComposite, now: u64, output: &mut ManagementOutput| {
+        let report = protocol::DataNodeReport {
+            started: false,
+            incarnation: 10,
+            generation: 0,
+            version: 0,
+            president: 0,
+            members: Vec::new(),
+            schema_version: 0,
+            tables: 0,
+            pages_used: 0,
+            pages_total: 0,
+        };
+        management.on_message(now, 3, Message::StatusReport { report }, output);
+    };
+    output.clear();
+    // Node 2's next process asks for its id while the old connection is
+    // open: a temporary refusal.
+    management.on_connected(2, "127.0.0.1");
+    management.on_message(1, 2, hello(2, 11, NodeRole::Data), &mut output);
+    management.on_message(1, 2, allocate(Some(2)), &mut output);
+    let refused = output
+        .sends
+        .iter()
+        .find_map(|(link, message)| match message {
+            Message::Refused { error } if *link == 2 => Some(error.ndb_code),
+            _ => None,
+        });
+    assert_eq!(refused, Some(cluster::management::NODE_ID_HELD_NDB_CODE));
+    management.on_link_closed(1, 2, &mut output);
+    // Ticks up to the limit close nothing; past it, node 2's old link.
+    let mut now = 0;
+    let mut closed_at = None;
+    while now <= 3 * silence_max_ms && closed_at.is_none() {
+        output.clear();
+        report(&mut management, now, &mut output);
+        management.tick(now, &mut output);
+        if let Some((link, why)) = output.close.first() {
+            assert_eq!(*link, 1, "only the silent node's link: {:?}", output.close);
+            assert!(why.contains("Node 2"), "{why}");
+            closed_at = Some(now);
+        }
+        now += settings.heartbeat_interval_ms / 2;
+    }
+    let closed_at = closed_at.expect("the silent connection is closed");
+    assert!(closed_at > silence_max_ms, "closed at {closed_at}");
+    assert_eq!(management.peer_of(1), None);
+    assert_eq!(management.block().node_of(3), Some(3));
+    // The id is free again.
+    output.clear();
+    management.on_connected(4, "127.0.0.1");
+    management.on_message(now, 4, hello(2, 11, NodeRole::Data), &mut output);
+    management.on_message(now, 4, allocate(Some(2)), &mut output);
+    assert_eq!(management.block().node_of(4), Some(2), "{output:?}");
+}

@@ -298,20 +298,45 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
 /// started before its management node waits for it instead of failing.
 const START_CONNECT_ATTEMPTS: u32 = 30;
 const START_CONNECT_DELAY: Duration = Duration::from_secs(1);
+/// How long a temporary refusal of the node id (5020: an earlier
+/// connection with this id is still open, e.g. this node's previous
+/// process, stopped, whose connection the management node closes once it
+/// has been silent for the heartbeat limit) is retried, with backoff.
+const TEMPORARY_REFUSAL_RETRY_FOR: Duration = Duration::from_secs(60);
+const TEMPORARY_REFUSAL_DELAY_MAX: Duration = Duration::from_secs(8);
 
 fn allocate_with_retries(
     options: &DatadOptions,
     terminate: &AtomicBool,
 ) -> Result<Allocated, String> {
     let mut attempt = 1;
+    let started = std::time::Instant::now();
+    let mut refusal_delay = Duration::from_millis(250);
     loop {
         if terminate.load(Ordering::Relaxed) {
             return Err("stopped on a signal before the management node answered".into());
         }
         match allocate(options) {
             Ok(allocated) => return Ok(allocated),
-            // A refusal is an answer; only an unreachable node is retried.
+            // A permanent refusal is an answer; an unreachable node and a
+            // temporary refusal are retried.
             Err(AllocateError::Refused(message)) => return Err(message),
+            Err(AllocateError::RefusedForNow(message))
+                if started.elapsed() >= TEMPORARY_REFUSAL_RETRY_FOR =>
+            {
+                return Err(format!(
+                    "{message}; gave up after {} s",
+                    TEMPORARY_REFUSAL_RETRY_FOR.as_secs()
+                ));
+            }
+            Err(AllocateError::RefusedForNow(message)) => {
+                eprintln!(
+                    "datad: {message}; retrying in {} ms",
+                    refusal_delay.as_millis()
+                );
+                std::thread::sleep(refusal_delay);
+                refusal_delay = (refusal_delay * 2).min(TEMPORARY_REFUSAL_DELAY_MAX);
+            }
             Err(AllocateError::Unreachable(message)) if attempt >= START_CONNECT_ATTEMPTS => {
                 return Err(format!("{message}; gave up after {attempt} attempts"));
             }
@@ -333,12 +358,16 @@ type Allocated = (BlockingConnection, NodeId, String, String, ClusterSecret);
 enum AllocateError {
     Unreachable(String),
     Refused(String),
+    /// A temporary refusal (the id is held by a connection being checked).
+    RefusedForNow(String),
 }
 
 impl From<AllocateError> for String {
     fn from(error: AllocateError) -> String {
         match error {
-            AllocateError::Unreachable(message) | AllocateError::Refused(message) => message,
+            AllocateError::Unreachable(message)
+            | AllocateError::Refused(message)
+            | AllocateError::RefusedForNow(message) => message,
         }
     }
 }
@@ -374,10 +403,17 @@ fn allocate(options: &DatadOptions) -> Result<Allocated, AllocateError> {
             config_text,
             secret,
         } => Ok((connection, node, config_file, config_text, secret)),
-        Message::Refused { error } => Err(AllocateError::Refused(format!(
-            "the management node refused a node id: {} (error {})",
-            error.message, error.ndb_code
-        ))),
+        Message::Refused { error } => {
+            let message = format!(
+                "the management node refused a node id: {} (error {})",
+                error.message, error.ndb_code
+            );
+            if error.ndb_code == cluster::management::NODE_ID_HELD_NDB_CODE {
+                Err(AllocateError::RefusedForNow(message))
+            } else {
+                Err(AllocateError::Refused(message))
+            }
+        }
         _ => unreachable!("filtered by the request"),
     }
 }

@@ -314,6 +314,12 @@ pub fn run(options: &MgmdOptions) -> Result<(), String> {
         for line in &output.logs {
             cluster_log.line(line);
         }
+        // Silent nodes' connections: the composite has forgotten them.
+        for (link, _) in output.close.drain(..) {
+            if let Some(mut connection) = connections.remove(&Token(link as usize)) {
+                let _ = poll.registry().deregister(&mut connection.stream);
+            }
+        }
         if output.stop.is_some() {
             stopping = Some(Instant::now());
         }

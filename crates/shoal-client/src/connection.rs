@@ -323,6 +323,12 @@ pub(crate) struct Inner {
     secret: ClusterSecret,
     addresses: Mutex<BTreeMap<NodeId, String>>,
     pub(crate) data_nodes: Vec<NodeId>,
+    /// Each data node's HeartbeatIntervalDbApi (ms) and MaxMissedHeartbeats.
+    heartbeats: BTreeMap<NodeId, (u64, u32)>,
+    /// Between keep-alives on the management connection: the smallest
+    /// HeartbeatIntervalDbApi (the management node uses the first data
+    /// node's).
+    management_keep_alive: Duration,
     links: Vec<(NodeId, Mutex<Option<Arc<Link>>>)>,
     /// When each data node last failed to connect (see `RECONNECT_INTERVAL`).
     failed_connects: Mutex<BTreeMap<NodeId, Instant>>,
@@ -386,6 +392,16 @@ impl Cluster {
             ClientError::connection(format!("the management node sent a bad configuration: {e}"))
         })?;
         let data_nodes: Vec<NodeId> = config.data_nodes.iter().map(|d| d.node_id).collect();
+        let heartbeats: BTreeMap<NodeId, (u64, u32)> = config
+            .data_nodes
+            .iter()
+            .map(|d| {
+                (
+                    d.node_id,
+                    (d.heartbeat_interval_db_api_ms, d.missed_heartbeats_max),
+                )
+            })
+            .collect();
         let mut mailboxes = vec![None; SESSIONS_MAX];
         mailboxes[ADMIN_MAILBOX] = Some(Arc::new(Mailbox::default()));
         let inner = Arc::new(Inner {
@@ -397,6 +413,14 @@ impl Cluster {
             links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
             failed_connects: Mutex::new(BTreeMap::new()),
             data_nodes,
+            management_keep_alive: Duration::from_millis(
+                heartbeats
+                    .values()
+                    .map(|(interval_ms, _)| *interval_ms)
+                    .min()
+                    .unwrap_or(DEFAULT_API_HEARTBEAT_MS),
+            ),
+            heartbeats,
             shared: Arc::new(Shared {
                 mailboxes: RwLock::new(mailboxes),
                 counters: SharedCounters::default(),
@@ -752,10 +776,11 @@ impl Cluster {
             .expect("refusals")
             .remove(&node);
         let (stream, decoder, pending) = opened.into_parts();
-        // The handshake left a read timeout on the socket, and a clone
-        // shares it: the receiving thread must block until data or a
-        // real disconnect, however long the link stays idle.
-        stream.set_read_timeout(None).ok()?;
+        // The handshake left its own read timeout on the socket, and a
+        // clone shares it: the receiving thread wakes at the heartbeat
+        // interval to send its heartbeat and to notice a silent data node.
+        let heartbeats = self.heartbeats(node);
+        stream.set_read_timeout(Some(heartbeats.interval)).ok()?;
         let reader = stream.try_clone().ok()?;
         let link = Arc::new(Link::new(
             node,
@@ -769,9 +794,25 @@ impl Cluster {
         let receiving = Arc::clone(&link);
         std::thread::Builder::new()
             .name(format!("shoal-receive-{node}"))
-            .spawn(move || receive_loop(reader, decoder, receiving, shared))
+            .spawn(move || receive_loop(reader, decoder, receiving, shared, heartbeats))
             .ok()?;
         Some(link)
+    }
+
+    /// How this API node heartbeats data node `node`: its
+    /// HeartbeatIntervalDbApi, and the silence after which the node is
+    /// taken for dead (MaxMissedHeartbeats intervals).
+    fn heartbeats(&self, node: NodeId) -> Heartbeats {
+        let (interval_ms, missed) = self
+            .inner
+            .heartbeats
+            .get(&node)
+            .copied()
+            .unwrap_or((DEFAULT_API_HEARTBEAT_MS, DEFAULT_MISSED_HEARTBEATS));
+        Heartbeats {
+            interval: Duration::from_millis(interval_ms),
+            silence_max: Duration::from_millis(interval_ms * u64::from(missed)),
+        }
     }
 
     fn any_connected(&self) -> Result<NodeId, ClientError> {
@@ -978,12 +1019,20 @@ fn absorb_addresses(inner: &Inner, wait: Duration) {
 /// known. Ends when the cluster connection is dropped.
 fn keep_management_connection(inner: std::sync::Weak<Inner>) {
     let mut pause = MANAGEMENT_RETRY_PAUSE;
+    let mut next_keep_alive = Instant::now();
     loop {
         std::thread::sleep(MANAGEMENT_POLL_INTERVAL);
         let Some(inner) = inner.upgrade() else {
             return;
         };
         absorb_addresses(&inner, Duration::ZERO);
+        if Instant::now() >= next_keep_alive {
+            // The management node closes an API node's connection silent
+            // for MaxMissedHeartbeats keep-alive intervals (so SHOW lists
+            // only live nodes and a dead one's id is free again).
+            next_keep_alive = Instant::now() + inner.management_keep_alive;
+            keep_management_alive(&inner);
+        }
         if inner
             .management
             .lock()
@@ -1010,6 +1059,24 @@ fn keep_management_connection(inner: std::sync::Weak<Inner>) {
                 pause = (pause * 2).min(MANAGEMENT_RETRY_PAUSE_MAX);
             }
         }
+    }
+}
+
+/// Sends the management node a keep-alive; a connection that fails is
+/// dropped, for the next poll to reopen.
+fn keep_management_alive(inner: &Inner) {
+    let mut management = inner.management.lock().expect("management");
+    let Some(connection) = management.connection.as_mut() else {
+        return;
+    };
+    let keep_alive = Message::Heartbeat {
+        generation: 0,
+        version: 0,
+        free_pages: None,
+    };
+    if let Err(error) = connection.send(&[keep_alive]) {
+        management.connection = None;
+        management.down_reason = error.to_string();
     }
 }
 
@@ -1094,6 +1161,18 @@ fn dispatch(shared: &Shared, node: NodeId, message: Message) {
     shared.deliver(mailbox, Delivery::Message(message));
 }
 
+/// The heartbeat timing of one data-node connection.
+#[derive(Debug, Clone, Copy)]
+struct Heartbeats {
+    interval: Duration,
+    silence_max: Duration,
+}
+
+/// HeartbeatIntervalDbApi and MaxMissedHeartbeats for a data node the
+/// configuration does not describe (only in tests of the client alone).
+const DEFAULT_API_HEARTBEAT_MS: u64 = 500;
+const DEFAULT_MISSED_HEARTBEATS: u32 = 6;
+
 /// Room each read of a data-node connection offers at least.
 const RECEIVE_BYTES_MIN: usize = 256 * 1024;
 
@@ -1103,13 +1182,49 @@ fn receive_loop(
     mut decoder: FrameDecoder,
     link: Arc<Link>,
     shared: Arc<Shared>,
+    heartbeats: Heartbeats,
 ) {
     let mut messages = Vec::new();
+    let mut heartbeat_frame = Vec::new();
+    encode_frame(
+        &[Message::Heartbeat {
+            generation: 0,
+            version: 0,
+            free_pages: None,
+        }],
+        &mut heartbeat_frame,
+    );
+    // The handshake just heard the data node.
+    let mut heard = Instant::now();
+    let mut next_heartbeat = heard + heartbeats.interval;
     loop {
+        let now = Instant::now();
+        if now >= next_heartbeat {
+            // The data node answers each heartbeat, and closes the
+            // connection of an API node that stopped sending them, rolling
+            // its transactions back.
+            next_heartbeat = now + heartbeats.interval;
+            // A send that timed out behind a session's long write leaves
+            // the link as it was (and that write proves this node alive).
+            if link.send(&heartbeat_frame, next_heartbeat).is_err()
+                && !link.alive.load(Ordering::Acquire)
+            {
+                break;
+            }
+        }
+        if now.saturating_duration_since(heard) > heartbeats.silence_max {
+            // A stopped data node keeps its socket open: only its silence
+            // tells, and the sessions waiting on it must hear NodeDown.
+            let _ = reader.shutdown(Shutdown::Both);
+            break;
+        }
         // Read straight into the decoder's buffer: no copy per read.
         let read = match reader.read(decoder.spare(RECEIVE_BYTES_MIN)) {
             Ok(0) => break,
-            Ok(n) => n,
+            Ok(n) => {
+                heard = Instant::now();
+                n
+            }
             // Only a closed or failed connection is a node failure: a
             // timeout or an interrupted read just means nothing arrived.
             Err(error)
@@ -1168,6 +1283,8 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
         links: data_nodes.iter().map(|n| (*n, Mutex::new(None))).collect(),
         failed_connects: Mutex::new(BTreeMap::new()),
         data_nodes: data_nodes.to_vec(),
+        heartbeats: BTreeMap::new(),
+        management_keep_alive: Duration::from_millis(DEFAULT_API_HEARTBEAT_MS),
         shared: Arc::new(Shared {
             mailboxes: RwLock::new(mailboxes),
             counters: SharedCounters::default(),
@@ -1237,7 +1354,20 @@ mod tests {
 
     /// A receiving thread, its link, and the mailbox of session 1, reading
     /// `client`; the server side of the socket is returned to write to.
+    /// Its heartbeats are an hour apart, so the tests see only their own
+    /// messages.
     fn receiving(client: TcpStream) -> (Arc<Link>, Arc<Mailbox>) {
+        let hour = Duration::from_secs(3_600);
+        receiving_with(
+            client,
+            Heartbeats {
+                interval: hour,
+                silence_max: hour,
+            },
+        )
+    }
+
+    fn receiving_with(client: TcpStream, heartbeats: Heartbeats) -> (Arc<Link>, Arc<Mailbox>) {
         let mut mailboxes = vec![None; 4];
         let mailbox = Arc::new(Mailbox::default());
         mailboxes[1] = Some(Arc::clone(&mailbox));
@@ -1255,8 +1385,45 @@ mod tests {
             .expect("link"),
         );
         let receiving = Arc::clone(&link);
-        std::thread::spawn(move || receive_loop(client, FrameDecoder::new(), receiving, shared));
+        std::thread::spawn(move || {
+            receive_loop(client, FrameDecoder::new(), receiving, shared, heartbeats)
+        });
         (link, mailbox)
+    }
+
+    /// The receiving thread heartbeats the data node at its interval, and
+    /// a data node that answers nothing for the silence limit (a stopped
+    /// process keeps its socket open) is taken for down: the sessions hear
+    /// `NodeDown` instead of waiting for TCP.
+    #[test]
+    fn a_silent_data_node_is_heartbeated_then_declared_down() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
+        let (mut server, _) = listener.accept().expect("accept");
+        let interval = Duration::from_millis(50);
+        client.set_read_timeout(Some(interval)).expect("timeout");
+        let started = Instant::now();
+        let (link, mailbox) = receiving_with(
+            client,
+            Heartbeats {
+                interval,
+                silence_max: 6 * interval,
+            },
+        );
+        let sent = read_messages(&mut server, 2);
+        assert!(
+            sent.len() == 2 && sent.iter().all(|m| matches!(m, Message::Heartbeat { .. })),
+            "{sent:?}"
+        );
+        let mut deliveries = VecDeque::new();
+        assert!(mailbox.take(Instant::now() + Duration::from_secs(5), &mut deliveries));
+        assert!(matches!(deliveries.front(), Some(Delivery::NodeDown(2))));
+        assert!(!link.alive.load(Ordering::Acquire));
+        assert!(
+            started.elapsed() >= 6 * interval,
+            "declared down after {:?}",
+            started.elapsed()
+        );
     }
 
     /// Reads frames from `server` until `count` messages arrived or a

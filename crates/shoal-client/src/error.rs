@@ -118,9 +118,10 @@ pub fn classify(ndb_code: u16) -> ErrorClass {
         // and transactions, node failure, cluster failure, dictionary busy,
         // request to a non-president, send buffers, redo overload, a data
         // node whose connection slots are taken, a data node not yet a
-        // member, a distribution that changed under a request.
+        // member, a distribution that changed under a request, a node id
+        // still held by an old connection being checked (5020).
         266 | 233 | 1217 | 488 | 4006 | NODE_FAILURE | CLUSTER_FAILURE | 702 | 711 | 1218
-        | 1220 | 410 | 5019 | 4035 | 1204 => ErrorClass::Temporary,
+        | 1220 | 410 | 5019 | 5020 | 4035 | 1204 => ErrorClass::Temporary,
         RECEIVE_FAILED | REQUEST_TIMEOUT_CODE => ErrorClass::UnknownResult,
         _ => ErrorClass::Permanent,
     }

@@ -1,7 +1,8 @@
 //! Real processes against hostile or broken peers: a management node that
 //! accepts connections and never answers must not stall the data nodes'
 //! event loops, and a stranger's `Hello` claiming a data node's id must
-//! neither take over that node's connection nor get anyone restarted.
+//! neither take over that node's connection nor get anyone restarted; a
+//! stopped data node is removed within seconds and rejoins once resumed.
 //! Everything runs on 127.0.0.1 with free ports, every wait is bounded,
 //! and every process is stopped.
 
@@ -45,6 +46,15 @@ impl Processes {
         let (_, mut child) = self.children.remove(index);
         assert!(signal(child.id(), rustix::process::Signal::KILL));
         let _ = child.wait();
+    }
+
+    /// The process id of a started process.
+    fn pid(&self, name: &str) -> u32 {
+        self.children
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, child)| child.id())
+            .expect("a started process")
     }
 
     /// Whether every process is still running.
@@ -201,6 +211,69 @@ fn a_silent_management_node_does_not_stall_the_data_nodes() {
             .unwrap_or_else(|| panic!("node {node} does not answer:\n{}", cluster.logs()));
         assert_eq!(after.members, before.members, "{}", cluster.logs());
     }
+}
+
+/// Issue 11, item 4: a stopped data node (SIGSTOP: its sockets stay open,
+/// so only its silence tells) is removed within a few seconds of
+/// heartbeats (250 ms x 6 by default, plus the arbitrator's vote), not
+/// after TCP gives up; once it runs again (SIGCONT) it learns it was
+/// removed, restarts as a new incarnation and rejoins, because the
+/// survivor closed the silent connection and the connections are dialed
+/// afresh. Meanwhile the management node closed its silent connection, so
+/// the node id is free for the new incarnation.
+#[test]
+fn a_stopped_data_node_is_removed_in_seconds_and_rejoins_when_resumed() {
+    let mut cluster = TwoNodeCluster::start("stopped-datad");
+    let before = cluster.client.cluster_state(2).expect("state");
+    assert_eq!(before.members.len(), 2);
+    let stopped = cluster.processes.pid("3");
+    assert!(signal(stopped, rustix::process::Signal::STOP));
+    let started = Instant::now();
+    let removed = eventually(Duration::from_secs(15), || {
+        let state = cluster.client.cluster_state(2).ok()?;
+        (state.members.iter().all(|m| m.node != 3)).then_some(())
+    });
+    let took = started.elapsed();
+    assert!(signal(stopped, rustix::process::Signal::CONT));
+    removed.unwrap_or_else(|| {
+        panic!(
+            "node 3 was not removed:
+{}",
+            cluster.logs()
+        )
+    });
+    // 1.5-1.75 s of silence, then one round of agreement; the bound leaves
+    // room for a loaded machine but not for TCP's own timeouts.
+    assert!(
+        took < Duration::from_secs(8),
+        "removal took {took:?}:
+{}",
+        cluster.logs()
+    );
+    let rejoined = eventually(Duration::from_secs(30), || {
+        let state = cluster.client.cluster_state(2).ok()?;
+        (state.members.len() == 2).then_some(state)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "node 3 did not rejoin:
+{}",
+            cluster.logs()
+        )
+    });
+    let newer = rejoined
+        .members
+        .iter()
+        .find(|m| m.node == 3)
+        .expect("node 3 is a member");
+    let older = before
+        .members
+        .iter()
+        .find(|m| m.node == 3)
+        .expect("node 3 was a member");
+    assert!(newer.incarnation > older.incarnation, "{}", cluster.logs());
+    // Nobody exited: the node restarted in its own process.
+    assert!(cluster.processes.all_running(), "{}", cluster.logs());
 }
 
 /// The 31-byte frame of the first protocol version's `Hello` (no nonce):

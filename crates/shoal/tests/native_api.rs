@@ -428,6 +428,24 @@ fn a_client_refused_by_full_data_nodes_is_told_why() {
         "the data nodes accepted every holder: {} of 20",
         holders.len()
     );
+    // The holders heartbeat as live API nodes do: a data node closes the
+    // connection of an API node silent for MaxMissedHeartbeats intervals.
+    let keep_holding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let holding = std::sync::Arc::clone(&keep_holding);
+    let keeper = std::thread::spawn(move || {
+        while holding.load(std::sync::atomic::Ordering::Relaxed) {
+            for holder in &mut holders {
+                let heartbeat = Message::Heartbeat {
+                    generation: 0,
+                    version: 0,
+                    free_pages: None,
+                };
+                let _ = holder.send(&[heartbeat]);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        holders
+    });
     std::thread::sleep(Duration::from_millis(500));
     let error = match Cluster::connect(&nodes.connectstring, Duration::from_secs(3)) {
         Ok(_) => panic!("connected to data nodes whose slots are all taken"),
@@ -436,6 +454,7 @@ fn a_client_refused_by_full_data_nodes_is_told_why() {
     assert_eq!((error.ndb_code, error.mysql_code), (5019, 1040), "{error}");
     assert!(error.message.contains("data node"), "{error}");
     assert!(error.message.contains("refused"), "{error}");
-    drop(holders);
+    keep_holding.store(false, std::sync::atomic::Ordering::Relaxed);
+    drop(keeper.join().expect("the keeper thread"));
     drop(first);
 }

@@ -32,9 +32,16 @@ use workload::Workload;
 
 /// The API node that issues schema changes.
 const CLIENT_NODE: NodeId = 250;
-/// Simulated heartbeat interval; failure detection is 4 of them.
+/// Simulated heartbeat interval; failure detection is
+/// `MISSED_HEARTBEATS_MAX` of them.
 const HEARTBEAT_INTERVAL_MS: u64 = 100;
+/// Silent intervals before a node is suspected in the simulator (fewer than
+/// the default, so the runs' timings stay short).
+const MISSED_HEARTBEATS_MAX: u32 = 4;
 const ARBITRATION_TIMEOUT_MS: u64 = 1_500;
+/// Simulated HeartbeatIntervalDbApi: every API node heartbeats each data
+/// node it is connected to at this interval, as `shoal-client` does.
+const API_HEARTBEAT_INTERVAL_MS: u64 = 200;
 const START_PARTIAL_TIMEOUT_MS: u64 = 3_000;
 const FAULT_PERIOD_MS: u64 = 100;
 const CLIENT_PERIOD_MS: u64 = 250;
@@ -212,6 +219,8 @@ enum SimEvent {
     },
     Fault,
     Client,
+    /// Every API node heartbeats the data nodes it is connected to.
+    ApiHeartbeats,
     /// A workload session's pause between transactions ends.
     Session {
         index: usize,
@@ -333,6 +342,9 @@ struct Simulation {
     next_link: LinkId,
     /// (API node, data node) → the API node's end of its connection.
     api_links: BTreeMap<(NodeId, NodeId), LinkId>,
+    /// API nodes that stopped (a SIGSTOPped process): they send nothing,
+    /// heartbeats included, and keep their connections open.
+    frozen_apis: BTreeSet<NodeId>,
     /// The cluster secret the management node hands out.
     secret: protocol::identity::ClusterSecret,
     /// The challenge of each API node's connection end, until the data
@@ -478,6 +490,7 @@ impl Simulation {
             links: BTreeMap::new(),
             next_link: 1,
             api_links: BTreeMap::new(),
+            frozen_apis: BTreeSet::new(),
             secret,
             api_nonces: BTreeMap::new(),
             handshakes: VecDeque::new(),
@@ -517,6 +530,8 @@ impl Simulation {
         let mut settings =
             DataNodeSettings::from_config(&self.config, node, incarnation).expect("configured");
         settings.heartbeat_interval_ms = HEARTBEAT_INTERVAL_MS;
+        settings.api_heartbeat_interval_ms = API_HEARTBEAT_INTERVAL_MS;
+        settings.missed_heartbeats_max = MISSED_HEARTBEATS_MAX;
         settings.arbitration_timeout_ms = ARBITRATION_TIMEOUT_MS;
         settings.tables_max = self.tables_max;
         settings
@@ -530,6 +545,8 @@ impl Simulation {
             self.secret,
         );
         settings.heartbeat_interval_ms = HEARTBEAT_INTERVAL_MS;
+        settings.api_heartbeat_interval_ms = API_HEARTBEAT_INTERVAL_MS;
+        settings.missed_heartbeats_max = MISSED_HEARTBEATS_MAX;
         settings.arbitration_timeout_ms = ARBITRATION_TIMEOUT_MS;
         settings.start_partial_timeout_ms = START_PARTIAL_TIMEOUT_MS;
         settings
@@ -559,6 +576,7 @@ impl Simulation {
         if self.options.schema_changes || transactions {
             self.schedule(CLIENT_PERIOD_MS, SimEvent::Client);
         }
+        self.schedule(API_HEARTBEAT_INTERVAL_MS, SimEvent::ApiHeartbeats);
         let end_ms = if transactions {
             // Forming the cluster and creating the tables come first.
             workload::PREPARATION_MS_MAX + self.options.fault_ms + self.options.settle_ms
@@ -654,6 +672,24 @@ impl Simulation {
                 }
             }
             SimEvent::Fault => self.inject_fault(),
+            SimEvent::ApiHeartbeats => {
+                let connected: Vec<(NodeId, NodeId)> = self
+                    .api_links
+                    .keys()
+                    .copied()
+                    .filter(|(api, _)| !self.frozen_apis.contains(api))
+                    .collect();
+                for (api, node) in connected {
+                    let heartbeat = Message::Heartbeat {
+                        generation: 0,
+                        version: 0,
+                        free_pages: None,
+                    };
+                    self.send_from_api(api, node, heartbeat);
+                }
+                let next_ms = self.now_ms + API_HEARTBEAT_INTERVAL_MS;
+                self.schedule(next_ms, SimEvent::ApiHeartbeats);
+            }
             SimEvent::Client => self.client_step(),
             SimEvent::Session { index } => self.session_step(index),
             SimEvent::Deserter => self.deserter_step(),
@@ -798,6 +834,12 @@ impl Simulation {
                     "the management node's votes on disk differ from the votes it sends".into(),
                 );
             }
+        }
+        for (link, _) in output.close {
+            // The management node closed a silent data node's connection;
+            // the node hears of it once packets flow.
+            let node = NodeId::try_from(link).expect("simulated connections are node ids");
+            self.break_management_connection(node, self.management_node, true);
         }
         for (link, peer) in output.identified {
             // Management links are named by the data node's id.

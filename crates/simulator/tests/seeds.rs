@@ -65,12 +65,25 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     // Retries of applied schema changes reach the president, so the
     // client's truth checks cover their answers.
     assert!(marks.schema_retry_answered_from_state > 0, "{marks:?}");
-    assert!(marks.excluded_without_quorum > 0, "{marks:?}");
     if expected.recovery {
+        // With one replica every suspicion loses a node group: since a
+        // suspected peer's connection is closed (the peer then suspects
+        // this node at once), the president reaches that verdict and
+        // excludes itself before any member waits out ArbitrationTimeout,
+        // so only shapes with several replicas reach this path; and with
+        // two data nodes a lone one is exactly half, never a minority.
+        if data_nodes > 2 {
+            assert!(marks.excluded_without_quorum > 0, "{marks:?}");
+        }
         assert!(marks.adopted_earlier_change > 0, "{marks:?}");
         assert!(marks.excluded_by_others > 0, "{marks:?}");
     } else {
         assert!(marks.excluded_node_group_lost > 0, "{marks:?}");
+    }
+    if expected.arbitrator && expected.recovery {
+        // Exactly half of the members, waiting for the arbitrator: the
+        // side stops serving and keeps its data.
+        assert!(marks.stopped_serving_without_quorum > 0, "{marks:?}");
     }
     if expected.arbitrator {
         assert!(marks.decided_with_arbitrator > 0, "{marks:?}");

@@ -4,9 +4,9 @@
 //! restarting as a new incarnation in the same process, messages held for
 //! a peer not yet connected, the node's own messages through the local
 //! queue, lock waits ended by ticks, the management connection reopened,
-//! and an API node that disconnects with an open transaction (the
-//! workload's deserter), whose transaction must be rolled back or the
-//! final checks fail.
+//! a suspected peer's connection closed, and an API node that disconnects
+//! with an open transaction (the workload's deserter), whose transaction
+//! must be rolled back or the final checks fail.
 
 use simulator::{SimulationOptions, run};
 
@@ -29,6 +29,9 @@ fn membership_runs_go_through_the_composite() {
     assert!(marks.restarts > 0, "{marks:?}");
     assert!(marks.pending_delivered > 0, "{marks:?}");
     assert!(marks.management_reconnects > 0, "{marks:?}");
+    // Cut links go silent without closing: the node that suspects the
+    // peer closes the connection, and the dialing side connects afresh.
+    assert!(marks.suspected_links_closed > 0, "{marks:?}");
 }
 
 #[test]
@@ -45,6 +48,8 @@ fn transaction_runs_go_through_the_composite() {
     assert!(marks.local_deliveries > 0, "{marks:?}");
     assert!(marks.lock_wait_ticks > 0, "{marks:?}");
     assert!(marks.api_failures_with_transactions > 0, "{marks:?}");
+    // A stopped deserter is found by its missed heartbeats.
+    assert!(marks.api_declared_dead > 0, "{marks:?}");
     assert!(
         api_disconnects > 0,
         "no API node left with an open transaction"

@@ -250,6 +250,9 @@ pub struct Coordinator {
     counters: CoordinatorCounters,
     /// The time of the last `tick`: the clock of the inactivity timer.
     now_ms: u64,
+    /// False while membership has no agreement past ArbitrationTimeout
+    /// (`set_serving`): new transactions are refused with 4035.
+    serving: bool,
 }
 
 impl Coordinator {
@@ -271,7 +274,15 @@ impl Coordinator {
             key_scratch: Vec::new(),
             counters: CoordinatorCounters::default(),
             now_ms: 0,
+            serving: true,
         }
+    }
+
+    /// Stops (false) or resumes (true) taking new transactions: a node
+    /// whose side of a split may have lost refuses them with 4035
+    /// (temporary) until a state is agreed; open ones go on.
+    pub fn set_serving(&mut self, serving: bool) {
+        self.serving = serving;
     }
 
     pub fn routing(&self) -> &Routing {
@@ -643,6 +654,16 @@ impl Coordinator {
                 ErrorCode::NotMember,
                 format!(
                     "data node {} is not a member of the cluster yet (or no longer)",
+                    self.node
+                ),
+            ));
+        }
+        if !self.serving {
+            return Err(reply(
+                ErrorCode::NotMember,
+                format!(
+                    "data node {} has no agreement with the cluster within ArbitrationTimeout \
+                     (it may be on the losing side of a split); try another node or again",
                     self.node
                 ),
             ));

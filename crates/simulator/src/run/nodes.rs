@@ -759,6 +759,8 @@ impl Simulation {
                     ));
                 }
             }
+            // A data node's answer to the API node's heartbeat.
+            Message::Heartbeat { .. } => {}
             other if to == CLIENT_NODE => self.client_receive(from, other),
             Message::Executed(executed) => self.workload_receive(from, to, executed),
             Message::ScanRows(rows) => self.workload_scan_rows(from, to, rows),

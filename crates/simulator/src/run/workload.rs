@@ -717,6 +717,12 @@ impl Simulation {
     pub(super) fn workload_progress(&mut self) {
         let now = self.now_ms;
         let in_flight = self.tcp.in_flight;
+        // A stopped API node still connected keeps the run going until the
+        // data nodes declare it dead (missed heartbeats) and roll it back.
+        let stopped_api_connected = self
+            .api_links
+            .keys()
+            .any(|(api, _)| self.frozen_apis.contains(api));
         let workload = self.workload_mut();
         if workload.phase == Phase::Running && now >= workload.run_until_ms {
             workload.phase = Phase::Draining;
@@ -726,15 +732,20 @@ impl Simulation {
         let abandoned = !workload.abandoned.is_empty();
         let busy = workload.sessions.iter().any(|s| s.running.is_some())
             || abandoned
+            || stopped_api_connected
             || workload.deserter.is_some();
         if in_flight > 0 {
             return;
         }
         if busy || workload.phase == Phase::Loading {
             // Nothing in flight: only a lock wait ending, an inactivity
-            // timeout, or the survivors agreeing that a crashed node is
-            // gone, can move things on.
-            if !self.lock_waits_pending() && !abandoned && !self.node_failure_pending() {
+            // timeout, the survivors agreeing that a crashed node is gone,
+            // or a stopped API node being declared dead, can move things on.
+            if !self.lock_waits_pending()
+                && !abandoned
+                && !stopped_api_connected
+                && !self.node_failure_pending()
+            {
                 self.fail_stuck("transactions wait for answers, but no message is in flight");
             }
             return;

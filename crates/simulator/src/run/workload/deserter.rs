@@ -1,7 +1,9 @@
 //! An API node that walks away: once the tables are loaded it opens a
 //! transaction on one coordinator, writes absurd values into a counter and
 //! an account without committing (holding their locks), and when the
-//! answer comes it closes its connection. The data node must roll the
+//! answer comes it closes its connection, or (half of the runs) stops
+//! sending anything, heartbeats included, with its connections left open,
+//! as a stopped process does. The data node must roll the
 //! transaction back (NDB's API failure handling): otherwise the coordinator
 //! keeps an open transaction, the rows stay locked for the sessions, and
 //! the final checks fail; and were the writes ever committed, the counter
@@ -72,6 +74,16 @@ impl Simulation {
         if executed.state == TransactionState::Open {
             // The transaction is open, with its locks, when the API goes.
             self.outcome.transactions.marks.api_disconnects += 1;
+        }
+        if super::super::chance(&mut self.rng, 0.5) {
+            // A stopped process: its connections stay open and silent, so
+            // only the missed heartbeats tell the data node to roll back.
+            self.trace(format!(
+                "deserter: got {:?}; stops (no more messages, connections open)",
+                executed.state
+            ));
+            self.frozen_apis.insert(DESERTER_API);
+            return;
         }
         self.trace(format!(
             "deserter: got {:?}; closes its connection to node {coordinator}",
