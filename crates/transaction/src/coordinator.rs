@@ -209,8 +209,11 @@ pub struct CoordinatorCounters {
 /// is finished here as an ordinary one — committed if any replica began to
 /// commit it, else aborted.
 struct Takeover {
-    /// Nodes whose last report has not come.
-    awaiting: BTreeSet<NodeId>,
+    /// The nodes asked in the current round.
+    asked: BTreeSet<NodeId>,
+    /// Per node, the queries whose last report has not come (a report of
+    /// an earlier round arrives first: each link is in order).
+    awaiting: BTreeMap<NodeId, u32>,
     /// Transaction → (table, fragment) → the furthest state a replica
     /// reported.
     found: BTreeMap<u64, BTreeMap<(u32, u32), WorkState>>,
@@ -220,6 +223,8 @@ struct Takeover {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TakeoverCounters {
     pub takeovers: u64,
+    /// Query rounds begun again because a member failed during one.
+    pub rounds_restarted: u64,
     pub committed: u64,
     pub aborted: u64,
 }
@@ -329,7 +334,24 @@ impl Coordinator {
             return;
         }
         self.takeover_counters.takeovers += 1;
-        let members: Vec<NodeId> = (0..=NodeId::MAX)
+        let mut takeover = Takeover {
+            asked: BTreeSet::new(),
+            awaiting: BTreeMap::new(),
+            found: BTreeMap::new(),
+        };
+        self.ask(failed, position, &mut takeover, out);
+        self.takeovers.insert(failed, takeover);
+    }
+
+    /// A round of queries to every live member.
+    fn ask(
+        &self,
+        failed: Member,
+        position: (u64, u64),
+        takeover: &mut Takeover,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        let members: BTreeSet<NodeId> = (0..=NodeId::MAX)
             .filter(|node| self.routing.is_live(*node))
             .collect();
         for member in &members {
@@ -344,13 +366,13 @@ impl Coordinator {
                 }),
             ));
         }
-        self.takeovers.insert(
-            failed,
-            Takeover {
-                awaiting: members.into_iter().collect(),
-                found: BTreeMap::new(),
-            },
-        );
+        takeover
+            .awaiting
+            .retain(|node, _| self.routing.is_live(*node));
+        for member in &members {
+            *takeover.awaiting.entry(*member).or_insert(0) += 1;
+        }
+        takeover.asked = members;
     }
 
     fn on_takeover_report(
@@ -366,7 +388,7 @@ impl Coordinator {
         let Some(takeover) = self.takeovers.get_mut(&failed) else {
             return;
         };
-        if !takeover.awaiting.contains(&from) {
+        if !takeover.awaiting.contains_key(&from) {
             return;
         }
         for entry in report.entries {
@@ -384,7 +406,11 @@ impl Coordinator {
             *state = (*state).max(entry.state);
         }
         if report.last {
-            takeover.awaiting.remove(&from);
+            let queries = takeover.awaiting.get_mut(&from).expect("checked");
+            *queries -= 1;
+            if *queries == 0 {
+                takeover.awaiting.remove(&from);
+            }
         }
         self.finish_takeovers(out);
     }
@@ -392,11 +418,28 @@ impl Coordinator {
     /// Takeovers every live replica has answered turn their transactions
     /// into ordinary ones, committing or aborting.
     fn finish_takeovers(&mut self, out: &mut Vec<(NodeId, Message)>) {
-        let routing = &self.routing;
-        for takeover in self.takeovers.values_mut() {
-            // A replica that failed meanwhile answers no more; the other
-            // replicas of its fragments do.
-            takeover.awaiting.retain(|node| routing.is_live(*node));
+        // A member that failed during a round answers no more, and what it
+        // did after its report (pass a Commit on to another replica) may
+        // have changed what that replica reported: the round starts again
+        // among the live members, once they have installed the failure.
+        // What was found stays (a replica's state only moves forwards).
+        let position = self.routing.version();
+        let failed_during: Vec<Member> = self
+            .takeovers
+            .iter()
+            .filter(|(_, takeover)| {
+                takeover
+                    .asked
+                    .iter()
+                    .any(|node| !self.routing.is_live(*node))
+            })
+            .map(|(failed, _)| *failed)
+            .collect();
+        for failed in failed_during {
+            let mut takeover = self.takeovers.remove(&failed).expect("listed");
+            self.takeover_counters.rounds_restarted += 1;
+            self.ask(failed, position, &mut takeover, out);
+            self.takeovers.insert(failed, takeover);
         }
         let ready: Vec<Member> = self
             .takeovers
