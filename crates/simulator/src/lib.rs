@@ -35,8 +35,9 @@
 //! With `SimulationOptions::crashes`, data nodes crash while the workload
 //! runs — at random moments and right after handling a key request, a
 //! commit, a complete, an abort or a fragment scan, with only part of that
-//! step's messages sent. Coordinators come from nodes that never crash and
-//! crashed nodes stay down (`run/crashes.rs` says why); the same checkers
+//! step's messages sent; in half of them coordinators crash too and the
+//! president takes their transactions over. Crashed nodes stay down
+//! (`run/crashes.rs` says why); the same checkers
 //! then prove that no acknowledged commit is lost while every node group
 //! keeps a live replica, that every execute gets a true answer (4010 for a
 //! transaction a failure aborted), and that the survivors hold no lock,

@@ -2,11 +2,14 @@
 //! (`SimulationOptions::crashes`).
 //!
 //! Each run splits the data nodes in two: in every node group one node
-//! never crashes, and those nodes are the only coordinators the workload's
-//! sessions use (nobody takes a dead coordinator's transactions over yet);
-//! the others may crash, each at most once, and stay down (a restarted
-//! node would come back as an empty full replica until node recovery
-//! exists). So every node group keeps a live replica and every acknowledged
+//! never crashes; the others may crash, each at most once, and stay down
+//! (a restarted node would come back as an empty full replica until node
+//! recovery exists). In half the runs the sessions use only the nodes that
+//! never crash as coordinators; in the other half any live node, so
+//! coordinators die too and the president takes their transactions over
+//! (a session whose commit was in flight then cannot know its outcome,
+//! and the model allows both; those runs leave out the `coded` jobs,
+//! whose model does not). So every node group keeps a live replica and every acknowledged
 //! commit must survive, every `Execute` must get a true answer (committed,
 //! or aborted with 4010 when a participant died before the commit), and
 //! the survivors must hold no lock or operation record at the end.
