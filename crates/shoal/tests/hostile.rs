@@ -101,7 +101,16 @@ impl TwoNodeCluster {
         processes.spawn("mgmd", &mgmd_args, &dir.join("mgmd.log"));
         std::thread::sleep(Duration::from_millis(300));
         for node in ["2", "3"] {
-            let args = ["datad", "-c", &connectstring, "--ndb-nodeid", node];
+            // Without an angel the process is the data node itself, so a
+            // signal (SIGSTOP, SIGKILL) reaches the node, not its angel.
+            let args = [
+                "datad",
+                "-c",
+                &connectstring,
+                "--ndb-nodeid",
+                node,
+                "--no-angel",
+            ];
             processes.spawn(node, &args, &dir.join(format!("datad-{node}.log")));
         }
         let client = eventually(Duration::from_secs(20), || {
