@@ -215,6 +215,23 @@ impl Cluster {
         self.send(president, out);
     }
 
+    /// Queues (without delivering) the API's request to end an open
+    /// transaction: commit or roll back what it holds, with no operations.
+    fn queue_end(&mut self, coordinator: NodeId, transaction: u64, end: ExecuteEnd) {
+        self.send(
+            API,
+            vec![(
+                coordinator,
+                Message::Execute(Execute {
+                    transaction,
+                    start: false,
+                    end,
+                    operations: Vec::new(),
+                }),
+            )],
+        );
+    }
+
     fn send(&mut self, from: NodeId, messages: Vec<(NodeId, Message)>) {
         for (to, message) in messages {
             self.links.entry((from, to)).or_default().push_back(message);
@@ -1774,18 +1791,7 @@ fn a_primary_dying_after_it_committed_leaves_the_backup_completed() {
     let (a, b) = (cluster.key_in(0, 0), cluster.key_in(1, 0));
     let executed = cluster.execute(1, 1, ExecuteEnd::NoCommit, vec![insert(a, 1), insert(b, 2)]);
     assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
-    cluster.send(
-        API,
-        vec![(
-            1,
-            Message::Execute(Execute {
-                transaction: 1,
-                start: false,
-                end: ExecuteEnd::Commit,
-                operations: Vec::new(),
-            }),
-        )],
-    );
+    cluster.queue_end(1, 1, ExecuteEnd::Commit);
     // Commit goes backwards: partition 0's to node 2, partition 1's to
     // node 1, which prepares and passes it on to node 2.
     cluster.deliver_from(API, 1);
@@ -1826,18 +1832,7 @@ fn a_rollback_while_the_coordinator_aborts_for_a_node_failure_is_answered_once_w
     assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
     cluster.fail_node(2);
     // The API rolls back before the abort's Aborted came back.
-    cluster.send(
-        API,
-        vec![(
-            1,
-            Message::Execute(Execute {
-                transaction: 1,
-                start: false,
-                end: ExecuteEnd::Rollback,
-                operations: Vec::new(),
-            }),
-        )],
-    );
+    cluster.queue_end(1, 1, ExecuteEnd::Rollback);
     cluster.deliver_from(API, 1);
     assert!(
         cluster.answers.is_empty(),
@@ -1868,18 +1863,7 @@ fn a_coordinator_dying_during_its_commit_is_taken_over_and_the_transaction_commi
     let b = cluster.key_in(1, 0);
     let executed = cluster.execute(2, 1, ExecuteEnd::NoCommit, vec![insert(a, 1), insert(b, 2)]);
     assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
-    cluster.send(
-        API,
-        vec![(
-            2,
-            Message::Execute(Execute {
-                transaction: 1,
-                start: false,
-                end: ExecuteEnd::Commit,
-                operations: Vec::new(),
-            }),
-        )],
-    );
+    cluster.queue_end(2, 1, ExecuteEnd::Commit);
     // Coordinator 2 sends Commit along both chains, backwards: partition
     // 1's reaches its backup, node 1, which marks it committing; then node
     // 2 dies, before partition 0's Commit (to itself, its backup) went on.
