@@ -692,11 +692,12 @@ impl Coordinator {
                 ),
             ));
         }
-        if !self.routing.is_live(self.node) {
+        if !self.routing.is_started(self.node) {
             return Err(reply(
                 ErrorCode::NotMember,
                 format!(
-                    "data node {} is not a member of the cluster yet (or no longer)",
+                    "data node {} is not a started member of the cluster yet (or no longer): \
+                     it may still be copying its fragments",
                     self.node
                 ),
             ));
@@ -990,6 +991,7 @@ impl Coordinator {
                 chain.remove(0);
                 chain
             },
+            before: None,
         };
         out.push((first, Message::KeyRequest(request)));
     }
@@ -1165,8 +1167,12 @@ impl Coordinator {
         batch.results[slot.result as usize].error = error.ndb_code;
         // A backup failing after its primary changed the row cannot be
         // ignored: the replicas would differ. Index upkeep is never
-        // ignorable: its base row has changed.
-        let ignorable = slot.ignore_error && refuse.node == slot.first;
+        // ignorable: its base row has changed. Nor is a routing refused for
+        // being planned on an old state (1204): the retry must route the
+        // whole transaction afresh, not go on without the operation.
+        let distribution_changed =
+            error.ndb_code == ErrorCode::DistributionChanged.ndb_code().expect("has one");
+        let ignorable = slot.ignore_error && refuse.node == slot.first && !distribution_changed;
         if ignorable {
             self.finish_batch_if_done(refuse.transaction, out);
         } else {

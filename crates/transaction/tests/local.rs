@@ -91,6 +91,8 @@ fn cluster_state(read_backup: bool) -> ClusterState {
             },
         ],
         removed: Vec::new(),
+        starting: Vec::new(),
+        recovered: Vec::new(),
         schema_version: 1,
         next_table_id: TABLE + 1,
         tables: vec![TableEntry {
@@ -1771,6 +1773,7 @@ fn a_node_that_is_not_a_member_refuses_new_transactions_with_4035() {
         columns: Vec::new(),
         ignore_error: false,
         chain: Vec::new(),
+        before: None,
     };
     assert!(
         query_handler
