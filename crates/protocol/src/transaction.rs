@@ -301,12 +301,11 @@ pub struct KeyRequest {
     pub ignore_error: bool,
     /// The replicas still to visit after the receiver, in order.
     pub chain: Vec<NodeId>,
-    /// What the first replica returned of a write that asked for `columns`
-    /// (the row before it): it passes that on instead of `columns`, and the
-    /// last replica confirms with it. A starting replica that has not
-    /// copied the row yet has no row before to return. Boxed: it is rare,
-    /// and a message stays within 128 bytes.
-    pub before: Option<Box<Vec<u8>>>,
+    /// The version of the cluster state the coordinator planned the chain
+    /// on. A node that joined later refuses it: the chain named an earlier
+    /// incarnation of it, whose transaction's abort or commit it would
+    /// never see.
+    pub planned: u64,
 }
 
 /// The last replica (or the reading one) → TC: the operation is prepared.
@@ -731,13 +730,7 @@ pub(crate) fn put_key_request(w: &mut Writer, request: &KeyRequest) {
     put_columns(w, &request.columns);
     w.bool(request.ignore_error);
     w.bytes(&request.chain);
-    match &request.before {
-        None => w.bool(false),
-        Some(before) => {
-            w.bool(true);
-            w.bytes(before);
-        }
-    }
+    w.u64(request.planned);
 }
 
 pub(crate) fn get_key_request(r: &mut Reader) -> Result<KeyRequest, DecodeError> {
@@ -753,11 +746,7 @@ pub(crate) fn get_key_request(r: &mut Reader) -> Result<KeyRequest, DecodeError>
         columns: get_columns(r)?,
         ignore_error: r.bool("ignore error")?,
         chain: r.bytes("chain")?.to_vec(),
-        before: if r.bool("row before present")? {
-            Some(Box::new(r.bytes("row before")?.to_vec()))
-        } else {
-            None
-        },
+        planned: r.u64("planned version")?,
     })
 }
 

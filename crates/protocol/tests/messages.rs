@@ -660,7 +660,7 @@ fn transaction_message() -> impl Strategy<Value = Message> {
                         values: operation.values,
                         columns: operation.columns,
                         ignore_error: operation.ignore_error,
-                        before: (chain.len() % 2 == 1).then(|| Box::new(chain.clone())),
+                        planned: transaction.rotate_left(7),
                         chain,
                     })
                 }

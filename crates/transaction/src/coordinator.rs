@@ -991,7 +991,7 @@ impl Coordinator {
                 chain.remove(0);
                 chain
             },
-            before: None,
+            planned: self.routing.version().1,
         };
         out.push((first, Message::KeyRequest(request)));
     }

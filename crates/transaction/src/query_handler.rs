@@ -160,6 +160,9 @@ pub struct QueryHandlerCounters {
     /// Copy scans that waited for a row lock longer than a lock wait may
     /// last, and waited again from that row.
     pub copy_lock_waits_timed_out: u64,
+    /// Writes refused (1204) because they were routed on a state from
+    /// before this incarnation joined.
+    pub writes_planned_before_joining: u64,
     /// Writes refused (1204) because their chain missed a starting replica
     /// of the fragment (planned on a state older than this node's).
     pub writes_missing_starting_replica: u64,
@@ -192,6 +195,10 @@ pub struct QueryHandler {
     failed_fragments: Map<(u32, u32), u64>,
     /// The installed cluster state's (generation, version).
     position: (u64, u64),
+    /// The version of the first installed state that lists this node as
+    /// a member: writes planned on an older state are refused (see
+    /// `KeyRequest::planned`).
+    member_since: Option<u64>,
     /// Takeover queries for a state not yet installed here (the president
     /// may install it first).
     queued_queries: Vec<TakeoverQuery>,
@@ -234,6 +241,7 @@ impl QueryHandler {
             log: Vec::new(),
             failed_fragments: Map::default(),
             position: (0, 0),
+            member_since: None,
             queued_queries: Vec::new(),
             copy_in: None,
             copies_out: Map::default(),
@@ -343,11 +351,36 @@ impl QueryHandler {
         self.work.len()
     }
 
+    /// The open work, for a checker's report: transaction, table,
+    /// fragment and state of each entry, sorted.
+    pub fn describe_open_work(&self) -> Vec<String> {
+        let mut entries: Vec<(&WorkKey, &Work)> = self.work.iter().collect();
+        entries.sort_unstable_by_key(|(key, _)| **key);
+        entries
+            .into_iter()
+            .map(|(key, work)| {
+                format!(
+                    "transaction {:#x} table {} fragment {}: {:?}{}",
+                    key.0,
+                    key.1,
+                    key.2,
+                    work.state,
+                    if work.wrote { ", wrote" } else { "" }
+                )
+            })
+            .collect()
+    }
+
     /// Creates the fragment replicas `state` places here and drops those of
     /// tables no longer in it.
     pub fn install(&mut self, routing: &Routing) {
         self.member = routing.is_live(self.node);
         self.position = routing.version();
+        if !self.member {
+            self.member_since = None;
+        } else if self.member_since.is_none() {
+            self.member_since = Some(self.position.1);
+        }
         // A scan's coordinator that left the cluster will never ask for
         // more or close it; a locking scan's locks stay with its work,
         // which the takeover of that coordinator ends.
@@ -578,6 +611,28 @@ impl QueryHandler {
             return;
         }
         if request.kind.is_write()
+            && self
+                .member_since
+                .is_some_and(|since| request.planned < since)
+        {
+            // Routed on a state from before this incarnation joined: the
+            // chain named an earlier one (and this node would not be told
+            // how the transaction ends if it aborts for that one's failure).
+            self.counters.writes_planned_before_joining += 1;
+            let error = Error::new(
+                ErrorCode::DistributionChanged,
+                format!(
+                    "the write was routed on state version {}, before node {} joined at version \
+                     {}: retry the transaction",
+                    request.planned,
+                    self.node,
+                    self.member_since.unwrap_or_default()
+                ),
+            );
+            self.refuse(request, &error, out);
+            return;
+        }
+        if request.kind.is_write()
             && !self.starting_replicas.is_empty()
             && let Some(missing) = self.missing_starting_replica(&request)
         {
@@ -626,7 +681,8 @@ impl QueryHandler {
             Err(error)
                 if error.code == ErrorCode::NoSuchRow
                     && replica.copying
-                    && matches!(request.kind, OperationKind::Update | OperationKind::Delete) =>
+                    && matches!(request.kind, OperationKind::Update | OperationKind::Delete)
+                    && request.columns.is_empty() =>
             {
                 // Not copied here yet: the copy reads the row only after
                 // this transaction released it at the replica copied from,
@@ -634,6 +690,14 @@ impl QueryHandler {
                 self.counters.writes_before_copy += 1;
                 self.forget_unbegun(key);
                 self.key_done(request, Vec::new(), false, out);
+            }
+            Err(error) if error.code == ErrorCode::NoSuchRow && replica.copying => {
+                // The write wants the row as it was (to keep unique
+                // indexes), and only the copy can bring it here: the
+                // transaction tries again once it has.
+                self.forget_unbegun(key);
+                let error = copying_refusal(self.node, request.table, request.fragment);
+                self.refuse(request, &error, out);
             }
             Ok(Outcome::Waiting) => {
                 assert!(request.kind.locks(), "a committed read never waits");
@@ -738,18 +802,8 @@ impl QueryHandler {
                     OperationKind::Update
                 };
             }
-            // The row before, as the first replica saw it, travels with
-            // the request; the others need not read it again.
-            if request.before.is_none() && !request.columns.is_empty() {
-                request.before = Some(Box::new(data));
-                request.columns = Vec::new();
-            }
             out.push((next, Message::KeyRequest(request)));
         } else {
-            let data = match request.before {
-                Some(before) => *before,
-                None => data,
-            };
             out.push((
                 request.coordinator,
                 Message::KeyConfirm(KeyConfirm {
@@ -1251,14 +1305,25 @@ impl QueryHandler {
                                 if matches!(
                                     request.kind,
                                     OperationKind::Update | OperationKind::Delete
-                                ) && self
-                                    .fragments
-                                    .get(&(request.table, request.fragment))
-                                    .is_some_and(|replica| replica.copying) =>
+                                ) && request.columns.is_empty()
+                                    && self
+                                        .fragments
+                                        .get(&(request.table, request.fragment))
+                                        .is_some_and(|replica| replica.copying) =>
                             {
                                 // As in `on_key_request`: not copied yet.
                                 self.counters.writes_before_copy += 1;
                                 self.key_done(request, Vec::new(), false, out);
+                            }
+                            Err(ErrorCode::NoSuchRow)
+                                if self
+                                    .fragments
+                                    .get(&(request.table, request.fragment))
+                                    .is_some_and(|replica| replica.copying) =>
+                            {
+                                let error =
+                                    copying_refusal(self.node, request.table, request.fragment);
+                                self.refuse(request, &error, out);
                             }
                             Err(code) => {
                                 let error = Error::new(code, code.message());

@@ -1773,7 +1773,7 @@ fn a_node_that_is_not_a_member_refuses_new_transactions_with_4035() {
         columns: Vec::new(),
         ignore_error: false,
         chain: Vec::new(),
-        before: None,
+        planned: 0,
     };
     assert!(
         query_handler

@@ -290,7 +290,8 @@ impl Simulation {
             let work = composite.query_handler().open_work();
             if work > 0 {
                 problems.push(format!(
-                    "the query handler of node {node} has {work} open work records"
+                    "the query handler of node {node} has {work} open work records: {}",
+                    composite.query_handler().describe_open_work().join("; ")
                 ));
             }
             let engine = composite.query_handler().engine();
