@@ -300,12 +300,69 @@ pub struct KeyRequest {
     pub columns: Vec<u16>,
     pub ignore_error: bool,
     /// The replicas still to visit after the receiver, in order.
-    pub chain: Vec<NodeId>,
+    pub chain: Chain,
     /// The version of the cluster state the coordinator planned the chain
     /// on. A node that joined later refuses it: the chain named an earlier
     /// incarnation of it, whose transaction's abort or commit it would
     /// never see.
     pub planned: u64,
+    /// What the first replica returned of a write that asked for `columns`
+    /// (the row before it): it passes that on instead of `columns`, and the
+    /// last replica confirms with it. A starting replica that has not
+    /// copied the row yet could not return it. Boxed: it is rare, and a
+    /// message stays within 128 bytes.
+    pub before: Option<Box<Vec<u8>>>,
+}
+
+/// Replicas a fragment has at most, and so the longest chain a key request
+/// carries (NDB's NoOfReplicas is at most 4).
+pub const CHAIN_NODES_MAX: usize = 7;
+
+/// The replicas a key request still visits, held inline: a `Vec` would
+/// take 24 bytes of every message and an allocation per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Chain {
+    nodes: [NodeId; CHAIN_NODES_MAX],
+    len: u8,
+}
+
+impl Chain {
+    /// Panics beyond `CHAIN_NODES_MAX` nodes: no fragment has that many.
+    pub fn from_slice(nodes: &[NodeId]) -> Chain {
+        assert!(
+            nodes.len() <= CHAIN_NODES_MAX,
+            "a chain of {} replicas",
+            nodes.len()
+        );
+        let mut chain = Chain::default();
+        chain.nodes[..nodes.len()].copy_from_slice(nodes);
+        chain.len = nodes.len() as u8;
+        chain
+    }
+
+    pub fn as_slice(&self) -> &[NodeId] {
+        &self.nodes[..usize::from(self.len)]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    pub fn contains(&self, node: &NodeId) -> bool {
+        self.as_slice().contains(node)
+    }
+
+    /// Takes the next replica off the front.
+    pub fn pop_front(&mut self) -> Option<NodeId> {
+        let first = *self.as_slice().first()?;
+        self.nodes.copy_within(1..usize::from(self.len), 0);
+        self.len -= 1;
+        Some(first)
+    }
 }
 
 /// The last replica (or the reading one) → TC: the operation is prepared.
@@ -729,8 +786,15 @@ pub(crate) fn put_key_request(w: &mut Writer, request: &KeyRequest) {
     w.bytes(&request.values);
     put_columns(w, &request.columns);
     w.bool(request.ignore_error);
-    w.bytes(&request.chain);
+    w.bytes(request.chain.as_slice());
     w.u64(request.planned);
+    match &request.before {
+        None => w.bool(false),
+        Some(before) => {
+            w.bool(true);
+            w.bytes(before);
+        }
+    }
 }
 
 pub(crate) fn get_key_request(r: &mut Reader) -> Result<KeyRequest, DecodeError> {
@@ -745,8 +809,22 @@ pub(crate) fn get_key_request(r: &mut Reader) -> Result<KeyRequest, DecodeError>
         values: r.bytes("values")?.to_vec(),
         columns: get_columns(r)?,
         ignore_error: r.bool("ignore error")?,
-        chain: r.bytes("chain")?.to_vec(),
+        chain: {
+            let nodes = r.bytes("chain")?;
+            if nodes.len() > CHAIN_NODES_MAX {
+                return Err(DecodeError::new(format!(
+                    "a chain of {} replicas, more than {CHAIN_NODES_MAX}",
+                    nodes.len()
+                )));
+            }
+            Chain::from_slice(nodes)
+        },
         planned: r.u64("planned version")?,
+        before: if r.bool("row before present")? {
+            Some(Box::new(r.bytes("row before")?.to_vec()))
+        } else {
+            None
+        },
     })
 }
 

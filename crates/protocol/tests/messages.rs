@@ -661,7 +661,8 @@ fn transaction_message() -> impl Strategy<Value = Message> {
                         columns: operation.columns,
                         ignore_error: operation.ignore_error,
                         planned: transaction.rotate_left(7),
-                        chain,
+                        before: (chain.len() % 2 == 1).then(|| Box::new(chain.clone())),
+                        chain: Chain::from_slice(&chain),
                     })
                 }
             ),

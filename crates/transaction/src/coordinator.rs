@@ -43,9 +43,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use protocol::{
-    ErrorReply, Execute, ExecuteEnd, Executed, KeyConfirm, KeyRefuse, KeyRequest, Member, Message,
-    NodeId, Operation, OperationKind, OperationResult, Phase, PhaseDone, ScanNext, ScanOpen,
-    ScanRows, TakeoverQuery, TakeoverReport, TransactionState, WorkState,
+    Chain, ErrorReply, Execute, ExecuteEnd, Executed, KeyConfirm, KeyRefuse, KeyRequest, Member,
+    Message, NodeId, Operation, OperationKind, OperationResult, Phase, PhaseDone, ScanNext,
+    ScanOpen, ScanRows, TakeoverQuery, TakeoverReport, TransactionState, WorkState,
 };
 use schema::ErrorCode;
 
@@ -939,7 +939,7 @@ impl Coordinator {
         };
         let fragment = route.fragment_near(partition, self.node);
         let transaction = self.transactions.get_mut(&id).expect("executing");
-        let mut chain = match plan_chain(
+        let chain = match plan_chain(
             &self.routing,
             route,
             fragment,
@@ -987,11 +987,9 @@ impl Coordinator {
             values: operation.values,
             columns: operation.columns,
             ignore_error: operation.ignore_error,
-            chain: {
-                chain.remove(0);
-                chain
-            },
+            chain: Chain::from_slice(&chain[1..]),
             planned: self.routing.version().1,
+            before: None,
         };
         out.push((first, Message::KeyRequest(request)));
     }

@@ -788,8 +788,9 @@ impl QueryHandler {
         inserted: bool,
         out: &mut Vec<(NodeId, Message)>,
     ) {
-        if request.kind.is_write() && !request.chain.is_empty() {
-            let next = request.chain.remove(0);
+        if request.kind.is_write()
+            && let Some(next) = request.chain.pop_front()
+        {
             self.counters.forwarded += 1;
             // The replicas behind do what this one did: a `Write` is an
             // insert or an update from here on, so a starting replica that
@@ -802,8 +803,19 @@ impl QueryHandler {
                     OperationKind::Update
                 };
             }
+            // The row before, as the first replica saw it, travels with
+            // the request; the others need not read it again (and a
+            // starting replica may not have it yet).
+            if request.before.is_none() && !request.columns.is_empty() {
+                request.before = Some(Box::new(data));
+                request.columns = Vec::new();
+            }
             out.push((next, Message::KeyRequest(request)));
         } else {
+            let data = match request.before {
+                Some(before) => *before,
+                None => data,
+            };
             out.push((
                 request.coordinator,
                 Message::KeyConfirm(KeyConfirm {

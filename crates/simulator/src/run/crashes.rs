@@ -224,8 +224,10 @@ impl Simulation {
         }
     }
 
-    /// Whether a live node still counts a crashed node as a member: until
-    /// the survivors agree it is gone, its transactions wait.
+    /// Whether a live node still counts a crashed incarnation as a member,
+    /// or may still admit one that crashed while it asked to join: until
+    /// the survivors agree it is gone (or a later incarnation of the node
+    /// is in), its transactions wait, and no other node crashes.
     pub(super) fn node_failure_pending(&self) -> bool {
         let Some(plan) = self.crash_plan.as_ref() else {
             return false;
@@ -235,10 +237,14 @@ impl Simulation {
             .filter_map(|sim| sim.composite.as_ref())
             .any(|composite| {
                 composite.membership().state().is_some_and(|state| {
-                    state
-                        .members
-                        .iter()
-                        .any(|member| plan.down.contains(&(member.node, member.incarnation)))
+                    plan.down.iter().any(|&(node, incarnation)| {
+                        let member = protocol::Member { node, incarnation };
+                        let replaced = state
+                            .members
+                            .iter()
+                            .any(|m| m.node == node && m.incarnation > incarnation);
+                        state.contains(member) || !(state.was_removed(member) || replaced)
+                    })
                 })
             })
     }
