@@ -548,7 +548,21 @@ impl Simulation {
     /// process, as datad does.
     fn restart_in_place(&mut self, node: NodeId, reason: &str) {
         self.outcome.exclusions += 1;
-        if self.workload.as_ref().is_some_and(|w| w.has_data()) {
+        // A node that may crash may also be excluded (say, restarted and
+        // not yet told where its peers listen, as a lost message can
+        // delay, it misses their heartbeats): it starts again as a new
+        // incarnation, as after a crash.
+        let old_incarnation = self.nodes[&node].incarnation;
+        let candidate = match self.crash_plan.as_mut() {
+            Some(plan) if plan.candidates.contains(&node) => {
+                plan.down.insert((node, old_incarnation));
+                plan.crashes += 1;
+                plan.last_crash_ms = Some(self.now_ms);
+                true
+            }
+            _ => false,
+        };
+        if !candidate && self.workload.as_ref().is_some_and(|w| w.has_data()) {
             self.fail(format!(
                 "node {node} was excluded during the transaction workload ({reason}); node \
                  failures are not part of transaction runs"
