@@ -134,6 +134,7 @@ fn assert_crash_marks(marks: &TransactionMarks, crashes: &CrashMarks) {
     assert!(marks.fragments_copied > 0, "{marks:?}");
     assert!(marks.rows_copied > 0, "{marks:?}");
     assert!(marks.writes_before_copy > 0, "{marks:?}");
+    assert!(marks.rows_copy_skipped_locked > 0, "{marks:?}");
 }
 
 #[test]
@@ -152,6 +153,9 @@ fn transactions_with_crashes_four_nodes_two_replicas() {
 fn transactions_with_crashes_three_nodes_three_replicas() {
     let (marks, crashes) = run_shape_with_crashes(3, 3, 60_000);
     assert_crash_marks(&marks, &crashes);
+    // With three replicas a copy's source may crash under it (the copy
+    // starts again from the next started replica).
+    assert!(marks.copies_restarted > 0, "{marks:?}");
 }
 
 #[test]
