@@ -110,6 +110,11 @@ struct FragmentReplica {
     /// nothing here (the copy brings the row as that write left it), and
     /// it serves no read.
     copying: bool,
+    /// The newest state version at which another replica of the fragment
+    /// joined (as this node knows it): a write planned on an older state
+    /// cannot name that replica, so it is refused (1204) rather than
+    /// applied without it.
+    newest_join: u64,
 }
 
 /// (transaction, scan, fragment)
@@ -166,7 +171,8 @@ pub struct QueryHandlerCounters {
     /// before this incarnation joined.
     pub writes_planned_before_joining: u64,
     /// Writes refused (1204) because their chain missed a starting replica
-    /// of the fragment (planned on a state older than this node's).
+    /// of the fragment, or they were planned before another replica of it
+    /// joined (planned on a state older than this node's).
     pub writes_missing_starting_replica: u64,
     /// Reads and scans that reached a replica still being copied and were
     /// refused (1204). A router never sends them, so this stays 0.
@@ -201,6 +207,10 @@ pub struct QueryHandler {
     /// a member: writes planned on an older state are refused (see
     /// `KeyRequest::planned`).
     member_since: Option<u64>,
+    /// Per member: its incarnation and the state version at which this
+    /// node first saw it (a lower bound of what a write must be planned on
+    /// to reach it).
+    joined_at: Map<NodeId, (u64, u64)>,
     /// Takeover queries for a state not yet installed here (the president
     /// may install it first).
     queued_queries: Vec<TakeoverQuery>,
@@ -246,6 +256,7 @@ impl QueryHandler {
             failed_fragments: Map::default(),
             position: (0, 0),
             member_since: None,
+            joined_at: Map::default(),
             queued_queries: Vec::new(),
             copy_in: None,
             copies_out: Map::default(),
@@ -383,8 +394,24 @@ impl QueryHandler {
         self.position = routing.version();
         if !self.member {
             self.member_since = None;
-        } else if self.member_since.is_none() {
-            self.member_since = Some(self.position.1);
+            self.joined_at.clear();
+        } else {
+            let since = *self.member_since.get_or_insert(self.position.1);
+            self.joined_at.retain(|node, (incarnation, _)| {
+                routing.is_live(*node) && routing.incarnation(*node) == *incarnation
+            });
+            for node in 0..=NodeId::MAX {
+                if routing.is_live(node) && !self.joined_at.contains_key(&node) {
+                    // A member new here joined at this state or before it
+                    // (states may be skipped); those found when this node
+                    // joined are older than its own membership, and
+                    // writes planned before that are refused anyway.
+                    self.joined_at.insert(
+                        node,
+                        (routing.incarnation(node), self.position.1.max(since)),
+                    );
+                }
+            }
         }
         // A scan's coordinator that left the cluster will never ask for
         // more or close it; a locking scan's locks stay with its work,
@@ -511,6 +538,7 @@ impl QueryHandler {
                 engine_table,
                 schema_version,
                 copying: false,
+                newest_join: 0,
             },
         );
         Ok(())
@@ -632,6 +660,21 @@ impl QueryHandler {
                     request.planned,
                     self.node,
                     self.member_since.unwrap_or_default()
+                ),
+            );
+            self.refuse(request, &error, out);
+            return;
+        }
+        if request.kind.is_write() && request.planned < replica.newest_join {
+            // Planned before another replica of the fragment joined: the
+            // chain cannot name it, and that replica would miss the write.
+            self.counters.writes_missing_starting_replica += 1;
+            let error = Error::new(
+                ErrorCode::DistributionChanged,
+                format!(
+                    "the write was routed on state version {}, before a replica of fragment {} \
+                     of table {} joined (version {}): retry the transaction",
+                    request.planned, request.fragment, request.table, replica.newest_join
                 ),
             );
             self.refuse(request, &error, out);

@@ -314,6 +314,8 @@ pub struct Routing {
     tables: BTreeMap<u32, Arc<TableRoute>>,
     /// Per node id: a member of the current state.
     live: Vec<bool>,
+    /// Per node id: the member's incarnation (0 for a non-member).
+    incarnations: Vec<u64>,
     /// Per node id: a member still copying its fragment replicas (node
     /// recovery). It takes writes, last in each chain, and nothing else.
     starting: Vec<bool>,
@@ -329,6 +331,7 @@ impl Routing {
         Routing {
             tables: BTreeMap::new(),
             live: vec![false; 256],
+            incarnations: vec![0; 256],
             starting: vec![false; 256],
             recovered: Vec::new(),
             version: (0, 0),
@@ -379,8 +382,10 @@ impl Routing {
         }
         self.tables = tables;
         self.live = vec![false; 256];
+        self.incarnations = vec![0; 256];
         for member in &state.members {
             self.live[usize::from(member.node)] = true;
+            self.incarnations[usize::from(member.node)] = member.incarnation;
         }
         self.starting = vec![false; 256];
         for member in &state.starting {
@@ -412,6 +417,11 @@ impl Routing {
 
     pub fn is_live(&self, node: NodeId) -> bool {
         self.live[usize::from(node)]
+    }
+
+    /// The incarnation of member `node` (0 if it is not a member).
+    pub fn incarnation(&self, node: NodeId) -> u64 {
+        self.incarnations[usize::from(node)]
     }
 
     /// A member that holds all of its fragment replicas: it may serve

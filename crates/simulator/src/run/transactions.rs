@@ -381,12 +381,17 @@ impl Simulation {
                     match &first {
                         None => first = Some((*node, rows)),
                         Some((primary, expected)) if *expected != rows => {
+                            let only = |a: &Vec<Vec<u8>>, b: &Vec<Vec<u8>>| -> Vec<Vec<u8>> {
+                                a.iter().filter(|row| !b.contains(row)).cloned().collect()
+                            };
                             problems.push(format!(
                                 "table {} fragment {index}: replicas differ: node {primary} {}, node \
-                                 {node} {}",
+                                 {node} {}; only on node {primary}: {}; only on node {node}: {}",
                                 route.name,
                                 describe_rows(&route.def, expected),
-                                describe_rows(&route.def, &rows)
+                                describe_rows(&route.def, &rows),
+                                describe_rows(&route.def, &only(expected, &rows)),
+                                describe_rows(&route.def, &only(&rows, expected))
                             ));
                         }
                         Some(_) => {}

@@ -164,6 +164,17 @@ impl QueryHandler {
                     continue;
                 }
                 let key = (route.id, index as u32);
+                let newest_join = fragment
+                    .replicas
+                    .iter()
+                    .filter(|node| **node != self.node)
+                    .filter_map(|node| self.joined_at.get(node))
+                    .map(|(_, at)| *at)
+                    .max()
+                    .unwrap_or(0);
+                if let Some(replica) = self.fragments.get_mut(&key) {
+                    replica.newest_join = newest_join;
+                }
                 let others: Vec<NodeId> = fragment
                     .replicas
                     .iter()
