@@ -72,6 +72,11 @@ const RESTART_TIMEOUT: Duration = Duration::from_secs(60);
 /// handled (a node removed, the management node back): the target
 /// is about a second; the bound leaves room for a loaded machine.
 const COMMIT_RESUME_TIMEOUT: Duration = Duration::from_secs(5);
+/// Kills by the tests that need no node recovery: each cluster they start
+/// loses one data node per node group, so a 2-node cluster is one kill and
+/// a 4-node cluster two. `SHOAL_FAULT_ROUNDS` sets the kills of each.
+const DEFAULT_KILLS_TWO_NODES: usize = 6;
+const DEFAULT_KILLS_FOUR_NODES: usize = 6;
 /// Kill rounds per cluster size in the test command: 2 nodes, 4 nodes.
 const DEFAULT_ROUNDS_TWO_NODES: usize = 10;
 const DEFAULT_ROUNDS_FOUR_NODES: usize = 10;
@@ -978,9 +983,18 @@ fn bank_survives_data_nodes_killed_and_restarted_on_four_nodes() {
 /// load, without restarting them (what holds before node recovery): the
 /// survivors take over the dead node's transactions and partitions, and
 /// nothing acknowledged is lost.
-fn kill_one_per_group(name: &str, data_nodes: u8) {
+fn kill_one_per_group(name: &str, data_nodes: u8, clusters: usize) {
     let _serial = serial();
     let mut random = Random::from_environment(name);
+    let started = Instant::now();
+    for attempt in 1..=clusters {
+        eprintln!("{name}: cluster {attempt} of {clusters}");
+        kill_one_per_group_once(name, data_nodes, &mut random);
+    }
+    eprintln!("{name}: {clusters} clusters in {:?}", started.elapsed());
+}
+
+fn kill_one_per_group_once(name: &str, data_nodes: u8, random: &mut Random) {
     let mut cluster = FaultCluster::start(name, data_nodes);
     let client = connect(&cluster);
     create_bank(&client);
@@ -1023,12 +1037,16 @@ fn kill_one_per_group(name: &str, data_nodes: u8) {
 
 #[test]
 fn bank_survives_one_data_node_killed_on_two_nodes() {
-    kill_one_per_group("faults-kill-one-2", 2);
+    kill_one_per_group("faults-kill-one-2", 2, rounds(DEFAULT_KILLS_TWO_NODES));
 }
 
 #[test]
 fn bank_survives_one_data_node_per_node_group_killed_on_four_nodes() {
-    kill_one_per_group("faults-kill-one-4", 4);
+    kill_one_per_group(
+        "faults-kill-one-4",
+        4,
+        rounds(DEFAULT_KILLS_FOUR_NODES).div_ceil(2),
+    );
 }
 
 /// SIGSTOP of a data node under load: it is removed within seconds, the
@@ -1106,6 +1124,8 @@ fn bank_survives_a_data_node_stopped_and_resumed_and_reads_through_it_agree() {
 /// process of `a_stopped_api_process_loses_its_locks_within_seconds`: the
 /// management node's address.
 const LOCK_HOLDER_VARIABLE: &str = "SHOAL_FAULT_LOCK_HOLDER";
+/// What the lock holder prints, with its node id, once it holds the locks.
+const LOCKED_BY: &str = "LOCKED by API node ";
 /// The accounts the stopped API process holds locked.
 const LOCKED_ACCOUNTS: i64 = 8;
 /// What the stopped API process adds to each locked account without
@@ -1151,7 +1171,7 @@ fn lock_holder_process() {
     session
         .execute(&mut transaction, ExecuteEnd::NoCommit)
         .expect("change the accounts");
-    println!("LOCKED");
+    println!("{LOCKED_BY}{}", client.node_id());
     // The parent stops this process now and kills it at the end; the bound
     // only keeps an orphan from living forever.
     std::thread::sleep(Duration::from_secs(300));
@@ -1196,17 +1216,37 @@ fn a_stopped_api_process_loses_its_locks_within_seconds() {
         }
     });
     let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let holder_node: u8 = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match lines.recv_timeout(left) {
-            Ok(line) if line.contains("LOCKED") => break,
+            // The test harness may have printed the test's name on the
+            // same line.
+            Ok(line) if line.contains(LOCKED_BY) => {
+                let (_, node) = line.split_once(LOCKED_BY).expect("contains it");
+                break node.trim().parse().expect("a node id");
+            }
             Ok(_) => continue,
             Err(_) => panic!(
                 "the lock holder did not lock the accounts:\n{}",
                 cluster.logs()
             ),
         }
-    }
+    };
+    let show_line = |node: u8| -> String {
+        let (_, text) = support::mgm(&cluster.connectstring, "SHOW");
+        text.lines()
+            .find(|line| {
+                line.starts_with(&format!("id={node}\t"))
+                    || line.starts_with(&format!("id={node} "))
+            })
+            .unwrap_or_default()
+            .to_string()
+    };
+    let before = show_line(holder_node);
+    assert!(
+        before.contains('@'),
+        "SHOW does not list the lock holder (API node {holder_node}) as connected: {before:?}"
+    );
     assert!(signal(holder_pid, rustix::process::Signal::STOP));
     let stopped = Instant::now();
     let seed = random.next();
@@ -1245,6 +1285,18 @@ fn a_stopped_api_process_loses_its_locks_within_seconds() {
         "the locks were freed only after {freed_after:?}"
     );
     bank.check(&client, &cluster, "API process stopped");
+    // Declared dead, the stopped API node is no longer shown as connected:
+    // its line says so, or its id is free again (a slot without a fixed
+    // id shows as `id=?`).
+    let shown = eventually(Duration::from_secs(10), || {
+        let line = show_line(holder_node);
+        (line.is_empty() || line.contains("not connected")).then_some(line)
+    });
+    assert!(
+        shown.is_some(),
+        "SHOW still lists the stopped API node {holder_node} as connected: {:?}",
+        show_line(holder_node)
+    );
 }
 
 /// The management node killed (SIGKILL) and restarted while the workload
