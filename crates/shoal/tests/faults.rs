@@ -74,9 +74,10 @@ const RESTART_TIMEOUT: Duration = Duration::from_secs(60);
 const COMMIT_RESUME_TIMEOUT: Duration = Duration::from_secs(5);
 /// Kills by the tests that need no node recovery: each cluster they start
 /// loses one data node per node group, so a 2-node cluster is one kill and
-/// a 4-node cluster two. `SHOAL_FAULT_ROUNDS` sets the kills of each.
-const DEFAULT_KILLS_TWO_NODES: usize = 6;
-const DEFAULT_KILLS_FOUR_NODES: usize = 6;
+/// a 4-node cluster two (one after the other, or both at once).
+/// `SHOAL_FAULT_ROUNDS` sets the kills of each.
+const DEFAULT_KILLS_TWO_NODES: usize = 10;
+const DEFAULT_KILLS_FOUR_NODES: usize = 10;
 /// Kill rounds per cluster size in the test command: 2 nodes, 4 nodes.
 const DEFAULT_ROUNDS_TWO_NODES: usize = 10;
 const DEFAULT_ROUNDS_FOUR_NODES: usize = 10;
@@ -1004,19 +1005,36 @@ fn kill_one_per_group_once(name: &str, data_nodes: u8, random: &mut Random) {
         groups.reverse();
     }
     bank.check(&client, &cluster, "before any fault");
-    for (round, group) in groups.iter().enumerate() {
-        let members: Vec<u8> = group.iter().copied().collect();
-        let victim = members[random.below(members.len() as u64) as usize];
+    let victims: Vec<u8> = groups
+        .iter()
+        .map(|group| {
+            let members: Vec<u8> = group.iter().copied().collect();
+            members[random.below(members.len() as u64) as usize]
+        })
+        .collect();
+    // With two node groups, half the clusters lose a node of each at once:
+    // a transaction spanning both groups then loses both its primaries.
+    let rounds: Vec<Vec<u8>> = if victims.len() > 1 && random.below(2) == 0 {
+        vec![victims]
+    } else {
+        victims.into_iter().map(|victim| vec![victim]).collect()
+    };
+    for (round, victims) in rounds.iter().enumerate() {
         let before_kill = random.millis(100, 700);
         let seed = random.next();
         let mut resumed_after = None;
         bank.under_load(&client, seed, || {
             std::thread::sleep(before_kill);
-            cluster.kill(&victim.to_string());
-            let took = cluster.wait_removed(&client, victim, Duration::from_secs(10));
+            for victim in victims {
+                cluster.kill(&victim.to_string());
+            }
+            let took: Vec<Duration> = victims
+                .iter()
+                .map(|victim| cluster.wait_removed(&client, *victim, Duration::from_secs(10)))
+                .collect();
             resumed_after = bank.next_commit(COMMIT_RESUME_TIMEOUT);
             eprintln!(
-                "round {round}: killed {victim} after {before_kill:?}, removed in {took:?}, \
+                "round {round}: killed {victims:?} after {before_kill:?}, removed in {took:?}, \
                  next commit after {resumed_after:?}"
             );
             std::thread::sleep(Duration::from_millis(500));
@@ -1024,12 +1042,12 @@ fn kill_one_per_group_once(name: &str, data_nodes: u8, random: &mut Random) {
         bank.check(
             &client,
             &cluster,
-            &format!("round {round} (killed {victim})"),
+            &format!("round {round} (killed {victims:?})"),
         );
         assert!(
             resumed_after.is_some(),
-            "round {round}: no transfer committed within {COMMIT_RESUME_TIMEOUT:?} of node \
-             {victim}'s removal:\n{}",
+            "round {round}: no transfer committed within {COMMIT_RESUME_TIMEOUT:?} of the \
+             removal of {victims:?}:\n{}",
             cluster.logs()
         );
     }
