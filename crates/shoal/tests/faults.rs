@@ -56,6 +56,8 @@ fn serial() -> MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Room for the ledger of many rounds: each round adds thousands of rows.
+const DATA_MEMORY_BYTES: u64 = 128 << 20;
 const ACCOUNTS: i64 = 64;
 const INITIAL_BALANCE: i64 = 1_000;
 const WORKER_THREADS: usize = 3;
@@ -153,7 +155,7 @@ impl FaultCluster {
             data_nodes,
             2,
             port,
-            32 << 20,
+            DATA_MEMORY_BYTES,
         );
         FaultCluster::start_with_config(dir, "127.0.0.1", port, &text, data_nodes, BTreeMap::new())
     }
@@ -1072,7 +1074,9 @@ fn bank_survives_one_data_node_per_node_group_killed_on_four_nodes() {
 /// it was removed, restarts as a new incarnation and rejoins. With
 /// `check_after_rejoin`, the round waits until it is started again and
 /// checks through it too (that needs node recovery).
-fn stop_and_resume(name: &str, check_after_rejoin: bool) {
+/// With `resume_within`, the workload must commit again within that long
+/// of the node's removal.
+fn stop_and_resume(name: &str, check_after_rejoin: bool, resume_within: Option<Duration>) {
     let _serial = serial();
     let mut random = Random::from_environment(name);
     let mut cluster = FaultCluster::start(name, 2);
@@ -1096,6 +1100,16 @@ fn stop_and_resume(name: &str, check_after_rejoin: bool) {
         std::thread::sleep(Duration::from_millis(500));
     });
     bank.check(&client, &cluster, &format!("node {victim} stopped"));
+    if let Some(bound) = resume_within {
+        let stall = resumed_after.unwrap_or(COMMIT_RESUME_TIMEOUT);
+        assert!(
+            stall <= bound,
+            "no transfer committed for {stall:?} after the removal of the stopped node, \
+             {:?} after the SIGSTOP (slowest call {:?})",
+            removed_after + stall,
+            bank.journal().slowest_call
+        );
+    }
     // The issue's bound for a silent node, with room for a loaded machine.
     assert!(
         removed_after < Duration::from_secs(8),
@@ -1129,13 +1143,29 @@ fn stop_and_resume(name: &str, check_after_rejoin: bool) {
 
 #[test]
 fn bank_survives_a_data_node_stopped_and_it_rejoins() {
-    stop_and_resume("faults-stop", false);
+    stop_and_resume("faults-stop", false, None);
 }
 
 #[test]
 #[ignore = "needs node recovery (issue 11 step 5): the resumed node restarts empty"]
 fn bank_survives_a_data_node_stopped_and_resumed_and_reads_through_it_agree() {
-    stop_and_resume("faults-stop-rejoin", true);
+    stop_and_resume("faults-stop-rejoin", true, None);
+}
+
+/// Once the cluster has removed a stopped data node (1.5-1.7 s after
+/// SIGSTOP), new transactions should go to the live nodes at once (issue
+/// 11, item 1). They do not: the native API does not learn of the removal
+/// from the survivors, keeps starting transactions at the stopped node
+/// (its link looks alive) and waits for its own silence timer,
+/// HeartbeatIntervalDbApi x MaxMissedHeartbeats = 3 s after the last frame
+/// heard, so under this workload nothing commits for about 1.4 s after the
+/// removal, 3.1 s after the SIGSTOP (the issue's target is 3 s). It passes
+/// only when, by chance, no worker started a transaction at the stopped
+/// node.
+#[test]
+#[ignore = "finding: after a stopped node's removal the native API still waits for its own 3 s silence timer"]
+fn commits_resume_within_a_second_of_a_stopped_data_nodes_removal() {
+    stop_and_resume("faults-stop-stall", false, Some(Duration::from_secs(1)));
 }
 
 /// The environment variable that makes `lock_holder_process` the API
