@@ -258,6 +258,15 @@ pub struct DataNode {
     /// The position each member last said it installed (its heartbeats).
     member_positions: BTreeMap<Member, (u64, u64)>,
     awaiting_installs: Vec<AwaitingInstall>,
+    /// Starting members that told this node, as president, they copied
+    /// every fragment replica (`NodeCopied`).
+    copied_members: BTreeSet<Member>,
+    /// This node, while starting, has copied every fragment replica it
+    /// holds (set by the runtime from its query handler).
+    fragments_copied: bool,
+    /// Node recovery progress for status reports: fragment replicas
+    /// copied, to copy, and rows copied.
+    copy_progress: (u32, u32, u64),
 }
 
 impl DataNode {
@@ -291,6 +300,47 @@ impl DataNode {
             marks: Marks::default(),
             member_positions: BTreeMap::new(),
             awaiting_installs: Vec::new(),
+            copied_members: BTreeSet::new(),
+            fragments_copied: false,
+            copy_progress: (0, 0, 0),
+        }
+    }
+
+    /// Whether this node is a member still copying its fragment replicas.
+    pub fn is_starting(&self) -> bool {
+        self.state
+            .as_ref()
+            .is_some_and(|s| s.starting.contains(&self.me))
+    }
+
+    /// The query handler copied every fragment replica this starting node
+    /// holds: tell the president (again at every heartbeat until a state
+    /// makes this node started).
+    pub fn set_fragments_copied(&mut self, now_ms: u64, effects: &mut Effects) {
+        if !self.fragments_copied {
+            self.fragments_copied = true;
+            self.send_node_copied(now_ms, effects);
+        }
+    }
+
+    /// Node recovery progress for status reports.
+    pub fn set_copy_progress(&mut self, copied: u32, total: u32, rows: u64) {
+        self.copy_progress = (copied, total, rows);
+    }
+
+    fn send_node_copied(&mut self, now_ms: u64, effects: &mut Effects) {
+        if !self.fragments_copied || !self.is_starting() {
+            return;
+        }
+        match self.acting_president() {
+            Some(president) if president == self.me => {
+                self.copied_members.insert(self.me);
+                self.drive_proposal(now_ms, effects);
+            }
+            Some(president) => {
+                effects.send(president.node, Message::NodeCopied { member: self.me });
+            }
+            None => {}
         }
     }
 
@@ -395,6 +445,10 @@ impl DataNode {
         let state = self.state.as_ref();
         DataNodeReport {
             started: self.is_started(),
+            recovering: self.is_starting(),
+            fragments_copied: self.copy_progress.0,
+            fragments_to_copy: self.copy_progress.1,
+            rows_copied: self.copy_progress.2,
             incarnation: self.me.incarnation,
             generation: state.map_or(0, |s| s.generation),
             version: state.map_or(0, |s| s.version),
@@ -461,6 +515,8 @@ impl DataNode {
             for member in silent {
                 self.suspect(now_ms, member, "it missed too many heartbeats", effects);
             }
+            // The news may be lost, or reach a president that then fails.
+            self.send_node_copied(now_ms, effects);
             // Keep telling the president what this node lost contact with
             // until a new state settles it (the report may be lost).
             if let Some(president) = self.acting_president()
@@ -583,6 +639,17 @@ impl DataNode {
                         self.join_requests.insert(member.node, (member, now_ms));
                         self.drive_proposal(now_ms, effects);
                     }
+                }
+            }
+            Message::NodeCopied { member } => {
+                if member == sender
+                    && self
+                        .state
+                        .as_ref()
+                        .is_some_and(|s| s.starting.contains(&member))
+                {
+                    self.copied_members.insert(member);
+                    self.drive_proposal(now_ms, effects);
                 }
             }
             Message::Suspect { version, member } => {
@@ -732,7 +799,10 @@ impl DataNode {
             | Message::Aborted(_)
             | Message::FragmentScanOpen(_)
             | Message::TakeoverQuery(_)
-            | Message::TakeoverReport(_) => {}
+            | Message::TakeoverReport(_)
+            | Message::CopyRequest(_)
+            | Message::CopyRows(_)
+            | Message::CopyNext(_) => {}
         }
     }
 
@@ -849,6 +919,13 @@ impl DataNode {
                 .filter(|m| !removed.contains(m))
                 .collect();
             return Some(Change::Membership { members });
+        }
+        if let Some(member) = self
+            .copied_members
+            .iter()
+            .find(|m| state.starting.contains(m))
+        {
+            return Some(Change::NodeStarted { member: *member });
         }
         if let Some((member, _)) = self
             .join_requests
@@ -1001,8 +1078,21 @@ impl DataNode {
             self.proposal = None;
             return;
         };
-        if let Change::Membership { members } = &desired
-            && let Some(group) = uncovered_node_group(members, &self.settings.node_groups)
+        // Only started members hold their node group's data: a group left
+        // with nothing but starting members has lost it.
+        let started: Vec<Member> = match &desired {
+            Change::Membership { members } => {
+                let state = self.state.as_ref().expect("president has a state");
+                members
+                    .iter()
+                    .copied()
+                    .filter(|m| state.contains(*m) && !state.starting.contains(m))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        if matches!(desired, Change::Membership { .. })
+            && let Some(group) = uncovered_node_group(&started, &self.settings.node_groups)
         {
             self.marks.excluded_node_group_lost += 1;
             self.exclude(
@@ -1176,7 +1266,7 @@ impl DataNode {
         let applied = match &change {
             Change::CreateTable { table, origin } => Some((*origin, table.id)),
             Change::DropTable { table_id, origin } => Some((*origin, *table_id)),
-            Change::Membership { .. } => None,
+            Change::Membership { .. } | Change::NodeStarted { .. } => None,
         };
         if let Some((origin, table_id)) = applied {
             self.schema_requests
@@ -1284,7 +1374,7 @@ impl DataNode {
             // A node waiting for admission just learns the cluster exists.
             return;
         }
-        if !covers_node_groups(&next.members, &self.settings.node_groups) {
+        if !covers_node_groups(&next.started_members(), &self.settings.node_groups) {
             // Agreed states always cover every node group; this one came
             // from a peer with another configuration or a bug. Refuse it.
             effects.events.push(Event::Log(format!(
@@ -1337,6 +1427,8 @@ impl DataNode {
         }
         self.member_positions.retain(|m, _| next.contains(*m));
         self.member_free_pages.retain(|m, _| next.contains(*m));
+        self.copied_members.retain(|m| next.starting.contains(m));
+
         // The president waits for this before it acknowledges a schema change.
         if let Some(president) = next.president()
             && president != self.me
@@ -1416,7 +1508,7 @@ impl DataNode {
 fn change_origin(change: &Change) -> Option<SchemaRequestId> {
     match change {
         Change::CreateTable { origin, .. } | Change::DropTable { origin, .. } => Some(*origin),
-        Change::Membership { .. } => None,
+        Change::Membership { .. } | Change::NodeStarted { .. } => None,
     }
 }
 

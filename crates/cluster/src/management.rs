@@ -852,6 +852,9 @@ impl ManagementNode {
             version: 1,
             members,
             removed: Vec::new(),
+            // Every member of a new generation starts empty.
+            starting: Vec::new(),
+            recovered: Vec::new(),
             schema_version: previous.schema_version,
             next_table_id: previous.next_table_id,
             tables: previous.tables,
@@ -914,7 +917,7 @@ impl ManagementNode {
                 }
             } else if self.stopping.contains(&node) {
                 NodeState::Stopping
-            } else if report.is_some_and(|r| r.started) {
+            } else if report.is_some_and(|r| r.started && !r.recovering) {
                 NodeState::Started
             } else {
                 NodeState::Starting
@@ -935,6 +938,9 @@ impl ManagementNode {
                 president: connected && president == Some(node),
                 pages_used: report.map_or(0, |r| r.pages_used),
                 pages_total: report.map_or(0, |r| r.pages_total),
+                fragments_copied: report.map_or(0, |r| r.fragments_copied),
+                fragments_to_copy: report.map_or(0, |r| r.fragments_to_copy),
+                rows_copied: report.map_or(0, |r| r.rows_copied),
             });
         }
         for management in &config.management_nodes {
@@ -957,6 +963,9 @@ impl ManagementNode {
                 president: false,
                 pages_used: 0,
                 pages_total: 0,
+                fragments_copied: 0,
+                fragments_to_copy: 0,
+                rows_copied: 0,
             });
         }
         let configured: BTreeSet<NodeId> = config.all_node_ids().into_iter().collect();
@@ -1000,6 +1009,9 @@ impl ManagementNode {
             president: false,
             pages_used: 0,
             pages_total: 0,
+            fragments_copied: 0,
+            fragments_to_copy: 0,
+            rows_copied: 0,
         }
     }
 

@@ -28,7 +28,27 @@ pub fn apply(state: &ClusterState, change: &Change) -> ClusterState {
                 }
             }
             next.removed.sort();
+            // A node admitted into a running cluster holds nothing yet: it
+            // copies its fragments before it serves (NDB's node restart).
+            // The first state of a generation forms the cluster from
+            // nodes that all start empty, so none of them is starting.
+            if state.version > 0 {
+                for added in members.iter().filter(|m| !state.members.contains(m)) {
+                    next.starting.push(*added);
+                }
+            }
+            next.starting.retain(|m| members.contains(m));
+            next.starting.sort();
+            next.recovered.retain(|m| members.contains(m));
             next.members = members.clone();
+        }
+        Change::NodeStarted { member } => {
+            assert!(
+                state.starting.contains(member),
+                "only a starting member becomes started"
+            );
+            next.starting.retain(|m| m != member);
+            next.recovered.push(*member);
         }
         Change::CreateTable { table, origin } => {
             assert!(

@@ -239,6 +239,8 @@ pub struct DataNodeComposite {
     transaction_out: Vec<(NodeId, Message)>,
     /// Set between an exclusion and `restart`: inputs are ignored.
     awaiting_restart: bool,
+    /// This incarnation told membership its node recovery copy is done.
+    copy_reported: bool,
     observing: bool,
     marks: NodeMarks,
     /// Membership marks of earlier incarnations.
@@ -291,6 +293,7 @@ impl DataNodeComposite {
             local: VecDeque::new(),
             transaction_out: Vec::new(),
             awaiting_restart: false,
+            copy_reported: false,
             observing: false,
             marks: NodeMarks::default(),
             membership_marks: cluster::data_node::Marks::default(),
@@ -1032,6 +1035,35 @@ impl DataNodeComposite {
             self.on_data_node_message(now_ms, node, message, &mut out);
         }
         self.transaction_out = out;
+        output.logs.extend(self.query_handler.take_copy_log());
+        if let Some(status) = self.query_handler.copy_status() {
+            self.report_copy(now_ms, status, output);
+        }
+    }
+
+    /// Node recovery: progress for status reports, and once every fragment
+    /// replica is copied, the news for the president.
+    fn report_copy(
+        &mut self,
+        now_ms: u64,
+        status: transaction::query_handler::CopyStatus,
+        output: &mut Output,
+    ) {
+        self.membership.set_copy_progress(
+            status.fragments_copied,
+            status.fragments_to_copy,
+            status.rows_copied,
+        );
+        if status.done && self.membership.is_starting() && !self.copy_reported {
+            self.copy_reported = true;
+            output.logs.push(format!(
+                "node recovery: copied {} fragment replica(s), {} row(s)",
+                status.fragments_copied, status.rows_copied
+            ));
+            let mut effects = Effects::new();
+            self.membership.set_fragments_copied(now_ms, &mut effects);
+            self.apply(now_ms, effects, output);
+        }
     }
 
     fn report_step(&mut self, output: &mut Output) {
@@ -1093,6 +1125,7 @@ impl DataNodeComposite {
                     let position = state.position();
                     self.run_transaction_blocks(now_ms, output, |node, out| {
                         node.query_handler.answer_queued_queries(out);
+                        node.query_handler.start_copies(now_ms, out);
                         node.coordinator.install(&node.routing, out);
                         for failed in takeovers {
                             node.coordinator.take_over(failed, position, out);
@@ -1204,6 +1237,7 @@ impl DataNodeComposite {
         self.query_handler.install(&self.routing);
         output.logs.extend(self.query_handler.take_log());
         self.awaiting_restart = false;
+        self.copy_reported = false;
         self.marks.restarts += 1;
         output
             .logs

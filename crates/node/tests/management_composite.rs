@@ -226,6 +226,7 @@ fn a_silent_node_connection_is_closed_and_its_id_refused_only_for_now_until_then
             tables: 0,
             pages_used: 0,
             pages_total: 0,
+            ..Default::default()
         };
         management.on_message(now, 3, Message::StatusReport { report }, output);
     };

@@ -191,6 +191,17 @@ pub enum Message {
     TakeoverQuery(TakeoverQuery),
     /// LQH → the president's TC.
     TakeoverReport(Box<TakeoverReport>),
+    /// Starting LQH → a started LQH: copy a fragment to me.
+    CopyRequest(CopyRequest),
+    /// Copying LQH → starting LQH: a batch of rows.
+    CopyRows(CopyRows),
+    /// Starting LQH → copying LQH: batch applied.
+    CopyNext(CopyNext),
+    /// A starting member → the president: every fragment replica it holds
+    /// is copied; make it a started member.
+    NodeCopied {
+        member: Member,
+    },
 }
 
 // A message moves several times between the socket and the blocks (decoded
@@ -251,6 +262,10 @@ const KIND_ABORTED: u8 = 58;
 const KIND_FRAGMENT_SCAN_OPEN: u8 = 59;
 const KIND_TAKEOVER_QUERY: u8 = 60;
 const KIND_TAKEOVER_REPORT: u8 = 61;
+const KIND_COPY_REQUEST: u8 = 62;
+const KIND_COPY_ROWS: u8 = 63;
+const KIND_COPY_NEXT: u8 = 64;
+const KIND_NODE_COPIED: u8 = 33;
 
 impl Message {
     /// A short name for logs and counters.
@@ -296,6 +311,10 @@ impl Message {
             Message::ScanClose { .. } => "ScanClose",
             Message::TakeoverQuery(_) => "TakeoverQuery",
             Message::TakeoverReport(_) => "TakeoverReport",
+            Message::CopyRequest(_) => "CopyRequest",
+            Message::CopyRows(_) => "CopyRows",
+            Message::CopyNext(_) => "CopyNext",
+            Message::NodeCopied { .. } => "NodeCopied",
             Message::KeyRequest(_) => "KeyRequest",
             Message::KeyConfirm(_) => "KeyConfirm",
             Message::KeyRefuse(_) => "KeyRefuse",
@@ -498,6 +517,10 @@ impl Message {
                 w.u32(report.tables);
                 w.u64(report.pages_used);
                 w.u64(report.pages_total);
+                w.bool(report.recovering);
+                w.u32(report.fragments_copied);
+                w.u32(report.fragments_to_copy);
+                w.u64(report.rows_copied);
             }
             Message::StatusRequest { request } => {
                 w.u8(KIND_STATUS_REQUEST);
@@ -523,6 +546,9 @@ impl Message {
                     w.bool(node.president);
                     w.u64(node.pages_used);
                     w.u64(node.pages_total);
+                    w.u32(node.fragments_copied);
+                    w.u32(node.fragments_to_copy);
+                    w.u64(node.rows_copied);
                 }
             }
             Message::StopRequest {
@@ -617,6 +643,23 @@ impl Message {
             Message::TakeoverReport(report) => {
                 w.u8(KIND_TAKEOVER_REPORT);
                 put_takeover_report(&mut w, report);
+            }
+            Message::CopyRequest(request) => {
+                w.u8(KIND_COPY_REQUEST);
+                put_copy_request(&mut w, request);
+            }
+            Message::CopyRows(rows) => {
+                w.u8(KIND_COPY_ROWS);
+                put_copy_rows(&mut w, rows);
+            }
+            Message::CopyNext(next) => {
+                w.u8(KIND_COPY_NEXT);
+                put_copy_next(&mut w, next);
+            }
+            Message::NodeCopied { member } => {
+                w.u8(KIND_NODE_COPIED);
+                w.u8(member.node);
+                w.u64(member.incarnation);
             }
             Message::KeyRequest(request) => {
                 w.u8(KIND_KEY_REQUEST);
@@ -804,6 +847,10 @@ impl Message {
                     tables: r.u32("tables")?,
                     pages_used: r.u64("pages used")?,
                     pages_total: r.u64("pages total")?,
+                    recovering: r.bool("recovering")?,
+                    fragments_copied: r.u32("fragments copied")?,
+                    fragments_to_copy: r.u32("fragments to copy")?,
+                    rows_copied: r.u64("rows copied")?,
                 },
             },
             KIND_STATUS_REQUEST => Message::StatusRequest {
@@ -833,6 +880,9 @@ impl Message {
                         president: r.bool("president")?,
                         pages_used: r.u64("pages used")?,
                         pages_total: r.u64("pages total")?,
+                        fragments_copied: r.u32("fragments copied")?,
+                        fragments_to_copy: r.u32("fragments to copy")?,
+                        rows_copied: r.u64("rows copied")?,
                     });
                 }
                 Message::StatusReply { request, nodes }
@@ -900,6 +950,15 @@ impl Message {
             KIND_ABORTED => Message::Aborted(get_phase_done(&mut r)?),
             KIND_TAKEOVER_QUERY => Message::TakeoverQuery(get_takeover_query(&mut r)?),
             KIND_TAKEOVER_REPORT => Message::TakeoverReport(Box::new(get_takeover_report(&mut r)?)),
+            KIND_COPY_REQUEST => Message::CopyRequest(get_copy_request(&mut r)?),
+            KIND_COPY_ROWS => Message::CopyRows(get_copy_rows(&mut r)?),
+            KIND_COPY_NEXT => Message::CopyNext(get_copy_next(&mut r)?),
+            KIND_NODE_COPIED => Message::NodeCopied {
+                member: Member {
+                    node: r.u8("node")?,
+                    incarnation: r.u64("incarnation")?,
+                },
+            },
             other => return Err(DecodeError::new(format!("unknown message kind {other}"))),
         };
         r.finish(message.name())?;
@@ -1032,6 +1091,7 @@ fn get_table(r: &mut Reader) -> Result<TableEntry, DecodeError> {
 const CHANGE_MEMBERSHIP: u8 = 1;
 const CHANGE_CREATE_TABLE: u8 = 2;
 const CHANGE_DROP_TABLE: u8 = 3;
+const CHANGE_NODE_STARTED: u8 = 4;
 
 pub(crate) fn put_change(w: &mut Writer, change: &Change) {
     match change {
@@ -1048,6 +1108,10 @@ pub(crate) fn put_change(w: &mut Writer, change: &Change) {
             w.u8(CHANGE_DROP_TABLE);
             w.u32(*table_id);
             put_origin(w, *origin);
+        }
+        Change::NodeStarted { member } => {
+            w.u8(CHANGE_NODE_STARTED);
+            put_members(w, std::slice::from_ref(member));
         }
     }
 }
@@ -1077,6 +1141,13 @@ pub(crate) fn get_change(r: &mut Reader) -> Result<Change, DecodeError> {
             table_id: r.u32("table id")?,
             origin: get_origin(r)?,
         }),
+        CHANGE_NODE_STARTED => match get_members(r)?.as_slice() {
+            [member] => Ok(Change::NodeStarted { member: *member }),
+            other => Err(DecodeError::new(format!(
+                "a started node change names {} members",
+                other.len()
+            ))),
+        },
         other => Err(DecodeError::new(format!("unknown change kind {other}"))),
     }
 }
@@ -1086,6 +1157,8 @@ pub(crate) fn put_state(w: &mut Writer, state: &ClusterState) {
     w.u64(state.version);
     put_members(w, &state.members);
     put_members(w, &state.removed);
+    put_members(w, &state.starting);
+    put_members(w, &state.recovered);
     w.u64(state.schema_version);
     w.u32(state.next_table_id);
     w.count(state.tables.len());
@@ -1104,6 +1177,8 @@ pub(crate) fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
     let version = r.u64("state version")?;
     let members = get_members(r)?;
     let removed = get_members(r)?;
+    let starting = get_members(r)?;
+    let recovered = get_members(r)?;
     let schema_version = r.u64("schema version")?;
     let next_table_id = r.u32("next table id")?;
     let count = r.count(30, "tables")?;
@@ -1124,6 +1199,8 @@ pub(crate) fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
         version,
         members,
         removed,
+        starting,
+        recovered,
         schema_version,
         next_table_id,
         tables,

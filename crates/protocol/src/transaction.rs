@@ -300,7 +300,69 @@ pub struct KeyRequest {
     pub columns: Vec<u16>,
     pub ignore_error: bool,
     /// The replicas still to visit after the receiver, in order.
-    pub chain: Vec<NodeId>,
+    pub chain: Chain,
+    /// The version of the cluster state the coordinator planned the chain
+    /// on. A node that joined later refuses it: the chain named an earlier
+    /// incarnation of it, whose transaction's abort or commit it would
+    /// never see.
+    pub planned: u64,
+    /// What the first replica returned of a write that asked for `columns`
+    /// (the row before it): it passes that on instead of `columns`, and the
+    /// last replica confirms with it. A starting replica that has not
+    /// copied the row yet could not return it. Boxed: it is rare, and a
+    /// message stays within 128 bytes.
+    pub before: Option<Box<Vec<u8>>>,
+}
+
+/// Replicas a fragment has at most, and so the longest chain a key request
+/// carries (NDB's NoOfReplicas is at most 4).
+pub const CHAIN_NODES_MAX: usize = 7;
+
+/// The replicas a key request still visits, held inline: a `Vec` would
+/// take 24 bytes of every message and an allocation per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Chain {
+    nodes: [NodeId; CHAIN_NODES_MAX],
+    len: u8,
+}
+
+impl Chain {
+    /// Panics beyond `CHAIN_NODES_MAX` nodes: no fragment has that many.
+    pub fn from_slice(nodes: &[NodeId]) -> Chain {
+        assert!(
+            nodes.len() <= CHAIN_NODES_MAX,
+            "a chain of {} replicas",
+            nodes.len()
+        );
+        let mut chain = Chain::default();
+        chain.nodes[..nodes.len()].copy_from_slice(nodes);
+        chain.len = nodes.len() as u8;
+        chain
+    }
+
+    pub fn as_slice(&self) -> &[NodeId] {
+        &self.nodes[..usize::from(self.len)]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    pub fn contains(&self, node: &NodeId) -> bool {
+        self.as_slice().contains(node)
+    }
+
+    /// Takes the next replica off the front.
+    pub fn pop_front(&mut self) -> Option<NodeId> {
+        let first = *self.as_slice().first()?;
+        self.nodes.copy_within(1..usize::from(self.len), 0);
+        self.len -= 1;
+        Some(first)
+    }
 }
 
 /// The last replica (or the reading one) → TC: the operation is prepared.
@@ -397,6 +459,46 @@ pub struct TakeoverReport {
     pub entries: Vec<TakeoverEntry>,
     /// No more reports follow from this replica.
     pub last: bool,
+}
+
+/// A starting replica → a started replica of the same fragment: send me
+/// the fragment's rows (NDB's COPY_FRAGREQ), once you have installed the
+/// cluster state at (`generation`, `version`), which lists me as starting.
+/// The sender holds the rows of each batch locked until the next
+/// `CopyNext`, so a write cannot pass a row on its way to the starter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyRequest {
+    pub starter: NodeId,
+    /// The starter's id for this copy: a newer one replaces an older.
+    pub copy: u64,
+    pub table: u32,
+    pub fragment: u32,
+    pub generation: u64,
+    pub version: u64,
+}
+
+/// The copying replica → the starter: one batch of committed rows, in the
+/// engine's scan format (each row a little-endian `u32` length, then its
+/// AttrInfo of every column in column order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyRows {
+    pub copy: u64,
+    pub rows: Vec<u8>,
+    /// No rows follow: the starter acknowledges this batch with `more`
+    /// false and the fragment is copied.
+    pub finished: bool,
+    /// The copy failed at the sender (a lock wait timed out, the fragment
+    /// went away): the starter copies the fragment again.
+    pub failed: bool,
+}
+
+/// The starter → the copying replica: the last batch is applied; release
+/// its locks and send the next (`more`), or end the copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyNext {
+    pub starter: NodeId,
+    pub copy: u64,
+    pub more: bool,
 }
 
 /// The end of a chain → TC: the phase is done on every replica of the fragment.
@@ -684,7 +786,15 @@ pub(crate) fn put_key_request(w: &mut Writer, request: &KeyRequest) {
     w.bytes(&request.values);
     put_columns(w, &request.columns);
     w.bool(request.ignore_error);
-    w.bytes(&request.chain);
+    w.bytes(request.chain.as_slice());
+    w.u64(request.planned);
+    match &request.before {
+        None => w.bool(false),
+        Some(before) => {
+            w.bool(true);
+            w.bytes(before);
+        }
+    }
 }
 
 pub(crate) fn get_key_request(r: &mut Reader) -> Result<KeyRequest, DecodeError> {
@@ -699,7 +809,22 @@ pub(crate) fn get_key_request(r: &mut Reader) -> Result<KeyRequest, DecodeError>
         values: r.bytes("values")?.to_vec(),
         columns: get_columns(r)?,
         ignore_error: r.bool("ignore error")?,
-        chain: r.bytes("chain")?.to_vec(),
+        chain: {
+            let nodes = r.bytes("chain")?;
+            if nodes.len() > CHAIN_NODES_MAX {
+                return Err(DecodeError::new(format!(
+                    "a chain of {} replicas, more than {CHAIN_NODES_MAX}",
+                    nodes.len()
+                )));
+            }
+            Chain::from_slice(nodes)
+        },
+        planned: r.u64("planned version")?,
+        before: if r.bool("row before present")? {
+            Some(Box::new(r.bytes("row before")?.to_vec()))
+        } else {
+            None
+        },
     })
 }
 
@@ -829,5 +954,55 @@ pub(crate) fn get_takeover_report(r: &mut Reader) -> Result<TakeoverReport, Deco
         failed_incarnation,
         entries,
         last: r.bool("last")?,
+    })
+}
+
+pub(crate) fn put_copy_request(w: &mut Writer, request: &CopyRequest) {
+    w.u8(request.starter);
+    w.u64(request.copy);
+    w.u32(request.table);
+    w.u32(request.fragment);
+    w.u64(request.generation);
+    w.u64(request.version);
+}
+
+pub(crate) fn get_copy_request(r: &mut Reader) -> Result<CopyRequest, DecodeError> {
+    Ok(CopyRequest {
+        starter: r.u8("starter")?,
+        copy: r.u64("copy")?,
+        table: r.u32("table")?,
+        fragment: r.u32("fragment")?,
+        generation: r.u64("generation")?,
+        version: r.u64("version")?,
+    })
+}
+
+pub(crate) fn put_copy_rows(w: &mut Writer, rows: &CopyRows) {
+    w.u64(rows.copy);
+    w.bytes(&rows.rows);
+    w.bool(rows.finished);
+    w.bool(rows.failed);
+}
+
+pub(crate) fn get_copy_rows(r: &mut Reader) -> Result<CopyRows, DecodeError> {
+    Ok(CopyRows {
+        copy: r.u64("copy")?,
+        rows: r.bytes("copied rows")?.to_vec(),
+        finished: r.bool("finished")?,
+        failed: r.bool("failed")?,
+    })
+}
+
+pub(crate) fn put_copy_next(w: &mut Writer, next: &CopyNext) {
+    w.u8(next.starter);
+    w.u64(next.copy);
+    w.bool(next.more);
+}
+
+pub(crate) fn get_copy_next(r: &mut Reader) -> Result<CopyNext, DecodeError> {
+    Ok(CopyNext {
+        starter: r.u8("starter")?,
+        copy: r.u64("copy")?,
+        more: r.bool("more")?,
     })
 }

@@ -95,6 +95,18 @@ pub struct ClusterState {
     /// Per node id, the newest incarnation that was removed: it may never be
     /// admitted again, however late its join request arrives.
     pub removed: Vec<Member>,
+    /// Members admitted into a running cluster whose fragment replicas are
+    /// still being copied: they take every write of their fragments (last
+    /// in each chain) but serve no read, are no primary, and do not count
+    /// as a live replica of their node group. Sorted.
+    pub starting: Vec<Member>,
+    /// Members that joined a running cluster and finished copying, in the
+    /// order they finished. They follow the members that formed the
+    /// cluster in every write chain, so a node that finishes its copy
+    /// never becomes a primary in the middle of other transactions (a
+    /// commit acknowledged by the old primary could not yet be visible
+    /// at the new one).
+    pub recovered: Vec<Member>,
     /// Counts dictionary changes (create, drop).
     pub schema_version: u64,
     pub next_table_id: u32,
@@ -158,6 +170,21 @@ impl ClusterState {
             .any(|r| r.node == member.node && r.incarnation >= member.incarnation)
     }
 
+    /// Whether `node` is a member still copying its fragment replicas.
+    pub fn is_starting(&self, node: NodeId) -> bool {
+        self.starting.iter().any(|m| m.node == node)
+    }
+
+    /// The members that hold every fragment replica of theirs: all but
+    /// the starting ones.
+    pub fn started_members(&self) -> Vec<Member> {
+        self.members
+            .iter()
+            .copied()
+            .filter(|m| !self.starting.contains(m))
+            .collect()
+    }
+
     pub fn member_of(&self, node: NodeId) -> Option<Member> {
         self.members.iter().copied().find(|m| m.node == node)
     }
@@ -191,6 +218,8 @@ pub enum Change {
         table_id: u32,
         origin: SchemaRequestId,
     },
+    /// A starting member copied every fragment replica it holds.
+    NodeStarted { member: Member },
 }
 
 /// A dictionary change an API node asks for.
@@ -314,7 +343,16 @@ pub struct RestartOptions {
 /// What a data node tells the management node about itself.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DataNodeReport {
+    /// A member of the installed cluster state.
     pub started: bool,
+    /// A member still copying its fragment replicas (node recovery): `SHOW`
+    /// lists it as starting.
+    pub recovering: bool,
+    /// Node recovery of a starting member: fragment replicas copied so
+    /// far, how many it copies in all, and rows copied.
+    pub fragments_copied: u32,
+    pub fragments_to_copy: u32,
+    pub rows_copied: u64,
     pub incarnation: u64,
     pub generation: u64,
     pub version: u64,
@@ -340,6 +378,10 @@ pub struct NodeStatus {
     pub president: bool,
     pub pages_used: u64,
     pub pages_total: u64,
+    /// Node recovery progress while `Starting` as a member (else zeros).
+    pub fragments_copied: u32,
+    pub fragments_to_copy: u32,
+    pub rows_copied: u64,
 }
 
 /// Where a node listens.

@@ -61,6 +61,7 @@ fn change() -> impl Strategy<Value = Change> {
         (table(), origin()).prop_map(|(table, origin)| Change::CreateTable { table, origin }),
         (any::<u32>(), origin())
             .prop_map(|(table_id, origin)| Change::DropTable { table_id, origin }),
+        member().prop_map(|member| Change::NodeStarted { member }),
     ]
 }
 
@@ -96,6 +97,9 @@ fn state() -> impl Strategy<Value = ClusterState> {
                 ClusterState {
                     generation,
                     version,
+                    // Any member lists round-trip; these reuse the drawn ones.
+                    starting: removed.iter().rev().copied().collect(),
+                    recovered: members.iter().skip(1).copied().collect(),
                     members,
                     removed,
                     schema_version,
@@ -260,6 +264,10 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                 )| Message::StatusReport {
                     report: DataNodeReport {
                         started,
+                        recovering: version % 3 == 1,
+                        fragments_copied: tables / 3,
+                        fragments_to_copy: tables,
+                        rows_copied: pages_used ^ generation,
                         incarnation,
                         generation,
                         version,
@@ -315,6 +323,9 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                             president,
                             pages_used,
                             pages_total,
+                            fragments_copied: (pages_used % 7) as u32,
+                            fragments_to_copy: (pages_total % 11) as u32,
+                            rows_copied: pages_used.rotate_left(3),
                         }
                     )
                     .collect()
@@ -570,6 +581,42 @@ fn transaction_message() -> impl Strategy<Value = Message> {
         (
             any::<u8>(),
             any::<u64>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u64>(),
+            any::<u64>()
+        )
+            .prop_map(|(starter, copy, table, fragment, generation, version)| {
+                Message::CopyRequest(CopyRequest {
+                    starter,
+                    copy,
+                    table,
+                    fragment,
+                    generation,
+                    version,
+                })
+            }),
+        (any::<u64>(), bytes(40), any::<bool>(), any::<bool>()).prop_map(
+            |(copy, rows, finished, failed)| Message::CopyRows(CopyRows {
+                copy,
+                rows,
+                finished,
+                failed,
+            })
+        ),
+        (any::<u8>(), any::<u64>(), any::<bool>()).prop_map(|(starter, copy, more)| {
+            Message::CopyNext(CopyNext {
+                starter,
+                copy,
+                more,
+            })
+        }),
+        (any::<u8>(), any::<u64>()).prop_map(|(node, incarnation)| Message::NodeCopied {
+            member: Member { node, incarnation }
+        }),
+        (
+            any::<u8>(),
+            any::<u64>(),
             prop::collection::vec((any::<u64>(), any::<u32>(), any::<u32>(), 0u8..3), 0..4),
             any::<bool>()
         )
@@ -613,7 +660,9 @@ fn transaction_message() -> impl Strategy<Value = Message> {
                         values: operation.values,
                         columns: operation.columns,
                         ignore_error: operation.ignore_error,
-                        chain,
+                        planned: transaction.rotate_left(7),
+                        before: (chain.len() % 2 == 1).then(|| Box::new(chain.clone())),
+                        chain: Chain::from_slice(&chain),
                     })
                 }
             ),
@@ -809,6 +858,9 @@ fn the_smallest_items_decode() {
         president: false,
         pages_used: 0,
         pages_total: 0,
+        fragments_copied: 0,
+        fragments_to_copy: 0,
+        rows_copied: 0,
     };
     for message in [
         Message::DictionaryReply {

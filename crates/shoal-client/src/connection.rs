@@ -679,7 +679,8 @@ impl Cluster {
         let routing = self.routing();
         for offset in 0..nodes.len() {
             let node = nodes[(start + offset) % nodes.len()];
-            if self.link(node).is_some() && routing.is_live(node) {
+            // A starting member refuses transactions until its copy is done.
+            if self.link(node).is_some() && routing.is_started(node) {
                 return Ok(node);
             }
         }

@@ -824,7 +824,7 @@ impl Session {
         let routing = self.cluster.routing();
         let fragment = table.fragments_of(partition).start;
         for &node in &table.fragments[fragment as usize].replicas {
-            if routing.is_live(node) && self.cluster.link(node).is_some() {
+            if routing.is_started(node) && self.cluster.link(node).is_some() {
                 return Ok(node);
             }
         }

@@ -328,6 +328,10 @@ fn format_show_line(node: &NodeStatus) -> String {
     let mut details = VERSION.to_string();
     if node.role == NodeRole::Data {
         match node.state {
+            NodeState::Starting if node.fragments_to_copy > 0 => details.push_str(&format!(
+                ", starting (copying fragments: {} of {} done, {} rows)",
+                node.fragments_copied, node.fragments_to_copy, node.rows_copied
+            )),
             NodeState::Starting => details.push_str(", starting"),
             NodeState::Stopping => details.push_str(", stopping"),
             NodeState::NotStarted => details.push_str(", not started"),
@@ -714,6 +718,9 @@ mod tests {
             president,
             pages_used: 177,
             pages_total: 3200,
+            fragments_copied: 0,
+            fragments_to_copy: 0,
+            rows_copied: 0,
         }
     }
 
@@ -736,6 +743,9 @@ mod tests {
             president: false,
             pages_used: 0,
             pages_total: 0,
+            fragments_copied: 0,
+            fragments_to_copy: 0,
+            rows_copied: 0,
         }
     }
 

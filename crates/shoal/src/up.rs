@@ -1011,6 +1011,9 @@ mod tests {
             president: false,
             pages_used: 0,
             pages_total: 0,
+            fragments_copied: 0,
+            fragments_to_copy: 0,
+            rows_copied: 0,
         }
     }
 

@@ -127,6 +127,13 @@ fn assert_crash_marks(marks: &TransactionMarks, crashes: &CrashMarks) {
     assert!(crashes.after_complete > 0, "{crashes:?}");
     assert!(crashes.after_abort > 0, "{crashes:?}");
     assert!(crashes.after_fragment_scan > 0, "{crashes:?}");
+    // Crashed nodes came back empty, copied their fragments while the
+    // workload wrote (writes reached rows not copied yet, and rows that
+    // transactions held when their copy arrived), and became started.
+    assert!(marks.nodes_recovered > 0, "{marks:?}");
+    assert!(marks.fragments_copied > 0, "{marks:?}");
+    assert!(marks.rows_copied > 0, "{marks:?}");
+    assert!(marks.writes_before_copy > 0, "{marks:?}");
 }
 
 #[test]

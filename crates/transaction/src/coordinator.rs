@@ -43,9 +43,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use protocol::{
-    ErrorReply, Execute, ExecuteEnd, Executed, KeyConfirm, KeyRefuse, KeyRequest, Member, Message,
-    NodeId, Operation, OperationKind, OperationResult, Phase, PhaseDone, ScanNext, ScanOpen,
-    ScanRows, TakeoverQuery, TakeoverReport, TransactionState, WorkState,
+    Chain, ErrorReply, Execute, ExecuteEnd, Executed, KeyConfirm, KeyRefuse, KeyRequest, Member,
+    Message, NodeId, Operation, OperationKind, OperationResult, Phase, PhaseDone, ScanNext,
+    ScanOpen, ScanRows, TakeoverQuery, TakeoverReport, TransactionState, WorkState,
 };
 use schema::ErrorCode;
 
@@ -692,11 +692,12 @@ impl Coordinator {
                 ),
             ));
         }
-        if !self.routing.is_live(self.node) {
+        if !self.routing.is_started(self.node) {
             return Err(reply(
                 ErrorCode::NotMember,
                 format!(
-                    "data node {} is not a member of the cluster yet (or no longer)",
+                    "data node {} is not a started member of the cluster yet (or no longer): \
+                     it may still be copying its fragments",
                     self.node
                 ),
             ));
@@ -938,7 +939,7 @@ impl Coordinator {
         };
         let fragment = route.fragment_near(partition, self.node);
         let transaction = self.transactions.get_mut(&id).expect("executing");
-        let mut chain = match plan_chain(
+        let chain = match plan_chain(
             &self.routing,
             route,
             fragment,
@@ -986,10 +987,9 @@ impl Coordinator {
             values: operation.values,
             columns: operation.columns,
             ignore_error: operation.ignore_error,
-            chain: {
-                chain.remove(0);
-                chain
-            },
+            chain: Chain::from_slice(&chain[1..]),
+            planned: self.routing.version().1,
+            before: None,
         };
         out.push((first, Message::KeyRequest(request)));
     }
@@ -1165,8 +1165,12 @@ impl Coordinator {
         batch.results[slot.result as usize].error = error.ndb_code;
         // A backup failing after its primary changed the row cannot be
         // ignored: the replicas would differ. Index upkeep is never
-        // ignorable: its base row has changed.
-        let ignorable = slot.ignore_error && refuse.node == slot.first;
+        // ignorable: its base row has changed. Nor is a routing refused for
+        // being planned on an old state (1204): the retry must route the
+        // whole transaction afresh, not go on without the operation.
+        let distribution_changed =
+            error.ndb_code == ErrorCode::DistributionChanged.ndb_code().expect("has one");
+        let ignorable = slot.ignore_error && refuse.node == slot.first && !distribution_changed;
         if ignorable {
             self.finish_batch_if_done(refuse.transaction, out);
         } else {

@@ -38,6 +38,9 @@ pub fn for_query_handler(message: &Message) -> bool {
             | Message::ScanNext(_)
             | Message::ScanClose { .. }
             | Message::TakeoverQuery(_)
+            | Message::CopyRequest(_)
+            | Message::CopyRows(_)
+            | Message::CopyNext(_)
     )
 }
 

@@ -69,6 +69,9 @@ use crate::errors::reply_for;
 use crate::maps::Map;
 use crate::routing::Routing;
 
+mod copy;
+pub use copy::{COPY_BATCH_BYTES_MAX, COPY_BATCH_ROWS_MAX, COPY_RETRY_DELAY_MS, CopyStatus};
+
 /// Most fragment replicas one node holds (engine tables).
 pub const FRAGMENT_REPLICAS_PER_NODE_MAX: u32 = 8_192;
 /// Lines one `install` adds to the log about fragments it could not create;
@@ -100,6 +103,11 @@ struct Work {
 struct FragmentReplica {
     engine_table: u32,
     schema_version: u64,
+    /// Node recovery has not copied this replica yet: it may lack rows the
+    /// others have, so an update or delete of a row it lacks changes
+    /// nothing here (the copy brings the row as that write left it), and
+    /// it serves no read.
+    copying: bool,
 }
 
 /// (transaction, scan, fragment)
@@ -119,6 +127,9 @@ struct LocalScan {
 enum Waiting {
     Key(KeyRequest),
     Scan(ScanKey),
+    /// The copy this node runs for a starting node (by its id) waits for a
+    /// row lock.
+    Copy(NodeId),
 }
 
 /// Counters of one query handler.
@@ -135,6 +146,29 @@ pub struct QueryHandlerCounters {
     pub waiting_scans_closed_by_commit: u64,
     /// Work entries of failed coordinators reported to a takeover.
     pub takeover_entries_reported: u64,
+    /// Node recovery, on the starting node: fragment replicas and rows
+    /// copied, updates and deletes of rows not copied yet (nothing to
+    /// change), copies started again (their source failed or refused).
+    pub fragments_copied: u64,
+    pub rows_copied: u64,
+    pub rows_copy_skipped_locked: u64,
+    pub writes_before_copy: u64,
+    pub copies_restarted: u64,
+    /// Node recovery, on a copying node: batches and rows sent.
+    pub copy_batches_sent: u64,
+    pub copy_rows_sent: u64,
+    /// Copy scans that waited for a row lock longer than a lock wait may
+    /// last, and waited again from that row.
+    pub copy_lock_waits_timed_out: u64,
+    /// Writes refused (1204) because they were routed on a state from
+    /// before this incarnation joined.
+    pub writes_planned_before_joining: u64,
+    /// Writes refused (1204) because their chain missed a starting replica
+    /// of the fragment (planned on a state older than this node's).
+    pub writes_missing_starting_replica: u64,
+    /// Reads and scans that reached a replica still being copied and were
+    /// refused (1204). A router never sends them, so this stays 0.
+    pub reads_refused_while_copying: u64,
 }
 
 pub struct QueryHandler {
@@ -161,9 +195,27 @@ pub struct QueryHandler {
     failed_fragments: Map<(u32, u32), u64>,
     /// The installed cluster state's (generation, version).
     position: (u64, u64),
+    /// The version of the first installed state that lists this node as
+    /// a member: writes planned on an older state are refused (see
+    /// `KeyRequest::planned`).
+    member_since: Option<u64>,
     /// Takeover queries for a state not yet installed here (the president
     /// may install it first).
     queued_queries: Vec<TakeoverQuery>,
+    /// Node recovery of this node, while it is starting.
+    copy_in: Option<copy::CopyIn>,
+    /// Copies this node runs for starting nodes, by starter.
+    copies_out: Map<NodeId, copy::CopyOut>,
+    /// Copy requests for a state not yet installed here.
+    queued_copies: Vec<protocol::CopyRequest>,
+    /// Fragments here with starting replicas elsewhere: every write must
+    /// still pass them (the chain planned for it must name them).
+    starting_replicas: Map<(u32, u32), Vec<NodeId>>,
+    /// For each fragment replica here, the started replica to copy it
+    /// from (the acting primary), when this node is starting.
+    copy_sources: Map<(u32, u32), NodeId>,
+    /// Node recovery lines for the node's log.
+    copy_log: Vec<String>,
 }
 
 impl QueryHandler {
@@ -189,7 +241,14 @@ impl QueryHandler {
             log: Vec::new(),
             failed_fragments: Map::default(),
             position: (0, 0),
+            member_since: None,
             queued_queries: Vec::new(),
+            copy_in: None,
+            copies_out: Map::default(),
+            queued_copies: Vec::new(),
+            starting_replicas: Map::default(),
+            copy_sources: Map::default(),
+            copy_log: Vec::new(),
         })
     }
 
@@ -292,11 +351,36 @@ impl QueryHandler {
         self.work.len()
     }
 
+    /// The open work, for a checker's report: transaction, table,
+    /// fragment and state of each entry, sorted.
+    pub fn describe_open_work(&self) -> Vec<String> {
+        let mut entries: Vec<(&WorkKey, &Work)> = self.work.iter().collect();
+        entries.sort_unstable_by_key(|(key, _)| **key);
+        entries
+            .into_iter()
+            .map(|(key, work)| {
+                format!(
+                    "transaction {:#x} table {} fragment {}: {:?}{}",
+                    key.0,
+                    key.1,
+                    key.2,
+                    work.state,
+                    if work.wrote { ", wrote" } else { "" }
+                )
+            })
+            .collect()
+    }
+
     /// Creates the fragment replicas `state` places here and drops those of
     /// tables no longer in it.
     pub fn install(&mut self, routing: &Routing) {
         self.member = routing.is_live(self.node);
         self.position = routing.version();
+        if !self.member {
+            self.member_since = None;
+        } else if self.member_since.is_none() {
+            self.member_since = Some(self.position.1);
+        }
         // A scan's coordinator that left the cluster will never ask for
         // more or close it; a locking scan's locks stay with its work,
         // which the takeover of that coordinator ends.
@@ -386,6 +470,7 @@ impl QueryHandler {
                  them fail until memory is freed and the next state change creates them"
             ));
         }
+        self.install_copies(routing);
     }
 
     fn create_fragment(
@@ -420,6 +505,7 @@ impl QueryHandler {
             FragmentReplica {
                 engine_table,
                 schema_version,
+                copying: false,
             },
         );
         Ok(())
@@ -438,7 +524,7 @@ impl QueryHandler {
         self.blocked.retain(|work, _| (work.1, work.2) != key);
         self.waiting.retain(|_, waiting| match waiting {
             Waiting::Key(request) => (request.table, request.fragment) != key,
-            Waiting::Scan(_) => true,
+            Waiting::Scan(_) | Waiting::Copy(_) => true,
         });
         for work_key in doomed {
             let work = self.work.remove(&work_key).expect("listed above");
@@ -447,17 +533,24 @@ impl QueryHandler {
             }
         }
         self.close_scans_of_fragment(key.0, key.1);
+        self.cancel_copies_of_fragment(key);
     }
 
-    /// When the engine next needs `tick` (a lock wait deadline).
+    /// When the engine next needs `tick` (a lock wait deadline), or a
+    /// node-recovery copy is due to start again.
     pub fn next_deadline_ms(&self) -> Option<u64> {
-        self.engine.next_deadline_ms()
+        let copy = self.copy_retry_at_ms();
+        match (self.engine.next_deadline_ms(), copy) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
-    /// Ends lock waits whose time is up.
+    /// Ends lock waits whose time is up; starts a failed copy again.
     pub fn tick(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
         self.engine.expire_lock_waits(now_ms);
         self.drain_completions(now_ms, out);
+        self.retry_copy(now_ms, out);
     }
 
     /// Handles a message from the coordinator or another replica. Returns
@@ -477,9 +570,16 @@ impl QueryHandler {
             Message::ScanNext(next) => self.on_scan_next(now_ms, next, out),
             Message::ScanClose { transaction, scan } => self.on_scan_close(transaction, scan),
             Message::TakeoverQuery(query) => self.on_takeover_query(query, out),
+            Message::CopyRequest(request) => self.on_copy_request(now_ms, request, out),
+            Message::CopyRows(rows) => self.on_copy_rows(now_ms, rows, out),
+            Message::CopyNext(next) => self.on_copy_next(now_ms, next, out),
             other => return Some(other),
         }
         self.drain_completions(now_ms, out);
+        if !self.copies_out.is_empty() {
+            // A phase may have ended the last transaction a copy waits for.
+            self.advance_copies_out(now_ms, out);
+        }
         None
     }
 
@@ -504,6 +604,50 @@ impl QueryHandler {
             self.refuse(request, &error, out);
             return;
         };
+        if !request.kind.is_write() && replica.copying {
+            self.counters.reads_refused_while_copying += 1;
+            let error = copying_refusal(self.node, request.table, request.fragment);
+            self.refuse(request, &error, out);
+            return;
+        }
+        if request.kind.is_write()
+            && self
+                .member_since
+                .is_some_and(|since| request.planned < since)
+        {
+            // Routed on a state from before this incarnation joined: the
+            // chain named an earlier one (and this node would not be told
+            // how the transaction ends if it aborts for that one's failure).
+            self.counters.writes_planned_before_joining += 1;
+            let error = Error::new(
+                ErrorCode::DistributionChanged,
+                format!(
+                    "the write was routed on state version {}, before node {} joined at version \
+                     {}: retry the transaction",
+                    request.planned,
+                    self.node,
+                    self.member_since.unwrap_or_default()
+                ),
+            );
+            self.refuse(request, &error, out);
+            return;
+        }
+        if request.kind.is_write()
+            && !self.starting_replicas.is_empty()
+            && let Some(missing) = self.missing_starting_replica(&request)
+        {
+            self.counters.writes_missing_starting_replica += 1;
+            let error = Error::new(
+                ErrorCode::DistributionChanged,
+                format!(
+                    "the write was routed without node {missing}, which is copying fragment {} \
+                     of table {}: retry the transaction",
+                    request.fragment, request.table
+                ),
+            );
+            self.refuse(request, &error, out);
+            return;
+        }
         let engine_transaction = if request.kind.locks() {
             self.work_or_begin(key, request.kind.is_write())
         } else {
@@ -530,7 +674,31 @@ impl QueryHandler {
             &mut data,
         );
         match result {
-            Ok(Outcome::Done) => self.key_done(request, data, out),
+            Ok(Outcome::Done) => {
+                let inserted = self.engine.write_inserted();
+                self.key_done(request, data, inserted, out)
+            }
+            Err(error)
+                if error.code == ErrorCode::NoSuchRow
+                    && replica.copying
+                    && matches!(request.kind, OperationKind::Update | OperationKind::Delete)
+                    && request.columns.is_empty() =>
+            {
+                // Not copied here yet: the copy reads the row only after
+                // this transaction released it at the replica copied from,
+                // so it brings the row as this write leaves it.
+                self.counters.writes_before_copy += 1;
+                self.forget_unbegun(key);
+                self.key_done(request, Vec::new(), false, out);
+            }
+            Err(error) if error.code == ErrorCode::NoSuchRow && replica.copying => {
+                // The write wants the row as it was (to keep unique
+                // indexes), and only the copy can bring it here: the
+                // transaction tries again once it has.
+                self.forget_unbegun(key);
+                let error = copying_refusal(self.node, request.table, request.fragment);
+                self.refuse(request, &error, out);
+            }
             Ok(Outcome::Waiting) => {
                 assert!(request.kind.locks(), "a committed read never waits");
                 self.waiting.insert(token, Waiting::Key(request));
@@ -617,13 +785,37 @@ impl QueryHandler {
         &mut self,
         mut request: KeyRequest,
         data: Vec<u8>,
+        inserted: bool,
         out: &mut Vec<(NodeId, Message)>,
     ) {
-        if request.kind.is_write() && !request.chain.is_empty() {
-            let next = request.chain.remove(0);
+        if request.kind.is_write()
+            && let Some(next) = request.chain.pop_front()
+        {
             self.counters.forwarded += 1;
+            // The replicas behind do what this one did: a `Write` is an
+            // insert or an update from here on, so a starting replica that
+            // lacks the row can tell a new row (which it must take) from a
+            // change of one it has not copied yet (which the copy brings).
+            if request.kind == OperationKind::Write {
+                request.kind = if inserted {
+                    OperationKind::Insert
+                } else {
+                    OperationKind::Update
+                };
+            }
+            // The row before, as the first replica saw it, travels with
+            // the request; the others need not read it again (and a
+            // starting replica may not have it yet).
+            if request.before.is_none() && !request.columns.is_empty() {
+                request.before = Some(Box::new(data));
+                request.columns = Vec::new();
+            }
             out.push((next, Message::KeyRequest(request)));
         } else {
+            let data = match request.before {
+                Some(before) => *before,
+                None => data,
+            };
             out.push((
                 request.coordinator,
                 Message::KeyConfirm(KeyConfirm {
@@ -792,6 +984,11 @@ impl QueryHandler {
             fail(&error, out);
             return;
         };
+        if replica.copying {
+            self.counters.reads_refused_while_copying += 1;
+            fail(&copying_refusal(self.node, open.table, open.fragment), out);
+            return;
+        }
         if self.scans.contains_key(&scan_key) {
             let error = Error::new(ErrorCode::NoSuchScan, "the scan is already open");
             fail(&error, out);
@@ -1101,6 +1298,7 @@ impl QueryHandler {
                 token,
                 result,
                 data,
+                inserted,
                 ..
             } in completions
             {
@@ -1114,7 +1312,31 @@ impl QueryHandler {
                             .expect("a waiting key operation blocks its work");
                         assert_eq!(blocked_token, token, "the work waits for another operation");
                         match result {
-                            Ok(()) => self.key_done(request, data, out),
+                            Ok(()) => self.key_done(request, data, inserted, out),
+                            Err(ErrorCode::NoSuchRow)
+                                if matches!(
+                                    request.kind,
+                                    OperationKind::Update | OperationKind::Delete
+                                ) && request.columns.is_empty()
+                                    && self
+                                        .fragments
+                                        .get(&(request.table, request.fragment))
+                                        .is_some_and(|replica| replica.copying) =>
+                            {
+                                // As in `on_key_request`: not copied yet.
+                                self.counters.writes_before_copy += 1;
+                                self.key_done(request, Vec::new(), false, out);
+                            }
+                            Err(ErrorCode::NoSuchRow)
+                                if self
+                                    .fragments
+                                    .get(&(request.table, request.fragment))
+                                    .is_some_and(|replica| replica.copying) =>
+                            {
+                                let error =
+                                    copying_refusal(self.node, request.table, request.fragment);
+                                self.refuse(request, &error, out);
+                            }
                             Err(code) => {
                                 let error = Error::new(code, code.message());
                                 self.refuse(request, &error, out);
@@ -1127,11 +1349,22 @@ impl QueryHandler {
                         }
                     }
                     Some(Waiting::Scan(key)) => self.run_scan(now_ms, key, out),
+                    Some(Waiting::Copy(starter)) => self.run_copy_out(now_ms, starter, out),
                     None => {}
                 }
             }
         }
     }
+}
+
+/// The refusal of a read of a replica that is still being copied: the
+/// router sends reads to started replicas only, so it planned on an older
+/// state; a retry routes afresh.
+fn copying_refusal(node: NodeId, table: u32, fragment: u32) -> Error {
+    Error::new(
+        ErrorCode::DistributionChanged,
+        format!("node {node} is still copying fragment {fragment} of table {table}"),
+    )
 }
 
 fn done(phase: &Phase) -> PhaseDone {

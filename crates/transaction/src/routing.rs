@@ -314,6 +314,13 @@ pub struct Routing {
     tables: BTreeMap<u32, Arc<TableRoute>>,
     /// Per node id: a member of the current state.
     live: Vec<bool>,
+    /// Per node id: a member still copying its fragment replicas (node
+    /// recovery). It takes writes, last in each chain, and nothing else.
+    starting: Vec<bool>,
+    /// Members that joined the running cluster and finished their copy,
+    /// in the order they finished: they follow the members that formed
+    /// the cluster in every chain (see `ClusterState::recovered`).
+    recovered: Vec<NodeId>,
     version: (u64, u64),
 }
 
@@ -322,6 +329,8 @@ impl Routing {
         Routing {
             tables: BTreeMap::new(),
             live: vec![false; 256],
+            starting: vec![false; 256],
+            recovered: Vec::new(),
             version: (0, 0),
         }
     }
@@ -373,6 +382,11 @@ impl Routing {
         for member in &state.members {
             self.live[usize::from(member.node)] = true;
         }
+        self.starting = vec![false; 256];
+        for member in &state.starting {
+            self.starting[usize::from(member.node)] = true;
+        }
+        self.recovered = state.recovered.iter().map(|m| m.node).collect();
         self.version = state.position();
         problems
     }
@@ -400,15 +414,51 @@ impl Routing {
         self.live[usize::from(node)]
     }
 
-    /// The live replicas of a fragment, primary first: when the primary is
-    /// down, the first live backup acts as primary.
+    /// A member that holds all of its fragment replicas: it may serve
+    /// reads, act as primary and coordinate.
+    pub fn is_started(&self, node: NodeId) -> bool {
+        self.live[usize::from(node)] && !self.starting[usize::from(node)]
+    }
+
+    /// A member still copying its fragment replicas.
+    pub fn is_starting(&self, node: NodeId) -> bool {
+        self.live[usize::from(node)] && self.starting[usize::from(node)]
+    }
+
+    /// The live replicas of a fragment, the write chain: the started ones
+    /// primary first (when the primary is down, the first live backup acts
+    /// as primary), then the starting ones. A starting replica comes last
+    /// so that every write reaches it after passing the replica it copies
+    /// from, and so that a chain planned before it started is a prefix of
+    /// one planned after.
     pub fn live_replicas(&self, table: &TableRoute, fragment: u32) -> Vec<NodeId> {
+        let replicas = &table.fragments[fragment as usize].replicas;
+        let mut chain: Vec<NodeId> = replicas
+            .iter()
+            .copied()
+            .filter(|node| self.is_started(*node) && !self.recovered.contains(node))
+            .collect();
+        chain.extend(
+            self.recovered
+                .iter()
+                .copied()
+                .filter(|node| replicas.contains(node) && self.is_started(*node)),
+        );
+        chain.extend(
+            replicas
+                .iter()
+                .copied()
+                .filter(|node| self.is_starting(*node)),
+        );
+        chain
+    }
+
+    /// Whether a fragment has a started replica (one that holds its rows).
+    pub fn has_started_replica(&self, table: &TableRoute, fragment: u32) -> bool {
         table.fragments[fragment as usize]
             .replicas
             .iter()
-            .copied()
-            .filter(|node| self.is_live(*node))
-            .collect()
+            .any(|node| self.is_started(*node))
     }
 
     /// The node that runs a committed read of `fragment` for a coordinator
@@ -416,9 +466,16 @@ impl Routing {
     /// reads go to any replica, else the (acting) primary.
     pub fn read_replica(&self, table: &TableRoute, fragment: u32, near: NodeId) -> Option<NodeId> {
         let replicas = &table.fragments[fragment as usize].replicas;
-        if table.reads_any_replica() && replicas.contains(&near) && self.is_live(near) {
+        if table.reads_any_replica() && replicas.contains(&near) && self.is_started(near) {
             return Some(near);
         }
-        replicas.iter().copied().find(|node| self.is_live(*node))
+        if self.recovered.is_empty() {
+            // The common case, without building the chain.
+            return replicas.iter().copied().find(|node| self.is_started(*node));
+        }
+        self.live_replicas(table, fragment)
+            .first()
+            .copied()
+            .filter(|node| self.is_started(*node))
     }
 }

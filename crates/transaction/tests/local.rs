@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use protocol::{
-    ClusterState, Execute, ExecuteEnd, Executed, Fragment, KeyRequest, Member, Message, NodeId,
-    Operation, OperationKind, ScanNext, ScanOpen, TableEntry, TransactionState,
+    Chain, ClusterState, Execute, ExecuteEnd, Executed, Fragment, KeyRequest, Member, Message,
+    NodeId, Operation, OperationKind, ScanNext, ScanOpen, TableEntry, TransactionState,
 };
 use schema::distribution::TableOptions;
 use schema::{AttrInfoReader, AttrInfoWriter, ColumnDef, ColumnType, IndexDef, TableDef, Value};
@@ -91,6 +91,8 @@ fn cluster_state(read_backup: bool) -> ClusterState {
             },
         ],
         removed: Vec::new(),
+        starting: Vec::new(),
+        recovered: Vec::new(),
         schema_version: 1,
         next_table_id: TABLE + 1,
         tables: vec![TableEntry {
@@ -1642,6 +1644,7 @@ fn error_code(message: &Message) -> u16 {
     match message {
         Message::Executed(executed) => executed.error.as_ref().map_or(0, |e| e.ndb_code),
         Message::ScanRows(rows) => rows.error.as_ref().map_or(0, |e| e.ndb_code),
+        Message::KeyRefuse(refuse) => refuse.error.ndb_code,
         other => panic!("not an answer: {other:?}"),
     }
 }
@@ -1770,7 +1773,9 @@ fn a_node_that_is_not_a_member_refuses_new_transactions_with_4035() {
         values: row(1, 1),
         columns: Vec::new(),
         ignore_error: false,
-        chain: Vec::new(),
+        chain: Chain::default(),
+        planned: 0,
+        before: None,
     };
     assert!(
         query_handler
@@ -1911,4 +1916,252 @@ fn a_coordinator_dying_before_its_commit_is_taken_over_and_its_locks_are_freed()
     // Nothing holds the rows: node 1 inserts them itself.
     let executed = cluster.execute(1, 2, ExecuteEnd::Commit, vec![insert(a, 3), insert(b, 4)]);
     assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+}
+
+impl Cluster {
+    /// `node` (failed before) starts again as incarnation `incarnation`,
+    /// empty: the cluster admits it as a starting member, and it asks for
+    /// its copies (the messages stay in flight).
+    fn restart_node(&mut self, node: NodeId, incarnation: u64) {
+        assert!(!self.nodes.contains_key(&node), "node {node} is still up");
+        let member = Member { node, incarnation };
+        let mut state = cluster_state(self.read_backup);
+        state.members.retain(|m| self.nodes.contains_key(&m.node));
+        state.members.push(member);
+        state.starting = vec![member];
+        self.install_state(state);
+    }
+
+    /// The starting `node` copied everything: it becomes a started member.
+    fn node_started(&mut self, node: NodeId, incarnation: u64) {
+        let member = Member { node, incarnation };
+        let mut state = cluster_state(self.read_backup);
+        state
+            .members
+            .retain(|m| self.nodes.contains_key(&m.node) && m.node != node);
+        state.members.push(member);
+        state.recovered = vec![member];
+        self.install_state(state);
+    }
+
+    fn install_state(&mut self, mut state: ClusterState) {
+        self.version += 1;
+        state.version = self.version;
+        for member in &state.members {
+            self.nodes.entry(member.node).or_insert_with(|| DataNode {
+                coordinator: Coordinator::new(
+                    member.node,
+                    member.incarnation,
+                    CoordinatorConfig::default(),
+                ),
+                query_handler: QueryHandler::new(member.node, engine_config()).expect("engine"),
+            });
+        }
+        let mut routing = Routing::new();
+        assert!(routing.install(&state).is_empty());
+        let nodes: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for node in nodes {
+            let data_node = self.nodes.get_mut(&node).expect("live");
+            data_node.query_handler.install(&routing);
+            let mut out = Vec::new();
+            data_node.query_handler.answer_queued_queries(&mut out);
+            data_node.query_handler.start_copies(0, &mut out);
+            data_node.coordinator.install(&routing, &mut out);
+            self.send(node, out);
+        }
+        self.routing = routing;
+    }
+}
+
+#[test]
+fn a_restarted_node_copies_its_fragments_while_writes_go_on_and_ends_identical() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let keys: Vec<i32> = (0..8)
+        .map(|skip| cluster.key_in(0, skip))
+        .chain((0..8).map(|skip| cluster.key_in(1, skip)))
+        .collect();
+    let executed = cluster.execute(
+        1,
+        1,
+        ExecuteEnd::Commit,
+        keys.iter().map(|k| insert(*k, 1)).collect(),
+    );
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    cluster.fail_node(2);
+    cluster.quiesce();
+    // While node 2 is down, a transaction updates a row of partition 0 and
+    // holds it open.
+    let held = keys[0];
+    let executed = cluster.execute(1, 2, ExecuteEnd::NoCommit, vec![update(held, 7)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    // Node 2 comes back empty. Its copy of partition 0 waits until that
+    // transaction, which cannot reach node 2, has ended at node 1; the
+    // copy of partition 1 waits behind it.
+    cluster.restart_node(2, 3);
+    cluster.quiesce();
+    assert!(
+        !cluster.nodes[&2]
+            .query_handler
+            .copy_status()
+            .expect("starting")
+            .done,
+        "the copy waits for the transaction that bypassed node 2"
+    );
+    // Node 2 serves no read while it copies.
+    assert!(cluster.nodes[&2].query_handler.is_copying(TABLE, 0));
+    // A write planned without the starting node (an old state's plan) is
+    // refused where it would have bypassed it.
+    let mut out = Vec::new();
+    let stale = KeyRequest {
+        transaction: 99,
+        coordinator: 1,
+        operation: 0,
+        table: TABLE,
+        fragment: 0,
+        kind: OperationKind::Update,
+        key: key(keys[1]),
+        values: row(keys[1], 5),
+        columns: Vec::new(),
+        ignore_error: false,
+        chain: Chain::default(),
+        planned: cluster.version,
+        before: None,
+    };
+    let node_one = &mut cluster.nodes.get_mut(&1).expect("up").query_handler;
+    assert!(
+        node_one
+            .on_message(0, Message::KeyRequest(stale), &mut out)
+            .is_none()
+    );
+    let [(_, refusal @ Message::KeyRefuse(_))] = out.as_slice() else {
+        panic!("expected a refusal, got {out:?}");
+    };
+    assert_eq!(error_code(refusal), 1204, "{refusal:?}");
+    // More writes while the copy waits: a delete and an insert.
+    let gone = keys[9];
+    let fresh = cluster.key_in(1, 20);
+    let executed = cluster.execute(
+        1,
+        3,
+        ExecuteEnd::Commit,
+        vec![delete(gone), insert(fresh, 4)],
+    );
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    let executed = cluster.execute(1, 2, ExecuteEnd::Commit, Vec::new());
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    let status = cluster.nodes[&2]
+        .query_handler
+        .copy_status()
+        .expect("starting");
+    assert!(status.done, "{status:?}");
+    // The table's partitions, its unique index's (a hidden table with the
+    // same partitions), and its auto-increment sequence's one.
+    assert_eq!(status.fragments_copied, 2 * PARTITIONS + 1, "{status:?}");
+    assert_eq!(
+        status.fragments_to_copy, status.fragments_copied,
+        "{status:?}"
+    );
+    let counters = cluster.nodes[&2].query_handler.counters();
+    assert!(counters.writes_before_copy > 0, "{counters:?}");
+    assert!(counters.rows_copied > 0, "{counters:?}");
+    assert_eq!(
+        cluster.nodes[&1]
+            .query_handler
+            .counters()
+            .writes_missing_starting_replica,
+        1
+    );
+    // Both replicas hold the same rows: the held update is there.
+    let rows = cluster.committed_rows(1);
+    assert_eq!(cluster.committed_rows(2), rows);
+    assert!(rows.contains(&(i64::from(held), Some(7))), "{rows:?}");
+    assert!(rows.contains(&(i64::from(fresh), Some(4))), "{rows:?}");
+    assert!(
+        !rows.iter().any(|(id, _)| *id == i64::from(gone)),
+        "{rows:?}"
+    );
+    assert_eq!(cluster.nodes[&1].query_handler.copies_out(), 0);
+    // Started, node 2 reads and coordinates; it stays last in the chains
+    // (node 1 remains the primary of partition 1, which it took over).
+    cluster.node_started(2, 3);
+    assert!(!cluster.nodes[&2].query_handler.is_copying(TABLE, 1));
+    let route = cluster.routing.table(TABLE).expect("table").clone();
+    assert_eq!(cluster.routing.live_replicas(&route, 1), vec![1, 2]);
+    let executed = cluster.execute(2, 4, ExecuteEnd::Commit, vec![update(keys[10], 9)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    assert_eq!(cluster.committed_rows(2), cluster.committed_rows(1));
+}
+
+#[test]
+fn a_starting_node_refuses_transactions_and_reads_and_a_write_routed_before_it_joined() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.fail_node(2);
+    cluster.quiesce();
+    let before_joining = cluster.version;
+    cluster.restart_node(2, 3);
+    // Its coordinator refuses new transactions while it copies (4035,
+    // temporary), whatever the copy's progress.
+    cluster.send(
+        API,
+        vec![(
+            2,
+            Message::Execute(Execute {
+                transaction: 5,
+                start: true,
+                end: ExecuteEnd::Commit,
+                operations: vec![read(a, OperationKind::ReadCommitted)],
+            }),
+        )],
+    );
+    // Only the API's link moves: the copy stays where it is.
+    cluster.deliver_from(API, 2);
+    cluster.deliver_from(2, API);
+    let answer = cluster.answers.pop_front().expect("answered");
+    assert_eq!(error_code(&answer), 4035, "{answer:?}");
+    // A read that reaches a replica still copying is refused (1204), and
+    // a write routed on a state from before it joined too, before it
+    // creates any work there.
+    let node_two = &mut cluster.nodes.get_mut(&2).expect("up").query_handler;
+    assert!(node_two.is_copying(TABLE, 0));
+    for (kind, planned) in [
+        (OperationKind::ReadCommitted, before_joining + 1),
+        (OperationKind::Insert, before_joining),
+    ] {
+        let mut out = Vec::new();
+        let request = KeyRequest {
+            transaction: 7,
+            coordinator: 1,
+            operation: 0,
+            table: TABLE,
+            fragment: 0,
+            kind,
+            key: key(a + 1),
+            values: row(a + 1, 1),
+            columns: Vec::new(),
+            ignore_error: false,
+            chain: Chain::default(),
+            planned,
+            before: None,
+        };
+        assert!(
+            node_two
+                .on_message(0, Message::KeyRequest(request), &mut out)
+                .is_none()
+        );
+        let [(_, refusal @ Message::KeyRefuse(_))] = out.as_slice() else {
+            panic!("expected a refusal, got {out:?}");
+        };
+        assert_eq!(error_code(refusal), 1204, "{kind:?}: {refusal:?}");
+        assert_eq!(node_two.open_work(), 0);
+    }
+    assert_eq!(node_two.counters().reads_refused_while_copying, 1);
+    assert_eq!(node_two.counters().writes_planned_before_joining, 1);
+    cluster.assert_idle();
+    assert_eq!(cluster.committed_rows(2), cluster.committed_rows(1));
 }

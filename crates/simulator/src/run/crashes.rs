@@ -2,9 +2,12 @@
 //! (`SimulationOptions::crashes`).
 //!
 //! Each run splits the data nodes in two: in every node group one node
-//! never crashes; the others may crash, each at most once, and stay down
-//! (a restarted node would come back as an empty full replica until node
-//! recovery exists). In half the runs the sessions use only the nodes that
+//! never crashes; the others may crash, more than once, and each comes
+//! back as a new incarnation after a while: empty, it joins as a starting
+//! member, copies its fragment replicas while the workload writes (node
+//! recovery, `transaction::query_handler` copy) and becomes a started
+//! member, which may crash again (during its copy too, and the copy of
+//! another node may lose its source). In half the runs the sessions use only the nodes that
 //! never crash as coordinators; in the other half any live node, so
 //! coordinators die too and the president takes their transactions over
 //! (a session whose commit was in flight then cannot know its outcome,
@@ -29,8 +32,11 @@ use rand_core::Rng;
 
 use super::{SimEvent, Simulation, between, chance};
 
-/// At most this many nodes crash in one run (fewer when fewer may).
-const CRASHES_PER_RUN_MAX: usize = 2;
+/// At most this many crashes in one run.
+const CRASHES_PER_RUN_MAX: u64 = 3;
+/// A crashed node starts again this long after it went down (ms).
+const RESTART_DELAY_MS_MIN: u64 = 50;
+const RESTART_DELAY_MS_MAX: u64 = 1_200;
 /// The share of runs in which coordinators crash too.
 const COORDINATOR_CRASH_CHANCE: f64 = 0.5;
 /// The share of crashes that wait for a message of the commit protocol.
@@ -75,10 +81,16 @@ impl Trigger {
 pub(super) struct CrashPlan {
     /// Never crash; the workload's coordinators.
     pub coordinators: Vec<NodeId>,
-    /// May crash once each.
+    /// May crash, and start again.
     pub candidates: Vec<NodeId>,
-    /// Crashed, and down for the rest of the run.
+    /// Down now (crashed, not started again yet).
     pub crashed: BTreeSet<NodeId>,
+    /// Every incarnation that crashed: until the survivors agree it is
+    /// gone, a failure is pending.
+    pub down: BTreeSet<(NodeId, u64)>,
+    /// Crashes so far: once there was one, the model allows what a crash
+    /// allows (the node may be back by now).
+    pub crashes: u64,
     /// Nodes that crash after handling their next message of this kind.
     pub armed: BTreeMap<NodeId, Trigger>,
     /// Sessions use any live node as coordinator, so coordinators crash
@@ -150,15 +162,15 @@ impl Simulation {
         let Some(plan) = self.crash_plan.as_ref() else {
             return;
         };
-        let mut candidates = plan.candidates.clone();
-        let crashes = candidates.len().min(CRASHES_PER_RUN_MAX);
-        if crashes == 0 {
+        let candidates = plan.candidates.clone();
+        if candidates.is_empty() {
             return;
         }
-        let crashes = between(&mut self.rng, 1, crashes as u64) as usize;
+        let crashes = between(&mut self.rng, 1, CRASHES_PER_RUN_MAX);
         let end = self.now_ms + running_ms;
         for _ in 0..crashes {
-            let node = candidates.remove((self.rng.next_u64() % candidates.len() as u64) as usize);
+            // A node may crash again once it is back (or while it copies).
+            let node = candidates[(self.rng.next_u64() % candidates.len() as u64) as usize];
             let at = between(&mut self.rng, self.now_ms, end);
             let trigger = chance(&mut self.rng, TRIGGERED_CRASH_CHANCE)
                 .then(|| TRIGGERS[(self.rng.next_u64() % TRIGGERS.len() as u64) as usize]);
@@ -177,12 +189,19 @@ impl Simulation {
         }
     }
 
+    /// A crashed node of the plan: it starts again after a while.
+    pub(super) fn plan_restart(&mut self, node: NodeId) {
+        let at = self.now_ms + between(&mut self.rng, RESTART_DELAY_MS_MIN, RESTART_DELAY_MS_MAX);
+        self.schedule(at, SimEvent::Restart { node });
+    }
+
     /// A planned crash is due: crash the node now, or arm its trigger.
     pub(super) fn planned_crash(&mut self, node: NodeId, trigger: Option<Trigger>) {
         let Some(plan) = self.crash_plan.as_mut() else {
             return;
         };
         if plan.crashed.contains(&node) {
+            // Down already; it comes back by itself.
             return;
         }
         match trigger {
@@ -205,8 +224,10 @@ impl Simulation {
         }
     }
 
-    /// Whether a live node still counts a crashed node as a member: until
-    /// the survivors agree it is gone, its transactions wait.
+    /// Whether a live node still counts a crashed incarnation as a member,
+    /// or may still admit one that crashed while it asked to join: until
+    /// the survivors agree it is gone (or a later incarnation of the node
+    /// is in), its transactions wait, and no other node crashes.
     pub(super) fn node_failure_pending(&self) -> bool {
         let Some(plan) = self.crash_plan.as_ref() else {
             return false;
@@ -216,26 +237,45 @@ impl Simulation {
             .filter_map(|sim| sim.composite.as_ref())
             .any(|composite| {
                 composite.membership().state().is_some_and(|state| {
-                    state
-                        .members
-                        .iter()
-                        .any(|member| plan.crashed.contains(&member.node))
+                    plan.down.iter().any(|&(node, incarnation)| {
+                        let member = protocol::Member { node, incarnation };
+                        let replaced = state
+                            .members
+                            .iter()
+                            .any(|m| m.node == node && m.incarnation > incarnation);
+                        state.contains(member) || !(state.was_removed(member) || replaced)
+                    })
                 })
             })
     }
 
-    /// Whether every live node has installed the same state, and it lists
-    /// no crashed node.
+    /// Whether every node runs and has installed the same state, which
+    /// lists no crashed incarnation and no starting member (every restarted
+    /// node has copied its fragments).
     pub(super) fn membership_settled(&self) -> bool {
-        let mut positions = self
+        if self.nodes.values().any(|sim| sim.composite.is_none()) {
+            return false;
+        }
+        let mut states = self
             .nodes
             .values()
             .filter_map(|sim| sim.composite.as_ref())
-            .map(|composite| composite.membership().state().map(|state| state.position()));
-        let first = positions.next().flatten();
-        first.is_some()
-            && positions.all(|position| position == first)
+            .map(|composite| composite.membership().state());
+        let Some(Some(first)) = states.next() else {
+            return false;
+        };
+        let management_agrees = self.management.composite.as_ref().is_none_or(|management| {
+            management
+                .block()
+                .status()
+                .iter()
+                .filter(|status| status.role == protocol::NodeRole::Data)
+                .all(|status| status.state == protocol::NodeState::Started)
+        });
+        first.starting.is_empty()
+            && states.all(|state| state.map(|s| s.position()) == Some(first.position()))
             && !self.node_failure_pending()
+            && management_agrees
     }
 
     /// Whether the fragment holding `key` of table `table` still has a

@@ -77,6 +77,24 @@ pub struct TransactionMarks {
     /// aborted, in takeovers.
     pub takeover_commits: u64,
     pub takeover_aborts: u64,
+    /// A transaction refused with 1204: routed on a state a node restart
+    /// made old (the workload retries it as a node failure).
+    pub distribution_changed_aborts: u64,
+    /// Node recovery, summed over the final incarnations: restarted nodes
+    /// that became started members, fragment replicas and rows copied,
+    /// copied rows left to the transactions holding them, updates and
+    /// deletes that reached a row not copied yet, copies started again
+    /// (their source failed, or the starter restarted them), writes
+    /// refused for missing a starting replica, reads refused by a replica
+    /// still copying.
+    pub nodes_recovered: u64,
+    pub fragments_copied: u64,
+    pub rows_copied: u64,
+    pub rows_copy_skipped_locked: u64,
+    pub writes_before_copy: u64,
+    pub copies_restarted: u64,
+    pub writes_missing_starting_replica: u64,
+    pub reads_refused_while_copying: u64,
 }
 
 impl TransactionMarks {
@@ -99,6 +117,15 @@ impl TransactionMarks {
         self.unknown_outcomes += other.unknown_outcomes;
         self.takeover_commits += other.takeover_commits;
         self.takeover_aborts += other.takeover_aborts;
+        self.distribution_changed_aborts += other.distribution_changed_aborts;
+        self.nodes_recovered += other.nodes_recovered;
+        self.fragments_copied += other.fragments_copied;
+        self.rows_copied += other.rows_copied;
+        self.rows_copy_skipped_locked += other.rows_copy_skipped_locked;
+        self.writes_before_copy += other.writes_before_copy;
+        self.copies_restarted += other.copies_restarted;
+        self.writes_missing_starting_replica += other.writes_missing_starting_replica;
+        self.reads_refused_while_copying += other.reads_refused_while_copying;
     }
 }
 
@@ -245,7 +272,11 @@ impl Simulation {
             // Messages to a node that crashed are dropped until the
             // survivors agree it is gone; any other drop is a problem.
             let dropped = composite.messages_dropped();
-            if dropped > 0 && crashed.is_empty() {
+            let ever_crashed = self
+                .crash_plan
+                .as_ref()
+                .is_some_and(|plan| plan.crashes > 0);
+            if dropped > 0 && !ever_crashed {
                 problems.push(format!(
                     "node {node} dropped {dropped} messages for want of a connection"
                 ));
@@ -259,7 +290,8 @@ impl Simulation {
             let work = composite.query_handler().open_work();
             if work > 0 {
                 problems.push(format!(
-                    "the query handler of node {node} has {work} open work records"
+                    "the query handler of node {node} has {work} open work records: {}",
+                    composite.query_handler().describe_open_work().join("; ")
                 ));
             }
             let engine = composite.query_handler().engine();
@@ -284,11 +316,24 @@ impl Simulation {
                     "the coordinator of node {node} still waits for takeover reports"
                 ));
             }
-            let closed_by_commit = composite
-                .query_handler()
-                .counters()
-                .waiting_scans_closed_by_commit;
-            self.outcome.transactions.marks.commits_past_waiting_scans += closed_by_commit;
+            let counters = composite.query_handler().counters();
+            let marks = &mut self.outcome.transactions.marks;
+            marks.commits_past_waiting_scans += counters.waiting_scans_closed_by_commit;
+            marks.fragments_copied += counters.fragments_copied;
+            marks.rows_copied += counters.rows_copied;
+            marks.rows_copy_skipped_locked += counters.rows_copy_skipped_locked;
+            marks.writes_before_copy += counters.writes_before_copy;
+            marks.copies_restarted += counters.copies_restarted;
+            marks.writes_missing_starting_replica += counters.writes_missing_starting_replica;
+            marks.reads_refused_while_copying += counters.reads_refused_while_copying;
+            if composite.query_handler().copies_out() > 0 {
+                problems.push(format!(
+                    "node {node} still copies fragments to a starting node"
+                ));
+            }
+            if let Some(state) = composite.membership().state() {
+                marks.nodes_recovered = marks.nodes_recovered.max(state.recovered.len() as u64);
+            }
         }
         let Some(state) = self.decided.last_key_value().map(|(_, s)| s.clone()) else {
             self.fail("no state was ever installed".into());

@@ -531,10 +531,16 @@ impl Simulation {
     pub(super) fn coordinator_node(&mut self) -> NodeId {
         match &self.crash_plan {
             Some(plan) if plan.coordinators_crash => {
+                // A started member: a starting one refuses transactions
+                // until its copy is done.
                 let live: Vec<NodeId> = self
                     .nodes
                     .iter()
-                    .filter(|(_, sim)| sim.composite.is_some())
+                    .filter(|(node, sim)| {
+                        sim.composite
+                            .as_ref()
+                            .is_some_and(|composite| composite.routing().is_started(**node))
+                    })
                     .map(|(node, _)| *node)
                     .collect();
                 live[(self.rng.next_u64() % live.len() as u64) as usize]
@@ -890,7 +896,7 @@ impl Simulation {
         let crashed = self
             .crash_plan
             .as_ref()
-            .is_some_and(|plan| !plan.crashed.is_empty());
+            .is_some_and(|plan| plan.crashes > 0);
         let coded_write = crashed
             && workload.replicas > 1
             && operations
@@ -1200,7 +1206,7 @@ impl Simulation {
         let crashed = self
             .crash_plan
             .as_ref()
-            .is_some_and(|plan| !plan.crashed.is_empty());
+            .is_some_and(|plan| plan.crashes > 0);
         let workload = self.workload_mut();
         let backups = workload.replicas > 1;
         let read_backup = |op: &Op| {

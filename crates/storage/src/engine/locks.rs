@@ -476,6 +476,7 @@ impl Engine {
                         transaction,
                         result: Ok(()),
                         data: Vec::new(),
+                        inserted: false,
                     });
                 }
             }
@@ -491,6 +492,7 @@ impl Engine {
                 let stored = std::mem::take(&mut self.scratch.request);
                 let (kind, columns, values) = decode_stored(&stored);
                 let mut data = Vec::new();
+                self.write_inserted = false;
                 let result =
                     self.apply(kind, index, created, previous, values, &columns, &mut data);
                 self.scratch.request = stored;
@@ -499,6 +501,7 @@ impl Engine {
                     transaction,
                     result: result.map(|_| ()).map_err(|e| e.code),
                     data,
+                    inserted: self.write_inserted,
                 });
             }
         }
@@ -560,6 +563,7 @@ impl Engine {
                 transaction,
                 result: Err(ErrorCode::LockWaitTimeout),
                 data: Vec::new(),
+                inserted: false,
             });
             let row_exists = if record.held == LockMode::None {
                 self.release_record(index)

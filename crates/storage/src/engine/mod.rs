@@ -144,6 +144,8 @@ pub struct Completion {
     pub result: Result<(), ErrorCode>,
     /// Read results (AttrInfo), for reads that waited.
     pub data: Vec<u8>,
+    /// A write that waited created its row (see `Engine::write_inserted`).
+    pub inserted: bool,
 }
 
 /// DataMemory use: the pool and each table (in pages).
@@ -197,6 +199,10 @@ pub struct Engine {
     scans: Vec<Option<ScanRecord>>,
     completions: Vec<Completion>,
     scratch: Scratch,
+    /// The last write that ran (`execute`, or a waiting one resumed)
+    /// created its row rather than changing one: a replica passing a
+    /// `Write` on tells the next one which it was.
+    write_inserted: bool,
 }
 
 impl Engine {
@@ -252,6 +258,7 @@ impl Engine {
             },
             pool,
             config,
+            write_inserted: false,
         })
     }
 
@@ -369,6 +376,20 @@ impl Engine {
     }
 
     /// Answers to operations that waited, in the order they were decided.
+    /// Whether the last write `execute` ran created its row (an insert, or
+    /// a `Write` of a row its transaction did not see) rather than changing
+    /// one. Meaningful right after `execute` returned `Done`.
+    pub fn write_inserted(&self) -> bool {
+        self.write_inserted
+    }
+
+    /// Begins `transaction` if the engine does not hold it: a node-recovery
+    /// copy ends its transaction after each batch (releasing the batch's
+    /// locks) and goes on with the same scan under the same id.
+    pub fn begin_transaction(&mut self, transaction: TransactionId) -> Result<(), Error> {
+        self.transactions.get_or_begin(transaction).map(|_| ())
+    }
+
     pub fn take_completions(&mut self) -> Vec<Completion> {
         std::mem::take(&mut self.completions)
     }

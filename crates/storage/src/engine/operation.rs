@@ -9,7 +9,7 @@
 use super::locks::{Acquired, LockMode, NO_RECORD, lock_mode};
 use super::table::{self, COMMITTED, COPY, IN_USE, Table};
 use super::transaction::drop_image;
-use super::{Engine, OperationKind, OperationRequest, Outcome, ReadMode, TransactionId};
+use super::{Engine, OperationKind, OperationRequest, Outcome, ReadMode, TableId, TransactionId};
 use crate::memory::{ChunkRef, PagePool};
 use crate::ordered_index::{Bound, Collected};
 use schema::key::{encode_attrinfo_key, encode_row_key, key_hash};
@@ -44,6 +44,7 @@ impl Engine {
         if self.waits.head().is_some() {
             self.expire_lock_waits(now_ms);
         }
+        self.write_inserted = false;
         let Engine {
             tables,
             pool,
@@ -79,7 +80,10 @@ impl Engine {
         let Some(row) = row else {
             return match request.kind {
                 OperationKind::Insert | OperationKind::Write => {
-                    self.insert_new(transaction, request.table, hash, request.values)
+                    let inserted =
+                        self.insert_new(transaction, request.table, hash, request.values);
+                    self.write_inserted = inserted.is_ok();
+                    inserted
                 }
                 _ => Err(ErrorCode::NoSuchRow.into()),
             };
@@ -119,6 +123,65 @@ impl Engine {
                 Ok(Outcome::Waiting)
             }
         }
+    }
+
+    /// Node recovery: writes a copied row (every column) into `transaction`
+    /// unless a transaction holds the row locked here. Returns whether it
+    /// wrote. A locked row is left alone: its lock holders reached this
+    /// replica through the write chain after passing the replica that
+    /// copied it, which read the row only after they released it there, so
+    /// once they end here the row is what the copy said.
+    pub fn copy_row(
+        &mut self,
+        now_ms: u64,
+        transaction: TransactionId,
+        table_id: TableId,
+        key: &[u8],
+        values: &[u8],
+    ) -> Result<bool, Error> {
+        {
+            let Engine {
+                tables,
+                pool,
+                scratch,
+                ..
+            } = &mut *self;
+            let table = tables
+                .get(table_id as usize)
+                .and_then(Option::as_ref)
+                .ok_or(ErrorCode::NoSuchTable)?;
+            scratch.key.clear();
+            encode_attrinfo_key(
+                &table.def,
+                &table.def.primary_key,
+                key,
+                false,
+                &mut scratch.key,
+            )?;
+            let hash = key_hash(&scratch.key);
+            if let Some(row) = find_row(table, pool, hash, &scratch.key, &mut scratch.key_other) {
+                let (head, _) = table::header(&table.rows, pool, row);
+                if head != NO_RECORD {
+                    return Ok(false);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let outcome = self.execute(
+            now_ms,
+            &OperationRequest {
+                transaction,
+                token: 0,
+                table: table_id,
+                kind: OperationKind::Write,
+                key,
+                values,
+                columns: &[],
+            },
+            &mut out,
+        )?;
+        assert_eq!(outcome, Outcome::Done, "an unlocked row is written at once");
+        Ok(true)
     }
 
     /// Backs out of a wait that could not be parked.
@@ -233,6 +296,7 @@ impl Engine {
             (OperationKind::Read(_), Some(_)) => Ok(Outcome::Done),
             (OperationKind::Insert, Some(_)) => Err(ErrorCode::DuplicateKey.into()),
             (OperationKind::Insert | OperationKind::Write, None) => {
+                self.write_inserted = true;
                 if record.deleted {
                     // Deleted, then inserted again by the same transaction: a
                     // new version from nothing.

@@ -224,6 +224,38 @@ impl Engine {
         Ok(slot as u32)
     }
 
+    /// Where a full scan stands: the slot it looks at next (the row it
+    /// waits for, if it waits). `None` for an index scan or no such scan.
+    /// Slot addresses are stable while rows come and go, so a scan closed
+    /// and opened again at this cursor (`seek_scan`) sees every row the
+    /// first one had not handed out yet, and rows inserted behind the
+    /// cursor meanwhile are not seen, as if it had never closed.
+    pub fn scan_cursor(&self, scan: u32) -> Option<(usize, u32)> {
+        let record = self.scans.get(scan as usize)?.as_ref()?;
+        record
+            .index
+            .is_none()
+            .then_some((record.page_position, record.slot_index))
+    }
+
+    /// Moves a full scan that has handed out nothing yet to `cursor` (from
+    /// `scan_cursor`).
+    pub fn seek_scan(&mut self, scan: u32, cursor: (usize, u32)) -> Result<(), Error> {
+        let record = self
+            .scans
+            .get_mut(scan as usize)
+            .and_then(Option::as_mut)
+            .ok_or(ErrorCode::NoSuchScan)?;
+        if record.index.is_some() || !record.waiting_row.is_none() {
+            return Err(Error::new(
+                ErrorCode::WrongTransactionState,
+                "only a full scan that waits for nothing can seek",
+            ));
+        }
+        (record.page_position, record.slot_index) = cursor;
+        Ok(())
+    }
+
     /// Closes a scan. Locks it took stay with its transaction.
     pub fn close_scan(&mut self, scan: u32) -> Result<(), Error> {
         let record = self

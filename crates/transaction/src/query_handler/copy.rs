@@ -1,0 +1,765 @@
+//! Node recovery: a starting node copies each of its fragment replicas from
+//! a started replica while the cluster goes on writing (NDB's
+//! copy-fragment, COPY_FRAGREQ).
+//!
+//! ## Why the copy is exact
+//! A starting node is in the write chain of every fragment it holds, last,
+//! from the state that admits it (`Routing::live_replicas`), so every write
+//! planned on that state reaches it after passing every started replica. A
+//! write planned on an older state is refused by a started replica that
+//! knows better (1204, `missing_starting_replica`), and the copy of a
+//! fragment starts only once every transaction that was already working on
+//! it at the copying replica has ended (the barrier), so no write that
+//! bypasses the starter is in flight. Then, for each row:
+//! - The copying replica reads it under a shared lock (a locking scan), so
+//!   the read waits for every transaction holding it exclusively — every
+//!   one of them also reaches the starter — and sends it; the lock is held
+//!   until the starter says the batch is applied, so no later write passes
+//!   the copied row on its way to the starter.
+//! - The starter writes a copied row unless a transaction holds it locked
+//!   there (`Engine::copy_row`): those transactions passed the copying
+//!   replica before the copy read the row, so once they end here the row
+//!   is what the copy said.
+//! - An update or delete that reaches the starter before the row was
+//!   copied finds no row and changes nothing (`writes_before_copy`): the
+//!   copy reads the row after that write released it, so it brings the row
+//!   as the write left it. An insert, or a `Write` the first replica turned
+//!   into one, is taken like any insert: a scan does not see a row whose
+//!   insert is not committed, so the copy would not bring it.
+//!
+//! Rows the starter holds are thus always the rows the others hold; a copy
+//! started again (its source failed, or refused) only copies them again.
+//! Tables created after the starter was admitted need no copy: every write
+//! to them was planned on a state that has the starter in the chain.
+//!
+//! ## Flow
+//! The starter copies one fragment at a time: `CopyRequest` to the acting
+//! primary, which answers `CopyRows` batches of at most
+//! `COPY_BATCH_ROWS_MAX` rows; each is acknowledged by `CopyNext`, which
+//! also releases the batch's locks. When every fragment replica is copied,
+//! the runtime tells the president (`NodeCopied`), which makes the node a
+//! started member.
+
+use std::collections::VecDeque;
+
+use protocol::{CopyNext, CopyRequest, CopyRows, Message, NodeId};
+use schema::row::{AttrInfoReader, AttrInfoWriter};
+use schema::{Error, ErrorCode};
+use storage::engine::{ReadMode, ScanBound, ScanRequest, TransactionId};
+
+use super::{QueryHandler, Waiting};
+use crate::routing::Routing;
+
+/// Rows one `CopyRows` carries at most: the rows of a batch stay locked at
+/// the copying replica for one round trip, so a write to one of them waits
+/// that long at most.
+pub const COPY_BATCH_ROWS_MAX: u32 = 128;
+/// Bytes of rows one `CopyRows` carries at most (about; a batch always
+/// holds at least one row).
+pub const COPY_BATCH_BYTES_MAX: u32 = 256 * 1024;
+/// How long a starter waits before it asks again for a copy that failed.
+pub const COPY_RETRY_DELAY_MS: u64 = 100;
+
+/// Node recovery progress of a starting node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CopyStatus {
+    pub fragments_copied: u32,
+    pub fragments_to_copy: u32,
+    pub rows_copied: u64,
+    /// Every fragment replica is copied.
+    pub done: bool,
+}
+
+/// The starter's side.
+pub(super) struct CopyIn {
+    /// Fragment replicas (table, fragment) still to copy, in order.
+    pending: VecDeque<(u32, u32)>,
+    current: Option<Current>,
+    status: CopyStatus,
+    next_copy: u64,
+    /// A failed copy is asked for again at this time.
+    retry_at_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Current {
+    table: u32,
+    fragment: u32,
+    source: NodeId,
+    copy: u64,
+}
+
+/// The copying replica's side, one per starter.
+pub(super) struct CopyOut {
+    copy: u64,
+    table: u32,
+    fragment: u32,
+    engine_table: u32,
+    /// Holds the shared locks of the batch in flight.
+    transaction: TransactionId,
+    scan: Option<u32>,
+    /// Where the scan goes on when it is opened again: it closes while
+    /// the starter applies a batch if it must wait for a lock, so the
+    /// copy never waits for a lock while it holds others.
+    cursor: Option<(usize, u32)>,
+    token: u64,
+    /// Transactions that were working on the fragment here when the copy
+    /// began: it reads nothing until they have ended.
+    barrier: Vec<u64>,
+    buffer: Vec<u8>,
+    rows: u32,
+    awaiting_ack: bool,
+    lock_wait: bool,
+    finished: bool,
+}
+
+impl QueryHandler {
+    /// Node recovery progress while this node is starting.
+    pub fn copy_status(&self) -> Option<CopyStatus> {
+        self.copy_in.as_ref().map(|copy| copy.status)
+    }
+
+    /// Copies this node runs for starting nodes.
+    pub fn copies_out(&self) -> usize {
+        self.copies_out.len()
+    }
+
+    /// Lines about node recovery for the node's log (not problems: a copy
+    /// that failed is asked for again).
+    pub fn take_copy_log(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.copy_log)
+    }
+
+    /// Whether the replica of (table, fragment) here is still being copied.
+    pub fn is_copying(&self, table: u32, fragment: u32) -> bool {
+        self.fragments
+            .get(&(table, fragment))
+            .is_some_and(|replica| replica.copying)
+    }
+
+    /// The copy bookkeeping of a newly installed state (called by
+    /// `install`, which sends nothing; `start_copies` sends).
+    pub(super) fn install_copies(&mut self, routing: &Routing) {
+        self.starting_replicas.clear();
+        self.copy_sources.clear();
+        let starting = routing.is_starting(self.node);
+        for route in routing.tables() {
+            for (index, fragment) in route.fragments.iter().enumerate() {
+                if !fragment.replicas.contains(&self.node) {
+                    continue;
+                }
+                let key = (route.id, index as u32);
+                let others: Vec<NodeId> = fragment
+                    .replicas
+                    .iter()
+                    .copied()
+                    .filter(|node| *node != self.node && routing.is_starting(*node))
+                    .collect();
+                if !others.is_empty() {
+                    self.starting_replicas.insert(key, others);
+                }
+                if starting
+                    && let Some(source) = routing
+                        .live_replicas(route, index as u32)
+                        .first()
+                        .copied()
+                        .filter(|node| *node != self.node && routing.is_started(*node))
+                {
+                    self.copy_sources.insert(key, source);
+                }
+            }
+        }
+        let mut ended: Vec<NodeId> = self
+            .copies_out
+            .keys()
+            .copied()
+            .filter(|starter| !routing.is_starting(*starter))
+            .collect();
+        ended.sort_unstable();
+        for starter in ended {
+            self.end_copy_out(starter);
+        }
+        if !starting {
+            if self.copy_in.take().is_some() || self.fragments.values().any(|r| r.copying) {
+                // Started (or out of the cluster, with no fragments left).
+                for replica in self.fragments.values_mut() {
+                    replica.copying = false;
+                }
+            }
+            return;
+        }
+        match &mut self.copy_in {
+            None => {
+                let mut pending: Vec<(u32, u32)> = self.fragments.keys().copied().collect();
+                pending.sort_unstable();
+                for key in &pending {
+                    self.fragments.get_mut(key).expect("listed").copying = true;
+                }
+                self.copy_in = Some(CopyIn {
+                    status: CopyStatus {
+                        fragments_to_copy: pending.len() as u32,
+                        ..CopyStatus::default()
+                    },
+                    pending: pending.into(),
+                    current: None,
+                    next_copy: 1,
+                    retry_at_ms: None,
+                });
+            }
+            Some(copy_in) => {
+                let fragments = &self.fragments;
+                let before = copy_in.pending.len();
+                copy_in.pending.retain(|key| fragments.contains_key(key));
+                let mut dropped = (before - copy_in.pending.len()) as u32;
+                if let Some(current) = copy_in.current
+                    && !fragments.contains_key(&(current.table, current.fragment))
+                {
+                    copy_in.current = None;
+                    dropped += 1;
+                }
+                // A dropped table needs no copy.
+                copy_in.status.fragments_to_copy -= dropped;
+            }
+        }
+    }
+
+    /// After an install: answers copy requests that waited for it, and
+    /// starts (or starts again, when its source failed) this node's copy.
+    pub fn start_copies(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
+        let queued = std::mem::take(&mut self.queued_copies);
+        for request in queued {
+            self.on_copy_request(now_ms, request, out);
+        }
+        self.drive_copy_in(now_ms, out);
+    }
+
+    pub(super) fn copy_retry_at_ms(&self) -> Option<u64> {
+        self.copy_in.as_ref().and_then(|copy| copy.retry_at_ms)
+    }
+
+    pub(super) fn retry_copy(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
+        if let Some(copy_in) = &mut self.copy_in
+            && copy_in.retry_at_ms.is_some_and(|at| at <= now_ms)
+        {
+            copy_in.retry_at_ms = None;
+            self.drive_copy_in(now_ms, out);
+        }
+    }
+
+    fn drive_copy_in(&mut self, _now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
+        let Some(copy_in) = &mut self.copy_in else {
+            return;
+        };
+        if let Some(current) = copy_in.current {
+            let key = (current.table, current.fragment);
+            if self.copy_sources.get(&key) == Some(&current.source) {
+                return;
+            }
+            // Its source failed (or stopped being the primary): copy the
+            // fragment again from the new one.
+            copy_in.current = None;
+            copy_in.pending.push_front(key);
+            self.counters.copies_restarted += 1;
+        }
+        if copy_in.retry_at_ms.is_some() {
+            return;
+        }
+        while let Some(key) = copy_in.pending.front().copied() {
+            if !self.fragments.contains_key(&key) {
+                copy_in.pending.pop_front();
+                continue;
+            }
+            // No started replica: the node group has lost its data and the
+            // cluster stops; nothing to copy from meanwhile.
+            let Some(source) = self.copy_sources.get(&key).copied() else {
+                return;
+            };
+            copy_in.pending.pop_front();
+            let copy = copy_in.next_copy;
+            copy_in.next_copy += 1;
+            copy_in.current = Some(Current {
+                table: key.0,
+                fragment: key.1,
+                source,
+                copy,
+            });
+            out.push((
+                source,
+                Message::CopyRequest(CopyRequest {
+                    starter: self.node,
+                    copy,
+                    table: key.0,
+                    fragment: key.1,
+                    generation: self.position.0,
+                    version: self.position.1,
+                }),
+            ));
+            return;
+        }
+        if copy_in.current.is_none() && !copy_in.status.done {
+            copy_in.status.done = true;
+        }
+    }
+
+    pub(super) fn on_copy_rows(
+        &mut self,
+        now_ms: u64,
+        rows: CopyRows,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        let Some(copy_in) = &mut self.copy_in else {
+            return;
+        };
+        let Some(current) = copy_in.current.filter(|current| current.copy == rows.copy) else {
+            // An answer to a copy given up (its source failed).
+            return;
+        };
+        let key = (current.table, current.fragment);
+        let node = self.node;
+        let next = |more| {
+            (
+                current.source,
+                Message::CopyNext(CopyNext {
+                    starter: node,
+                    copy: current.copy,
+                    more,
+                }),
+            )
+        };
+        let Some(replica) = self.fragments.get(&key).copied() else {
+            // The table was dropped meanwhile.
+            copy_in.current = None;
+            out.push(next(false));
+            self.drive_copy_in(now_ms, out);
+            return;
+        };
+        if rows.failed {
+            copy_in.current = None;
+            copy_in.pending.push_front(key);
+            copy_in.retry_at_ms = Some(now_ms + super::copy::COPY_RETRY_DELAY_MS);
+            self.counters.copies_restarted += 1;
+            return;
+        }
+        match self.apply_copied_rows(now_ms, replica.engine_table, &rows.rows) {
+            Ok((written, skipped)) => {
+                self.counters.rows_copied += written;
+                self.counters.rows_copy_skipped_locked += skipped;
+                let copy_in = self.copy_in.as_mut().expect("checked above");
+                copy_in.status.rows_copied += written + skipped;
+                out.push(next(!rows.finished));
+                if rows.finished {
+                    copy_in.current = None;
+                    copy_in.status.fragments_copied += 1;
+                    self.counters.fragments_copied += 1;
+                    self.fragments.get_mut(&key).expect("present").copying = false;
+                    self.drive_copy_in(now_ms, out);
+                }
+            }
+            Err(error) => {
+                // Most likely DataMemory is full here: the node cannot
+                // hold its replicas. It tries again; the others serve on.
+                self.copy_log.push(format!(
+                    "copying fragment {} of table {} from node {}: {error}; trying again",
+                    key.1, key.0, current.source
+                ));
+                out.push(next(false));
+                let copy_in = self.copy_in.as_mut().expect("checked above");
+                copy_in.current = None;
+                copy_in.pending.push_front(key);
+                copy_in.retry_at_ms = Some(now_ms + COPY_RETRY_DELAY_MS);
+                self.counters.copies_restarted += 1;
+            }
+        }
+    }
+
+    /// Writes a batch of copied rows in one engine transaction; returns
+    /// (rows written, rows left to their lock holders).
+    fn apply_copied_rows(
+        &mut self,
+        now_ms: u64,
+        engine_table: u32,
+        rows: &[u8],
+    ) -> Result<(u64, u64), Error> {
+        let primary_key = self
+            .engine
+            .table_def(engine_table)
+            .ok_or(ErrorCode::NoSuchTable)?
+            .primary_key
+            .clone();
+        let transaction = self.next_engine_transaction;
+        self.next_engine_transaction += 1;
+        let mut key = Vec::new();
+        let (mut written, mut skipped) = (0, 0);
+        let mut rest = rows;
+        let result = loop {
+            if rest.is_empty() {
+                break Ok(());
+            }
+            if rest.len() < 4 {
+                break Err(Error::new(ErrorCode::WrongValue, "truncated copied row"));
+            }
+            let length = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            if rest.len() < 4 + length {
+                break Err(Error::new(ErrorCode::WrongValue, "truncated copied row"));
+            }
+            let row = &rest[4..4 + length];
+            rest = &rest[4 + length..];
+            key.clear();
+            let mut writer = AttrInfoWriter::new(&mut key);
+            let mut bad = None;
+            for entry in AttrInfoReader::new(row) {
+                match entry {
+                    Ok((column, value)) if primary_key.contains(&column) => {
+                        writer.push(column, value)
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        bad = Some(error);
+                        break;
+                    }
+                }
+            }
+            if let Some(error) = bad {
+                break Err(error);
+            }
+            match self
+                .engine
+                .copy_row(now_ms, transaction, engine_table, &key, row)
+            {
+                Ok(true) => written += 1,
+                Ok(false) => skipped += 1,
+                Err(error) => break Err(error),
+            }
+        };
+        if !self.engine.has_transaction(transaction) {
+            return result.map(|()| (written, skipped));
+        }
+        if let Err(error) = result {
+            self.abort_work(transaction);
+            return Err(error);
+        }
+        // The rows were just written by this transaction alone, in this
+        // turn: its prepare and commit cannot fail.
+        self.engine
+            .prepare(transaction)
+            .and_then(|()| self.engine.commit(transaction))
+            .expect("a copy batch commits");
+        Ok((written, skipped))
+    }
+
+    // ---- the copying replica ----
+
+    pub(super) fn on_copy_request(
+        &mut self,
+        now_ms: u64,
+        request: CopyRequest,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        if self.position < (request.generation, request.version) {
+            // The state that made the starter starting is not installed
+            // here yet: until it is, writes may still bypass the starter.
+            self.queued_copies.retain(|r| r.starter != request.starter);
+            self.queued_copies.push(request);
+            return;
+        }
+        let key = (request.table, request.fragment);
+        let replica = self.fragments.get(&key).copied();
+        let valid = self
+            .starting_replicas
+            .get(&key)
+            .is_some_and(|starters| starters.contains(&request.starter))
+            && replica.is_some_and(|replica| !replica.copying);
+        self.end_copy_out(request.starter);
+        let Some(replica) = replica.filter(|_| valid) else {
+            out.push((request.starter, failed_rows(request.copy)));
+            return;
+        };
+        let transaction = self.next_engine_transaction;
+        self.next_engine_transaction += 1;
+        let token = self.next_token;
+        self.next_token += 1;
+        let mut barrier: Vec<u64> = self
+            .work
+            .keys()
+            .filter(|work| (work.1, work.2) == key)
+            .map(|work| work.0)
+            .collect();
+        barrier.sort_unstable();
+        self.copies_out.insert(
+            request.starter,
+            CopyOut {
+                copy: request.copy,
+                table: request.table,
+                fragment: request.fragment,
+                engine_table: replica.engine_table,
+                transaction,
+                scan: None,
+                cursor: None,
+                token,
+                barrier,
+                buffer: Vec::new(),
+                rows: 0,
+                awaiting_ack: false,
+                lock_wait: false,
+                finished: false,
+            },
+        );
+        self.run_copy_out(now_ms, request.starter, out);
+    }
+
+    pub(super) fn on_copy_next(
+        &mut self,
+        now_ms: u64,
+        next: CopyNext,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        let Some(copy) = self.copies_out.get_mut(&next.starter) else {
+            return;
+        };
+        if copy.copy != next.copy || !copy.awaiting_ack {
+            return;
+        }
+        copy.awaiting_ack = false;
+        let (transaction, finished) = (copy.transaction, copy.finished);
+        // The batch is applied at the starter: its locks go.
+        if self.engine.has_transaction(transaction) {
+            self.abort_work(transaction);
+        }
+        if !next.more || finished {
+            self.end_copy_out(next.starter);
+            return;
+        }
+        if let Err(error) = self.engine.begin_transaction(transaction) {
+            self.fail_copy_out(next.starter, &error, out);
+            return;
+        }
+        self.run_copy_out(now_ms, next.starter, out);
+    }
+
+    /// Every copy that may go on now (a transaction it waited for ended).
+    pub(super) fn advance_copies_out(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
+        let mut starters: Vec<NodeId> = self
+            .copies_out
+            .iter()
+            .filter(|(_, copy)| !copy.barrier.is_empty())
+            .map(|(starter, _)| *starter)
+            .collect();
+        starters.sort_unstable();
+        for starter in starters {
+            self.run_copy_out(now_ms, starter, out);
+        }
+    }
+
+    /// Reads and sends the next batch, unless the copy waits (for its
+    /// barrier, a row lock, or the starter's acknowledgement).
+    pub(super) fn run_copy_out(
+        &mut self,
+        now_ms: u64,
+        starter: NodeId,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        let work = &self.work;
+        let Some(copy) = self.copies_out.get_mut(&starter) else {
+            return;
+        };
+        copy.lock_wait = false;
+        if copy.awaiting_ack {
+            return;
+        }
+        let (table, fragment) = (copy.table, copy.fragment);
+        copy.barrier
+            .retain(|transaction| work.contains_key(&(*transaction, table, fragment)));
+        if !copy.barrier.is_empty() {
+            return;
+        }
+        let scan = match copy.scan {
+            Some(scan) => scan,
+            None => {
+                let columns: Vec<u16> = match self.engine.table_def(copy.engine_table) {
+                    Some(def) => (0..def.columns.len() as u16).collect(),
+                    None => Vec::new(),
+                };
+                let opened = self
+                    .engine
+                    .open_scan(&ScanRequest {
+                        transaction: copy.transaction,
+                        token: copy.token,
+                        table: copy.engine_table,
+                        index: None,
+                        lower: ScanBound::Unbounded,
+                        upper: ScanBound::Unbounded,
+                        descending: false,
+                        filter: &[],
+                        columns: &columns,
+                        mode: ReadMode::Shared,
+                    })
+                    .and_then(|scan| match copy.cursor {
+                        Some(cursor) => self.engine.seek_scan(scan, cursor).map(|()| scan),
+                        None => Ok(scan),
+                    });
+                match opened {
+                    Ok(scan) => {
+                        copy.scan = Some(scan);
+                        scan
+                    }
+                    Err(error) => {
+                        self.fail_copy_out(starter, &error, out);
+                        return;
+                    }
+                }
+            }
+        };
+        loop {
+            let rows_left = COPY_BATCH_ROWS_MAX.saturating_sub(copy.rows);
+            let bytes_left = COPY_BATCH_BYTES_MAX.saturating_sub(copy.buffer.len() as u32);
+            let cursor = self.engine.scan_cursor(scan);
+            let batch =
+                match self
+                    .engine
+                    .scan_next(now_ms, scan, rows_left, bytes_left, &mut copy.buffer)
+                {
+                    Ok(batch) => batch,
+                    Err(error) if error.code == ErrorCode::LockWaitTimeout && copy.rows == 0 => {
+                        // A transaction held a row longer than a lock wait may
+                        // last: wait for it again from that row (the copy
+                        // holds no lock, so it blocks nobody meanwhile).
+                        self.counters.copy_lock_waits_timed_out += 1;
+                        copy.cursor = cursor;
+                        copy.scan = None;
+                        if let Err(error) = self.engine.close_scan(scan) {
+                            panic!("node {}: closing a copy scan: {error}", self.node);
+                        }
+                        continue_later(&mut self.engine, copy.transaction);
+                        self.run_copy_out(now_ms, starter, out);
+                        return;
+                    }
+                    Err(error) => {
+                        self.fail_copy_out(starter, &error, out);
+                        return;
+                    }
+                };
+            copy.rows += batch.rows;
+            if batch.waiting && copy.rows == 0 {
+                copy.lock_wait = true;
+                self.waiting.insert(copy.token, Waiting::Copy(starter));
+                return;
+            }
+            if batch.waiting {
+                // Send what it holds first and wait with no lock held: a
+                // writer of a held row may be the one it would wait for.
+                copy.cursor = self.engine.scan_cursor(scan);
+                copy.scan = None;
+                if let Err(error) = self.engine.close_scan(scan) {
+                    panic!("node {}: closing a copy scan: {error}", self.node);
+                }
+            }
+            if batch.waiting
+                || batch.finished
+                || copy.rows >= COPY_BATCH_ROWS_MAX
+                || copy.buffer.len() as u32 >= COPY_BATCH_BYTES_MAX
+            {
+                let finished = batch.finished && !batch.waiting;
+                copy.finished = finished;
+                copy.awaiting_ack = true;
+                self.counters.copy_batches_sent += 1;
+                self.counters.copy_rows_sent += u64::from(copy.rows);
+                copy.rows = 0;
+                out.push((
+                    starter,
+                    Message::CopyRows(CopyRows {
+                        copy: copy.copy,
+                        rows: std::mem::take(&mut copy.buffer),
+                        finished,
+                        failed: false,
+                    }),
+                ));
+                return;
+            }
+        }
+    }
+
+    fn fail_copy_out(&mut self, starter: NodeId, error: &Error, out: &mut Vec<(NodeId, Message)>) {
+        let Some(copy) = self.copies_out.get(&starter) else {
+            return;
+        };
+        self.copy_log.push(format!(
+            "copy of fragment {} of table {} to node {starter} failed: {error}; it asks again",
+            copy.fragment, copy.table
+        ));
+        out.push((starter, failed_rows(copy.copy)));
+        self.end_copy_out(starter);
+    }
+
+    /// Forgets a copy: its scan closes and its locks go.
+    pub(super) fn end_copy_out(&mut self, starter: NodeId) {
+        let Some(copy) = self.copies_out.remove(&starter) else {
+            return;
+        };
+        self.waiting.remove(&copy.token);
+        if let Some(scan) = copy.scan
+            && let Err(error) = self.engine.close_scan(scan)
+        {
+            panic!(
+                "node {}: closing the copy scan for node {starter}: {error}",
+                self.node
+            );
+        }
+        if self.engine.has_transaction(copy.transaction) {
+            self.abort_work(copy.transaction);
+        }
+    }
+
+    /// A dropped fragment's copies end (its starter drops it too).
+    pub(super) fn cancel_copies_of_fragment(&mut self, key: (u32, u32)) {
+        let mut starters: Vec<NodeId> = self
+            .copies_out
+            .iter()
+            .filter(|(_, copy)| (copy.table, copy.fragment) == key)
+            .map(|(starter, _)| *starter)
+            .collect();
+        starters.sort_unstable();
+        for starter in starters {
+            self.end_copy_out(starter);
+        }
+    }
+
+    /// A starting replica of the request's fragment that its chain does
+    /// not name (the write was planned on an older state). Checked only
+    /// on replicas that hold the fragment's rows: a starting replica is
+    /// last in the chain, after every started one.
+    pub(super) fn missing_starting_replica(
+        &self,
+        request: &protocol::KeyRequest,
+    ) -> Option<NodeId> {
+        let key = (request.table, request.fragment);
+        if self.fragments.get(&key).is_some_and(|r| r.copying) {
+            return None;
+        }
+        self.starting_replicas
+            .get(&key)?
+            .iter()
+            .copied()
+            .find(|starter| !request.chain.contains(starter))
+    }
+}
+
+/// Ends the copy transaction's locks and begins it again under the same id.
+fn continue_later(engine: &mut storage::Engine, transaction: TransactionId) {
+    if engine.has_transaction(transaction) {
+        engine
+            .abort(transaction)
+            .expect("the engine holds the copy transaction");
+    }
+    engine
+        .begin_transaction(transaction)
+        .expect("an ended transaction's id begins again");
+}
+
+fn failed_rows(copy: u64) -> Message {
+    Message::CopyRows(CopyRows {
+        copy,
+        rows: Vec::new(),
+        finished: false,
+        failed: true,
+    })
+}
