@@ -982,16 +982,22 @@ fn bank_survives_data_nodes_killed_and_restarted_on_four_nodes() {
     kill_rounds("faults-kill-4", 4, rounds(DEFAULT_ROUNDS_FOUR_NODES), false);
 }
 
-/// A finding: with a node of each node group killed at once and restarted
-/// (round after round), a run ended in a cluster failure: right after the
-/// two removals the surviving president (node 2) suspected the other
-/// survivor (node 5, a replica copied one round before) of missed
-/// heartbeats, both concluded that a node group had no live node left and
-/// restarted, and the cluster formed again empty: every acknowledged
-/// transfer was lost. A client call had waited 5.9 s in that round. It
-/// happened in 1 of 3 runs of 10 rounds.
+/// Findings: a node of each node group killed at once and restarted at
+/// once, round after round, fails about every other run of 10 rounds:
+/// - mostly, the two restarted nodes copy a few thousand rows each for 8 s
+///   while every worker's commit waits, unanswered, until the client's
+///   deadline (8 s, NDB's 4012); the copies end right after the clients
+///   give up, and those transfers were not applied: the copies and the
+///   commits wait for each other;
+/// - once, right after the two removals the surviving president (node 2)
+///   suspected the other survivor (node 5, copied one round before) of
+///   missed heartbeats, both concluded that a node group had no live node
+///   left and restarted, and the cluster formed again empty: every
+///   acknowledged transfer was lost (a call had waited 5.9 s that round).
+///
+/// One node per round (the tests above) passes.
 #[test]
-#[ignore = "finding: two survivors of a double kill suspected each other, the cluster restarted empty"]
+#[ignore = "finding: two nodes copying at once and the commits wait for each other until the client's deadline; once the cluster restarted empty"]
 fn bank_survives_a_node_of_each_group_killed_at_once_and_restarted() {
     kill_rounds(
         "faults-kill-4-at-once",
