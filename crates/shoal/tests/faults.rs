@@ -74,14 +74,16 @@ const RESTART_TIMEOUT: Duration = Duration::from_secs(60);
 /// handled (a node removed, the management node back): the target
 /// is about a second; the bound leaves room for a loaded machine.
 const COMMIT_RESUME_TIMEOUT: Duration = Duration::from_secs(5);
-/// Kills by the tests that need no node recovery: each cluster they start
+/// Kills without a restart: each cluster these tests start
 /// loses one data node per node group, so a 2-node cluster is one kill and
 /// a 4-node cluster two (one after the other, or both at once).
 /// `SHOAL_FAULT_ROUNDS` sets the kills of each.
 const DEFAULT_KILLS_TWO_NODES: usize = 4;
 const DEFAULT_KILLS_FOUR_NODES: usize = 4;
-/// Kill rounds per cluster size in the test command: 2 nodes, 4 nodes.
-const DEFAULT_ROUNDS_TWO_NODES: usize = 10;
+/// Kill-and-restart rounds per cluster size: 2 nodes (in the test command),
+/// 4 nodes (ignored for now, see its finding). `SHOAL_FAULT_ROUNDS` sets
+/// both.
+const DEFAULT_ROUNDS_TWO_NODES: usize = 20;
 const DEFAULT_ROUNDS_FOUR_NODES: usize = 10;
 
 /// A small xorshift generator: the test's choices replay from its seed.
@@ -977,7 +979,15 @@ fn bank_survives_data_nodes_killed_and_restarted_on_two_nodes() {
     kill_rounds("faults-kill-2", 2, rounds(DEFAULT_ROUNDS_TWO_NODES), false);
 }
 
+/// A finding: on 4 nodes, about one round in 20-50 (one node killed and
+/// restarted per round) ends with the restarted node copying for 8 s while
+/// two or three workers' commits go unanswered until the client's deadline
+/// (8 s, NDB's 4012, some 266 lock timeouts beside): the copy ends right
+/// after the clients give up, and those transfers were not applied. The
+/// copy and the commits wait for each other (seen only with two node
+/// groups, never in 60 rounds on 2 nodes).
 #[test]
+#[ignore = "finding: on 4 nodes a copy and the commits sometimes wait for each other until the client's deadline"]
 fn bank_survives_data_nodes_killed_and_restarted_on_four_nodes() {
     kill_rounds("faults-kill-4", 4, rounds(DEFAULT_ROUNDS_FOUR_NODES), false);
 }
