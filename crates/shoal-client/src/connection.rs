@@ -266,6 +266,15 @@ pub(crate) struct Shared {
     /// the callers that needed the node learn why, not just that it is
     /// down. Cleared when a new connection to the node passes its handshake.
     refusals: Refusals,
+    /// The newest cluster state (generation, version) a data node's
+    /// heartbeat answer named: routing older than it is read again before
+    /// the next transaction picks a node, so a node that left (or is still
+    /// copying after a restart) stops getting transactions within a
+    /// heartbeat interval.
+    state_seen: Mutex<(u64, u64)>,
+    /// One session reads the routing again at a time; the others route
+    /// with the one they have meanwhile.
+    refreshing: AtomicBool,
 }
 
 impl Shared {
@@ -425,6 +434,8 @@ impl Cluster {
                 mailboxes: RwLock::new(mailboxes),
                 counters: SharedCounters::default(),
                 refusals: Refusals::default(),
+                state_seen: Mutex::new((0, 0)),
+                refreshing: AtomicBool::new(false),
             }),
             routing: RwLock::new(Arc::new(Routing::new())),
             next_request: AtomicU64::new(first_request_id()),
@@ -612,6 +623,22 @@ impl Cluster {
         Arc::clone(&self.inner.routing.read().expect("routing"))
     }
 
+    /// The routing view, read again first if a data node's heartbeat named
+    /// a newer cluster state (by one session at a time; a failed read
+    /// leaves the old view, and the next heartbeat tries again).
+    pub(crate) fn current_routing(&self) -> Arc<Routing> {
+        let routing = self.routing();
+        let seen = *self.inner.shared.state_seen.lock().expect("state seen");
+        if seen > routing.version() && !self.inner.shared.refreshing.swap(true, Ordering::AcqRel) {
+            let refreshed = self.refresh_dictionary();
+            self.inner.shared.refreshing.store(false, Ordering::Release);
+            if refreshed.is_ok() {
+                return self.routing();
+            }
+        }
+        routing
+    }
+
     /// A table by name, from the dictionary this connection last read
     /// (re-read once if the name is unknown).
     pub fn table(&self, name: &str) -> Result<Arc<TableRoute>, ClientError> {
@@ -676,7 +703,7 @@ impl Cluster {
     pub(crate) fn next_node(&self) -> Result<NodeId, ClientError> {
         let nodes = &self.inner.data_nodes;
         let start = self.inner.round_robin.fetch_add(1, Ordering::Relaxed);
-        let routing = self.routing();
+        let routing = self.current_routing();
         for offset in 0..nodes.len() {
             let node = nodes[(start + offset) % nodes.len()];
             // A starting member refuses transactions until its copy is done.
@@ -1157,6 +1184,15 @@ fn dispatch(shared: &Shared, node: NodeId, message: Message) {
                 .insert(node, error.clone());
             return;
         }
+        Message::Heartbeat {
+            generation,
+            version,
+            ..
+        } => {
+            let mut seen = shared.state_seen.lock().expect("state seen");
+            *seen = (*seen).max((*generation, *version));
+            return;
+        }
         _ => return,
     };
     shared.deliver(mailbox, Delivery::Message(message));
@@ -1290,6 +1326,8 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
             mailboxes: RwLock::new(mailboxes),
             counters: SharedCounters::default(),
             refusals: Refusals::default(),
+            state_seen: Mutex::new((0, 0)),
+            refreshing: AtomicBool::new(false),
         }),
         routing: RwLock::new(Arc::new(Routing::new())),
         next_request: AtomicU64::new(1),

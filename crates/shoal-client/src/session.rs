@@ -821,7 +821,7 @@ impl Session {
         table: &TableRoute,
         partition: u32,
     ) -> Result<NodeId, ClientError> {
-        let routing = self.cluster.routing();
+        let routing = self.cluster.current_routing();
         let fragment = table.fragments_of(partition).start;
         for &node in &table.fragments[fragment as usize].replicas {
             if routing.is_started(node) && self.cluster.link(node).is_some() {

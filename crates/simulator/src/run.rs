@@ -1144,7 +1144,15 @@ impl Simulation {
         let members: Vec<String> = state
             .members
             .iter()
-            .map(|m| format!("{}#{}", m.node, m.incarnation))
+            .map(|m| {
+                // A starting member (still copying its fragments) is marked.
+                let starting = if state.starting.contains(m) {
+                    "(starting)"
+                } else {
+                    ""
+                };
+                format!("{}#{}{starting}", m.node, m.incarnation)
+            })
             .collect();
         self.trace(format!(
             "node {node}#{incarnation} installs generation {} version {} members [{}] schema {} \

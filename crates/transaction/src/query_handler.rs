@@ -70,7 +70,9 @@ use crate::maps::Map;
 use crate::routing::Routing;
 
 mod copy;
-pub use copy::{COPY_BATCH_BYTES_MAX, COPY_BATCH_ROWS_MAX, COPY_RETRY_DELAY_MS, CopyStatus};
+pub use copy::{
+    COPY_BATCH_BYTES_MAX, COPY_BATCH_ROWS_MAX, COPY_RETRY_DELAY_MS, COPY_SILENCE_MS_MAX, CopyStatus,
+};
 
 /// Most fragment replicas one node holds (engine tables).
 pub const FRAGMENT_REPLICAS_PER_NODE_MAX: u32 = 8_192;

@@ -59,6 +59,11 @@ pub const COPY_BATCH_ROWS_MAX: u32 = 128;
 pub const COPY_BATCH_BYTES_MAX: u32 = 256 * 1024;
 /// How long a starter waits before it asks again for a copy that failed.
 pub const COPY_RETRY_DELAY_MS: u64 = 100;
+/// A copy whose source has sent nothing for this long is asked for again
+/// (the request or a batch may have been lost with a connection; a source
+/// waiting that long for a lock or a transaction is rare, and a copy
+/// asked for again only copies rows again).
+pub const COPY_SILENCE_MS_MAX: u64 = 5_000;
 
 /// Node recovery progress of a starting node.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -79,6 +84,9 @@ pub(super) struct CopyIn {
     next_copy: u64,
     /// A failed copy is asked for again at this time.
     retry_at_ms: Option<u64>,
+    /// When the source of the current copy was last heard from (or the
+    /// copy was asked for).
+    heard_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -204,6 +212,7 @@ impl QueryHandler {
                     current: None,
                     next_copy: 1,
                     retry_at_ms: None,
+                    heard_ms: 0,
                 });
             }
             Some(copy_in) => {
@@ -234,19 +243,33 @@ impl QueryHandler {
     }
 
     pub(super) fn copy_retry_at_ms(&self) -> Option<u64> {
-        self.copy_in.as_ref().and_then(|copy| copy.retry_at_ms)
+        let copy = self.copy_in.as_ref()?;
+        match copy.current {
+            Some(_) => Some(copy.heard_ms + COPY_SILENCE_MS_MAX),
+            None => copy.retry_at_ms,
+        }
     }
 
     pub(super) fn retry_copy(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
-        if let Some(copy_in) = &mut self.copy_in
-            && copy_in.retry_at_ms.is_some_and(|at| at <= now_ms)
+        let Some(copy_in) = &mut self.copy_in else {
+            return;
+        };
+        if let Some(current) = copy_in.current
+            && now_ms >= copy_in.heard_ms + COPY_SILENCE_MS_MAX
         {
+            copy_in.current = None;
+            copy_in
+                .pending
+                .push_front((current.table, current.fragment));
+            self.counters.copies_restarted += 1;
+            self.drive_copy_in(now_ms, out);
+        } else if copy_in.retry_at_ms.is_some_and(|at| at <= now_ms) {
             copy_in.retry_at_ms = None;
             self.drive_copy_in(now_ms, out);
         }
     }
 
-    fn drive_copy_in(&mut self, _now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
+    fn drive_copy_in(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
         let Some(copy_in) = &mut self.copy_in else {
             return;
         };
@@ -277,6 +300,7 @@ impl QueryHandler {
             copy_in.pending.pop_front();
             let copy = copy_in.next_copy;
             copy_in.next_copy += 1;
+            copy_in.heard_ms = now_ms;
             copy_in.current = Some(Current {
                 table: key.0,
                 fragment: key.1,
@@ -314,6 +338,7 @@ impl QueryHandler {
             // An answer to a copy given up (its source failed).
             return;
         };
+        copy_in.heard_ms = now_ms;
         let key = (current.table, current.fragment);
         let node = self.node;
         let next = |more| {
