@@ -273,7 +273,7 @@ use ValueKind::{Boolean, Integer, Milliseconds, Size, Text};
 // Formatting is left to the author so that each entry stays a compact block
 // that reads like a row of a table, instead of ten lines of one argument.
 #[rustfmt::skip]
-pub static PARAMETERS: [Parameter; 39] = [
+pub static PARAMETERS: [Parameter; 40] = [
     // Every node.
     parameter("NodeId", DATA, Integer, NoDefault, 1, 144, Ndb,
         "The data node's id; without it the node gets the lowest free id.")
@@ -335,6 +335,10 @@ pub static PARAMETERS: [Parameter; 39] = [
     parameter("TransactionDeadlockDetectionTimeout", DATA, Milliseconds, Number(1200), 50,
         INTEGER_MAX, Ndb,
         "Milliseconds an operation may wait for a lock or a participant before it is aborted."),
+    parameter("NodeRecoveryCopyBatchRows", DATA, Integer, Number(128), 1, 128, Shoal,
+        "Rows one batch of a node recovery copy holds at most: the copying node keeps a \
+         batch's rows locked for one round trip to the restarted node, so writes to them wait \
+         at most that long; fewer rows, more round trips."),
     parameter("TransactionInactiveTimeout", DATA, Milliseconds, Number(4_294_967_039), 0,
         4_294_967_039, Ndb,
         "Milliseconds a transaction may wait for its application's next request before it is \

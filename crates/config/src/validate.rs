@@ -544,6 +544,7 @@ fn build_data_node(
         start_partial_timeout_ms: view.number("StartPartialTimeout"),
         transaction_deadlock_detection_timeout_ms: view
             .number("TransactionDeadlockDetectionTimeout"),
+        copy_batch_rows: narrow(view.number("NodeRecoveryCopyBatchRows")),
         transaction_inactive_timeout_ms: view.number("TransactionInactiveTimeout"),
         time_between_global_checkpoints_ms: view.number("TimeBetweenGlobalCheckpoints"),
         time_between_local_checkpoints: narrow(view.number("TimeBetweenLocalCheckpoints")),

@@ -199,7 +199,7 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
             .register(local, LOCAL_LISTENER, Interest::READABLE)
             .map_err(|e| e.to_string())?;
     }
-    let handler = QueryHandler::new(
+    let mut handler = QueryHandler::new(
         node,
         storage::engine::EngineConfig {
             data_memory_bytes: own.data_memory_bytes,
@@ -218,6 +218,7 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
             own.data_memory_bytes
         )
     })?;
+    handler.set_copy_batch_rows(own.copy_batch_rows);
     let settings = DataNodeSettings::from_config(&config, node, crate::incarnation_now())
         .ok_or_else(|| "the configuration has no management node".to_string())?;
     let started = Instant::now();

@@ -1414,6 +1414,8 @@ mod tests {
             mailboxes: RwLock::new(mailboxes),
             counters: SharedCounters::default(),
             refusals: Refusals::default(),
+            state_seen: Mutex::new((0, 0)),
+            refreshing: AtomicBool::new(false),
         });
         let link = Arc::new(
             Link::new(

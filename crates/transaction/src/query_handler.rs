@@ -218,6 +218,8 @@ pub struct QueryHandler {
     copy_sources: Map<(u32, u32), NodeId>,
     /// Node recovery lines for the node's log.
     copy_log: Vec<String>,
+    /// Rows a copy batch this node sends holds at most.
+    copy_batch_rows: u32,
 }
 
 impl QueryHandler {
@@ -251,6 +253,7 @@ impl QueryHandler {
             starting_replicas: Map::default(),
             copy_sources: Map::default(),
             copy_log: Vec::new(),
+            copy_batch_rows: COPY_BATCH_ROWS_MAX,
         })
     }
 

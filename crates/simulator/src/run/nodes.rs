@@ -58,8 +58,13 @@ impl Simulation {
             .workload
             .as_ref()
             .map_or_else(Simulation::membership_engine_config, |w| w.engine_config());
-        let query_handler =
+        let mut query_handler =
             QueryHandler::new(node, engine).expect("the simulator's engine config fits");
+        // Small copy batches make a node recovery copy interleave with the
+        // workload's writes row by row.
+        if self.crash_plan.is_some() {
+            query_handler.set_copy_batch_rows(between(&mut self.rng, 1, 8) as u32);
+        }
         let mut composite = DataNodeComposite::new(
             self.settings(node, incarnation),
             now,

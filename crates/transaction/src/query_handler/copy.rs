@@ -127,6 +127,13 @@ impl QueryHandler {
         self.copy_in.as_ref().map(|copy| copy.status)
     }
 
+    /// Rows a copy batch this node sends holds at most (1 to
+    /// `COPY_BATCH_ROWS_MAX`): fewer rows are held locked per round trip,
+    /// at the cost of more round trips.
+    pub fn set_copy_batch_rows(&mut self, rows: u32) {
+        self.copy_batch_rows = rows.clamp(1, COPY_BATCH_ROWS_MAX);
+    }
+
     /// Copies this node runs for starting nodes.
     pub fn copies_out(&self) -> usize {
         self.copies_out.len()
@@ -635,7 +642,7 @@ impl QueryHandler {
             }
         };
         loop {
-            let rows_left = COPY_BATCH_ROWS_MAX.saturating_sub(copy.rows);
+            let rows_left = self.copy_batch_rows.saturating_sub(copy.rows);
             let bytes_left = COPY_BATCH_BYTES_MAX.saturating_sub(copy.buffer.len() as u32);
             let cursor = self.engine.scan_cursor(scan);
             let batch =
@@ -680,7 +687,7 @@ impl QueryHandler {
             }
             if batch.waiting
                 || batch.finished
-                || copy.rows >= COPY_BATCH_ROWS_MAX
+                || copy.rows >= self.copy_batch_rows
                 || copy.buffer.len() as u32 >= COPY_BATCH_BYTES_MAX
             {
                 let finished = batch.finished && !batch.waiting;
