@@ -1007,7 +1007,8 @@ fn bank_survives_data_nodes_killed_and_restarted_on_four_nodes() {
 ///   left and restarted, and the cluster formed again empty: every
 ///   acknowledged transfer was lost (a call had waited 5.9 s that round).
 ///
-/// After main's 847e46b the first still fails 2 runs in 5.
+/// After main's 847e46b the copy that waits for the commits still fails 2
+/// runs in 5.
 #[test]
 #[ignore = "finding: two nodes copying at once and the commits wait for each other until the client's deadline; once the cluster restarted empty"]
 fn bank_survives_a_node_of_each_group_killed_at_once_and_restarted() {
