@@ -3,6 +3,7 @@
 //! `shoal` binary installs as its global allocator.
 
 pub mod allocation_counter;
+pub mod failover;
 pub mod huge_pages;
 pub mod pk;
 pub mod storage;

@@ -279,6 +279,30 @@ pub enum BenchCommand {
     /// (seed 000 Table 1): synchronous threads, asynchronous batches, and
     /// round trips per read with and without distribution awareness.
     Pk(BenchPkArgs),
+    /// Data node failure and restart on a cluster it starts (2 data nodes):
+    /// SIGKILL and SIGSTOP to the first commit on the dead node's
+    /// partitions, node restart time idle and under a write load, and the
+    /// write latency during the restart.
+    Failover(BenchFailoverArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchFailoverArgs {
+    /// Rows loaded before measuring.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub rows: u32,
+
+    /// Bytes of each row's payload.
+    #[arg(long, value_name = "BYTES", default_value_t = 512)]
+    pub row_bytes: u16,
+
+    /// Writes per second during the restart under load.
+    #[arg(long, value_name = "N", default_value_t = 2_000)]
+    pub updates_per_s: u32,
+
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -20,6 +20,7 @@ pub fn run(command: Command) -> ExitCode {
         Command::Bench(BenchArgs { command }) => match command {
             BenchCommand::Storage(args) => bench_storage(&args),
             BenchCommand::Pk(args) => bench_pk(&args),
+            BenchCommand::Failover(args) => bench_failover(&args),
         },
         Command::Sim(args) => sim(&args),
     }
@@ -181,6 +182,34 @@ fn bench_pk(args: &crate::cli::BenchPkArgs) -> ExitCode {
         Ok(_) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("shoal bench pk: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench_failover(args: &crate::cli::BenchFailoverArgs) -> ExitCode {
+    let executable = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(error) => {
+            eprintln!("shoal bench failover: cannot find the shoal executable: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.row_bytes == 0 || args.updates_per_s == 0 {
+        eprintln!("shoal bench failover: --row-bytes and --updates-per-s take numbers above 0");
+        return ExitCode::FAILURE;
+    }
+    let options = bench::failover::FailoverOptions {
+        executable,
+        rows: args.rows.max(1_000),
+        row_bytes: args.row_bytes,
+        updates_per_s: args.updates_per_s,
+        json: args.json,
+    };
+    match bench::failover::run(&options) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shoal bench failover: {error}");
             ExitCode::FAILURE
         }
     }

@@ -209,6 +209,12 @@ impl Processes {
         self.children.push((name.to_string(), child));
     }
 
+    /// Takes over a child started elsewhere (with its own command line),
+    /// under `name`.
+    pub fn adopt(&mut self, name: &str, child: Child) {
+        self.children.push((name.to_string(), child));
+    }
+
     /// The process id of the process started as `name`.
     pub fn pid(&self, name: &str) -> u32 {
         self.children
@@ -216,6 +222,14 @@ impl Processes {
             .find(|(n, _)| n == name)
             .map(|(_, child)| child.id())
             .expect("a started process")
+    }
+
+    /// The process id of the process started as `name`, if there is one.
+    pub fn try_pid(&self, name: &str) -> Option<u32> {
+        self.children
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, child)| child.id())
     }
 
     /// The exit status of the process started as `name`, if it has exited.
