@@ -129,7 +129,8 @@ fn assert_crash_marks(marks: &TransactionMarks, crashes: &CrashMarks) {
     assert!(crashes.after_fragment_scan > 0, "{crashes:?}");
     // Crashed nodes came back empty, copied their fragments while the
     // workload wrote (writes reached rows not copied yet, and rows that
-    // transactions held when their copy arrived), and became started.
+    // transactions held when their copy arrived, which it waited for), and
+    // became started.
     assert!(marks.nodes_recovered > 0, "{marks:?}");
     assert!(marks.fragments_copied > 0, "{marks:?}");
     assert!(marks.rows_copied > 0, "{marks:?}");

@@ -137,6 +137,9 @@ enum Waiting {
     /// The copy this node runs for a starting node (by its id) waits for a
     /// row lock.
     Copy(NodeId),
+    /// A row copied to this starting node waits for a lock here (its
+    /// engine transaction).
+    CopiedRow(TransactionId, (u32, u32)),
 }
 
 /// Counters of one query handler.
@@ -154,7 +157,8 @@ pub struct QueryHandlerCounters {
     /// Work entries of failed coordinators reported to a takeover.
     pub takeover_entries_reported: u64,
     /// Node recovery, on the starting node: fragment replicas and rows
-    /// copied, updates and deletes of rows not copied yet (nothing to
+    /// copied (and of those, rows that waited for a transaction holding
+    /// them here), updates and deletes of rows not copied yet (nothing to
     /// change), copies started again (their source failed or refused).
     pub fragments_copied: u64,
     pub rows_copied: u64,
@@ -557,6 +561,7 @@ impl QueryHandler {
         self.blocked.retain(|work, _| (work.1, work.2) != key);
         self.waiting.retain(|_, waiting| match waiting {
             Waiting::Key(request) => (request.table, request.fragment) != key,
+            Waiting::CopiedRow(_, fragment) => *fragment != key,
             Waiting::Scan(_) | Waiting::Copy(_) => true,
         });
         for work_key in doomed {
@@ -1398,6 +1403,9 @@ impl QueryHandler {
                     }
                     Some(Waiting::Scan(key)) => self.run_scan(now_ms, key, out),
                     Some(Waiting::Copy(starter)) => self.run_copy_out(now_ms, starter, out),
+                    Some(Waiting::CopiedRow(transaction, _)) => {
+                        self.copied_row_done(now_ms, transaction, result, out)
+                    }
                     None => {}
                 }
             }

@@ -82,7 +82,7 @@ pub struct TransactionMarks {
     pub distribution_changed_aborts: u64,
     /// Node recovery, summed over the final incarnations: restarted nodes
     /// that became started members, fragment replicas and rows copied,
-    /// copied rows left to the transactions holding them, updates and
+    /// copied rows that waited for the transactions holding them, updates and
     /// deletes that reached a row not copied yet, copies started again
     /// (their source failed, or the starter restarted them), writes
     /// refused for missing a starting replica, reads refused by a replica

@@ -16,10 +16,14 @@
 //!   one of them also reaches the starter — and sends it; the lock is held
 //!   until the starter says the batch is applied, so no later write passes
 //!   the copied row on its way to the starter.
-//! - The starter writes a copied row unless a transaction holds it locked
-//!   there (`Engine::copy_row`): those transactions passed the copying
-//!   replica before the copy read the row, so once they end here the row
-//!   is what the copy said.
+//! - The starter writes a copied row under the row's lock, after any
+//!   transaction holding it there (its own engine transaction per row, so
+//!   the rows of a batch wait independently; the batch is acknowledged
+//!   once all are written). Those holders passed the copying replica
+//!   before the copy read the row, so the copy already reflects how they
+//!   ended; writing before they end would let an abort there undo the
+//!   copy (seed 300785: an aborted delete-and-insert took the copied row
+//!   with it).
 //! - An update or delete that reaches the starter before the row was
 //!   copied finds no row and changes nothing (`writes_before_copy`): the
 //!   copy reads the row after that write released it, so it brings the row
@@ -45,7 +49,10 @@ use std::collections::VecDeque;
 use protocol::{CopyNext, CopyRequest, CopyRows, Message, NodeId};
 use schema::row::{AttrInfoReader, AttrInfoWriter};
 use schema::{Error, ErrorCode};
-use storage::engine::{ReadMode, ScanBound, ScanRequest, TransactionId};
+use storage::engine::{
+    OperationKind as EngineKind, OperationRequest, Outcome, ReadMode, ScanBound, ScanRequest,
+    TransactionId,
+};
 
 use super::{QueryHandler, Waiting};
 use crate::routing::Routing;
@@ -59,6 +66,8 @@ pub const COPY_BATCH_ROWS_MAX: u32 = 128;
 pub const COPY_BATCH_BYTES_MAX: u32 = 256 * 1024;
 /// How long a starter waits before it asks again for a copy that failed.
 pub const COPY_RETRY_DELAY_MS: u64 = 100;
+/// Marks a batch result whose rows partly wait and partly failed.
+const FAILED_WITH_WAITS: u32 = 1 << 31;
 /// A copy whose source has sent nothing for this long is asked for again
 /// (the request or a batch may have been lost with a connection; a source
 /// waiting that long for a lock or a transaction is rare, and a copy
@@ -87,6 +96,17 @@ pub(super) struct CopyIn {
     /// When the source of the current copy was last heard from (or the
     /// copy was asked for).
     heard_ms: u64,
+    /// The batch applied in part: copied rows still waiting for a lock
+    /// here, and whether the source sends more after it.
+    batch: Option<PendingBatch>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PendingBatch {
+    copy: u64,
+    rows_waiting: u32,
+    finished: bool,
+    failed: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -231,6 +251,7 @@ impl QueryHandler {
                     next_copy: 1,
                     retry_at_ms: None,
                     heard_ms: 0,
+                    batch: None,
                 });
             }
             Some(copy_in) => {
@@ -242,6 +263,7 @@ impl QueryHandler {
                     && !fragments.contains_key(&(current.table, current.fragment))
                 {
                     copy_in.current = None;
+                    copy_in.batch = None;
                     dropped += 1;
                 }
                 // A dropped table needs no copy.
@@ -383,111 +405,202 @@ impl QueryHandler {
             self.counters.copies_restarted += 1;
             return;
         }
-        match self.apply_copied_rows(now_ms, replica.engine_table, &rows.rows) {
-            Ok((written, skipped)) => {
-                self.counters.rows_copied += written;
-                self.counters.rows_copy_skipped_locked += skipped;
-                let copy_in = self.copy_in.as_mut().expect("checked above");
-                copy_in.status.rows_copied += written + skipped;
-                out.push(next(!rows.finished));
-                if rows.finished {
-                    copy_in.current = None;
-                    copy_in.status.fragments_copied += 1;
-                    self.counters.fragments_copied += 1;
-                    self.fragments.get_mut(&key).expect("present").copying = false;
-                    self.drive_copy_in(now_ms, out);
+        let (rows_waiting, failed) =
+            match self.apply_copied_rows(now_ms, key, replica.engine_table, &rows.rows) {
+                Ok(waiting) => (
+                    waiting & !FAILED_WITH_WAITS,
+                    waiting & FAILED_WITH_WAITS != 0,
+                ),
+                Err(error) => {
+                    // Most likely DataMemory is full here: the node cannot
+                    // hold its replicas. It tries again; the others serve on.
+                    self.copy_log.push(format!(
+                        "copying fragment {} of table {} from node {}: {error}; trying again",
+                        key.1, key.0, current.source
+                    ));
+                    (0, true)
                 }
+            };
+        let copy_in = self.copy_in.as_mut().expect("checked above");
+        copy_in.batch = Some(PendingBatch {
+            copy: current.copy,
+            rows_waiting,
+            finished: rows.finished,
+            failed,
+        });
+        self.finish_batch(now_ms, out);
+    }
+
+    /// Once every row of the batch is written: acknowledges it (which
+    /// releases its locks at the source), and when it was the last, the
+    /// fragment is copied; a batch that could not be written starts the
+    /// fragment's copy again.
+    fn finish_batch(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
+        let Some(copy_in) = &mut self.copy_in else {
+            return;
+        };
+        let Some(batch) = copy_in.batch.filter(|batch| batch.rows_waiting == 0) else {
+            return;
+        };
+        copy_in.batch = None;
+        let Some(current) = copy_in.current.filter(|current| current.copy == batch.copy) else {
+            return;
+        };
+        let key = (current.table, current.fragment);
+        out.push((
+            current.source,
+            Message::CopyNext(CopyNext {
+                starter: self.node,
+                copy: current.copy,
+                more: !batch.finished && !batch.failed,
+            }),
+        ));
+        if batch.failed {
+            copy_in.current = None;
+            copy_in.pending.push_front(key);
+            copy_in.retry_at_ms = Some(now_ms + COPY_RETRY_DELAY_MS);
+            self.counters.copies_restarted += 1;
+            return;
+        }
+        if batch.finished {
+            copy_in.current = None;
+            copy_in.status.fragments_copied += 1;
+            self.counters.fragments_copied += 1;
+            if let Some(replica) = self.fragments.get_mut(&key) {
+                replica.copying = false;
             }
-            Err(error) => {
-                // Most likely DataMemory is full here: the node cannot
-                // hold its replicas. It tries again; the others serve on.
-                self.copy_log.push(format!(
-                    "copying fragment {} of table {} from node {}: {error}; trying again",
-                    key.1, key.0, current.source
-                ));
-                out.push(next(false));
-                let copy_in = self.copy_in.as_mut().expect("checked above");
-                copy_in.current = None;
-                copy_in.pending.push_front(key);
-                copy_in.retry_at_ms = Some(now_ms + COPY_RETRY_DELAY_MS);
-                self.counters.copies_restarted += 1;
-            }
+            self.drive_copy_in(now_ms, out);
         }
     }
 
-    /// Writes a batch of copied rows in one engine transaction; returns
-    /// (rows written, rows left to their lock holders).
+    /// A copied row that waited for a lock here was written (or its wait
+    /// timed out, and the batch's copy starts again).
+    pub(super) fn copied_row_done(
+        &mut self,
+        now_ms: u64,
+        transaction: TransactionId,
+        result: Result<(), ErrorCode>,
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
+        match result {
+            Ok(()) => {
+                self.commit_copied_row(transaction);
+                self.counters.rows_copy_skipped_locked += 1;
+                self.counters.rows_copied += 1;
+            }
+            Err(code) => {
+                if self.engine.has_transaction(transaction) {
+                    self.abort_work(transaction);
+                }
+                self.copy_log.push(format!(
+                    "a copied row waited for a lock too long ({code}): the fragment is copied \
+                     again"
+                ));
+                if let Some(batch) = self.copy_in.as_mut().and_then(|c| c.batch.as_mut()) {
+                    batch.failed = true;
+                }
+            }
+        }
+        if let Some(copy_in) = self.copy_in.as_mut() {
+            copy_in.status.rows_copied += 1;
+            if let Some(batch) = copy_in.batch.as_mut() {
+                batch.rows_waiting -= 1;
+            }
+        }
+        self.finish_batch(now_ms, out);
+    }
+
+    fn commit_copied_row(&mut self, transaction: TransactionId) {
+        // The row's write is its transaction's only operation and nothing
+        // of it waits any more: prepare and commit cannot fail.
+        self.engine
+            .prepare(transaction)
+            .and_then(|()| self.engine.commit(transaction))
+            .expect("a copied row commits");
+    }
+
+    /// Writes a batch of copied rows, each in an engine transaction of its
+    /// own: at once where no transaction holds the row here, else once
+    /// the holders end (`copied_row_done`). Returns how many wait, or
+    /// `u32::MAX` when the batch could not be written (it is copied again).
     fn apply_copied_rows(
         &mut self,
         now_ms: u64,
+        fragment: (u32, u32),
         engine_table: u32,
         rows: &[u8],
-    ) -> Result<(u64, u64), Error> {
+    ) -> Result<u32, Error> {
         let primary_key = self
             .engine
             .table_def(engine_table)
             .ok_or(ErrorCode::NoSuchTable)?
             .primary_key
             .clone();
-        let transaction = self.next_engine_transaction;
-        self.next_engine_transaction += 1;
         let mut key = Vec::new();
-        let (mut written, mut skipped) = (0, 0);
+        let mut waiting = 0;
         let mut rest = rows;
-        let result = loop {
-            if rest.is_empty() {
-                break Ok(());
-            }
+        while !rest.is_empty() {
             if rest.len() < 4 {
-                break Err(Error::new(ErrorCode::WrongValue, "truncated copied row"));
+                return Err(Error::new(ErrorCode::WrongValue, "truncated copied row"));
             }
             let length = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
             if rest.len() < 4 + length {
-                break Err(Error::new(ErrorCode::WrongValue, "truncated copied row"));
+                return Err(Error::new(ErrorCode::WrongValue, "truncated copied row"));
             }
             let row = &rest[4..4 + length];
             rest = &rest[4 + length..];
             key.clear();
             let mut writer = AttrInfoWriter::new(&mut key);
-            let mut bad = None;
             for entry in AttrInfoReader::new(row) {
-                match entry {
-                    Ok((column, value)) if primary_key.contains(&column) => {
-                        writer.push(column, value)
-                    }
-                    Ok(_) => {}
-                    Err(error) => {
-                        bad = Some(error);
-                        break;
-                    }
+                let (column, value) = entry?;
+                if primary_key.contains(&column) {
+                    writer.push(column, value);
                 }
             }
-            if let Some(error) = bad {
-                break Err(error);
+            let transaction = self.next_engine_transaction;
+            self.next_engine_transaction += 1;
+            let token = self.next_token;
+            self.next_token += 1;
+            let mut ignored = Vec::new();
+            match self.engine.execute(
+                now_ms,
+                &OperationRequest {
+                    transaction,
+                    token,
+                    table: engine_table,
+                    kind: EngineKind::Write,
+                    key: &key,
+                    values: row,
+                    columns: &[],
+                },
+                &mut ignored,
+            ) {
+                Ok(Outcome::Done) => {
+                    self.commit_copied_row(transaction);
+                    self.counters.rows_copied += 1;
+                    if let Some(copy_in) = self.copy_in.as_mut() {
+                        copy_in.status.rows_copied += 1;
+                    }
+                }
+                Ok(Outcome::Waiting) => {
+                    self.waiting
+                        .insert(token, Waiting::CopiedRow(transaction, fragment));
+                    waiting += 1;
+                }
+                Err(error) => {
+                    if self.engine.has_transaction(transaction) {
+                        self.abort_work(transaction);
+                    }
+                    if waiting == 0 {
+                        return Err(error);
+                    }
+                    // Rows already waiting still end; the batch fails then.
+                    self.copy_log.push(format!("writing a copied row: {error}"));
+                    return Ok(waiting | FAILED_WITH_WAITS);
+                }
             }
-            match self
-                .engine
-                .copy_row(now_ms, transaction, engine_table, &key, row)
-            {
-                Ok(true) => written += 1,
-                Ok(false) => skipped += 1,
-                Err(error) => break Err(error),
-            }
-        };
-        if !self.engine.has_transaction(transaction) {
-            return result.map(|()| (written, skipped));
         }
-        if let Err(error) = result {
-            self.abort_work(transaction);
-            return Err(error);
-        }
-        // The rows were just written by this transaction alone, in this
-        // turn: its prepare and commit cannot fail.
-        self.engine
-            .prepare(transaction)
-            .and_then(|()| self.engine.commit(transaction))
-            .expect("a copy batch commits");
-        Ok((written, skipped))
+        Ok(waiting)
     }
 
     // ---- the copying replica ----
