@@ -137,9 +137,9 @@ enum Waiting {
     /// The copy this node runs for a starting node (by its id) waits for a
     /// row lock.
     Copy(NodeId),
-    /// A row copied to this starting node waits for a lock here (its
-    /// engine transaction).
-    CopiedRow(TransactionId, (u32, u32)),
+    /// A row copied to this starting node waits for a lock here: its
+    /// engine transaction, fragment and copy.
+    CopiedRow(TransactionId, (u32, u32), u64),
 }
 
 /// Counters of one query handler.
@@ -561,7 +561,7 @@ impl QueryHandler {
         self.blocked.retain(|work, _| (work.1, work.2) != key);
         self.waiting.retain(|_, waiting| match waiting {
             Waiting::Key(request) => (request.table, request.fragment) != key,
-            Waiting::CopiedRow(_, fragment) => *fragment != key,
+            Waiting::CopiedRow(_, fragment, _) => *fragment != key,
             Waiting::Scan(_) | Waiting::Copy(_) => true,
         });
         for work_key in doomed {
@@ -1403,8 +1403,8 @@ impl QueryHandler {
                     }
                     Some(Waiting::Scan(key)) => self.run_scan(now_ms, key, out),
                     Some(Waiting::Copy(starter)) => self.run_copy_out(now_ms, starter, out),
-                    Some(Waiting::CopiedRow(transaction, _)) => {
-                        self.copied_row_done(now_ms, transaction, result, out)
+                    Some(Waiting::CopiedRow(transaction, _, copy)) => {
+                        self.copied_row_done(now_ms, transaction, copy, result, out)
                     }
                     None => {}
                 }

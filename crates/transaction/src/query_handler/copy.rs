@@ -405,22 +405,27 @@ impl QueryHandler {
             self.counters.copies_restarted += 1;
             return;
         }
-        let (rows_waiting, failed) =
-            match self.apply_copied_rows(now_ms, key, replica.engine_table, &rows.rows) {
-                Ok(waiting) => (
-                    waiting & !FAILED_WITH_WAITS,
-                    waiting & FAILED_WITH_WAITS != 0,
-                ),
-                Err(error) => {
-                    // Most likely DataMemory is full here: the node cannot
-                    // hold its replicas. It tries again; the others serve on.
-                    self.copy_log.push(format!(
-                        "copying fragment {} of table {} from node {}: {error}; trying again",
-                        key.1, key.0, current.source
-                    ));
-                    (0, true)
-                }
-            };
+        let (rows_waiting, failed) = match self.apply_copied_rows(
+            now_ms,
+            key,
+            current.copy,
+            replica.engine_table,
+            &rows.rows,
+        ) {
+            Ok(waiting) => (
+                waiting & !FAILED_WITH_WAITS,
+                waiting & FAILED_WITH_WAITS != 0,
+            ),
+            Err(error) => {
+                // Most likely DataMemory is full here: the node cannot
+                // hold its replicas. It tries again; the others serve on.
+                self.copy_log.push(format!(
+                    "copying fragment {} of table {} from node {}: {error}; trying again",
+                    key.1, key.0, current.source
+                ));
+                (0, true)
+            }
+        };
         let copy_in = self.copy_in.as_mut().expect("checked above");
         copy_in.batch = Some(PendingBatch {
             copy: current.copy,
@@ -479,6 +484,7 @@ impl QueryHandler {
         &mut self,
         now_ms: u64,
         transaction: TransactionId,
+        copy: u64,
         result: Result<(), ErrorCode>,
         out: &mut Vec<(NodeId, Message)>,
     ) {
@@ -496,16 +502,26 @@ impl QueryHandler {
                     "a copied row waited for a lock too long ({code}): the fragment is copied \
                      again"
                 ));
-                if let Some(batch) = self.copy_in.as_mut().and_then(|c| c.batch.as_mut()) {
+                if let Some(batch) = self
+                    .copy_in
+                    .as_mut()
+                    .and_then(|c| c.batch.as_mut())
+                    .filter(|batch| batch.copy == copy)
+                {
                     batch.failed = true;
                 }
             }
         }
-        if let Some(copy_in) = self.copy_in.as_mut() {
+        // A row of a copy given up (its source failed) counts for nothing.
+        if let Some(copy_in) = self.copy_in.as_mut()
+            && let Some(batch) = copy_in.batch.as_mut().filter(|batch| batch.copy == copy)
+        {
             copy_in.status.rows_copied += 1;
-            if let Some(batch) = copy_in.batch.as_mut() {
-                batch.rows_waiting -= 1;
-            }
+            assert!(
+                batch.rows_waiting > 0,
+                "a copied row waited outside its batch"
+            );
+            batch.rows_waiting -= 1;
         }
         self.finish_batch(now_ms, out);
     }
@@ -527,6 +543,7 @@ impl QueryHandler {
         &mut self,
         now_ms: u64,
         fragment: (u32, u32),
+        copy: u64,
         engine_table: u32,
         rows: &[u8],
     ) -> Result<u32, Error> {
@@ -584,7 +601,7 @@ impl QueryHandler {
                 }
                 Ok(Outcome::Waiting) => {
                     self.waiting
-                        .insert(token, Waiting::CopiedRow(transaction, fragment));
+                        .insert(token, Waiting::CopiedRow(transaction, fragment, copy));
                     waiting += 1;
                 }
                 Err(error) => {
