@@ -376,14 +376,17 @@ impl ManagementNode {
                     self.report_members =
                         (report.generation, report.version, report.members.clone());
                 }
-                let before = self.reports.get(&node).map(|r| r.started);
-                if before != Some(report.started) {
+                // A member still copying its fragments is logged as such,
+                // and as started once its copy is done.
+                let phase = |r: &DataNodeReport| (r.started, r.recovering);
+                let before = self.reports.get(&node).map(phase);
+                if before != Some(phase(&report)) {
                     effects.events.push(Event::Log(format!(
                         "Node {node}: data node {} (state version {})",
-                        if report.started {
-                            "started"
-                        } else {
-                            "starting"
+                        match phase(&report) {
+                            (true, false) => "started",
+                            (true, true) => "starting: copying its fragments",
+                            (false, _) => "starting",
                         },
                         report.version
                     )));
