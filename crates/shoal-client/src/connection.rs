@@ -272,6 +272,9 @@ pub(crate) struct Shared {
     /// copying after a restart) stops getting transactions within a
     /// heartbeat interval.
     state_seen: Mutex<(u64, u64)>,
+    /// Set when `state_seen` grew: the only thing a session looks at
+    /// before each transaction, so the common case takes no lock.
+    state_newer: AtomicBool,
     /// One session reads the routing again at a time; the others route
     /// with the one they have meanwhile.
     refreshing: AtomicBool,
@@ -435,6 +438,7 @@ impl Cluster {
                 counters: SharedCounters::default(),
                 refusals: Refusals::default(),
                 state_seen: Mutex::new((0, 0)),
+                state_newer: AtomicBool::new(false),
                 refreshing: AtomicBool::new(false),
             }),
             routing: RwLock::new(Arc::new(Routing::new())),
@@ -628,15 +632,26 @@ impl Cluster {
     /// leaves the old view, and the next heartbeat tries again).
     pub(crate) fn current_routing(&self) -> Arc<Routing> {
         let routing = self.routing();
-        let seen = *self.inner.shared.state_seen.lock().expect("state seen");
-        if seen > routing.version() && !self.inner.shared.refreshing.swap(true, Ordering::AcqRel) {
-            let refreshed = self.refresh_dictionary();
-            self.inner.shared.refreshing.store(false, Ordering::Release);
-            if refreshed.is_ok() {
-                return self.routing();
-            }
+        let shared = &self.inner.shared;
+        if !shared.state_newer.load(Ordering::Acquire)
+            || shared.refreshing.swap(true, Ordering::AcqRel)
+        {
+            return routing;
         }
-        routing
+        // Cleared before `state_seen` is read: a heartbeat naming a newer
+        // state after this sets it again, so none is missed.
+        shared.state_newer.store(false, Ordering::Release);
+        let seen = *shared.state_seen.lock().expect("state seen");
+        let mut current = routing;
+        if seen > current.version() && self.refresh_dictionary().is_ok() {
+            current = self.routing();
+        }
+        if current.version() < seen {
+            // The read failed or found an older state: try again next time.
+            shared.state_newer.store(true, Ordering::Release);
+        }
+        shared.refreshing.store(false, Ordering::Release);
+        current
     }
 
     /// A table by name, from the dictionary this connection last read
@@ -1190,7 +1205,10 @@ fn dispatch(shared: &Shared, node: NodeId, message: Message) {
             ..
         } => {
             let mut seen = shared.state_seen.lock().expect("state seen");
-            *seen = (*seen).max((*generation, *version));
+            if (*generation, *version) > *seen {
+                *seen = (*generation, *version);
+                shared.state_newer.store(true, Ordering::Release);
+            }
             return;
         }
         _ => return,
@@ -1327,6 +1345,7 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
             counters: SharedCounters::default(),
             refusals: Refusals::default(),
             state_seen: Mutex::new((0, 0)),
+            state_newer: AtomicBool::new(false),
             refreshing: AtomicBool::new(false),
         }),
         routing: RwLock::new(Arc::new(Routing::new())),
@@ -1415,6 +1434,7 @@ mod tests {
             counters: SharedCounters::default(),
             refusals: Refusals::default(),
             state_seen: Mutex::new((0, 0)),
+            state_newer: AtomicBool::new(false),
             refreshing: AtomicBool::new(false),
         });
         let link = Arc::new(

@@ -9,7 +9,7 @@
 use super::locks::{Acquired, LockMode, NO_RECORD, lock_mode};
 use super::table::{self, COMMITTED, COPY, IN_USE, Table};
 use super::transaction::drop_image;
-use super::{Engine, OperationKind, OperationRequest, Outcome, ReadMode, TableId, TransactionId};
+use super::{Engine, OperationKind, OperationRequest, Outcome, ReadMode, TransactionId};
 use crate::memory::{ChunkRef, PagePool};
 use crate::ordered_index::{Bound, Collected};
 use schema::key::{encode_attrinfo_key, encode_row_key, key_hash};
@@ -123,65 +123,6 @@ impl Engine {
                 Ok(Outcome::Waiting)
             }
         }
-    }
-
-    /// Node recovery: writes a copied row (every column) into `transaction`
-    /// unless a transaction holds the row locked here. Returns whether it
-    /// wrote. A locked row is left alone: its lock holders reached this
-    /// replica through the write chain after passing the replica that
-    /// copied it, which read the row only after they released it there, so
-    /// once they end here the row is what the copy said.
-    pub fn copy_row(
-        &mut self,
-        now_ms: u64,
-        transaction: TransactionId,
-        table_id: TableId,
-        key: &[u8],
-        values: &[u8],
-    ) -> Result<bool, Error> {
-        {
-            let Engine {
-                tables,
-                pool,
-                scratch,
-                ..
-            } = &mut *self;
-            let table = tables
-                .get(table_id as usize)
-                .and_then(Option::as_ref)
-                .ok_or(ErrorCode::NoSuchTable)?;
-            scratch.key.clear();
-            encode_attrinfo_key(
-                &table.def,
-                &table.def.primary_key,
-                key,
-                false,
-                &mut scratch.key,
-            )?;
-            let hash = key_hash(&scratch.key);
-            if let Some(row) = find_row(table, pool, hash, &scratch.key, &mut scratch.key_other) {
-                let (head, _) = table::header(&table.rows, pool, row);
-                if head != NO_RECORD {
-                    return Ok(false);
-                }
-            }
-        }
-        let mut out = Vec::new();
-        let outcome = self.execute(
-            now_ms,
-            &OperationRequest {
-                transaction,
-                token: 0,
-                table: table_id,
-                kind: OperationKind::Write,
-                key,
-                values,
-                columns: &[],
-            },
-            &mut out,
-        )?;
-        assert_eq!(outcome, Outcome::Done, "an unlocked row is written at once");
-        Ok(true)
     }
 
     /// Backs out of a wait that could not be parked.

@@ -101,6 +101,17 @@ pub(super) struct CopyIn {
     batch: Option<PendingBatch>,
 }
 
+impl CopyIn {
+    /// Gives the current copy up: its fragment is copied again, first
+    /// (the rows already here are rows the source holds too).
+    fn restart_current(&mut self) {
+        if let Some(current) = self.current.take() {
+            self.batch = None;
+            self.pending.push_front((current.table, current.fragment));
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct PendingBatch {
     copy: u64,
@@ -137,7 +148,6 @@ pub(super) struct CopyOut {
     buffer: Vec<u8>,
     rows: u32,
     awaiting_ack: bool,
-    lock_wait: bool,
     finished: bool,
 }
 
@@ -294,13 +304,8 @@ impl QueryHandler {
         let Some(copy_in) = &mut self.copy_in else {
             return;
         };
-        if let Some(current) = copy_in.current
-            && now_ms >= copy_in.heard_ms + COPY_SILENCE_MS_MAX
-        {
-            copy_in.current = None;
-            copy_in
-                .pending
-                .push_front((current.table, current.fragment));
+        if copy_in.current.is_some() && now_ms >= copy_in.heard_ms + COPY_SILENCE_MS_MAX {
+            copy_in.restart_current();
             self.counters.copies_restarted += 1;
             self.drive_copy_in(now_ms, out);
         } else if copy_in.retry_at_ms.is_some_and(|at| at <= now_ms) {
@@ -320,8 +325,7 @@ impl QueryHandler {
             }
             // Its source failed (or stopped being the primary): copy the
             // fragment again from the new one.
-            copy_in.current = None;
-            copy_in.pending.push_front(key);
+            copy_in.restart_current();
             self.counters.copies_restarted += 1;
         }
         if copy_in.retry_at_ms.is_some() {
@@ -399,9 +403,8 @@ impl QueryHandler {
             return;
         };
         if rows.failed {
-            copy_in.current = None;
-            copy_in.pending.push_front(key);
-            copy_in.retry_at_ms = Some(now_ms + super::copy::COPY_RETRY_DELAY_MS);
+            copy_in.restart_current();
+            copy_in.retry_at_ms = Some(now_ms + COPY_RETRY_DELAY_MS);
             self.counters.copies_restarted += 1;
             return;
         }
@@ -461,8 +464,7 @@ impl QueryHandler {
             }),
         ));
         if batch.failed {
-            copy_in.current = None;
-            copy_in.pending.push_front(key);
+            copy_in.restart_current();
             copy_in.retry_at_ms = Some(now_ms + COPY_RETRY_DELAY_MS);
             self.counters.copies_restarted += 1;
             return;
@@ -673,7 +675,6 @@ impl QueryHandler {
                 buffer: Vec::new(),
                 rows: 0,
                 awaiting_ack: false,
-                lock_wait: false,
                 finished: false,
             },
         );
@@ -735,7 +736,6 @@ impl QueryHandler {
         let Some(copy) = self.copies_out.get_mut(&starter) else {
             return;
         };
-        copy.lock_wait = false;
         if copy.awaiting_ack {
             return;
         }
@@ -813,7 +813,6 @@ impl QueryHandler {
                 };
             copy.rows += batch.rows;
             if batch.waiting && copy.rows == 0 {
-                copy.lock_wait = true;
                 self.waiting.insert(copy.token, Waiting::Copy(starter));
                 return;
             }
