@@ -29,7 +29,7 @@
 //!   connect, `AllocateNodeId` for this node's id, and a deadline for the
 //!   answer, all driven by ticks.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use cluster::{DataNode, DataNodeSettings, Effects, Event};
 use protocol::identity::{ClusterSecret, Nonce, hello_proof, proof_holds};
@@ -44,6 +44,9 @@ pub type LinkId = u64;
 /// being set up; past this the node is too slow to reach and messages are
 /// dropped (with a log line), as a failed link drops them.
 pub const PENDING_MESSAGES_PER_NODE_MAX: usize = 65_536;
+/// A transaction that waits for the cluster this long, or a copy that
+/// makes no progress this long, is logged with what the node waits for.
+pub const STALL_REPORT_MS: u64 = 2_000;
 /// Between attempts to reach the management node again.
 pub const MANAGEMENT_RETRY_MS: u64 = 1_000;
 /// How long a management connection may take to connect and answer
@@ -185,6 +188,11 @@ pub struct NodeMarks {
     pub suspected_links_closed: u64,
     /// API nodes' connections closed because they missed their heartbeats.
     pub api_declared_dead: u64,
+    /// Stalled transactions or copies logged (`report_stalls`).
+    pub stalls_reported: u64,
+    /// Second connections from a connected peer refused
+    /// (`refuses_duplicate`).
+    pub duplicate_links_refused: u64,
 }
 
 impl NodeMarks {
@@ -200,6 +208,8 @@ impl NodeMarks {
         self.departed_messages_dropped += other.departed_messages_dropped;
         self.suspected_links_closed += other.suspected_links_closed;
         self.api_declared_dead += other.api_declared_dead;
+        self.stalls_reported += other.stalls_reported;
+        self.duplicate_links_refused += other.duplicate_links_refused;
     }
 }
 
@@ -220,13 +230,20 @@ pub struct DataNodeComposite {
     /// The link of each identified peer.
     peers: BTreeMap<NodeId, LinkId>,
     /// Messages for data nodes this incarnation has not been connected to
-    /// yet: a member's link counts as up before its connection is, so what
-    /// is sent on it waits here, in order, instead of being lost.
-    pending: BTreeMap<NodeId, Vec<Message>>,
+    /// yet, or for a member's incarnation newer than the one it was
+    /// connected to: a member's link counts as up before its connection
+    /// is, so what is sent on it waits here, in order, instead of being
+    /// lost. Each message names the oldest incarnation it may reach (0
+    /// before the first connection to the node); a connection from an
+    /// older one drops it.
+    pending: BTreeMap<NodeId, Vec<(u64, Message)>>,
     /// When the first message now held in `pending` for each node was held.
     pending_since_ms: BTreeMap<NodeId, u64>,
-    /// Data nodes this incarnation has had a connection to.
-    ever_connected: BTreeSet<NodeId>,
+    /// The newest incarnation of each data node this incarnation has had a
+    /// connection to. A message for that incarnation with no link is
+    /// dropped: its link failed, so it fails, and the membership change
+    /// ends what the message was part of.
+    connected_incarnation: BTreeMap<NodeId, u64>,
     /// Where the other data nodes listen, from the management node.
     addresses: BTreeMap<NodeId, Address>,
     management: ManagementLink,
@@ -239,6 +256,8 @@ pub struct DataNodeComposite {
     transaction_out: Vec<(NodeId, Message)>,
     /// Set between an exclusion and `restart`: inputs are ignored.
     awaiting_restart: bool,
+    /// When `report_stalls` last logged.
+    stall_reported_ms: u64,
     /// This incarnation told membership its node recovery copy is done.
     copy_reported: bool,
     observing: bool,
@@ -286,13 +305,14 @@ impl DataNodeComposite {
             peers: BTreeMap::new(),
             pending: BTreeMap::new(),
             pending_since_ms: BTreeMap::new(),
-            ever_connected: BTreeSet::new(),
+            connected_incarnation: BTreeMap::new(),
             addresses: BTreeMap::new(),
             management: ManagementLink::Up,
             addresses_asked_ms: now_ms,
             local: VecDeque::new(),
             transaction_out: Vec::new(),
             awaiting_restart: false,
+            stall_reported_ms: 0,
             copy_reported: false,
             observing: false,
             marks: NodeMarks::default(),
@@ -365,6 +385,16 @@ impl DataNodeComposite {
     /// The link of an identified peer.
     pub fn link_of(&self, node: NodeId) -> Option<LinkId> {
         self.peers.get(&node).copied()
+    }
+
+    /// Whether this node has a connection to `node`, identified or still
+    /// being set up by its own dial: then it does not dial `node`.
+    pub fn has_link_to(&self, node: NodeId) -> bool {
+        self.peers.contains_key(&node)
+            || self
+                .links
+                .values()
+                .any(|l| l.peer.is_none() && l.dialed == Some(node))
     }
 
     /// Links whose peer has not identified itself yet.
@@ -591,7 +621,10 @@ impl DataNodeComposite {
                     claim.incarnation,
                     claim.role,
                 ) {
-                    if state.dialed.is_none() && !self.older_than_connected(claim) {
+                    if state.dialed.is_none()
+                        && !self.older_than_connected(claim)
+                        && !self.refuses_duplicate(now_ms, link, claim)
+                    {
                         let nonce = state.peer_nonce.expect("kept with the claim");
                         let proof = self.proof_for(false, &nonce);
                         output.sends.push((link, Message::HelloProof { proof }));
@@ -626,6 +659,50 @@ impl DataNodeComposite {
         )
     }
 
+    /// Whether a new connection `link` from `peer` is refused because a
+    /// live one from the same incarnation exists (heard within two
+    /// heartbeat intervals). Both nodes may dial each other at once (the
+    /// higher id dials when messages waited, see `dial_peers`); replacing
+    /// a connection in use would lose what is in flight on it, which
+    /// nothing would ever answer. The accepting side refuses before it
+    /// proves itself, so the dialer never uses the new one. A dialer that
+    /// finds both identified (the two dials crossed) keeps the one the
+    /// lower id dialed, as the other node does. A silent connection is
+    /// replaced: its peer has likely closed it.
+    fn refuses_duplicate(&self, now_ms: u64, link: LinkId, peer: Peer) -> bool {
+        if peer.role != NodeRole::Data {
+            return false;
+        }
+        let dialed_here = self.links.get(&link).is_some_and(|l| l.dialed.is_some());
+        let dialing = self
+            .links
+            .iter()
+            .any(|(other, l)| *other != link && l.peer.is_none() && l.dialed == Some(peer.node));
+        if !dialed_here && self.node < peer.node && dialing {
+            // The higher id dialed while this node's own dial to it is on
+            // its way: that one will do.
+            return true;
+        }
+        let live_ms = 2 * self.settings.heartbeat_interval_ms;
+        let existing = self
+            .peers
+            .get(&peer.node)
+            .filter(|existing| **existing != link)
+            .and_then(|existing| self.links.get(existing))
+            .filter(|existing| {
+                existing
+                    .peer
+                    .is_some_and(|p| p.incarnation == peer.incarnation)
+                    && now_ms < existing.heard_ms + live_ms
+            });
+        if existing.is_none() {
+            return false;
+        }
+        // Accepting: refuse. Dialing: keep the existing one unless this
+        // one is the lower id's.
+        !dialed_here || self.node > peer.node
+    }
+
     /// Whether a newer incarnation of `peer`'s node is connected already.
     fn older_than_connected(&self, peer: Peer) -> bool {
         self.peers
@@ -651,6 +728,19 @@ impl DataNodeComposite {
 
     /// The peer of `link` proved who it is.
     fn identify(&mut self, now_ms: u64, link: LinkId, peer: Peer, output: &mut Output) {
+        if self.refuses_duplicate(now_ms, link, peer) {
+            self.marks.duplicate_links_refused += 1;
+            self.close_link(
+                now_ms,
+                link,
+                &format!(
+                    "a live connection to node {} incarnation {} exists",
+                    peer.node, peer.incarnation
+                ),
+                output,
+            );
+            return;
+        }
         if self.older_than_connected(peer) {
             // An older incarnation never replaces a newer one's connection.
             self.close_link(
@@ -669,12 +759,18 @@ impl DataNodeComposite {
         identified.heard_ms = now_ms;
         let previous = self.peers.insert(peer.node, link);
         if peer.role == NodeRole::Data {
-            self.ever_connected.insert(peer.node);
+            let newest = self.connected_incarnation.entry(peer.node).or_default();
+            *newest = (*newest).max(peer.incarnation);
             self.pending_since_ms.remove(&peer.node);
             let held = self.pending.remove(&peer.node).unwrap_or_default();
-            self.marks.pending_delivered += held.len() as u64;
-            for message in held {
-                output.sends.push((link, message));
+            for (incarnation_min, message) in held {
+                if peer.incarnation >= incarnation_min {
+                    self.marks.pending_delivered += 1;
+                    output.sends.push((link, message));
+                } else {
+                    // For an incarnation that never connected and is gone.
+                    self.messages_dropped += 1;
+                }
             }
         }
         // A newer connection from the same node replaces an older one.
@@ -846,11 +942,37 @@ impl DataNodeComposite {
             self.run_transaction_blocks(now_ms, output, |node, out| {
                 node.coordinator.tick(now_ms, out);
             });
+            self.report_stalls(now_ms, output);
             self.dial_peers(now_ms, output);
             self.ask_for_addresses(now_ms, output);
             self.close_silent_api_links(now_ms, output);
         }
         self.drive_management(now_ms, output);
+    }
+
+    /// Logs transactions that wait for the cluster longer than
+    /// `STALL_REPORT_MS`, and copies that make no progress, with what this
+    /// node's query handler waits for: a hang should show in the log where
+    /// it waits. At most once per `STALL_REPORT_MS`.
+    fn report_stalls(&mut self, now_ms: u64, output: &mut Output) {
+        if now_ms < self.stall_reported_ms + STALL_REPORT_MS {
+            return;
+        }
+        let stuck = self.coordinator.describe_stuck(STALL_REPORT_MS);
+        if stuck.is_empty() && !self.query_handler.copy_stalled(now_ms, STALL_REPORT_MS) {
+            return;
+        }
+        self.stall_reported_ms = now_ms;
+        self.marks.stalls_reported += 1;
+        output
+            .logs
+            .extend(stuck.into_iter().map(|line| format!("stalled: {line}")));
+        output.logs.extend(
+            self.query_handler
+                .describe_waits(now_ms)
+                .into_iter()
+                .map(|line| format!("stalled: {line}")),
+        );
     }
 
     /// Closes the connection of every API node silent for
@@ -901,12 +1023,7 @@ impl DataNodeComposite {
             if address.node < self.node && !waited_long {
                 continue;
             }
-            let busy = self.peers.contains_key(&address.node)
-                || self
-                    .links
-                    .values()
-                    .any(|l| l.peer.is_none() && l.dialed == Some(address.node));
-            if !busy {
+            if !self.has_link_to(address.node) {
                 output.dial.push(address.clone());
             }
         }
@@ -1189,17 +1306,41 @@ impl DataNodeComposite {
             output.sends.push((*link, message));
             return;
         }
-        if !self.settings.data_nodes.contains(&to) || self.ever_connected.contains(&to) {
+        if !self.settings.data_nodes.contains(&to) {
             self.messages_dropped += 1;
             return;
         }
+        let incarnation_min = match self.connected_incarnation.get(&to) {
+            None => 0,
+            Some(connected) => {
+                let member = self.membership.state().and_then(|state| {
+                    state
+                        .members
+                        .iter()
+                        .find(|member| member.node == to)
+                        .map(|member| member.incarnation)
+                });
+                if member == Some(*connected) {
+                    // The link to a member failed: the membership change
+                    // that removes it ends what the message was part of.
+                    self.messages_dropped += 1;
+                    return;
+                }
+                // A restarted node, admitted (or, on a state this node has
+                // not installed yet, about to be) as a newer incarnation:
+                // a write chain names it from its admission on, and a
+                // write dropped on its way to it would never be answered.
+                // It is sent once a newer incarnation is connected.
+                connected + 1
+            }
+        };
         self.pending_since_ms.entry(to).or_insert(now_ms);
         let held = self.pending.entry(to).or_default();
         if held.len() >= PENDING_MESSAGES_PER_NODE_MAX {
             self.messages_dropped += 1;
             return;
         }
-        held.push(message);
+        held.push((incarnation_min, message));
         if held.len() == PENDING_MESSAGES_PER_NODE_MAX {
             output.logs.push(format!(
                 "node {to} is still not connected after {PENDING_MESSAGES_PER_NODE_MAX} messages \
@@ -1226,7 +1367,7 @@ impl DataNodeComposite {
         self.peers.clear();
         self.pending.clear();
         self.pending_since_ms.clear();
-        self.ever_connected.clear();
+        self.connected_incarnation.clear();
         self.local.clear();
         self.membership_marks.add(&self.membership.marks());
         self.settings.incarnation = incarnation;

@@ -178,6 +178,21 @@ fn a_proven_newer_connection_replaces_the_older_one() {
     assert_eq!(node.marks().replaced_links, 1);
 }
 
+/// Both nodes may dial each other at once; replacing the connection in use
+/// would lose what travels on it, so the accepting side refuses the second
+/// one before proving itself (`prove` asserts that no proof is sent).
+#[test]
+fn a_second_connection_from_the_same_live_incarnation_is_refused_unproven() {
+    let mut node = composite(2);
+    prove(&mut node, 1, 3, 7, &SECRET);
+    let output = prove(&mut node, 2, 3, 7, &SECRET);
+    assert_eq!(output.close.len(), 1, "{output:?}");
+    assert_eq!(output.close[0].0, 2, "the new connection goes");
+    assert_eq!(node.link_of(3), Some(1));
+    assert_eq!(node.marks().duplicate_links_refused, 1);
+    assert_eq!(node.marks().replaced_links, 0);
+}
+
 #[test]
 fn a_claim_to_be_an_unconfigured_data_node_or_this_node_is_refused() {
     for (claimed, role) in [

@@ -104,7 +104,23 @@ struct Runtime {
 }
 
 fn log(node: NodeId, line: &str) {
-    eprintln!("datad {node}: {line}");
+    eprintln!("datad {node}: {} {line}", time_of_day());
+}
+
+/// The UTC time of day with milliseconds, as the cluster log prints it: the
+/// logs of several nodes are read side by side.
+fn time_of_day() -> String {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let millis = since_epoch.as_millis() % 86_400_000;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        millis / 3_600_000,
+        millis / 60_000 % 60,
+        millis / 1_000 % 60,
+        millis % 1_000
+    )
 }
 
 /// Runs the data node until it is told to stop (`Ok` with how, which sets

@@ -124,6 +124,13 @@ type Refusals = Arc<Mutex<BTreeMap<NodeId, protocol::ErrorReply>>>;
 const WRITE_SLICE: Duration = Duration::from_millis(50);
 
 impl Link {
+    /// Shuts the socket down both ways: the receiving thread's read ends,
+    /// and it tells every session that the node is down.
+    pub(crate) fn close(&self) {
+        // An error means the socket is closed already.
+        let _ = self.stream.shutdown(Shutdown::Both);
+    }
+
     /// A link over `stream` to data node `node`. `None` if the socket
     /// refuses its send timeout.
     fn new(node: NodeId, stream: TcpStream, refusals: Refusals) -> Option<Link> {
@@ -271,7 +278,9 @@ pub(crate) struct Shared {
     /// the next transaction picks a node, so a node that left (or is still
     /// copying after a restart) stops getting transactions within a
     /// heartbeat interval.
-    state_seen: Mutex<(u64, u64)>,
+    /// With it, the data node that named it (alive then: it just
+    /// answered), from which the routing is read again.
+    state_seen: Mutex<((u64, u64), NodeId)>,
     /// Set when `state_seen` grew: the only thing a session looks at
     /// before each transaction, so the common case takes no lock.
     state_newer: AtomicBool,
@@ -437,7 +446,7 @@ impl Cluster {
                 mailboxes: RwLock::new(mailboxes),
                 counters: SharedCounters::default(),
                 refusals: Refusals::default(),
-                state_seen: Mutex::new((0, 0)),
+                state_seen: Mutex::new(((0, 0), 0)),
                 state_newer: AtomicBool::new(false),
                 refreshing: AtomicBool::new(false),
             }),
@@ -641,10 +650,11 @@ impl Cluster {
         // Cleared before `state_seen` is read: a heartbeat naming a newer
         // state after this sets it again, so none is missed.
         shared.state_newer.store(false, Ordering::Release);
-        let seen = *shared.state_seen.lock().expect("state seen");
-        let mut current = routing;
-        if seen > current.version() && self.refresh_dictionary().is_ok() {
+        let (seen, named_by) = *shared.state_seen.lock().expect("state seen");
+        let mut current = Arc::clone(&routing);
+        if seen > current.version() && self.refresh_dictionary_from(Some(named_by)).is_ok() {
             current = self.routing();
+            self.close_departed(&routing, &current);
         }
         if current.version() < seen {
             // The read failed or found an older state: try again next time.
@@ -673,7 +683,16 @@ impl Cluster {
 
     /// Reads the dictionary again from a connected data node.
     pub fn refresh_dictionary(&self) -> Result<(), ClientError> {
-        let node = self.any_connected()?;
+        self.refresh_dictionary_from(None)
+    }
+
+    /// Reads the dictionary from `node` if it is connected, else from any
+    /// connected data node.
+    fn refresh_dictionary_from(&self, node: Option<NodeId>) -> Result<(), ClientError> {
+        let node = match node.filter(|node| self.link(*node).is_some()) {
+            Some(node) => node,
+            None => self.any_connected()?,
+        };
         let state = self.cluster_state(node)?;
         if state.members.is_empty() {
             return Err(ClientError::connection("the cluster has not started yet"));
@@ -682,6 +701,21 @@ impl Cluster {
         routing.install(&state);
         *self.inner.routing.write().expect("routing") = Arc::new(routing);
         Ok(())
+    }
+
+    /// Closes the link to every data node that `before` had as a member
+    /// and `after` no longer has: the cluster removed it (it stopped, or
+    /// was cut off), so the calls waiting on it hear `NodeDown` now rather
+    /// than after this connection's own silence limit.
+    fn close_departed(&self, before: &Routing, after: &Routing) {
+        for node in &self.inner.data_nodes {
+            if before.is_live(*node)
+                && !after.is_live(*node)
+                && let Some(link) = self.link(*node)
+            {
+                link.close();
+            }
+        }
     }
 
     pub(crate) fn link(&self, node: NodeId) -> Option<Arc<Link>> {
@@ -1205,8 +1239,8 @@ fn dispatch(shared: &Shared, node: NodeId, message: Message) {
             ..
         } => {
             let mut seen = shared.state_seen.lock().expect("state seen");
-            if (*generation, *version) > *seen {
-                *seen = (*generation, *version);
+            if (*generation, *version) > seen.0 {
+                *seen = ((*generation, *version), node);
                 shared.state_newer.store(true, Ordering::Release);
             }
             return;
@@ -1344,7 +1378,7 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
             mailboxes: RwLock::new(mailboxes),
             counters: SharedCounters::default(),
             refusals: Refusals::default(),
-            state_seen: Mutex::new((0, 0)),
+            state_seen: Mutex::new(((0, 0), 0)),
             state_newer: AtomicBool::new(false),
             refreshing: AtomicBool::new(false),
         }),
@@ -1433,7 +1467,7 @@ mod tests {
             mailboxes: RwLock::new(mailboxes),
             counters: SharedCounters::default(),
             refusals: Refusals::default(),
-            state_seen: Mutex::new((0, 0)),
+            state_seen: Mutex::new(((0, 0), 0)),
             state_newer: AtomicBool::new(false),
             refreshing: AtomicBool::new(false),
         });

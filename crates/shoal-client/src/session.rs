@@ -652,6 +652,10 @@ pub struct ScanOptions {
 /// Rows per scan batch and fragment when the options say 0.
 pub const SCAN_BATCH_ROWS_DEFAULT: u32 = 256;
 
+/// How often a session waiting for answers looks whether a data node's
+/// heartbeat named a newer cluster state (see `wait_for_deliveries`).
+const STATE_CHECK_INTERVAL: Duration = Duration::from_millis(50);
+
 /// A thread's handle on a cluster connection (NDB's `Ndb`).
 pub struct Session {
     cluster: Cluster,
@@ -1011,12 +1015,31 @@ impl Session {
             if let Some(delivery) = self.received.pop_front() {
                 return Ok(delivery);
             }
-            if !self.mailbox.take(deadline, &mut self.received) {
+            if !self.wait_for_deliveries(deadline) {
                 return Err(ClientError::new(
                     crate::error::REQUEST_TIMEOUT_CODE,
                     "no answer from the cluster by the call's deadline",
                 ));
             }
+        }
+    }
+
+    /// Waits until the mailbox has deliveries (true) or `deadline` passes
+    /// (false). Meanwhile, if a heartbeat named a newer cluster state, the
+    /// routing is read again, which closes the link to a node the cluster
+    /// removed: a call waiting on a stopped node is answered when the
+    /// cluster has agreed it is gone, not after this connection's own
+    /// silence limit.
+    fn wait_for_deliveries(&mut self, deadline: Instant) -> bool {
+        loop {
+            let slice_end = (Instant::now() + STATE_CHECK_INTERVAL).min(deadline);
+            if self.mailbox.take(slice_end, &mut self.received) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            self.cluster.current_routing();
         }
     }
 
@@ -1171,7 +1194,7 @@ impl Session {
             // Transactions still in flight stay in the session; their
             // answers are taken in by later calls.
             self.take_interrupt()?;
-            if self.received.is_empty() && !self.mailbox.take(deadline, &mut self.received) {
+            if self.received.is_empty() && !self.wait_for_deliveries(deadline) {
                 return Ok(finished);
             }
             while let Some(delivery) = self.received.pop_front() {

@@ -80,11 +80,12 @@ const COMMIT_RESUME_TIMEOUT: Duration = Duration::from_secs(5);
 /// `SHOAL_FAULT_ROUNDS` sets the kills of each.
 const DEFAULT_KILLS_TWO_NODES: usize = 4;
 const DEFAULT_KILLS_FOUR_NODES: usize = 4;
-/// Kill-and-restart rounds per cluster size: 2 nodes (in the test command),
-/// 4 nodes (ignored for now, see its finding). `SHOAL_FAULT_ROUNDS` sets
-/// both.
+/// Kill-and-restart rounds per cluster size (the issue asks for at least
+/// 20 in the test command), and rounds with a node of each node group
+/// killed at once. `SHOAL_FAULT_ROUNDS` sets all three.
 const DEFAULT_ROUNDS_TWO_NODES: usize = 20;
-const DEFAULT_ROUNDS_FOUR_NODES: usize = 10;
+const DEFAULT_ROUNDS_FOUR_NODES: usize = 20;
+const DEFAULT_ROUNDS_AT_ONCE: usize = 10;
 
 /// A small xorshift generator: the test's choices replay from its seed.
 struct Random(u64);
@@ -979,43 +980,28 @@ fn bank_survives_data_nodes_killed_and_restarted_on_two_nodes() {
     kill_rounds("faults-kill-2", 2, rounds(DEFAULT_ROUNDS_TWO_NODES), false);
 }
 
-/// A finding: on 4 nodes, about one round in 20-50 (one node killed and
-/// restarted per round) ends with the restarted node copying for 8 s while
-/// two or three workers' commits go unanswered until the client's deadline
-/// (8 s, NDB's 4012, some 266 lock timeouts beside): the copy ends right
-/// after the clients give up, and those transfers were not applied. The
-/// copy and the commits wait for each other (seen only with two node
-/// groups, never in 60 rounds on 2 nodes; still seen after main's
-/// ad11454 and 847e46b, NodeRecoveryCopyBatchRows: in 1 of 2 runs of 20
-/// rounds).
+/// On 4 nodes, one node killed and restarted per round. This found that a
+/// write forwarded to a restarted node before its peers had connected to
+/// its new incarnation was dropped, so the transaction waited until the
+/// client's deadline while the node's copy waited for that transaction.
 #[test]
-#[ignore = "finding: on 4 nodes a copy and the commits sometimes wait for each other until the client's deadline"]
 fn bank_survives_data_nodes_killed_and_restarted_on_four_nodes() {
     kill_rounds("faults-kill-4", 4, rounds(DEFAULT_ROUNDS_FOUR_NODES), false);
 }
 
-/// Findings: a node of each node group killed at once and restarted at
-/// once, round after round, fails about every other run of 10 rounds:
-/// - mostly, the two restarted nodes copy a few thousand rows each for 8 s
-///   while every worker's commit waits, unanswered, until the client's
-///   deadline (8 s, NDB's 4012); the copies end right after the clients
-///   give up, and those transfers were not applied: the copies and the
-///   commits wait for each other;
-/// - once, right after the two removals the surviving president (node 2)
-///   suspected the other survivor (node 5, copied one round before) of
-///   missed heartbeats, both concluded that a node group had no live node
-///   left and restarted, and the cluster formed again empty: every
-///   acknowledged transfer was lost (a call had waited 5.9 s that round).
+/// A node of each node group killed at once and restarted at once, round
+/// after round: two copies run together under the workload.
 ///
-/// After main's 847e46b the copy that waits for the commits still fails 2
-/// runs in 5.
+/// Once (before the fix above, under heavy machine load) a surviving
+/// president suspected the other survivor of missed heartbeats right after
+/// the two removals, both concluded that a node group had no live node
+/// left, and the cluster formed again empty; not seen again since.
 #[test]
-#[ignore = "finding: two nodes copying at once and the commits wait for each other until the client's deadline; once the cluster restarted empty"]
 fn bank_survives_a_node_of_each_group_killed_at_once_and_restarted() {
     kill_rounds(
         "faults-kill-4-at-once",
         4,
-        rounds(DEFAULT_ROUNDS_FOUR_NODES),
+        rounds(DEFAULT_ROUNDS_AT_ONCE),
         true,
     );
 }
@@ -1190,16 +1176,13 @@ fn bank_survives_a_data_node_stopped_and_resumed_and_reads_through_it_agree() {
 }
 
 /// Once the cluster has removed a stopped data node (1.5-1.7 s after
-/// SIGSTOP), every execute in flight there should be answered (issue 11,
-/// item 1: committed, 4010, or unknown result). It is not: a call whose
-/// coordinator is the stopped node waits for the API's own silence timer,
-/// HeartbeatIntervalDbApi x MaxMissedHeartbeats = 3 s after the last frame
-/// heard (the slowest call is 3.07-3.09 s every run), even after main's
-/// 935381b, which stops new transactions from going there. Every worker is
-/// soon waiting there, so nothing commits for about 1.5 s after the
-/// removal, 3.1 s after the SIGSTOP (the issue's target is 3 s).
+/// SIGSTOP), every execute in flight there is answered (issue 11, item 1:
+/// committed, 4010, or unknown result) and commits go on within a second:
+/// a session waiting for answers reads the routing again when a heartbeat
+/// names a newer cluster state, and closes the link to a node the cluster
+/// removed, rather than waiting for the API's own silence limit
+/// (HeartbeatIntervalDbApi x MaxMissedHeartbeats = 3 s).
 #[test]
-#[ignore = "finding: calls in flight at a stopped coordinator wait for the API's 3 s silence timer, not for the node's removal"]
 fn commits_resume_within_a_second_of_a_stopped_data_nodes_removal() {
     stop_and_resume("faults-stop-stall", false, Some(Duration::from_secs(1)));
 }

@@ -44,6 +44,8 @@ const ARBITRATION_TIMEOUT_MS: u64 = 1_500;
 const API_HEARTBEAT_INTERVAL_MS: u64 = 200;
 const START_PARTIAL_TIMEOUT_MS: u64 = 3_000;
 const FAULT_PERIOD_MS: u64 = 100;
+/// A data node's dial takes up to this long to become a connection.
+const DIAL_DELAY_MS_MAX: u64 = 2 * HEARTBEAT_INTERVAL_MS;
 const CLIENT_PERIOD_MS: u64 = 250;
 const CLIENT_TIMEOUT_MS: u64 = 2_000;
 /// DataMemory pages of a simulated data node's engine in schema runs: a
@@ -212,6 +214,15 @@ enum SimEvent {
     Restart {
         node: NodeId,
     },
+    /// A data node's dial reaches its peer: connections take time to set
+    /// up (and a restarted node's address reaches the others through the
+    /// management node), so a member may be admitted before its peers are
+    /// connected to it.
+    Dial {
+        from: NodeId,
+        incarnation: u64,
+        to: NodeId,
+    },
     RestartManagement,
     Heal {
         a: NodeId,
@@ -340,6 +351,10 @@ struct Simulation {
     /// Every open connection end, by the id its owner knows it by.
     links: BTreeMap<LinkId, SimLink>,
     next_link: LinkId,
+    /// Dials on their way (`SimEvent::Dial`): a data node asks to dial at
+    /// each tick until the connection is there, and the runtime connects
+    /// once per ask, synchronously, so one is on its way at a time.
+    dials: BTreeSet<(NodeId, u64, NodeId)>,
     /// (API node, data node) → the API node's end of its connection.
     api_links: BTreeMap<(NodeId, NodeId), LinkId>,
     /// API nodes that stopped (a SIGSTOPped process): they send nothing,
@@ -489,6 +504,7 @@ impl Simulation {
             tcp,
             links: BTreeMap::new(),
             next_link: 1,
+            dials: BTreeSet::new(),
             api_links: BTreeMap::new(),
             frozen_apis: BTreeSet::new(),
             secret,
@@ -650,6 +666,24 @@ impl Simulation {
                 self.management_lost(node, incarnation);
             }
             SimEvent::Restart { node } => self.start_data_node(node),
+            SimEvent::Dial {
+                from,
+                incarnation,
+                to,
+            } => {
+                self.dials.remove(&(from, incarnation, to));
+                // The runtime dials when the node asks; a delayed dial
+                // stands for an address that reached the node late, so it
+                // is not made if a connection came meanwhile.
+                let connected = self
+                    .nodes
+                    .get(&from)
+                    .and_then(|sim| sim.composite.as_ref())
+                    .is_none_or(|composite| composite.has_link_to(to));
+                if self.incarnation_of(from) == Some(incarnation) && !connected {
+                    self.open_link(from, to, Some(to), NodeRole::Data);
+                }
+            }
             SimEvent::RestartManagement => self.start_management(),
             SimEvent::Heal { a, b } => {
                 self.network.heal(a, b);

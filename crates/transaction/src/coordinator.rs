@@ -190,6 +190,8 @@ struct Transaction {
     /// The coordinator's clock (`tick`) when the API last sent a request
     /// for this transaction or was last sent an answer.
     active_ms: u64,
+    /// `describe_stuck` described it already.
+    reported_stuck: bool,
 }
 
 /// Counters of one coordinator (NDB's `ndbinfo.counters` for the TC).
@@ -509,6 +511,7 @@ impl Coordinator {
                 error: None,
                 scans: Vec::new(),
                 active_ms: self.now_ms,
+                reported_stuck: false,
             },
         );
         if commit {
@@ -613,6 +616,68 @@ impl Coordinator {
             );
             self.abort(id, Some(error), out);
         }
+    }
+
+    /// Transactions that have waited for the cluster (an operation, a
+    /// commit, complete or abort phase) longer than `older_than_ms` since
+    /// their API last heard from them, described for the node's log: a
+    /// call that hangs is a bug, and the log should show where it waits.
+    /// Each transaction is described once.
+    pub fn describe_stuck(&mut self, older_than_ms: u64) -> Vec<String> {
+        let now_ms = self.now_ms;
+        let mut stuck: Vec<(u64, String)> = Vec::new();
+        for (id, transaction) in self.transactions.iter_mut() {
+            if transaction.stage == Stage::Open
+                || transaction.answered
+                || transaction.reported_stuck
+                || now_ms.saturating_sub(transaction.active_ms) <= older_than_ms
+            {
+                continue;
+            }
+            transaction.reported_stuck = true;
+            let mut line = format!(
+                "transaction {id:#x} (API node {}, {}) has waited {} ms in {:?}, {} answer(s) \
+                 outstanding",
+                transaction.api,
+                transaction.client,
+                now_ms - transaction.active_ms,
+                transaction.stage,
+                transaction.outstanding,
+            );
+            if let Some(batch) = &transaction.batch {
+                let waiting: Vec<String> = batch
+                    .slots
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, slot)| !slot.answered)
+                    .map(|(index, slot)| {
+                        format!("#{} at node {}", batch.first + index as u32, slot.first)
+                    })
+                    .collect();
+                line.push_str(&format!(
+                    "; batch {:?} waits for {}",
+                    batch.end,
+                    waiting.join(", ")
+                ));
+            }
+            for participant in &transaction.participants {
+                line.push_str(&format!(
+                    "; table {} fragment {} chain {:?}{}{}{}",
+                    participant.table,
+                    participant.fragment,
+                    participant.chain,
+                    if participant.writes { " writes" } else { "" },
+                    if participant.done { " done" } else { "" },
+                    match participant.committer {
+                        Some(node) => format!(" committed at {node}"),
+                        None => String::new(),
+                    },
+                ));
+            }
+            stuck.push((*id, line));
+        }
+        stuck.sort_unstable();
+        stuck.into_iter().map(|(_, line)| line).collect()
     }
 
     /// Handles a message for the coordinator. Returns it back if it is not one.
@@ -750,6 +815,7 @@ impl Coordinator {
                 error: None,
                 scans: Vec::new(),
                 active_ms: self.now_ms,
+                reported_stuck: false,
             },
         );
         self.clients.insert((api, client), id);

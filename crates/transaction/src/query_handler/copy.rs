@@ -149,6 +149,8 @@ pub(super) struct CopyOut {
     rows: u32,
     awaiting_ack: bool,
     finished: bool,
+    /// When the copy last sent a batch or was acknowledged.
+    progress_ms: u64,
 }
 
 impl QueryHandler {
@@ -676,6 +678,7 @@ impl QueryHandler {
                 rows: 0,
                 awaiting_ack: false,
                 finished: false,
+                progress_ms: now_ms,
             },
         );
         self.run_copy_out(now_ms, request.starter, out);
@@ -694,6 +697,7 @@ impl QueryHandler {
             return;
         }
         copy.awaiting_ack = false;
+        copy.progress_ms = now_ms;
         let (transaction, finished) = (copy.transaction, copy.finished);
         // The batch is applied at the starter: its locks go.
         if self.engine.has_transaction(transaction) {
@@ -833,6 +837,7 @@ impl QueryHandler {
                 let finished = batch.finished && !batch.waiting;
                 copy.finished = finished;
                 copy.awaiting_ack = true;
+                copy.progress_ms = now_ms;
                 self.counters.copy_batches_sent += 1;
                 self.counters.copy_rows_sent += u64::from(copy.rows);
                 copy.rows = 0;
@@ -879,6 +884,72 @@ impl QueryHandler {
         if self.engine.has_transaction(copy.transaction) {
             self.abort_work(copy.transaction);
         }
+    }
+
+    /// A copy in or out of this node has made no progress for longer than
+    /// `older_than_ms`.
+    pub fn copy_stalled(&self, now_ms: u64, older_than_ms: u64) -> bool {
+        let copy_in_stalled = self.copy_in.as_ref().is_some_and(|copy_in| {
+            copy_in.current.is_some() && now_ms.saturating_sub(copy_in.heard_ms) > older_than_ms
+        });
+        copy_in_stalled
+            || self
+                .copies_out
+                .values()
+                .any(|copy| now_ms.saturating_sub(copy.progress_ms) > older_than_ms)
+    }
+
+    /// The copies running here and what each waits for, and the waits of
+    /// this query handler, for the node's log when a call hangs.
+    pub fn describe_waits(&self, now_ms: u64) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(copy_in) = &self.copy_in {
+            lines.push(format!(
+                "copying in: current {:?}, batch {:?}, last heard {} ms ago, {} fragment(s) \
+                 pending, retry at {:?}",
+                copy_in.current,
+                copy_in.batch,
+                now_ms.saturating_sub(copy_in.heard_ms),
+                copy_in.pending.len(),
+                copy_in.retry_at_ms,
+            ));
+        }
+        let mut starters: Vec<&NodeId> = self.copies_out.keys().collect();
+        starters.sort_unstable();
+        for starter in starters {
+            let copy = &self.copies_out[starter];
+            lines.push(format!(
+                "copying fragment {} of table {} to node {starter}: barrier {:x?}, scan open {}, \
+                 {} row(s) in the batch, awaiting acknowledgement {}, finished {}, last \
+                 progress {} ms ago",
+                copy.fragment,
+                copy.table,
+                copy.barrier,
+                copy.scan.is_some(),
+                copy.rows,
+                copy.awaiting_ack,
+                copy.finished,
+                now_ms.saturating_sub(copy.progress_ms),
+            ));
+        }
+        let mut waits: Vec<String> = self
+            .waiting
+            .values()
+            .map(|waiting| match waiting {
+                Waiting::Key(request) => format!(
+                    "operation {} of transaction {:#x} on table {} fragment {} waits for a lock",
+                    request.operation, request.transaction, request.table, request.fragment
+                ),
+                Waiting::Scan(scan) => format!("scan {scan:x?} waits for a lock"),
+                Waiting::Copy(starter) => format!("the copy to node {starter} waits for a lock"),
+                Waiting::CopiedRow(_, fragment, copy) => {
+                    format!("a row of copy {copy} (fragment {fragment:?}) waits for a lock")
+                }
+            })
+            .collect();
+        waits.sort_unstable();
+        lines.extend(waits);
+        lines
     }
 
     /// A dropped fragment's copies end (its starter drops it too).
