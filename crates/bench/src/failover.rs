@@ -44,6 +44,12 @@ pub struct FailoverOptions {
     /// The write load during the restart under load (and its idle
     /// reference).
     pub updates_per_s: u32,
+    /// `NodeRecoveryCopyRowsPerSecond` for the cluster; `None` keeps the
+    /// default.
+    pub copy_rows_per_second: Option<u64>,
+    /// `NodeRecoveryCopyBatchRows` for the cluster; `None` keeps the
+    /// default.
+    pub copy_batch_rows: Option<u32>,
     pub json: bool,
 }
 
@@ -99,7 +105,12 @@ struct OwnCluster {
 }
 
 impl OwnCluster {
-    fn start(executable: &Path, rows: u32, row_bytes: u16) -> Result<OwnCluster, String> {
+    fn start(
+        executable: &Path,
+        rows: u32,
+        row_bytes: u16,
+        copy: (Option<u64>, Option<u32>),
+    ) -> Result<OwnCluster, String> {
         let directory =
             std::env::temp_dir().join(format!("shoal-bench-failover-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&directory);
@@ -120,6 +131,18 @@ impl OwnCluster {
             2,
             port,
             data_memory,
+        );
+        let mut settings = String::new();
+        if let Some(rate) = copy.0 {
+            settings.push_str(&format!("NodeRecoveryCopyRowsPerSecond={rate}\n"));
+        }
+        if let Some(rows) = copy.1 {
+            settings.push_str(&format!("NodeRecoveryCopyBatchRows={rows}\n"));
+        }
+        let text = text.replacen(
+            "[ndbd default]\n",
+            &format!("[ndbd default]\n{settings}"),
+            1,
         );
         let config_file = directory.join("config.ini");
         std::fs::write(&config_file, text).map_err(|e| e.to_string())?;
@@ -698,7 +721,12 @@ fn measure(own: &mut OwnCluster, options: &FailoverOptions) -> Result<FailoverFi
 }
 
 pub fn run(options: &FailoverOptions) -> Result<FailoverFigures, String> {
-    let mut own = OwnCluster::start(&options.executable, options.rows, options.row_bytes)?;
+    let mut own = OwnCluster::start(
+        &options.executable,
+        options.rows,
+        options.row_bytes,
+        (options.copy_rows_per_second, options.copy_batch_rows),
+    )?;
     let figures = measure(&mut own, options).map_err(|e| own.keep_logs(e))?;
     drop(own);
     if options.json {

@@ -61,6 +61,7 @@
 //! | `StartPartialTimeout` | ndbd | ms | 30000 | 0.. | NDB |
 //! | `TransactionDeadlockDetectionTimeout` | ndbd | ms | 1200 | 50.. | NDB |
 //! | `NodeRecoveryCopyBatchRows` | ndbd | integer | 128 | 1..=128 | Shoal |
+//! | `NodeRecoveryCopyRowsPerSecond` | ndbd | integer | 100000 | 1000..=100000000 | Shoal |
 //! | `TransactionInactiveTimeout` | ndbd | ms, 0 = never | 4294967039 | 0..=4294967039 | NDB |
 //! | `TimeBetweenGlobalCheckpoints` | ndbd | ms | 2000 | 20..=32000 | NDB |
 //! | `TimeBetweenLocalCheckpoints` | ndbd | log2 of 4-byte words | 20 | 0..=31 | NDB |
@@ -226,6 +227,9 @@ pub struct DataNodeConfig {
     /// NodeRecoveryCopyBatchRows (Shoal's key): rows per node recovery
     /// copy batch.
     pub copy_batch_rows: u32,
+    /// NodeRecoveryCopyRowsPerSecond (Shoal's key): the pace of a node
+    /// recovery copy.
+    pub copy_rows_per_second: u64,
     /// TransactionInactiveTimeout: 0 never aborts an idle transaction.
     pub transaction_inactive_timeout_ms: u64,
     pub time_between_global_checkpoints_ms: u64,

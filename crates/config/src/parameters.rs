@@ -273,7 +273,7 @@ use ValueKind::{Boolean, Integer, Milliseconds, Size, Text};
 // Formatting is left to the author so that each entry stays a compact block
 // that reads like a row of a table, instead of ten lines of one argument.
 #[rustfmt::skip]
-pub static PARAMETERS: [Parameter; 40] = [
+pub static PARAMETERS: [Parameter; 41] = [
     // Every node.
     parameter("NodeId", DATA, Integer, NoDefault, 1, 144, Ndb,
         "The data node's id; without it the node gets the lowest free id.")
@@ -339,6 +339,11 @@ pub static PARAMETERS: [Parameter; 40] = [
         "Rows one batch of a node recovery copy holds at most: the copying node keeps a \
          batch's rows locked for one round trip to the restarted node, so writes to them wait \
          at most that long; fewer rows, more round trips."),
+    parameter("NodeRecoveryCopyRowsPerSecond", DATA, Integer, Number(100_000), 1_000,
+        100_000_000, Shoal,
+        "Rows per second a node recovery copy sends at most, per restarted node: the copy \
+         shares the copying node's thread and links with the foreground, so a faster copy \
+         restarts a node sooner and slows the writes more."),
     parameter("TransactionInactiveTimeout", DATA, Milliseconds, Number(4_294_967_039), 0,
         4_294_967_039, Ndb,
         "Milliseconds a transaction may wait for its application's next request before it is \

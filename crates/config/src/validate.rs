@@ -545,6 +545,7 @@ fn build_data_node(
         transaction_deadlock_detection_timeout_ms: view
             .number("TransactionDeadlockDetectionTimeout"),
         copy_batch_rows: narrow(view.number("NodeRecoveryCopyBatchRows")),
+        copy_rows_per_second: view.number("NodeRecoveryCopyRowsPerSecond"),
         transaction_inactive_timeout_ms: view.number("TransactionInactiveTimeout"),
         time_between_global_checkpoints_ms: view.number("TimeBetweenGlobalCheckpoints"),
         time_between_local_checkpoints: narrow(view.number("TimeBetweenLocalCheckpoints")),

@@ -235,6 +235,7 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
         )
     })?;
     handler.set_copy_batch_rows(own.copy_batch_rows);
+    handler.set_copy_rows_per_second(own.copy_rows_per_second);
     let settings = DataNodeSettings::from_config(&config, node, crate::incarnation_now())
         .ok_or_else(|| "the configuration has no management node".to_string())?;
     let started = Instant::now();

@@ -300,6 +300,16 @@ pub struct BenchFailoverArgs {
     #[arg(long, value_name = "N", default_value_t = 2_000)]
     pub updates_per_s: u32,
 
+    /// NodeRecoveryCopyRowsPerSecond of the cluster (default: the
+    /// configuration's default).
+    #[arg(long, value_name = "N")]
+    pub copy_rows_per_second: Option<u64>,
+
+    /// NodeRecoveryCopyBatchRows of the cluster (default: the
+    /// configuration's default).
+    #[arg(long, value_name = "N")]
+    pub copy_batch_rows: Option<u32>,
+
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,

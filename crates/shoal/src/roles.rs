@@ -204,6 +204,8 @@ fn bench_failover(args: &crate::cli::BenchFailoverArgs) -> ExitCode {
         rows: args.rows.max(1_000),
         row_bytes: args.row_bytes,
         updates_per_s: args.updates_per_s,
+        copy_rows_per_second: args.copy_rows_per_second,
+        copy_batch_rows: args.copy_batch_rows,
         json: args.json,
     };
     match bench::failover::run(&options) {

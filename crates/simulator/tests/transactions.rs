@@ -127,8 +127,8 @@ fn assert_crash_marks(marks: &TransactionMarks, crashes: &CrashMarks) {
     assert!(crashes.after_complete > 0, "{crashes:?}");
     assert!(crashes.after_abort > 0, "{crashes:?}");
     assert!(crashes.after_fragment_scan > 0, "{crashes:?}");
-    // Crashed nodes came back empty, copied their fragments while the
-    // workload wrote (writes reached rows not copied yet, and rows that
+    // Crashed nodes came back empty, copied their fragments at their pace
+    // while the workload wrote (writes reached rows not copied yet, and rows that
     // transactions held when their copy arrived, which it waited for), and
     // became started.
     assert!(marks.nodes_recovered > 0, "{marks:?}");
@@ -136,6 +136,8 @@ fn assert_crash_marks(marks: &TransactionMarks, crashes: &CrashMarks) {
     assert!(marks.rows_copied > 0, "{marks:?}");
     assert!(marks.writes_before_copy > 0, "{marks:?}");
     assert!(marks.rows_copy_skipped_locked > 0, "{marks:?}");
+    // Copies kept to their rate (`NodeRecoveryCopyRowsPerSecond`).
+    assert!(marks.copy_pauses > 0, "{marks:?}");
 }
 
 #[test]

@@ -394,8 +394,11 @@ impl Coordinator {
             return;
         }
         for entry in report.entries {
+            // Any failed incarnation of the node: `ClusterState::removed`
+            // keeps only the newest, and an older one whose takeover a
+            // failed president left unfinished is found with it.
             assert!(
-                made_by(entry.transaction, failed.node, failed.incarnation),
+                coordinator_node(entry.transaction) == failed.node,
                 "a takeover report names transaction {} of another coordinator",
                 entry.transaction
             );
@@ -2041,6 +2044,11 @@ fn abort_message(id: u64, coordinator: NodeId, participant: &Participant) -> (No
 /// incarnation. A query handler finds a failed coordinator's work by them.
 pub fn transaction_base(node: NodeId, incarnation: u64) -> u64 {
     (u64::from(node) << 56) | ((incarnation & 0xFF_FFFF) << 32)
+}
+
+/// The node whose coordinator made `transaction`.
+pub fn coordinator_node(transaction: u64) -> NodeId {
+    (transaction >> 56) as NodeId
 }
 
 /// Whether `transaction` was made by the coordinator of `node` at

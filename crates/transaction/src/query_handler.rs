@@ -171,6 +171,9 @@ pub struct QueryHandlerCounters {
     /// Copy scans that waited for a row lock longer than a lock wait may
     /// last, and waited again from that row.
     pub copy_lock_waits_timed_out: u64,
+    /// Acknowledged copy batches after which the copy paused to keep to
+    /// its rate (`set_copy_rows_per_second`).
+    pub copy_pauses: u64,
     /// Writes refused (1204) because they were routed on a state from
     /// before this incarnation joined.
     pub writes_planned_before_joining: u64,
@@ -234,6 +237,8 @@ pub struct QueryHandler {
     copy_log: Vec<String>,
     /// Rows a copy batch this node sends holds at most.
     copy_batch_rows: u32,
+    /// Rows a copy this node runs sends per second at most.
+    copy_rows_per_second: u64,
 }
 
 impl QueryHandler {
@@ -269,6 +274,7 @@ impl QueryHandler {
             copy_sources: Map::default(),
             copy_log: Vec::new(),
             copy_batch_rows: COPY_BATCH_ROWS_MAX,
+            copy_rows_per_second: copy::COPY_ROWS_PER_SECOND_DEFAULT,
         })
     }
 
@@ -577,7 +583,10 @@ impl QueryHandler {
     /// When the engine next needs `tick` (a lock wait deadline), or a
     /// node-recovery copy is due to start again.
     pub fn next_deadline_ms(&self) -> Option<u64> {
-        let copy = self.copy_retry_at_ms();
+        let copy = match (self.copy_retry_at_ms(), self.copy_resume_at_ms()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match (self.engine.next_deadline_ms(), copy) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -589,6 +598,7 @@ impl QueryHandler {
         self.engine.expire_lock_waits(now_ms);
         self.drain_completions(now_ms, out);
         self.retry_copy(now_ms, out);
+        self.resume_paced_copies(now_ms, out);
     }
 
     /// Handles a message from the coordinator or another replica. Returns
@@ -1221,11 +1231,22 @@ impl QueryHandler {
             self.queued_queries.push(query);
             return;
         }
+        // The work of every incarnation of the failed node but a live one:
+        // the president names only the newest removed incarnation of each
+        // node (`ClusterState::removed`), and an older one's takeover may
+        // have died with an earlier president.
+        let live = self
+            .joined_at
+            .get(&query.failed_node)
+            .map(|(incarnation, _)| *incarnation);
         let mut entries: Vec<TakeoverEntry> = self
             .work
             .iter()
             .filter(|(key, _)| {
-                crate::coordinator::made_by(key.0, query.failed_node, query.failed_incarnation)
+                crate::coordinator::coordinator_node(key.0) == query.failed_node
+                    && live.is_none_or(|live| {
+                        !crate::coordinator::made_by(key.0, query.failed_node, live)
+                    })
             })
             .map(|(key, work)| TakeoverEntry {
                 transaction: key.0,

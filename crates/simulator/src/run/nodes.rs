@@ -66,6 +66,8 @@ impl Simulation {
         // workload's writes row by row.
         if self.crash_plan.is_some() {
             query_handler.set_copy_batch_rows(between(&mut self.rng, 1, 8) as u32);
+            // Paced copies wait between batches, under the workload.
+            query_handler.set_copy_rows_per_second(between(&mut self.rng, 1_000, 100_000));
         }
         let mut composite = DataNodeComposite::new(
             self.settings(node, incarnation),

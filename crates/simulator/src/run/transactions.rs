@@ -93,6 +93,8 @@ pub struct TransactionMarks {
     pub rows_copy_skipped_locked: u64,
     pub writes_before_copy: u64,
     pub copies_restarted: u64,
+    /// Copies that paused between batches to keep to their rate.
+    pub copy_pauses: u64,
     pub writes_missing_starting_replica: u64,
     pub reads_refused_while_copying: u64,
 }
@@ -124,6 +126,7 @@ impl TransactionMarks {
         self.rows_copy_skipped_locked += other.rows_copy_skipped_locked;
         self.writes_before_copy += other.writes_before_copy;
         self.copies_restarted += other.copies_restarted;
+        self.copy_pauses += other.copy_pauses;
         self.writes_missing_starting_replica += other.writes_missing_starting_replica;
         self.reads_refused_while_copying += other.reads_refused_while_copying;
     }
@@ -324,6 +327,7 @@ impl Simulation {
             marks.rows_copy_skipped_locked += counters.rows_copy_skipped_locked;
             marks.writes_before_copy += counters.writes_before_copy;
             marks.copies_restarted += counters.copies_restarted;
+            marks.copy_pauses += counters.copy_pauses;
             marks.writes_missing_starting_replica += counters.writes_missing_starting_replica;
             marks.reads_refused_while_copying += counters.reads_refused_while_copying;
             if composite.query_handler().copies_out() > 0 {
