@@ -581,16 +581,16 @@ impl QueryHandler {
     }
 
     /// When the engine next needs `tick` (a lock wait deadline), or a
-    /// node-recovery copy is due to start again.
+    /// node-recovery copy is due to start again or to end its pause.
     pub fn next_deadline_ms(&self) -> Option<u64> {
-        let copy = match (self.copy_retry_at_ms(), self.copy_resume_at_ms()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        match (self.engine.next_deadline_ms(), copy) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.engine.next_deadline_ms(),
+            self.copy_retry_at_ms(),
+            self.copy_resume_at_ms(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Ends lock waits whose time is up; starts a failed copy again.

@@ -157,7 +157,7 @@ pub(super) struct CopyOut {
     finished: bool,
     /// When the copy last sent a batch or was acknowledged.
     progress_ms: u64,
-    /// The copy's pace (`COPY_ROWS_PER_SECOND_DEFAULT`): the time, in
+    /// The copy's pace (`set_copy_rows_per_second`): the time, in
     /// microseconds of the node's clock, until which the rows sent so far
     /// use up its rate.
     paced_until_us: u64,
