@@ -44,6 +44,7 @@ use protocol::{
 use crate::acceptor::{Acceptor, Vote};
 use crate::dictionary;
 use crate::effects::{Effects, Event};
+use crate::lease::Leases;
 use crate::state::{Electorate, Voter, apply, covers_node_groups, uncovered_node_group};
 
 /// Schema requests waiting at the president beyond this many are refused
@@ -183,6 +184,9 @@ struct Proposal {
     generation: u64,
     version: u64,
     ballot: Ballot,
+    /// This node's own acceptance of the change it asks for, held until
+    /// its promises to the members the change removes expire (`lease`).
+    own_accept_due_ms: Option<u64>,
     /// What this node wants decided; Paxos may make it decide an earlier
     /// proposer's change first.
     desired: Change,
@@ -232,6 +236,8 @@ pub struct DataNode {
     proposal: Option<Proposal>,
     round_seen: u32,
     last_heard_ms: BTreeMap<NodeId, u64>,
+    /// Members of the installed state this node has heard from at all.
+    heard_from: BTreeSet<Member>,
     /// Members this node lost contact with (only ever grows until the next
     /// installed state: a failed incarnation never comes back).
     suspected: BTreeSet<Member>,
@@ -267,12 +273,36 @@ pub struct DataNode {
     /// Node recovery progress for status reports: fragment replicas
     /// copied, to copy, and rows copied.
     copy_progress: (u32, u32, u64),
+    /// The leases this node holds and the promises it made (`lease`).
+    leases: Leases,
+    /// Members whose removal this node proposed, accepted, or will accept
+    /// once its promises expire (for the next version): it vouches no more
+    /// for them.
+    removing: BTreeSet<Member>,
+    /// Accepts of changes that remove members this node promised, held
+    /// until the promises expire; the newest per proposer.
+    deferred_accepts: BTreeMap<NodeId, DeferredAccept>,
+}
+
+/// An `Accept` this node answers once `due_ms` has come.
+#[derive(Debug)]
+struct DeferredAccept {
+    due_ms: u64,
+    sender: Member,
+    generation: u64,
+    version: u64,
+    ballot: Ballot,
+    change: Box<Change>,
 }
 
 impl DataNode {
     pub fn new(settings: DataNodeSettings, now_ms: u64) -> DataNode {
         assert!(settings.data_nodes.contains(&settings.node));
         assert!(settings.heartbeat_interval_ms > 0);
+        // Half the failure detection time: a silent member is suspected
+        // only once every promise to it has expired.
+        let lease_ms =
+            (settings.heartbeat_interval_ms * u64::from(settings.missed_heartbeats_max) / 2).max(8);
         let me = Member {
             node: settings.node,
             incarnation: settings.incarnation,
@@ -285,6 +315,7 @@ impl DataNode {
             proposal: None,
             round_seen: 0,
             last_heard_ms: BTreeMap::new(),
+            heard_from: BTreeSet::new(),
             suspected: BTreeSet::new(),
             reported: BTreeSet::new(),
             first_suspicion_ms: None,
@@ -303,7 +334,48 @@ impl DataNode {
             copied_members: BTreeSet::new(),
             fragments_copied: false,
             copy_progress: (0, 0, 0),
+            leases: Leases::new(lease_ms),
+            removing: BTreeSet::new(),
+            deferred_accepts: BTreeMap::new(),
         }
+    }
+
+    /// Until when this node may serve reads (its own clock): while it holds
+    /// a lease from every other member of its state, serves, and is a
+    /// member at all (`lease`).
+    pub fn read_lease_until_ms(&self) -> u64 {
+        let Some(state) = self.state.as_ref().filter(|_| self.is_started()) else {
+            return 0;
+        };
+        if !self.serving || self.stopped {
+            return 0;
+        }
+        let me = self.me;
+        self.leases
+            .read_lease_until_ms(state.members.iter().copied().filter(|m| *m != me))
+    }
+
+    /// Whether this node still vouches for `member` (echoes its heartbeats).
+    fn vouches_for(&self, member: Member) -> bool {
+        self.is_started()
+            && self.state.as_ref().is_some_and(|s| s.contains(member))
+            && member != self.me
+            && !self.suspected.contains(&member)
+            && !self.reported.contains(&member)
+            && !self.removing.contains(&member)
+    }
+
+    /// The members of the installed state that `change` removes.
+    fn removed_by(&self, change: &Change) -> Vec<Member> {
+        let (Some(state), Change::Membership { members }) = (self.state.as_ref(), change) else {
+            return Vec::new();
+        };
+        state
+            .members
+            .iter()
+            .copied()
+            .filter(|m| *m != self.me && !members.contains(m))
+            .collect()
     }
 
     /// Whether this node is a member still copying its fragment replicas.
@@ -383,6 +455,11 @@ impl DataNode {
         electorate.is_quorum(weight)
     }
 
+    /// Whether this node suspects `member` (and asks for its removal).
+    pub fn suspects(&self, member: Member) -> bool {
+        self.suspected.contains(&member)
+    }
+
     /// Whether the node may take new API work: false after
     /// ArbitrationTimeout without agreement, until a state is agreed.
     pub fn is_serving(&self) -> bool {
@@ -395,7 +472,13 @@ impl DataNode {
 
     /// When the runtime must call `tick` next.
     pub fn next_tick_ms(&self) -> u64 {
-        self.next_heartbeat_ms
+        let deferred = self.deferred_accepts.values().map(|d| d.due_ms).min();
+        let own = self.proposal.as_ref().and_then(|p| p.own_accept_due_ms);
+        [Some(self.next_heartbeat_ms), deferred, own]
+            .into_iter()
+            .flatten()
+            .min()
+            .expect("the heartbeat is always due")
     }
 
     /// The node this one believes presides: the first member it does not suspect.
@@ -476,6 +559,7 @@ impl DataNode {
         if self.stopped {
             return;
         }
+        self.answer_deferred_accepts(now_ms, effects);
         if now_ms < self.next_heartbeat_ms {
             self.drive_proposal(now_ms, effects);
             return;
@@ -501,6 +585,7 @@ impl DataNode {
                         generation,
                         version,
                         free_pages,
+                        sent_at_ms: now_ms,
                     },
                 );
                 let heard = self
@@ -508,7 +593,23 @@ impl DataNode {
                     .get(&member.node)
                     .copied()
                     .unwrap_or(now_ms);
-                if now_ms.saturating_sub(heard) > silence_ms_max {
+                // A member admitted before this node that it never heard
+                // from is not suspected for its silence at first: the
+                // newcomer's connections are what is missing (its address
+                // reached the others late, say), and removing a member
+                // that holds data for a node still starting would be the
+                // wrong way round; that member suspects this one if it
+                // stays silent. After twice the detection time the silence
+                // is the member's (it may have died before they met).
+                let patient = self
+                    .leases
+                    .admitted_ms()
+                    .is_some_and(|at| now_ms < at + 2 * silence_ms_max);
+                let older_never_heard = !self.heard_from.contains(member)
+                    && state.members.iter().position(|m| m == member)
+                        < state.members.iter().position(|m| *m == self.me);
+                if now_ms.saturating_sub(heard) > silence_ms_max && !(patient && older_never_heard)
+                {
                     silent.push(*member);
                 }
             }
@@ -612,15 +713,28 @@ impl DataNode {
             && state.contains(sender)
         {
             self.last_heard_ms.insert(from, now_ms);
+            self.heard_from.insert(sender);
         }
         match message {
             Message::Heartbeat {
                 generation,
                 version,
                 free_pages,
+                sent_at_ms,
             } => {
+                if self.vouches_for(sender) {
+                    self.leases.heard(sender, sent_at_ms, now_ms);
+                    if let Some(stamp) = self.leases.vouch(sender) {
+                        effects.send(sender.node, Message::HeartbeatEcho { sent_at_ms: stamp });
+                    }
+                }
                 self.on_heartbeat(sender, (generation, version), free_pages, effects);
                 self.release_acknowledgements(now_ms, effects);
+            }
+            Message::HeartbeatEcho { sent_at_ms } => {
+                if self.is_started() && self.state.as_ref().is_some_and(|s| s.contains(sender)) {
+                    self.leases.echoed(sender, sent_at_ms, now_ms);
+                }
             }
             Message::Join { member } => {
                 if member == sender && self.is_started() {
@@ -681,13 +795,7 @@ impl DataNode {
                 version,
                 ballot,
                 change,
-            } => {
-                if let Some(version) = self.acceptor_version(sender, generation, version, effects) {
-                    self.round_seen = self.round_seen.max(ballot.round);
-                    let vote = self.acceptor.accept(ballot, &change);
-                    effects.send(sender.node, vote.message(version, ballot));
-                }
-            }
+            } => self.on_accept(now_ms, sender, generation, version, ballot, change, effects),
             Message::Promise {
                 version,
                 ballot,
@@ -803,6 +911,77 @@ impl DataNode {
             | Message::CopyRequest(_)
             | Message::CopyRows(_)
             | Message::CopyNext(_) => {}
+        }
+    }
+
+    /// Paxos phase 2 at this acceptor: accepts `change` unless it removes a
+    /// member this node promised (`lease`), which waits for the promise.
+    #[allow(clippy::too_many_arguments)]
+    fn on_accept(
+        &mut self,
+        now_ms: u64,
+        sender: Member,
+        generation: u64,
+        version: u64,
+        ballot: Ballot,
+        change: Box<Change>,
+        effects: &mut Effects,
+    ) {
+        let Some(version) = self.acceptor_version(sender, generation, version, effects) else {
+            return;
+        };
+        self.round_seen = self.round_seen.max(ballot.round);
+        let removed = self.removed_by(&change);
+        let due_ms = self.leases.removal_fence_ms(&removed);
+        // Once it accepts (or means to accept) their removal, this node
+        // vouches no more for the removed members.
+        self.removing.extend(removed);
+        if now_ms < due_ms {
+            // A removed member may still serve reads on this node's
+            // promise: the acceptance waits until the promise expired.
+            let newer = self
+                .deferred_accepts
+                .get(&sender.node)
+                .is_none_or(|held| (held.version, held.ballot) <= (version, ballot));
+            if newer {
+                self.deferred_accepts.insert(
+                    sender.node,
+                    DeferredAccept {
+                        due_ms,
+                        sender,
+                        generation,
+                        version,
+                        ballot,
+                        change,
+                    },
+                );
+            }
+            return;
+        }
+        let vote = self.acceptor.accept(ballot, &change);
+        effects.send(sender.node, vote.message(version, ballot));
+    }
+
+    /// Answers the held `Accept`s whose promises have expired, as if they
+    /// arrived now.
+    fn answer_deferred_accepts(&mut self, now_ms: u64, effects: &mut Effects) {
+        let due: Vec<NodeId> = self
+            .deferred_accepts
+            .iter()
+            .filter(|(_, held)| held.due_ms <= now_ms)
+            .map(|(node, _)| *node)
+            .collect();
+        for node in due {
+            let held = self.deferred_accepts.remove(&node).expect("listed");
+            self.on_accept(
+                now_ms,
+                held.sender,
+                held.generation,
+                held.version,
+                held.ballot,
+                held.change,
+                effects,
+            );
         }
     }
 
@@ -1069,6 +1248,17 @@ impl DataNode {
             self.redirect_schema_requests(effects);
             return;
         }
+        if let Some(proposal) = self.proposal.as_mut()
+            && proposal.own_accept_due_ms.is_some_and(|due| due <= now_ms)
+            && let Phase::Accepting { change, .. } = &proposal.phase
+        {
+            // This node's promises to the members its change removes have
+            // expired: its own vote may count now.
+            proposal.own_accept_due_ms = None;
+            let (version, ballot, change) = (proposal.version, proposal.ballot, change.clone());
+            let vote = self.acceptor.accept(ballot, &change);
+            self.on_vote(now_ms, self.me, version, ballot, vote, effects);
+        }
         if let Some(proposal) = &self.proposal
             && now_ms < proposal.retry_at_ms
         {
@@ -1135,6 +1325,7 @@ impl DataNode {
             },
             electorate: electorate.clone(),
             retry_at_ms: now_ms + retry_after_ms,
+            own_accept_due_ms: None,
         });
         for (voter, _) in &electorate.voters {
             if voter.node() == self.me.node {
@@ -1202,8 +1393,19 @@ impl DataNode {
                     let voters: Vec<Voter> =
                         proposal.electorate.voters.iter().map(|(v, _)| *v).collect();
                     let generation = proposal.generation;
+                    let removed = self.removed_by(&change);
+                    let own_due_ms = self.leases.removal_fence_ms(&removed);
+                    self.removing.extend(removed);
                     for voter in voters {
                         if voter.node() == self.me.node {
+                            if now_ms < own_due_ms {
+                                // Counted once this node's promises to the
+                                // removed members expire (`drive_proposal`).
+                                if let Some(proposal) = self.proposal.as_mut() {
+                                    proposal.own_accept_due_ms = Some(own_due_ms);
+                                }
+                                continue;
+                            }
                             let vote = self.acceptor.accept(ballot, &change);
                             self.on_vote(now_ms, self.me, version, ballot, vote, effects);
                         } else {
@@ -1397,6 +1599,12 @@ impl DataNode {
         }
         self.suspected.retain(|m| next.contains(*m));
         self.reported.retain(|m| next.contains(*m));
+        self.heard_from.retain(|m| next.contains(*m));
+        // Accepted values and held accepts were for the version installed
+        // now (or an earlier one).
+        self.removing.clear();
+        self.deferred_accepts.clear();
+        self.leases.installed(&next.members, now_ms);
         self.first_suspicion_ms = if self.suspected.is_empty() {
             None
         } else {
@@ -1441,6 +1649,7 @@ impl DataNode {
                     generation: next.generation,
                     version: next.version,
                     free_pages: self.free_pages(),
+                    sent_at_ms: now_ms,
                 },
             );
         }
@@ -1662,6 +1871,7 @@ mod tests {
                 generation: 1,
                 version: 1,
                 free_pages,
+                sent_at_ms: now_ms,
             };
             self.input(now_ms, 3, 2, heartbeat);
         }
@@ -1680,6 +1890,77 @@ mod tests {
             now += HEARTBEAT_INTERVAL_MS;
         }
         (events, now)
+    }
+
+    /// Node 3 echoes node 2's heartbeat, which gives node 2 a read lease
+    /// and binds node 3: it accepts a change removing node 2 only once the
+    /// promise expired (after node 2's lease ended), and echoes no more
+    /// from the moment it means to accept it.
+    #[test]
+    fn a_removal_is_accepted_only_after_the_lease_it_could_break_ended() {
+        let mut cluster = Cluster::formed();
+        assert_eq!(cluster.nodes[&2].read_lease_until_ms(), 0, "no echo yet");
+        // Both heartbeat each other (and echo) every 100 ms up to 1000;
+        // a newly formed cluster's members vote for no removal before 800.
+        for now in (100..=1_000).step_by(100) {
+            cluster.tick(now, 2);
+            cluster.tick(now, 3);
+            cluster.run(now, |_| false);
+        }
+        // Node 2 holds node 3's lease: its last stamp, 1000, plus 7/8 of
+        // 100 ms x 4 / 2; node 3 promised until 1000 + 200.
+        assert_eq!(cluster.nodes[&2].read_lease_until_ms(), 1_175);
+        let remove_2 = Message::Accept {
+            generation: 1,
+            version: 2,
+            ballot: Ballot { round: 9, node: 2 },
+            change: Box::new(Change::Membership {
+                members: vec![Member {
+                    node: 3,
+                    incarnation: 1,
+                }],
+            }),
+        };
+        cluster.input(1_050, 2, 3, remove_2);
+        assert!(
+            cluster.in_flight.is_empty(),
+            "accepted before the promise to node 2 (until 1200) expired: {:?}",
+            cluster.in_flight
+        );
+        // Node 2's next heartbeat is not echoed any more.
+        cluster.input(
+            1_100,
+            2,
+            3,
+            Message::Heartbeat {
+                generation: 1,
+                version: 1,
+                free_pages: None,
+                sent_at_ms: 1_100,
+            },
+        );
+        assert!(cluster.in_flight.is_empty(), "{:?}", cluster.in_flight);
+        assert!(cluster.nodes[&3].next_tick_ms() <= 1_200);
+        cluster.tick(1_199, 3);
+        assert!(
+            !cluster
+                .in_flight
+                .iter()
+                .any(|(_, _, m)| matches!(m, Message::Accepted { .. })),
+            "{:?}",
+            cluster.in_flight
+        );
+        cluster.in_flight.clear();
+        cluster.tick(1_200, 3);
+        assert!(
+            cluster
+                .in_flight
+                .iter()
+                .any(|(_, to, m)| *to == 2 && matches!(m, Message::Accepted { version: 2, .. })),
+            "{:?}",
+            cluster.in_flight
+        );
+        assert!(cluster.nodes[&2].read_lease_until_ms() < 1_200);
     }
 
     /// Without an arbitrator, node 2 alone is half of the votes and can

@@ -2,7 +2,7 @@
 //! membership and dictionary block (`data_node`), the management node
 //! (`management`: node ids, configuration, status, arbitration, starting
 //! the cluster), and the rules they share (`state`, `acceptor`,
-//! `dictionary`).
+//! `dictionary`, `lease`).
 //!
 //! Every block is driven by `(now, input) -> Effects`; the production
 //! runtime (`runtime`) and the deterministic simulator (`simulator`) are the
@@ -12,6 +12,7 @@ pub mod acceptor;
 pub mod data_node;
 pub mod dictionary;
 pub mod effects;
+pub mod lease;
 pub mod management;
 pub mod state;
 

@@ -552,6 +552,7 @@ impl DataNodeComposite {
                     generation,
                     version,
                     free_pages: None,
+                    sent_at_ms: 0,
                 },
             ));
             return;
@@ -924,6 +925,8 @@ impl DataNodeComposite {
         {
             self.marks.lock_wait_ticks += 1;
             self.run_transaction_blocks(now_ms, output, |node, out| {
+                let lease = node.membership.read_lease_until_ms();
+                node.query_handler.set_read_lease_until_ms(lease);
                 node.query_handler.tick(now_ms, out);
             });
         }
@@ -1097,6 +1100,9 @@ impl DataNodeComposite {
         out: &mut Vec<(NodeId, Message)>,
     ) {
         if transaction::for_query_handler(&message) {
+            // Reads are served only under the membership's lease.
+            let lease = self.membership.read_lease_until_ms();
+            self.query_handler.set_read_lease_until_ms(lease);
             if let Some(rest) = self.query_handler.on_message(now_ms, message, out) {
                 self.unhandled = Some((from, rest));
             }
@@ -1321,17 +1327,31 @@ impl DataNodeComposite {
                         .map(|member| member.incarnation)
                 });
                 if member == Some(*connected) {
-                    // The link to a member failed: the membership change
-                    // that removes it ends what the message was part of.
-                    self.messages_dropped += 1;
-                    return;
+                    let suspected = self.membership.suspects(protocol::Member {
+                        node: to,
+                        incarnation: *connected,
+                    });
+                    if suspected {
+                        // The link to a member failed and this node
+                        // suspects it: the membership change that removes
+                        // one of the two ends what the message was part of.
+                        self.messages_dropped += 1;
+                        return;
+                    }
+                    // The link failed while this node was not a member
+                    // yet (a joining node suspects no one), or the
+                    // suspicion was settled: the same incarnation is
+                    // dialed again and gets the message then.
+                    *connected
+                } else {
+                    // A restarted node, admitted (or, on a state this node
+                    // has not installed yet, about to be) as a newer
+                    // incarnation: a write chain names it from its
+                    // admission on, and a write dropped on its way to it
+                    // would never be answered. It is sent once a newer
+                    // incarnation is connected.
+                    connected + 1
                 }
-                // A restarted node, admitted (or, on a state this node has
-                // not installed yet, about to be) as a newer incarnation:
-                // a write chain names it from its admission on, and a
-                // write dropped on its way to it would never be answered.
-                // It is sent once a newer incarnation is connected.
-                connected + 1
             }
         };
         self.pending_since_ms.entry(to).or_insert(now_ms);

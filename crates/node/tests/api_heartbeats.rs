@@ -22,6 +22,7 @@ fn heartbeat() -> Message {
         generation: 0,
         version: 0,
         free_pages: None,
+        sent_at_ms: 0,
     }
 }
 

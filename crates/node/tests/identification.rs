@@ -118,6 +118,7 @@ fn a_message_before_the_proof_closes_the_connection() {
             generation: 1,
             version: 1,
             free_pages: None,
+            sent_at_ms: 0,
         },
         Message::Stop,
     ] {

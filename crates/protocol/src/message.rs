@@ -34,6 +34,16 @@ pub enum Message {
         version: u64,
         /// The sender's free DataMemory, once its runtime measured it.
         free_pages: Option<FreePages>,
+        /// When the sender sent it, on the sender's clock (ms).
+        sent_at_ms: u64,
+    },
+    /// A member's answer to a member's heartbeat, sent at once when it
+    /// vouches for the sender: it will not help remove the sender for a
+    /// lease's length after it heard that heartbeat, so the sender may
+    /// serve reads until `sent_at_ms` (its own clock) plus the lease
+    /// (`cluster::lease`).
+    HeartbeatEcho {
+        sent_at_ms: u64,
     },
     /// A data node without a place in the cluster asks to be admitted.
     Join {
@@ -265,6 +275,7 @@ const KIND_TAKEOVER_REPORT: u8 = 61;
 const KIND_COPY_REQUEST: u8 = 62;
 const KIND_COPY_ROWS: u8 = 63;
 const KIND_COPY_NEXT: u8 = 64;
+const KIND_HEARTBEAT_ECHO: u8 = 65;
 const KIND_NODE_COPIED: u8 = 33;
 
 impl Message {
@@ -274,6 +285,7 @@ impl Message {
             Message::Hello { .. } => "Hello",
             Message::HelloProof { .. } => "HelloProof",
             Message::Heartbeat { .. } => "Heartbeat",
+            Message::HeartbeatEcho { .. } => "HeartbeatEcho",
             Message::Join { .. } => "Join",
             Message::Suspect { .. } => "Suspect",
             Message::Prepare { .. } => "Prepare",
@@ -352,6 +364,7 @@ impl Message {
                 generation,
                 version,
                 free_pages,
+                sent_at_ms,
             } => {
                 w.u8(KIND_HEARTBEAT);
                 w.u64(*generation);
@@ -361,6 +374,11 @@ impl Message {
                     w.u64(free.pages);
                     w.u64(free.schema_version);
                 }
+                w.u64(*sent_at_ms);
+            }
+            Message::HeartbeatEcho { sent_at_ms } => {
+                w.u8(KIND_HEARTBEAT_ECHO);
+                w.u64(*sent_at_ms);
             }
             Message::Join { member } => {
                 w.u8(KIND_JOIN);
@@ -725,6 +743,10 @@ impl Message {
                 } else {
                     None
                 },
+                sent_at_ms: r.u64("sent at")?,
+            },
+            KIND_HEARTBEAT_ECHO => Message::HeartbeatEcho {
+                sent_at_ms: r.u64("sent at")?,
             },
             KIND_JOIN => Message::Join {
                 member: get_member(&mut r)?,

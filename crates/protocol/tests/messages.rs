@@ -141,16 +141,21 @@ fn cluster_message() -> impl Strategy<Value = Message> {
         (
             any::<u64>(),
             any::<u64>(),
-            prop::option::of((any::<u64>(), any::<u64>()))
+            prop::option::of((any::<u64>(), any::<u64>())),
+            any::<u64>(),
         )
-            .prop_map(|(generation, version, free)| Message::Heartbeat {
-                generation,
-                version,
-                free_pages: free.map(|(pages, schema_version)| FreePages {
-                    pages,
-                    schema_version
-                }),
-            }),
+            .prop_map(
+                |(generation, version, free, sent_at_ms)| Message::Heartbeat {
+                    generation,
+                    version,
+                    free_pages: free.map(|(pages, schema_version)| FreePages {
+                        pages,
+                        schema_version
+                    }),
+                    sent_at_ms,
+                }
+            ),
+        any::<u64>().prop_map(|sent_at_ms| Message::HeartbeatEcho { sent_at_ms }),
         member().prop_map(|member| Message::Join { member }),
         (any::<u64>(), member()).prop_map(|(version, member)| Message::Suspect { version, member }),
         (any::<u64>(), any::<u64>(), ballot()).prop_map(|(generation, version, ballot)| {
@@ -777,6 +782,7 @@ fn a_flipped_payload_bit_fails_the_checksum() {
             generation: 1,
             version: 7,
             free_pages: None,
+            sent_at_ms: 0,
         }],
         &mut bytes,
     );
@@ -819,17 +825,18 @@ fn the_heartbeat_layout_is_pinned() {
                 pages: 5,
                 schema_version: 6,
             }),
+            sent_at_ms: 0x0708,
         }],
         &mut bytes,
     );
     assert_eq!(&bytes[0..4], b"SHOL");
-    assert_eq!(&bytes[4..8], &[2, 0, 1, 0]);
-    assert_eq!(&bytes[8..12], &[38, 0, 0, 0]);
+    assert_eq!(&bytes[4..8], &[3, 0, 1, 0]);
+    assert_eq!(&bytes[8..12], &[46, 0, 0, 0]);
     assert_eq!(
         &bytes[16..],
         &[
-            34, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 1, 5, 0, 0, 0, 0, 0, 0,
-            0, 6, 0, 0, 0, 0, 0, 0, 0
+            42, 0, 0, 0, 2, 3, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 1, 5, 0, 0, 0, 0, 0, 0,
+            0, 6, 0, 0, 0, 0, 0, 0, 0, 8, 7, 0, 0, 0, 0, 0, 0
         ]
     );
 }
@@ -983,6 +990,7 @@ fn growth_stops_at_the_frame_being_received() {
             generation: 1,
             version: 2,
             free_pages: None,
+            sent_at_ms: 0,
         });
     }
     let mut bytes = Vec::new();

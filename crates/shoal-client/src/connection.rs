@@ -1150,6 +1150,7 @@ fn keep_management_alive(inner: &Inner) {
         generation: 0,
         version: 0,
         free_pages: None,
+        sent_at_ms: 0,
     };
     if let Err(error) = connection.send(&[keep_alive]) {
         management.connection = None;
@@ -1280,6 +1281,7 @@ fn receive_loop(
             generation: 0,
             version: 0,
             free_pages: None,
+            sent_at_ms: 0,
         }],
         &mut heartbeat_frame,
     );

@@ -439,6 +439,7 @@ fn a_client_refused_by_full_data_nodes_is_told_why() {
                     generation: 0,
                     version: 0,
                     free_pages: None,
+                    sent_at_ms: 0,
                 };
                 let _ = holder.send(&[heartbeat]);
             }

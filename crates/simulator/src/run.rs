@@ -244,6 +244,16 @@ enum SimEvent {
         node: NodeId,
         trigger: Option<crashes::Trigger>,
     },
+    /// A planned isolation of a data node (`crashes`): it keeps running
+    /// and serving its API nodes, cut off from every other node.
+    Isolate {
+        node: NodeId,
+    },
+    /// The isolation of `node` ends: its links heal, and the connections
+    /// that crossed the cut are reset.
+    EndIsolation {
+        node: NodeId,
+    },
 }
 
 struct Scheduled {
@@ -355,6 +365,8 @@ struct Simulation {
     /// each tick until the connection is there, and the runtime connects
     /// once per ask, synchronously, so one is on its way at a time.
     dials: BTreeSet<(NodeId, u64, NodeId)>,
+    /// `LinkClosed` events scheduled and not handled yet.
+    link_closes_pending: u64,
     /// (API node, data node) → the API node's end of its connection.
     api_links: BTreeMap<(NodeId, NodeId), LinkId>,
     /// API nodes that stopped (a SIGSTOPped process): they send nothing,
@@ -505,6 +517,7 @@ impl Simulation {
             links: BTreeMap::new(),
             next_link: 1,
             dials: BTreeSet::new(),
+            link_closes_pending: 0,
             api_links: BTreeMap::new(),
             frozen_apis: BTreeSet::new(),
             secret,
@@ -661,7 +674,10 @@ impl Simulation {
                 self.schedule(next_ms, SimEvent::ManagementTick { incarnation });
                 self.apply_management_output(output);
             }
-            SimEvent::LinkClosed { link } => self.close_link(link, "closed by the peer", true),
+            SimEvent::LinkClosed { link } => {
+                self.link_closes_pending -= 1;
+                self.close_link(link, "closed by the peer", true);
+            }
             SimEvent::ManagementLost { node, incarnation } => {
                 self.management_lost(node, incarnation);
             }
@@ -718,6 +734,7 @@ impl Simulation {
                         generation: 0,
                         version: 0,
                         free_pages: None,
+                        sent_at_ms: 0,
                     };
                     self.send_from_api(api, node, heartbeat);
                 }
@@ -728,6 +745,8 @@ impl Simulation {
             SimEvent::Session { index } => self.session_step(index),
             SimEvent::Deserter => self.deserter_step(),
             SimEvent::Crash { node, trigger } => self.planned_crash(node, trigger),
+            SimEvent::Isolate { node } => self.isolate(node),
+            SimEvent::EndIsolation { node } => self.end_isolation(node),
         }
     }
 
@@ -816,8 +835,9 @@ impl Simulation {
             self.outcome.messages_dropped += 1;
             return;
         }
-        // A message still in flight when its link is cut is lost with it.
-        if !transaction && self.network.is_cut(from, to) {
+        // A message still in flight when its link is cut is lost with it
+        // (a connection that lost one is reset when the cut heals).
+        if self.network.is_cut(from, to) {
             self.outcome.messages_dropped += 1;
             return;
         }

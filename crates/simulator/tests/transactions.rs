@@ -169,6 +169,8 @@ fn a_quiet_transaction_run_replays_exactly() {
     let first = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
     let second = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
     assert!(first.transactions.committed > 0);
+    // On time heartbeats keep every node's membership lease.
+    assert_eq!(first.transactions.marks.not_member_aborts, 0);
     assert_eq!(first.trace, second.trace);
 }
 
@@ -178,6 +180,9 @@ fn a_transaction_run_with_crashes_replays_exactly() {
     options.keep_trace = true;
     let first = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
     let second = run(&options).unwrap_or_else(|failure| panic!("{failure}"));
-    assert!(first.crashes > 0, "seed 43 crashed no node");
+    assert!(
+        first.crashes > 0 || first.transactions.crashes.isolations > 0,
+        "seed 43 crashed or isolated no node"
+    );
     assert_eq!(first.trace, second.trace);
 }

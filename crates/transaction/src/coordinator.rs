@@ -1236,10 +1236,14 @@ impl Coordinator {
         // ignored: the replicas would differ. Index upkeep is never
         // ignorable: its base row has changed. Nor is a routing refused for
         // being planned on an old state (1204): the retry must route the
-        // whole transaction afresh, not go on without the operation.
+        // whole transaction afresh, not go on without the operation. Nor a
+        // replica's refusal to serve at all (4035, no membership lease):
+        // it says nothing about the row.
         let distribution_changed =
             error.ndb_code == ErrorCode::DistributionChanged.ndb_code().expect("has one");
-        let ignorable = slot.ignore_error && refuse.node == slot.first && !distribution_changed;
+        let not_member = error.ndb_code == ErrorCode::NotMember.ndb_code().expect("has one");
+        let ignorable =
+            slot.ignore_error && refuse.node == slot.first && !distribution_changed && !not_member;
         if ignorable {
             self.finish_batch_if_done(refuse.transaction, out);
         } else {

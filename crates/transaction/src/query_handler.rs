@@ -184,6 +184,9 @@ pub struct QueryHandlerCounters {
     /// Reads and scans that reached a replica still being copied and were
     /// refused (1204). A router never sends them, so this stays 0.
     pub reads_refused_while_copying: u64,
+    /// Reads and scan batches refused (4035) because this node held no
+    /// membership lease: it may be cut off from a cluster that removed it.
+    pub reads_refused_without_lease: u64,
 }
 
 pub struct QueryHandler {
@@ -214,6 +217,10 @@ pub struct QueryHandler {
     /// a member: writes planned on an older state are refused (see
     /// `KeyRequest::planned`).
     member_since: Option<u64>,
+    /// Until when this node may serve reads (its clock): the membership's
+    /// lease (`cluster::lease`), set by the composite. A read after it
+    /// could miss writes a cluster that removed this node committed.
+    read_lease_until_ms: u64,
     /// Per member: its incarnation and the state version at which this
     /// node first saw it (a lower bound of what a write must be planned on
     /// to reach it).
@@ -265,6 +272,9 @@ impl QueryHandler {
             failed_fragments: Map::default(),
             position: (0, 0),
             member_since: None,
+            // Until a membership sets one, nothing limits reads (a query
+            // handler driven alone, in benchmarks and tests).
+            read_lease_until_ms: u64::MAX,
             joined_at: Map::default(),
             queued_queries: Vec::new(),
             copy_in: None,
@@ -276,6 +286,27 @@ impl QueryHandler {
             copy_batch_rows: COPY_BATCH_ROWS_MAX,
             copy_rows_per_second: copy::COPY_ROWS_PER_SECOND_DEFAULT,
         })
+    }
+
+    /// The membership lease reads are served under (`cluster::lease`).
+    pub fn set_read_lease_until_ms(&mut self, until_ms: u64) {
+        self.read_lease_until_ms = until_ms;
+    }
+
+    /// The refusal of a read at `now_ms` without a lease, if it is one.
+    fn lease_refusal(&mut self, now_ms: u64) -> Option<Error> {
+        if now_ms < self.read_lease_until_ms {
+            return None;
+        }
+        self.counters.reads_refused_without_lease += 1;
+        Some(Error::new(
+            ErrorCode::NotMember,
+            format!(
+                "data node {} holds no membership lease: it has not heard from every other \
+                 member lately and may be cut off from the cluster; try again",
+                self.node
+            ),
+        ))
     }
 
     pub fn engine(&self) -> &Engine {
@@ -565,11 +596,26 @@ impl QueryHandler {
             .collect();
         doomed.sort_unstable();
         self.blocked.retain(|work, _| (work.1, work.2) != key);
+        // A copied row waiting for a lock holds its copy transaction open
+        // in the engine (and so the table): it ends with the fragment.
+        let mut copied_rows: Vec<TransactionId> = Vec::new();
         self.waiting.retain(|_, waiting| match waiting {
             Waiting::Key(request) => (request.table, request.fragment) != key,
-            Waiting::CopiedRow(_, fragment, _) => *fragment != key,
+            Waiting::CopiedRow(transaction, fragment, _) => {
+                if *fragment == key {
+                    copied_rows.push(*transaction);
+                }
+                *fragment != key
+            }
             Waiting::Scan(_) | Waiting::Copy(_) => true,
         });
+        copied_rows.sort_unstable();
+        copied_rows.dedup();
+        for transaction in copied_rows {
+            if self.engine.has_transaction(transaction) {
+                self.abort_work(transaction);
+            }
+        }
         for work_key in doomed {
             let work = self.work.remove(&work_key).expect("listed above");
             if work.state != WorkState::Committed {
@@ -655,6 +701,12 @@ impl QueryHandler {
         if !request.kind.is_write() && replica.copying {
             self.counters.reads_refused_while_copying += 1;
             let error = copying_refusal(self.node, request.table, request.fragment);
+            self.refuse(request, &error, out);
+            return;
+        }
+        if !request.kind.is_write()
+            && let Some(error) = self.lease_refusal(now_ms)
+        {
             self.refuse(request, &error, out);
             return;
         }
@@ -1325,14 +1377,14 @@ impl QueryHandler {
             return;
         }
         let (engine_scan, token, coordinator) = (scan.engine_scan, scan.token, scan.coordinator);
+        let (batch_rows, batch_bytes) = (scan.batch_rows, scan.batch_bytes);
         let mut data = Vec::new();
-        let result = self.engine.scan_next(
-            now_ms,
-            engine_scan,
-            scan.batch_rows,
-            scan.batch_bytes,
-            &mut data,
-        );
+        let result = match self.lease_refusal(now_ms) {
+            Some(error) => Err(error),
+            None => self
+                .engine
+                .scan_next(now_ms, engine_scan, batch_rows, batch_bytes, &mut data),
+        };
         let (rows, finished, error) = match result {
             Ok(batch) if batch.waiting && batch.rows == 0 => {
                 self.waiting.insert(token, Waiting::Scan(key));
@@ -1385,7 +1437,17 @@ impl QueryHandler {
                             .remove(&key)
                             .expect("a waiting key operation blocks its work");
                         assert_eq!(blocked_token, token, "the work waits for another operation");
+                        // A read that waited for its lock reads now: only
+                        // under a lease (its lock is freed by the abort).
+                        let unleased = if request.kind.is_write() {
+                            None
+                        } else {
+                            self.lease_refusal(now_ms)
+                        };
                         match result {
+                            Ok(()) if let Some(error) = unleased => {
+                                self.refuse(request, &error, out);
+                            }
                             Ok(()) => self.key_done(request, data, inserted, out),
                             Err(ErrorCode::NoSuchRow)
                                 if matches!(

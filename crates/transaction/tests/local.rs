@@ -390,6 +390,10 @@ impl Cluster {
         }
     }
 
+    fn query_handler(&mut self, node: NodeId) -> &mut QueryHandler {
+        &mut self.nodes.get_mut(&node).expect("node").query_handler
+    }
+
     /// A key whose row lives in `partition`.
     fn key_in(&self, partition: u32, skip: usize) -> i32 {
         let route = self.routing.table(TABLE).expect("table");
@@ -2260,4 +2264,82 @@ impl Cluster {
         let executed = self.execute(1, 2, ExecuteEnd::Commit, vec![insert(a, 3), insert(b, 4)]);
         assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
     }
+}
+
+/// A replica without a membership lease (one cut off from the others, say)
+/// refuses reads with 4035, which aborts the transaction even when the
+/// read ignores errors (it says nothing about the row), and scans; it
+/// still takes writes, which reach every replica. A locked read that waited
+/// for its lock until after the lease ended is refused too, and the abort
+/// frees the lock it got.
+#[test]
+fn a_replica_without_a_membership_lease_refuses_reads_but_takes_writes() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    // Partition 0's primary is node 1.
+    let a = cluster.key_in(0, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    // The query handler runs at time 0 here: a lease until 0 has ended.
+    cluster.query_handler(1).set_read_lease_until_ms(0);
+    let not_member = schema::ErrorCode::NotMember.ndb_code().expect("has one");
+    for ignore_error in [false, true] {
+        let mut operation = read(a, OperationKind::ReadCommitted);
+        operation.ignore_error = ignore_error;
+        let executed = cluster.execute(
+            1,
+            2 + u64::from(ignore_error),
+            ExecuteEnd::Commit,
+            vec![operation],
+        );
+        assert_eq!(executed.state, TransactionState::Aborted, "{executed:?}");
+        assert_eq!(executed.error.map(|e| e.ndb_code), Some(not_member));
+    }
+    let executed = cluster.execute(2, 4, ExecuteEnd::Commit, vec![update(a, 2)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    assert_eq!(
+        cluster
+            .query_handler(1)
+            .counters()
+            .reads_refused_without_lease,
+        2
+    );
+    // Transaction 5 holds the row's lock (node 1 has its lease again);
+    // transaction 6's locked read waits for it, and the lease ends meanwhile.
+    cluster.query_handler(1).set_read_lease_until_ms(u64::MAX);
+    let holder = cluster.execute(
+        1,
+        5,
+        ExecuteEnd::NoCommit,
+        vec![read(a, OperationKind::ReadExclusive)],
+    );
+    assert_eq!(holder.state, TransactionState::Open);
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::Execute(Execute {
+                transaction: 6,
+                start: true,
+                end: ExecuteEnd::Commit,
+                operations: vec![read(a, OperationKind::ReadShared)],
+            }),
+        )],
+    );
+    cluster.quiesce();
+    assert!(
+        cluster.answers.is_empty(),
+        "transaction 6 waits for the lock"
+    );
+    cluster.query_handler(1).set_read_lease_until_ms(0);
+    let released = cluster.execute(1, 5, ExecuteEnd::Rollback, Vec::new());
+    assert_eq!(released.state, TransactionState::Aborted);
+    let Message::Executed(executed) = cluster.until_answer() else {
+        panic!("expected Executed");
+    };
+    assert_eq!(executed.transaction, 6);
+    assert_eq!(executed.state, TransactionState::Aborted, "{executed:?}");
+    assert_eq!(executed.error.map(|e| e.ndb_code), Some(not_member));
+    cluster.assert_idle();
+    assert_eq!(cluster.committed_rows(1), vec![(i64::from(a), Some(2))]);
+    assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(2))]);
 }

@@ -44,6 +44,16 @@ const TRIGGERED_CRASH_CHANCE: f64 = 0.7;
 /// A crash due while the survivors still agree on an earlier one waits
 /// this long and tries again.
 const FAILURE_SPACING_MS: u64 = 50;
+/// The share of planned failures that isolate the node instead of
+/// crashing it: it keeps running and serving its API nodes, cut off from
+/// the other data nodes and the management node, so the others remove it
+/// while it may still answer reads (the stale-read check's case).
+const ISOLATION_CHANCE: f64 = 0.3;
+/// How long an isolation lasts (ms): beyond the failure detection time,
+/// so the others remove the node, and often beyond ArbitrationTimeout, so
+/// it gives up on its own too.
+const ISOLATION_MS_MIN: u64 = 600;
+const ISOLATION_MS_MAX: u64 = 3_000;
 
 /// The message after which an armed node crashes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +109,8 @@ pub(super) struct CrashPlan {
     pub coordinators_crash: bool,
     /// When the last crash happened.
     pub last_crash_ms: Option<u64>,
+    /// The node cut off from the others now, and its incarnation then.
+    pub isolated: Option<(NodeId, u64)>,
 }
 
 impl CrashPlan {
@@ -130,6 +142,8 @@ pub struct CrashMarks {
     pub after_complete: u64,
     pub after_abort: u64,
     pub after_fragment_scan: u64,
+    /// Isolations rather than crashes.
+    pub isolations: u64,
 }
 
 impl CrashMarks {
@@ -140,6 +154,7 @@ impl CrashMarks {
         self.after_complete += other.after_complete;
         self.after_abort += other.after_abort;
         self.after_fragment_scan += other.after_fragment_scan;
+        self.isolations += other.isolations;
     }
 
     fn count(&mut self, trigger: Option<Trigger>) {
@@ -172,6 +187,10 @@ impl Simulation {
             // A node may crash again once it is back (or while it copies).
             let node = candidates[(self.rng.next_u64() % candidates.len() as u64) as usize];
             let at = between(&mut self.rng, self.now_ms, end);
+            if chance(&mut self.rng, ISOLATION_CHANCE) {
+                self.schedule(at, SimEvent::Isolate { node });
+                continue;
+            }
             let trigger = chance(&mut self.rng, TRIGGERED_CRASH_CHANCE)
                 .then(|| TRIGGERS[(self.rng.next_u64() % TRIGGERS.len() as u64) as usize]);
             self.schedule(at, SimEvent::Crash { node, trigger });
@@ -224,6 +243,92 @@ impl Simulation {
         }
     }
 
+    /// A planned isolation is due: cut `node` off from every other data
+    /// node and the management node, its API nodes still connected.
+    pub(super) fn isolate(&mut self, node: NodeId) {
+        let Some(plan) = self.crash_plan.as_ref() else {
+            return;
+        };
+        if plan.crashed.contains(&node) || plan.isolated.is_some() {
+            return;
+        }
+        if self.node_failure_pending() {
+            let at = self.now_ms + FAILURE_SPACING_MS;
+            self.schedule(at, SimEvent::Isolate { node });
+            return;
+        }
+        let Some(incarnation) = self.composite_incarnation(node) else {
+            return;
+        };
+        // Only a member is removed by the others (a node still asking to
+        // join would just wait): isolate it once it is one.
+        let admitted = self
+            .composite_mut(node)
+            .is_some_and(|composite| composite.membership().is_started());
+        if !admitted {
+            let at = self.now_ms + FAILURE_SPACING_MS;
+            self.schedule(at, SimEvent::Isolate { node });
+            return;
+        }
+        let plan = self.crash_plan.as_mut().expect("checked");
+        plan.isolated = Some((node, incarnation));
+        // The others must remove this incarnation before anything else fails.
+        plan.down.insert((node, incarnation));
+        plan.crashes += 1;
+        plan.last_crash_ms = Some(self.now_ms);
+        self.outcome.transactions.crashes.isolations += 1;
+        let others: Vec<NodeId> = self
+            .nodes
+            .keys()
+            .copied()
+            .filter(|other| *other != node)
+            .chain([self.management_node])
+            .collect();
+        for other in others {
+            self.network.cut(node, other);
+        }
+        let until = self.now_ms + between(&mut self.rng, ISOLATION_MS_MIN, ISOLATION_MS_MAX);
+        self.trace(format!(
+            "node {node} (incarnation {incarnation}) is cut off from every other node until {until}"
+        ));
+        self.schedule(until, SimEvent::EndIsolation { node });
+    }
+
+    /// The isolation of `node` ends: its links heal, and every connection
+    /// that crossed the cut is reset (it lost what was sent meanwhile).
+    pub(super) fn end_isolation(&mut self, node: NodeId) {
+        let others: Vec<NodeId> = self
+            .nodes
+            .keys()
+            .copied()
+            .filter(|other| *other != node)
+            .collect();
+        for other in &others {
+            self.network.heal(node, *other);
+            self.close_links_between(node, *other);
+        }
+        self.network.heal(node, self.management_node);
+        self.break_management_connection(node, self.management_node, true);
+        if let Some(plan) = self.crash_plan.as_mut() {
+            plan.isolated = None;
+        }
+        self.trace(format!(
+            "node {node}'s isolation ends; its connections reset"
+        ));
+    }
+
+    /// Whether an incarnation the others remove (or removed) still runs:
+    /// a node isolated, or back from its isolation and yet to learn it
+    /// was removed. Its transactions wait for peers it cannot reach.
+    pub(super) fn removed_incarnation_runs(&self) -> bool {
+        let Some(plan) = self.crash_plan.as_ref() else {
+            return false;
+        };
+        self.nodes.iter().any(|(node, sim)| {
+            sim.composite.is_some() && plan.down.contains(&(*node, sim.incarnation))
+        })
+    }
+
     /// Whether a live node still counts a crashed incarnation as a member,
     /// or may still admit one that crashed while it asked to join: until
     /// the survivors agree it is gone (or a later incarnation of the node
@@ -233,8 +338,10 @@ impl Simulation {
             return false;
         };
         self.nodes
-            .values()
-            .filter_map(|sim| sim.composite.as_ref())
+            .iter()
+            // An isolated node counts itself a member until it learns.
+            .filter(|(node, sim)| !plan.down.contains(&(**node, sim.incarnation)))
+            .filter_map(|(_, sim)| sim.composite.as_ref())
             .any(|composite| {
                 composite.membership().state().is_some_and(|state| {
                     plan.down.iter().any(|&(node, incarnation)| {
@@ -282,9 +389,14 @@ impl Simulation {
     /// live backup (a commit there waits for the complete phase when the
     /// table reads from backups).
     pub(super) fn has_live_backup(&self, table: u32, key: &[u8]) -> bool {
-        let Some(plan) = self.crash_plan.as_ref().filter(|p| !p.crashed.is_empty()) else {
+        let Some(plan) = self
+            .crash_plan
+            .as_ref()
+            .filter(|p| !p.crashed.is_empty() || p.isolated.is_some())
+        else {
             return true;
         };
+        let isolated = plan.isolated.map(|(node, _)| node);
         let Some(composite) = self.nodes.values().find_map(|sim| sim.composite.as_ref()) else {
             return true;
         };
@@ -299,7 +411,7 @@ impl Simulation {
             let replicas = &route.fragments[fragment as usize].replicas;
             replicas
                 .iter()
-                .filter(|node| !plan.crashed.contains(node))
+                .filter(|node| !plan.crashed.contains(node) && Some(**node) != isolated)
                 .count()
                 > 1
         })

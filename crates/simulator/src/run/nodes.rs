@@ -319,7 +319,7 @@ impl Simulation {
         nonce
     }
 
-    fn composite_incarnation(&self, node: NodeId) -> Option<u64> {
+    pub(super) fn composite_incarnation(&self, node: NodeId) -> Option<u64> {
         let sim = self.nodes.get(&node)?;
         sim.composite.as_ref().map(|_| sim.incarnation)
     }
@@ -357,13 +357,15 @@ impl Simulation {
         }
         if self.links.contains_key(&end.peer_link) && !self.network.is_cut(end.owner, end.peer) {
             let at = self.now_ms + between(&mut self.rng, 1, 5);
-            self.schedule(
-                at,
-                SimEvent::LinkClosed {
-                    link: end.peer_link,
-                },
-            );
+            self.schedule_link_closed(at, end.peer_link);
         }
+    }
+
+    /// The end `link` of a connection sees it closed at `at`; until then
+    /// the workload counts the close as something that moves it on.
+    pub(super) fn schedule_link_closed(&mut self, at: u64, link: LinkId) {
+        self.link_closes_pending += 1;
+        self.schedule(at, SimEvent::LinkClosed { link });
     }
 
     /// API node `api` closes its connection to data node `node`.
@@ -383,7 +385,7 @@ impl Simulation {
             .collect();
         for link in ends {
             let at = self.now_ms + between(&mut self.rng, 1, 50);
-            self.schedule(at, SimEvent::LinkClosed { link });
+            self.schedule_link_closed(at, link);
         }
     }
 
@@ -610,6 +612,7 @@ impl Simulation {
         let composite = sim.composite.as_mut().expect("running");
         composite.restart(now, incarnation, &mut output);
         self.perform(node, output);
+        self.coordinator_restarted(node);
         self.connect_api_nodes(node);
         self.schedule_tick(node);
     }
@@ -630,7 +633,7 @@ impl Simulation {
             // unless the link is cut and nothing comes back.
             if !self.network.is_cut(end.owner, end.peer) {
                 let at = self.now_ms + between(&mut self.rng, 1, 5);
-                self.schedule(at, SimEvent::LinkClosed { link });
+                self.schedule_link_closed(at, link);
             }
             return;
         }
@@ -713,6 +716,12 @@ impl Simulation {
             return;
         };
         if is_transaction_message(&message) {
+            if self.network.is_cut(from, to) {
+                // Only an isolation cuts a data node's connections in a
+                // transaction run; they are reset when it ends.
+                self.outcome.messages_dropped += 1;
+                return;
+            }
             let at_ms = self.tcp.arrival_ms(&mut self.rng, self.now_ms, from, to);
             if self.options.keep_trace {
                 self.trace(format!("{from} -> {to} (arrives {at_ms}): {message:?}"));
@@ -840,6 +849,17 @@ impl Simulation {
         let distribution_changed = schema::ErrorCode::DistributionChanged
             .ndb_code()
             .expect("has an NDB code");
+        // A node cut off from the others refuses work with 4035 (its side
+        // may have lost, or its membership lease ran out): nothing ran.
+        let not_member = schema::ErrorCode::NotMember
+            .ndb_code()
+            .expect("has an NDB code");
+        if self.crash_plan.is_some() && error.ndb_code == not_member {
+            self.outcome.transactions.marks.not_member_aborts += 1;
+            error.ndb_code = schema::ErrorCode::NodeFailure
+                .ndb_code()
+                .expect("has an NDB code");
+        }
         if self.crash_plan.is_some() && error.ndb_code == distribution_changed {
             self.outcome.transactions.marks.distribution_changed_aborts += 1;
             error.ndb_code = schema::ErrorCode::NodeFailure

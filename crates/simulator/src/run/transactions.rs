@@ -80,6 +80,9 @@ pub struct TransactionMarks {
     /// A transaction refused with 1204: routed on a state a node restart
     /// made old (the workload retries it as a node failure).
     pub distribution_changed_aborts: u64,
+    /// Transactions refused with 4035 by a node cut off from the others
+    /// (retried as node failures).
+    pub not_member_aborts: u64,
     /// Node recovery, summed over the final incarnations: restarted nodes
     /// that became started members, fragment replicas and rows copied,
     /// copied rows that waited for the transactions holding them, updates and
@@ -120,6 +123,7 @@ impl TransactionMarks {
         self.takeover_commits += other.takeover_commits;
         self.takeover_aborts += other.takeover_aborts;
         self.distribution_changed_aborts += other.distribution_changed_aborts;
+        self.not_member_aborts += other.not_member_aborts;
         self.nodes_recovered += other.nodes_recovered;
         self.fragments_copied += other.fragments_copied;
         self.rows_copied += other.rows_copied;

@@ -23,8 +23,11 @@
 //!   did not commit (but its own); within a transaction, a read sees its
 //!   own earlier writes; ignore-error updates of a group fail on all rows
 //!   or none.
-//! - `counters`: incremented under an exclusive lock. Checked: the final
-//!   value is the number of increments that committed (no lost update).
+//! - `counters`: incremented under an exclusive lock, and read committed.
+//!   Checked: the final value is the number of increments that committed
+//!   (no lost update), and no read returns less than the increments
+//!   acknowledged before it was sent (no stale read, even from a node cut
+//!   off from the others).
 //! - `coded`: `(id INT PRIMARY KEY, value BIGINT NOT NULL, code BIGINT
 //!   NULL UNIQUE)`, codes from a small range so that writes collide (893).
 //!   Rows get codes by primary key, are inserted with codes, deleted and
@@ -89,6 +92,11 @@ const DUPLICATE_KEY: u16 = 630;
 /// NDB's "node failure caused abort of transaction": in runs with crashes
 /// any transaction may get it, and the jobs that retry retry it.
 const NODE_FAILURE: u16 = 4010;
+/// "Cluster temporarily unavailable": a data node without a membership
+/// lease refuses reads (`cluster::lease`), which happens whenever
+/// heartbeats are late, as the lossy network of fault runs makes them; the
+/// jobs that retry retry it. (In runs with crashes it arrives as 4010.)
+const NOT_MEMBER: u16 = 4035;
 const UNIQUE_VIOLATION: u16 = 893;
 /// `coded`'s unique column, and its index's position among the table's
 /// ordered indexes (what `Operation::index` names).
@@ -186,6 +194,11 @@ impl Op {
 struct Sent {
     end: ExecuteEnd,
     operations: Vec<Op>,
+    /// Per counter the batch reads: the increments acknowledged as
+    /// committed when it was sent. A read that returns less is stale: a
+    /// replica answered that missed a commit the cluster had acknowledged
+    /// (a node cut off from the others, serving after they removed it).
+    counter_floors: BTreeMap<i64, u64>,
 }
 
 /// The transaction a session runs.
@@ -571,8 +584,25 @@ impl Simulation {
             .get(&node)
             .is_some_and(|sim| sim.composite.is_some())
         {
+            // A node restarted in place told its sessions already
+            // (`coordinator_restarted`).
             return;
         }
+        self.coordinator_lost(api, node);
+    }
+
+    /// Data node `node` restarted as a new incarnation (excluded by the
+    /// others): to its API nodes, its old incarnation died.
+    pub(super) fn coordinator_restarted(&mut self, node: NodeId) {
+        if self.workload.is_none() {
+            return;
+        }
+        for api in self.workload().apis() {
+            self.coordinator_lost(api, node);
+        }
+    }
+
+    fn coordinator_lost(&mut self, api: NodeId, node: NodeId) {
         let workload = self.workload_mut();
         workload
             .abandoned
@@ -751,6 +781,8 @@ impl Simulation {
                 && !abandoned
                 && !stopped_api_connected
                 && !self.node_failure_pending()
+                && !self.removed_incarnation_runs()
+                && self.link_closes_pending == 0
             {
                 self.fail_stuck("transactions wait for answers, but no message is in flight");
             }
@@ -924,7 +956,16 @@ impl Simulation {
             (running.transaction, running.coordinator, running.tag);
         let start = !running.started;
         running.started = true;
-        let sent = Sent { end, operations };
+        let counter_floors = operations
+            .iter()
+            .filter(|op| op.table == WorkTable::Counters && !op.kind.is_write())
+            .map(|op| (op.id, workload.model.increments[op.id as usize]))
+            .collect();
+        let sent = Sent {
+            end,
+            operations,
+            counter_floors,
+        };
         let line = format!(
             "api {api} transaction {transaction} (tag {tag}) -> node {coordinator}: {}",
             workload.describe(&sent)
@@ -1150,13 +1191,15 @@ impl Simulation {
             let Some(error) = &executed.error else {
                 return Err("aborted without an error".into());
             };
-            let node_failure = error.ndb_code == NODE_FAILURE && self.crash_plan.is_some();
+            let node_failure = (error.ndb_code == NODE_FAILURE && self.crash_plan.is_some())
+                || error.ndb_code == NOT_MEMBER;
             if !node_failure && !job.may_abort_with(error.ndb_code) {
                 return Err(format!("unexpected error {}", error.ndb_code));
             }
             match error.ndb_code {
                 LOCK_WAIT_TIMEOUT => self.outcome.transactions.marks.lock_wait_timeouts += 1,
                 NODE_FAILURE => self.outcome.transactions.marks.node_failure_aborts += 1,
+                NOT_MEMBER => self.outcome.transactions.marks.not_member_aborts += 1,
                 UNIQUE_VIOLATION => self.outcome.transactions.marks.unique_violations += 1,
                 _ => {}
             }
@@ -1333,7 +1376,7 @@ impl Simulation {
             }
             _ => {}
         }
-        let retry = matches!(error, Some(LOCK_WAIT_TIMEOUT | NODE_FAILURE))
+        let retry = matches!(error, Some(LOCK_WAIT_TIMEOUT | NODE_FAILURE | NOT_MEMBER))
             && running.job.retried()
             && running.attempt < ATTEMPTS_MAX
             && workload.phase == Phase::Running

@@ -65,6 +65,10 @@ pub(super) enum Job {
     ReadGroup { group: usize, mode: OperationKind },
     /// Reads a counter with an exclusive lock, then adds one.
     Increment { counter: i64, rollback: bool },
+    /// Reads a counter without a lock (committed read, served by any
+    /// replica the routing picks), checked against the acknowledged
+    /// increments.
+    ReadCounter { counter: i64 },
     /// A job on the `coded` table (see `unique`).
     Coded(CodedJob),
 }
@@ -96,7 +100,10 @@ impl Job {
     pub(super) fn retried(&self) -> bool {
         matches!(
             self,
-            Job::Transfer { .. } | Job::Audit { .. } | Job::Increment { .. }
+            Job::Transfer { .. }
+                | Job::Audit { .. }
+                | Job::Increment { .. }
+                | Job::ReadCounter { .. }
         )
     }
 }
@@ -215,9 +222,12 @@ impl Simulation {
                 },
                 None => self.new_group_insert(rollback, probe),
             },
-            88..100 => Job::Increment {
+            88..96 => Job::Increment {
                 counter: (self.rng.next_u64() % counters) as i64,
                 rollback,
+            },
+            96..100 => Job::ReadCounter {
+                counter: (self.rng.next_u64() % counters) as i64,
             },
             _ => Job::Coded(self.new_coded_job(roll - 100, rollback, ignore)),
         }
@@ -390,6 +400,14 @@ impl Simulation {
                 vec![Op::new(
                     WorkTable::Counters,
                     OperationKind::ReadExclusive,
+                    counter,
+                )],
+            ),
+            Job::ReadCounter { counter } => Next::Send(
+                ExecuteEnd::Commit,
+                vec![Op::new(
+                    WorkTable::Counters,
+                    OperationKind::ReadCommitted,
                     counter,
                 )],
             ),
@@ -636,6 +654,7 @@ impl Simulation {
             } => match step {
                 0 => {
                     let value = values[0].ok_or("a counter read returned no value")?;
+                    fresh_counter(sent, counter, value)?;
                     Ok(Some(Next::Send(
                         if roll_back {
                             ExecuteEnd::NoCommit
@@ -651,8 +670,25 @@ impl Simulation {
                 _ if committed => Ok(Some(Next::Finish)),
                 _ => rollback(ExecuteEnd::Rollback),
             },
+            Job::ReadCounter { counter } => {
+                let value = values[0].ok_or("a counter read returned no value")?;
+                fresh_counter(sent, counter, value)?;
+                Ok(Some(Next::Finish))
+            }
         }
     }
+}
+
+/// A read of `counter` that returned `value` saw every increment
+/// acknowledged before it was sent.
+fn fresh_counter(sent: &Sent, counter: i64, value: i64) -> Result<(), String> {
+    let floor = sent.counter_floors.get(&counter).copied().unwrap_or(0);
+    if value < floor as i64 {
+        return Err(format!(
+            "stale read: counter {counter} read {value} after {floor} increments of it were acknowledged as committed"
+        ));
+    }
+    Ok(())
 }
 
 pub(super) fn group_updates(rows: &[i64], tag: i64, ignore: bool) -> Vec<Op> {

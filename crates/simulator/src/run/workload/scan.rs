@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use protocol::{ExecuteEnd, Message, NodeId, OperationKind, ScanNext, ScanOpen, ScanRows};
 
 use super::jobs::Job;
-use super::{LOCK_WAIT_TIMEOUT, NODE_FAILURE, Simulation, WorkTable, between};
+use super::{LOCK_WAIT_TIMEOUT, NODE_FAILURE, NOT_MEMBER, Simulation, WorkTable, between};
 use crate::run::transactions::int_column;
 
 /// A scan of every account, as its batches arrive.
@@ -151,7 +151,8 @@ impl Simulation {
             return Ok(());
         }
         if let Some(error) = &rows.error {
-            let node_failure = error.ndb_code == NODE_FAILURE && crashes;
+            let node_failure =
+                (error.ndb_code == NODE_FAILURE && crashes) || error.ndb_code == NOT_MEMBER;
             let lock_wait = error.ndb_code == LOCK_WAIT_TIMEOUT && mode.locks();
             if !node_failure && !lock_wait {
                 return Err(format!("unexpected error {}", error.ndb_code));
