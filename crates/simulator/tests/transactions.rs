@@ -127,6 +127,10 @@ fn assert_crash_marks(marks: &TransactionMarks, crashes: &CrashMarks) {
     assert!(crashes.after_complete > 0, "{crashes:?}");
     assert!(crashes.after_abort > 0, "{crashes:?}");
     assert!(crashes.after_fragment_scan > 0, "{crashes:?}");
+    // Nodes were cut off while serving their API nodes, and refused reads
+    // (4035) once their membership lease ran out.
+    assert!(crashes.isolations > 0, "{crashes:?}");
+    assert!(marks.not_member_aborts > 0, "{marks:?}");
     // Crashed nodes came back empty, copied their fragments at their pace
     // while the workload wrote (writes reached rows not copied yet, and rows that
     // transactions held when their copy arrived, which it waited for), and
@@ -135,7 +139,6 @@ fn assert_crash_marks(marks: &TransactionMarks, crashes: &CrashMarks) {
     assert!(marks.fragments_copied > 0, "{marks:?}");
     assert!(marks.rows_copied > 0, "{marks:?}");
     assert!(marks.writes_before_copy > 0, "{marks:?}");
-    assert!(marks.rows_copy_skipped_locked > 0, "{marks:?}");
     // Copies kept to their rate (`NodeRecoveryCopyRowsPerSecond`).
     assert!(marks.copy_pauses > 0, "{marks:?}");
 }
@@ -150,6 +153,9 @@ fn transactions_with_crashes_two_nodes_two_replicas() {
 fn transactions_with_crashes_four_nodes_two_replicas() {
     let (marks, crashes) = run_shape_with_crashes(4, 2, 50_000);
     assert_crash_marks(&marks, &crashes);
+    // Copies met rows that transactions held and waited for them (rare
+    // with a single crash candidate, as on two nodes).
+    assert!(marks.rows_copy_skipped_locked > 0, "{marks:?}");
 }
 
 #[test]
@@ -159,6 +165,7 @@ fn transactions_with_crashes_three_nodes_three_replicas() {
     // With three replicas a copy's source may crash under it (the copy
     // starts again from the next started replica).
     assert!(marks.copies_restarted > 0, "{marks:?}");
+    assert!(marks.rows_copy_skipped_locked > 0, "{marks:?}");
 }
 
 #[test]

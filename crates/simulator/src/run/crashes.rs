@@ -229,8 +229,16 @@ impl Simulation {
                 plan.armed.insert(node, trigger);
                 self.trace(format!("node {node} will crash after its next {trigger:?}"));
             }
-            None if self.node_failure_pending() => {
-                // One failure at a time (see `armed_trigger`).
+            None if self.node_failure_pending()
+                || self
+                    .crash_plan
+                    .as_ref()
+                    .is_some_and(|p| p.isolated.is_some()) =>
+            {
+                // One failure at a time (see `armed_trigger`), and none
+                // while a node is cut off (a node that restarts meanwhile
+                // would join as a newcomer whose vote the isolated node's
+                // removal may need; see `isolate`).
                 let at = self.now_ms + FAILURE_SPACING_MS;
                 self.schedule(at, SimEvent::Crash { node, trigger });
             }
@@ -261,11 +269,28 @@ impl Simulation {
             return;
         };
         // Only a member is removed by the others (a node still asking to
-        // join would just wait): isolate it once it is one.
+        // join would just wait): isolate it once it is one. And not while
+        // a node is starting: a newcomer votes for no removal at first
+        // (`cluster::lease`), so the isolated node's removal could wait
+        // until the cut heals and the two sides race to remove each other,
+        // and the run's rule is that the node that never fails survives.
         let admitted = self
             .composite_mut(node)
             .is_some_and(|composite| composite.membership().is_started());
-        if !admitted {
+        // Nor while a node is down: it would come back as such a newcomer.
+        let starting = self.nodes.values().any(|sim| {
+            sim.composite.as_ref().is_some_and(|composite| {
+                composite
+                    .membership()
+                    .state()
+                    .is_some_and(|state| !state.starting.is_empty())
+            })
+        });
+        let down = self
+            .crash_plan
+            .as_ref()
+            .is_some_and(|plan| !plan.crashed.is_empty());
+        if !admitted || starting || down {
             let at = self.now_ms + FAILURE_SPACING_MS;
             self.schedule(at, SimEvent::Isolate { node });
             return;
@@ -427,8 +452,10 @@ impl Simulation {
     /// stops. NDB stops there too: a side with fewer than half of the
     /// nodes loses without asking the arbitrator.
     pub(super) fn armed_trigger(&self, node: NodeId, message: &Message) -> Option<Trigger> {
-        let trigger = *self.crash_plan.as_ref()?.armed.get(&node)?;
-        (trigger.matches(message) && !self.node_failure_pending()).then_some(trigger)
+        let plan = self.crash_plan.as_ref()?;
+        let trigger = *plan.armed.get(&node)?;
+        (trigger.matches(message) && !self.node_failure_pending() && plan.isolated.is_none())
+            .then_some(trigger)
     }
 
     /// Node `node` handled the message its trigger waited for: a random
