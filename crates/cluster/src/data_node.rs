@@ -727,6 +727,12 @@ impl DataNode {
                     if let Some(stamp) = self.leases.vouch(sender) {
                         effects.send(sender.node, Message::HeartbeatEcho { sent_at_ms: stamp });
                     }
+                    if self.leases.lacks(sender, now_ms) {
+                        // No lease from the sender (just admitted, or
+                        // back in touch): ask for its echo now, not at the
+                        // next heartbeat, so reads are served again soon.
+                        self.send_heartbeat(now_ms, sender.node, effects);
+                    }
                 }
                 self.on_heartbeat(sender, (generation, version), free_pages, effects);
                 self.release_acknowledgements(now_ms, effects);
@@ -1654,8 +1660,40 @@ impl DataNode {
             );
         }
         self.state = Some(next);
+        // Members this node holds no lease from (all of them, when it was
+        // just admitted) get a heartbeat now: their echoes let it serve
+        // reads within a round trip rather than a heartbeat interval.
+        let me = self.me;
+        let lacking: Vec<NodeId> = self
+            .state
+            .as_ref()
+            .expect("just installed")
+            .members
+            .iter()
+            .filter(|m| **m != me && self.leases.lacks(**m, now_ms))
+            .map(|m| m.node)
+            .collect();
+        for node in lacking {
+            self.send_heartbeat(now_ms, node, effects);
+        }
         self.send_report(effects);
         self.drive_proposal(now_ms, effects);
+    }
+
+    /// A heartbeat to member `node` now, outside the interval's round.
+    fn send_heartbeat(&self, now_ms: u64, node: NodeId, effects: &mut Effects) {
+        let Some(state) = self.state.as_ref() else {
+            return;
+        };
+        effects.send(
+            node,
+            Message::Heartbeat {
+                generation: state.generation,
+                version: state.version,
+                free_pages: self.free_pages(),
+                sent_at_ms: now_ms,
+            },
+        );
     }
 
     // ---- dictionary requests from API nodes ----
@@ -1899,7 +1937,8 @@ mod tests {
     #[test]
     fn a_removal_is_accepted_only_after_the_lease_it_could_break_ended() {
         let mut cluster = Cluster::formed();
-        assert_eq!(cluster.nodes[&2].read_lease_until_ms(), 0, "no echo yet");
+        // The heartbeats each sent when admitted (at 0) were echoed at once.
+        assert_eq!(cluster.nodes[&2].read_lease_until_ms(), 175);
         // Both heartbeat each other (and echo) every 100 ms up to 1000;
         // a newly formed cluster's members vote for no removal before 800.
         for now in (100..=1_000).step_by(100) {

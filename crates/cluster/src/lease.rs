@@ -116,6 +116,14 @@ impl Leases {
         Some(stamp)
     }
 
+    /// Whether this node holds no lease from `member` at `now_ms` (and
+    /// should ask for an echo at once rather than at its next heartbeat).
+    pub fn lacks(&self, member: Member, now_ms: u64) -> bool {
+        self.leased_until_ms
+            .get(&member)
+            .is_none_or(|until| *until <= now_ms)
+    }
+
     /// `from` echoed this node's heartbeat stamped `sent_at_ms`.
     pub fn echoed(&mut self, from: Member, sent_at_ms: u64, now_ms: u64) {
         if sent_at_ms > now_ms {

@@ -268,29 +268,13 @@ impl Simulation {
         let Some(incarnation) = self.composite_incarnation(node) else {
             return;
         };
-        // Only a member is removed by the others (a node still asking to
-        // join would just wait): isolate it once it is one. And not while
-        // a node is starting: a newcomer votes for no removal at first
-        // (`cluster::lease`), so the isolated node's removal could wait
-        // until the cut heals and the two sides race to remove each other,
-        // and the run's rule is that the node that never fails survives.
-        let admitted = self
-            .composite_mut(node)
-            .is_some_and(|composite| composite.membership().is_started());
-        // Nor while a node is down: it would come back as such a newcomer.
-        let starting = self.nodes.values().any(|sim| {
-            sim.composite.as_ref().is_some_and(|composite| {
-                composite
-                    .membership()
-                    .state()
-                    .is_some_and(|state| !state.starting.is_empty())
-            })
-        });
-        let down = self
-            .crash_plan
-            .as_ref()
-            .is_some_and(|plan| !plan.crashed.is_empty());
-        if !admitted || starting || down {
+        // Only once every node runs and has installed the same state, with
+        // no node starting or joining: a newcomer votes for no removal at
+        // first (`cluster::lease`), so with one about, the isolated node's
+        // removal could wait until the cut heals and the two sides race to
+        // remove each other, and the run's rule is that the node that never
+        // fails survives. A node still asking to join would just wait.
+        if !self.membership_settled() {
             let at = self.now_ms + FAILURE_SPACING_MS;
             self.schedule(at, SimEvent::Isolate { node });
             return;
