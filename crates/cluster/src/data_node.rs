@@ -151,6 +151,9 @@ pub struct Marks {
     /// the next version, and which may still be decided there, was
     /// proposed again instead of being judged afresh.
     pub schema_request_proposed_again: u64,
+    /// A suspected member was heard from again before any change acted on
+    /// the suspicion, which was dropped.
+    pub suspicions_withdrawn: u64,
 }
 
 impl Marks {
@@ -165,6 +168,7 @@ impl Marks {
         self.excluded_by_others += other.excluded_by_others;
         self.schema_retry_answered_from_state += other.schema_retry_answered_from_state;
         self.schema_request_proposed_again += other.schema_request_proposed_again;
+        self.suspicions_withdrawn += other.suspicions_withdrawn;
     }
 }
 
@@ -722,6 +726,23 @@ impl DataNode {
                 free_pages,
                 sent_at_ms,
             } => {
+                if self.suspected.contains(&sender) && !self.removing.contains(&sender) {
+                    // Heard again (a cut that healed, a stop that ended)
+                    // before any change this node accepted acted on the
+                    // suspicion: it was false. Kept, it would keep this
+                    // node from vouching for the member, and a suspicion
+                    // of the president that its successor does not share
+                    // would never be settled.
+                    self.suspected.remove(&sender);
+                    if self.suspected.is_empty() {
+                        self.first_suspicion_ms = None;
+                    }
+                    self.marks.suspicions_withdrawn += 1;
+                    effects.events.push(Event::Log(format!(
+                        "node {} no longer suspects node {}: heard from it again",
+                        self.me.node, sender.node
+                    )));
+                }
                 if self.vouches_for(sender) {
                     self.leases.heard(sender, sent_at_ms, now_ms);
                     if let Some(stamp) = self.leases.vouch(sender) {

@@ -543,14 +543,6 @@ impl Simulation {
             self.connect_management(node);
         }
         for address in output.dial.drain(..) {
-            if self.workload.is_none() {
-                // Membership runs dial at once: with delayed dials, seed
-                // 2147 of the 4x2 range finds a node that suspected the
-                // president during a cut and keeps suspecting it after
-                // the cut heals (not fixed yet).
-                self.open_link(node, address.node, Some(address.node), NodeRole::Data);
-                continue;
-            }
             if !self.dials.insert((node, incarnation, address.node)) {
                 continue;
             }
