@@ -242,8 +242,9 @@ pub struct DataNode {
     last_heard_ms: BTreeMap<NodeId, u64>,
     /// Members of the installed state this node has heard from at all.
     heard_from: BTreeSet<Member>,
-    /// Members this node lost contact with (only ever grows until the next
-    /// installed state: a failed incarnation never comes back).
+    /// Members this node lost contact with, until the next installed
+    /// state, or until one is heard from again before any change this
+    /// node accepted acted on the suspicion (it was false).
     suspected: BTreeSet<Member>,
     /// Members others reported; only the president acts on them.
     reported: BTreeSet<Member>,

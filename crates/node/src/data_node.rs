@@ -282,12 +282,14 @@ impl DataNodeComposite {
     pub fn new(
         settings: DataNodeSettings,
         now_ms: u64,
-        query_handler: QueryHandler,
+        mut query_handler: QueryHandler,
         coordinator_config: CoordinatorConfig,
         listen: Address,
         secret: ClusterSecret,
     ) -> DataNodeComposite {
         assert_eq!(listen.node, settings.node);
+        // No lease before the membership grants one.
+        query_handler.set_read_lease_until_ms(0);
         let node = settings.node;
         let membership = DataNode::new(settings.clone(), now_ms);
         let coordinator = Coordinator::new(node, settings.incarnation, coordinator_config);
@@ -925,8 +927,6 @@ impl DataNodeComposite {
         {
             self.marks.lock_wait_ticks += 1;
             self.run_transaction_blocks(now_ms, output, |node, out| {
-                let lease = node.membership.read_lease_until_ms();
-                node.query_handler.set_read_lease_until_ms(lease);
                 node.query_handler.tick(now_ms, out);
             });
         }
@@ -1100,9 +1100,6 @@ impl DataNodeComposite {
         out: &mut Vec<(NodeId, Message)>,
     ) {
         if transaction::for_query_handler(&message) {
-            // Reads are served only under the membership's lease.
-            let lease = self.membership.read_lease_until_ms();
-            self.query_handler.set_read_lease_until_ms(lease);
             if let Some(rest) = self.query_handler.on_message(now_ms, message, out) {
                 self.unhandled = Some((from, rest));
             }
@@ -1297,6 +1294,10 @@ impl DataNodeComposite {
         for (to, message) in effects.sends {
             self.send(now_ms, to, message, output);
         }
+        // Reads are served only under the membership's lease, which
+        // changes only when the membership block runs (`cluster::lease`).
+        let lease = self.membership.read_lease_until_ms();
+        self.query_handler.set_read_lease_until_ms(lease);
     }
 
     fn send(&mut self, now_ms: u64, to: NodeId, message: Message, output: &mut Output) {
@@ -1392,6 +1393,7 @@ impl DataNodeComposite {
         self.membership_marks.add(&self.membership.marks());
         self.settings.incarnation = incarnation;
         self.membership = DataNode::new(self.settings.clone(), now_ms);
+        self.query_handler.set_read_lease_until_ms(0);
         self.coordinator = Coordinator::new(self.node, incarnation, self.coordinator_config);
         self.routing = Routing::new();
         self.departed.clear();
