@@ -131,6 +131,10 @@ fn assert_crash_marks(marks: &TransactionMarks, crashes: &CrashMarks) {
     // (4035) once their membership lease ran out.
     assert!(crashes.isolations > 0, "{crashes:?}");
     assert!(marks.not_member_aborts > 0, "{marks:?}");
+    assert!(marks.reads_refused_without_lease > 0, "{marks:?}");
+    // A backup that became the primary committed at once the work whose
+    // commit phase had passed it (its old primary may have acknowledged it).
+    assert!(marks.commits_on_promotion > 0, "{marks:?}");
     // Crashed nodes came back empty, copied their fragments at their pace
     // while the workload wrote (writes reached rows not copied yet, and rows that
     // transactions held when their copy arrived, which it waited for), and

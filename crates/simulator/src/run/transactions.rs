@@ -100,6 +100,12 @@ pub struct TransactionMarks {
     pub copy_pauses: u64,
     pub writes_missing_starting_replica: u64,
     pub reads_refused_while_copying: u64,
+    /// Work whose commit phase had passed a backup, committed when its
+    /// primary failed and made the backup the primary.
+    pub commits_on_promotion: u64,
+    /// Reads and scan batches refused by replicas without a membership
+    /// lease (counted on the nodes' last incarnations).
+    pub reads_refused_without_lease: u64,
 }
 
 impl TransactionMarks {
@@ -133,6 +139,8 @@ impl TransactionMarks {
         self.copy_pauses += other.copy_pauses;
         self.writes_missing_starting_replica += other.writes_missing_starting_replica;
         self.reads_refused_while_copying += other.reads_refused_while_copying;
+        self.commits_on_promotion += other.commits_on_promotion;
+        self.reads_refused_without_lease += other.reads_refused_without_lease;
     }
 }
 
@@ -334,6 +342,8 @@ impl Simulation {
             marks.copy_pauses += counters.copy_pauses;
             marks.writes_missing_starting_replica += counters.writes_missing_starting_replica;
             marks.reads_refused_while_copying += counters.reads_refused_while_copying;
+            marks.commits_on_promotion += counters.commits_on_promotion;
+            marks.reads_refused_without_lease += counters.reads_refused_without_lease;
             if composite.query_handler().copies_out() > 0 {
                 problems.push(format!(
                     "node {node} still copies fragments to a starting node"
