@@ -49,7 +49,7 @@ pub struct Leases {
     /// Per member: until when its echoes let this node serve reads.
     leased_until_ms: BTreeMap<Member, u64>,
     /// Members admitted after this node, and when this node learned it:
-    /// they may vouch late for `duration_ms`.
+    /// they may vouch late (`newcomer_grace_ms`).
     admitted_later_ms: BTreeMap<Member, u64>,
     /// When this node installed its first state (its admission).
     admitted_ms: Option<u64>,
@@ -69,10 +69,6 @@ impl Leases {
             admitted_later_ms: BTreeMap::new(),
             admitted_ms: None,
         }
-    }
-
-    pub fn duration_ms(&self) -> u64 {
-        self.duration_ms
     }
 
     /// When this node installed its first state (was admitted).
@@ -186,9 +182,8 @@ impl Leases {
             .retain(|member, _| members.contains(member));
         self.admitted_later_ms
             .retain(|member, _| members.contains(member));
-        // A removed member's promise outlives its membership: a change
-        // removing it may still be in flight at other voters, but nothing
-        // removes it twice, so only members keep promises.
+        // A removed member is never removed again (a new incarnation is
+        // another member), so its promise, and all else about it, goes.
         self.promised_until_ms
             .retain(|member, _| members.contains(member));
     }

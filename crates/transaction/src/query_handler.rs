@@ -300,20 +300,22 @@ impl QueryHandler {
         self.read_lease_until_ms = until_ms;
     }
 
-    /// The refusal of a read at `now_ms` without a lease, if it is one.
-    fn lease_refusal(&mut self, now_ms: u64) -> Option<Error> {
-        if now_ms < self.read_lease_until_ms {
-            return None;
-        }
+    /// Whether this node may serve a read at `now_ms`.
+    fn holds_read_lease(&self, now_ms: u64) -> bool {
+        now_ms < self.read_lease_until_ms
+    }
+
+    /// The refusal of a read without a lease (counted).
+    fn no_lease_refusal(&mut self) -> Error {
         self.counters.reads_refused_without_lease += 1;
-        Some(Error::new(
+        Error::new(
             ErrorCode::NotMember,
             format!(
                 "data node {} holds no membership lease: it has not heard from every other \
                  member lately and may be cut off from the cluster; try again",
                 self.node
             ),
-        ))
+        )
     }
 
     pub fn engine(&self) -> &Engine {
@@ -656,22 +658,24 @@ impl QueryHandler {
         decided.sort_unstable();
         for key in decided {
             let work = self.work[&key];
-            if let Err(error) = self.engine.commit(work.engine) {
-                panic!(
-                    "node {}: commit of transaction {} on fragment {} of table {}, promoted to \
-                     primary, failed: {}",
-                    self.node, key.0, key.2, key.1, error
-                );
-            }
-            self.counters.commits += 1;
+            self.commit_as_primary(key, work);
             self.counters.commits_on_promotion += 1;
-            if work.wrote {
-                let entry = self.work.get_mut(&key).expect("listed");
-                entry.engine = NO_TRANSACTION;
-                entry.state = WorkState::Committed;
-            } else {
-                self.work.remove(&key);
-            }
+        }
+    }
+
+    /// The primary commits prepared `work` of `key` in its engine; it keeps
+    /// a note that it committed a fragment it wrote (a takeover needs it if
+    /// the coordinator and the backups die) until the complete phase.
+    fn commit_as_primary(&mut self, key: WorkKey, work: Work) {
+        self.commit_work(work.engine, key);
+        self.counters.commits += 1;
+        if work.wrote {
+            let entry = self.work.get_mut(&key).expect("present");
+            entry.engine = NO_TRANSACTION;
+            entry.state = WorkState::Committed;
+        } else {
+            // Only locks were taken here: nothing to remember.
+            self.work.remove(&key);
         }
     }
 
@@ -753,9 +757,8 @@ impl QueryHandler {
             self.refuse(request, &error, out);
             return;
         }
-        if !request.kind.is_write()
-            && let Some(error) = self.lease_refusal(now_ms)
-        {
+        if !request.kind.is_write() && !self.holds_read_lease(now_ms) {
+            let error = self.no_lease_refusal();
             self.refuse(request, &error, out);
             return;
         }
@@ -1063,16 +1066,7 @@ impl QueryHandler {
                     if work.state == WorkState::Prepared {
                         self.prepare_work(work.engine, &phase);
                     }
-                    self.commit_work(work.engine, &phase);
-                    self.counters.commits += 1;
-                    if work.wrote {
-                        let entry = self.work.get_mut(&key).expect("present");
-                        entry.engine = NO_TRANSACTION;
-                        entry.state = WorkState::Committed;
-                    } else {
-                        // Only locks were taken here: nothing to remember.
-                        self.work.remove(&key);
-                    }
+                    self.commit_as_primary(key, work);
                 }
                 (WorkState::Committing, false) | (WorkState::Committed, _) => {}
             }
@@ -1097,7 +1091,7 @@ impl QueryHandler {
                 // backup prepared the work; the engine's commit of a
                 // prepared transaction cannot fail.
                 WorkState::Committing => {
-                    self.commit_work(work.engine, &phase);
+                    self.commit_work(work.engine, key);
                     self.counters.commits += 1;
                 }
                 // The primary's note of its commit is no longer needed.
@@ -1410,11 +1404,11 @@ impl QueryHandler {
 
     /// The engine's commit of prepared work, which cannot fail (see
     /// `prepare_work` for why the node stops if it does).
-    fn commit_work(&mut self, work: TransactionId, phase: &Phase) {
+    fn commit_work(&mut self, work: TransactionId, key: WorkKey) {
         if let Err(error) = self.engine.commit(work) {
             panic!(
                 "node {}: commit of transaction {} on fragment {} of table {} failed: {}",
-                self.node, phase.transaction, phase.fragment, phase.table, error
+                self.node, key.0, key.2, key.1, error
             );
         }
         assert!(
@@ -1451,11 +1445,11 @@ impl QueryHandler {
         let (engine_scan, token, coordinator) = (scan.engine_scan, scan.token, scan.coordinator);
         let (batch_rows, batch_bytes) = (scan.batch_rows, scan.batch_bytes);
         let mut data = Vec::new();
-        let result = match self.lease_refusal(now_ms) {
-            Some(error) => Err(error),
-            None => self
-                .engine
-                .scan_next(now_ms, engine_scan, batch_rows, batch_bytes, &mut data),
+        let result = if self.holds_read_lease(now_ms) {
+            self.engine
+                .scan_next(now_ms, engine_scan, batch_rows, batch_bytes, &mut data)
+        } else {
+            Err(self.no_lease_refusal())
         };
         let (rows, finished, error) = match result {
             Ok(batch) if batch.waiting && batch.rows == 0 => {
@@ -1509,15 +1503,13 @@ impl QueryHandler {
                             .remove(&key)
                             .expect("a waiting key operation blocks its work");
                         assert_eq!(blocked_token, token, "the work waits for another operation");
-                        // A read that waited for its lock reads now: only
-                        // under a lease (its lock is freed by the abort).
-                        let unleased = if request.kind.is_write() {
-                            None
-                        } else {
-                            self.lease_refusal(now_ms)
-                        };
                         match result {
-                            Ok(()) if let Some(error) = unleased => {
+                            // A read that waited for its lock reads now:
+                            // only under a lease (the abort frees its lock).
+                            Ok(())
+                                if !request.kind.is_write() && !self.holds_read_lease(now_ms) =>
+                            {
+                                let error = self.no_lease_refusal();
                                 self.refuse(request, &error, out);
                             }
                             Ok(()) => self.key_done(request, data, inserted, out),

@@ -260,16 +260,11 @@ impl Simulation {
         if plan.crashed.contains(&node) || plan.isolated.is_some() {
             return;
         }
-        if self.node_failure_pending() {
-            let at = self.now_ms + FAILURE_SPACING_MS;
-            self.schedule(at, SimEvent::Isolate { node });
-            return;
-        }
         let Some(incarnation) = self.composite_incarnation(node) else {
             return;
         };
         // Only once every node runs and has installed the same state, with
-        // no node starting or joining: a newcomer votes for no removal at
+        // no failure pending and no node starting or joining: a newcomer votes for no removal at
         // first (`cluster::lease`), so with one about, the isolated node's
         // removal could wait until the cut heals and the two sides race to
         // remove each other, and the run's rule is that the node that never

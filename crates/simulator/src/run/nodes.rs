@@ -819,13 +819,13 @@ impl Simulation {
             other if to == CLIENT_NODE => self.client_receive(from, other),
             Message::Executed(mut executed) => {
                 if let Some(error) = executed.error.as_mut() {
-                    self.distribution_changed_as_node_failure(error);
+                    self.temporary_refusal_as_node_failure(error);
                 }
                 self.workload_receive(from, to, executed)
             }
             Message::ScanRows(mut rows) => {
                 if let Some(error) = rows.error.as_mut() {
-                    self.distribution_changed_as_node_failure(error);
+                    self.temporary_refusal_as_node_failure(error);
                 }
                 self.workload_scan_rows(from, to, rows)
             }
@@ -833,11 +833,13 @@ impl Simulation {
         }
     }
 
-    /// A transaction refused with 1204 ("distribution changed") in a run
-    /// with crashes was routed on a state a node restart made old (a write
-    /// that missed a starting replica, a read of a replica still copying):
-    /// the workload retries it as it retries 4010, and counts it.
-    fn distribution_changed_as_node_failure(&mut self, error: &mut protocol::ErrorReply) {
+    /// In a run with crashes, a transaction refused with 1204
+    /// ("distribution changed": routed on a state a node restart made old,
+    /// a write that missed a starting replica, a read of a replica still
+    /// copying) or with 4035 (a node cut off from the others, or without a
+    /// membership lease) did nothing: the workload retries it as it
+    /// retries 4010, and counts it.
+    fn temporary_refusal_as_node_failure(&mut self, error: &mut protocol::ErrorReply) {
         let distribution_changed = schema::ErrorCode::DistributionChanged
             .ndb_code()
             .expect("has an NDB code");
