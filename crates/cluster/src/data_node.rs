@@ -938,7 +938,10 @@ impl DataNode {
             | Message::TakeoverReport(_)
             | Message::CopyRequest(_)
             | Message::CopyRows(_)
-            | Message::CopyNext(_) => {}
+            | Message::CopyNext(_)
+            | Message::CommitAck { .. }
+            | Message::ForgetMarkers { .. }
+            | Message::TakeoverDone { .. } => {}
         }
     }
 

@@ -1155,6 +1155,25 @@ impl DataNodeComposite {
             self.on_data_node_message(now_ms, node, message, &mut out);
         }
         self.transaction_out = out;
+        // After everything the coordinator sent (its answers to API nodes
+        // of the taken-over transactions go first on each link).
+        for failed in self.coordinator.take_takeovers_done() {
+            let apis: Vec<LinkId> = self
+                .peers
+                .values()
+                .copied()
+                .filter(|link| self.peer_of(*link).is_some_and(|p| p.role == NodeRole::Api))
+                .collect();
+            for link in apis {
+                output.sends.push((
+                    link,
+                    Message::TakeoverDone {
+                        failed_node: failed.node,
+                        failed_incarnation: failed.incarnation,
+                    },
+                ));
+            }
+        }
         output.logs.extend(self.query_handler.take_copy_log());
         if let Some(status) = self.query_handler.copy_status() {
             self.report_copy(now_ms, status, output);

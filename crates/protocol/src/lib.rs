@@ -19,8 +19,9 @@ pub use frame::{FrameDecoder, PROTOCOL_VERSION, encode_frame};
 pub use message::Message;
 pub use transaction::{
     Bound, CHAIN_NODES_MAX, Chain, CopyNext, CopyRequest, CopyRows, Execute, ExecuteEnd, Executed,
-    KeyConfirm, KeyRefuse, KeyRequest, Operation, OperationKind, OperationResult, Phase, PhaseDone,
-    ScanNext, ScanOpen, ScanRows, TAKEOVER_REPORT_ENTRIES_MAX, TakeoverEntry, TakeoverQuery,
-    TakeoverReport, TransactionState, WorkState,
+    KeyConfirm, KeyRefuse, KeyRequest, MARKER_IDS_MAX, MarkerEntry, NO_API, Operation,
+    OperationKind, OperationResult, Phase, PhaseDone, ScanNext, ScanOpen, ScanRows,
+    TAKEOVER_REPORT_ENTRIES_MAX, TakeoverEntry, TakeoverQuery, TakeoverReport, TransactionState,
+    WorkState,
 };
 pub use types::*;

@@ -212,6 +212,27 @@ pub enum Message {
     NodeCopied {
         member: Member,
     },
+    /// API → the TC that answered: these commits' answers arrived (the
+    /// API's transaction ids), so the replicas may forget their commit
+    /// markers (NDB's TC_COMMIT_ACK).
+    CommitAck {
+        transactions: Box<Vec<u64>>,
+    },
+    /// TC → LQH: forget the commit markers of these transactions (the
+    /// TC's ids): their APIs have their answers (NDB's REMOVE_MARKER_ORD).
+    ForgetMarkers {
+        transactions: Box<Vec<u64>>,
+    },
+    /// The president → every API node: the takeover of the transactions
+    /// data node `failed_node` coordinated, at `failed_incarnation` and
+    /// every earlier incarnation, is finished. Each committed one whose
+    /// API was known was answered before this (an `Executed` on the same
+    /// link), so an API still waiting for a commit's answer from that
+    /// coordinator knows it was aborted.
+    TakeoverDone {
+        failed_node: NodeId,
+        failed_incarnation: u64,
+    },
 }
 
 // A message moves several times between the socket and the blocks (decoded
@@ -276,6 +297,9 @@ const KIND_COPY_REQUEST: u8 = 62;
 const KIND_COPY_ROWS: u8 = 63;
 const KIND_COPY_NEXT: u8 = 64;
 const KIND_HEARTBEAT_ECHO: u8 = 65;
+const KIND_COMMIT_ACK: u8 = 66;
+const KIND_FORGET_MARKERS: u8 = 67;
+const KIND_TAKEOVER_DONE: u8 = 68;
 const KIND_NODE_COPIED: u8 = 33;
 
 impl Message {
@@ -327,6 +351,9 @@ impl Message {
             Message::CopyRows(_) => "CopyRows",
             Message::CopyNext(_) => "CopyNext",
             Message::NodeCopied { .. } => "NodeCopied",
+            Message::CommitAck { .. } => "CommitAck",
+            Message::ForgetMarkers { .. } => "ForgetMarkers",
+            Message::TakeoverDone { .. } => "TakeoverDone",
             Message::KeyRequest(_) => "KeyRequest",
             Message::KeyConfirm(_) => "KeyConfirm",
             Message::KeyRefuse(_) => "KeyRefuse",
@@ -679,6 +706,22 @@ impl Message {
                 w.u8(member.node);
                 w.u64(member.incarnation);
             }
+            Message::CommitAck { transactions } => {
+                w.u8(KIND_COMMIT_ACK);
+                put_transaction_ids(&mut w, transactions);
+            }
+            Message::ForgetMarkers { transactions } => {
+                w.u8(KIND_FORGET_MARKERS);
+                put_transaction_ids(&mut w, transactions);
+            }
+            Message::TakeoverDone {
+                failed_node,
+                failed_incarnation,
+            } => {
+                w.u8(KIND_TAKEOVER_DONE);
+                w.u8(*failed_node);
+                w.u64(*failed_incarnation);
+            }
             Message::KeyRequest(request) => {
                 w.u8(KIND_KEY_REQUEST);
                 put_key_request(&mut w, request);
@@ -981,11 +1024,45 @@ impl Message {
                     incarnation: r.u64("incarnation")?,
                 },
             },
+            KIND_COMMIT_ACK => Message::CommitAck {
+                transactions: Box::new(get_transaction_ids(&mut r)?),
+            },
+            KIND_FORGET_MARKERS => Message::ForgetMarkers {
+                transactions: Box::new(get_transaction_ids(&mut r)?),
+            },
+            KIND_TAKEOVER_DONE => Message::TakeoverDone {
+                failed_node: r.u8("failed node")?,
+                failed_incarnation: r.u64("failed incarnation")?,
+            },
             other => return Err(DecodeError::new(format!("unknown message kind {other}"))),
         };
         r.finish(message.name())?;
         Ok(message)
     }
+}
+
+/// A list of transaction ids (commit acknowledgements, markers to forget):
+/// at most `MARKER_IDS_MAX`.
+fn put_transaction_ids(w: &mut Writer, ids: &[u64]) {
+    assert!(
+        ids.len() <= MARKER_IDS_MAX,
+        "a list of {} transaction ids, more than MARKER_IDS_MAX",
+        ids.len()
+    );
+    w.count(ids.len());
+    for id in ids {
+        w.u64(*id);
+    }
+}
+
+fn get_transaction_ids(r: &mut Reader) -> Result<Vec<u64>, DecodeError> {
+    let count = r.count(8, "transaction ids")?;
+    if count > MARKER_IDS_MAX {
+        return Err(DecodeError::new(format!(
+            "a list of {count} transaction ids, more than {MARKER_IDS_MAX}"
+        )));
+    }
+    (0..count).map(|_| r.u64("transaction id")).collect()
 }
 
 /// A byte string of exactly `N` bytes (nonce, proof, secret).

@@ -394,7 +394,20 @@ pub struct Phase {
     pub fragment: u32,
     /// The replicas still to visit after the receiver, in order.
     pub chain: Vec<NodeId>,
+    /// For a Commit: the API node waiting for the answer and its id for
+    /// the transaction, kept by every replica the Commit passes as a
+    /// commit marker until the API has its answer (`ForgetMarkers`), so a
+    /// takeover can tell the API the outcome. `NO_API` when no API waits
+    /// (and in Complete and Abort).
+    pub api: NodeId,
+    pub client: u64,
 }
+
+/// `Phase::api` when no API waits for the answer (node ids start at 1).
+pub const NO_API: NodeId = 0;
+
+/// Transaction ids one `CommitAck` or `ForgetMarkers` carries at most.
+pub const MARKER_IDS_MAX: usize = 1_024;
 
 /// Entries one `TakeoverReport` carries at most.
 pub const TAKEOVER_REPORT_ENTRIES_MAX: usize = 1_024;
@@ -451,12 +464,25 @@ pub struct TakeoverEntry {
     pub state: WorkState,
 }
 
+/// A commit marker a replica holds of a failed coordinator's transaction:
+/// the transaction was decided to commit, and its API may not have the
+/// answer yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarkerEntry {
+    pub transaction: u64,
+    pub api: NodeId,
+    pub client: u64,
+}
+
 /// LQH → the querying TC.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TakeoverReport {
     pub failed_node: NodeId,
     pub failed_incarnation: u64,
     pub entries: Vec<TakeoverEntry>,
+    /// Commit markers; `entries` and `markers` hold at most
+    /// `TAKEOVER_REPORT_ENTRIES_MAX` together.
+    pub markers: Vec<MarkerEntry>,
     /// No more reports follow from this replica.
     pub last: bool,
 }
@@ -864,6 +890,8 @@ pub(crate) fn put_phase(w: &mut Writer, phase: &Phase) {
     w.u32(phase.table);
     w.u32(phase.fragment);
     w.bytes(&phase.chain);
+    w.u8(phase.api);
+    w.u64(phase.client);
 }
 
 pub(crate) fn get_phase(r: &mut Reader) -> Result<Phase, DecodeError> {
@@ -873,6 +901,8 @@ pub(crate) fn get_phase(r: &mut Reader) -> Result<Phase, DecodeError> {
         table: r.u32("table")?,
         fragment: r.u32("fragment")?,
         chain: r.bytes("chain")?.to_vec(),
+        api: r.u8("api")?,
+        client: r.u64("client")?,
     })
 }
 
@@ -910,7 +940,7 @@ pub(crate) fn get_takeover_query(r: &mut Reader) -> Result<TakeoverQuery, Decode
 
 pub(crate) fn put_takeover_report(w: &mut Writer, report: &TakeoverReport) {
     assert!(
-        report.entries.len() <= TAKEOVER_REPORT_ENTRIES_MAX,
+        report.entries.len() + report.markers.len() <= TAKEOVER_REPORT_ENTRIES_MAX,
         "a takeover report holds at most TAKEOVER_REPORT_ENTRIES_MAX entries"
     );
     w.u8(report.failed_node);
@@ -921,6 +951,12 @@ pub(crate) fn put_takeover_report(w: &mut Writer, report: &TakeoverReport) {
         w.u32(entry.table);
         w.u32(entry.fragment);
         w.u8(entry.state.wire_id());
+    }
+    w.count(report.markers.len());
+    for marker in &report.markers {
+        w.u64(marker.transaction);
+        w.u8(marker.api);
+        w.u64(marker.client);
     }
     w.bool(report.last);
 }
@@ -949,10 +985,27 @@ pub(crate) fn get_takeover_report(r: &mut Reader) -> Result<TakeoverReport, Deco
             state,
         });
     }
+    let count = r.count(17, "commit markers")?;
+    if entries.len() + count > TAKEOVER_REPORT_ENTRIES_MAX {
+        return Err(DecodeError::new(format!(
+            "a takeover report of {} entries and {count} markers, more than \
+             {TAKEOVER_REPORT_ENTRIES_MAX}",
+            entries.len()
+        )));
+    }
+    let mut markers = Vec::with_capacity(count);
+    for _ in 0..count {
+        markers.push(MarkerEntry {
+            transaction: r.u64("transaction")?,
+            api: r.u8("api")?,
+            client: r.u64("client")?,
+        });
+    }
     Ok(TakeoverReport {
         failed_node,
         failed_incarnation,
         entries,
+        markers,
         last: r.bool("last")?,
     })
 }

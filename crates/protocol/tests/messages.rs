@@ -467,14 +467,20 @@ fn phase() -> impl Strategy<Value = Phase> {
         any::<u32>(),
         any::<u32>(),
         bytes(4),
+        any::<u8>(),
+        any::<u64>(),
     )
-        .prop_map(|(transaction, coordinator, table, fragment, chain)| Phase {
-            transaction,
-            coordinator,
-            table,
-            fragment,
-            chain,
-        })
+        .prop_map(
+            |(transaction, coordinator, table, fragment, chain, api, client)| Phase {
+                transaction,
+                coordinator,
+                table,
+                fragment,
+                chain,
+                api,
+                client,
+            },
+        )
 }
 
 fn phase_done() -> impl Strategy<Value = PhaseDone> {
@@ -619,33 +625,56 @@ fn transaction_message() -> impl Strategy<Value = Message> {
         (any::<u8>(), any::<u64>()).prop_map(|(node, incarnation)| Message::NodeCopied {
             member: Member { node, incarnation }
         }),
+        prop::collection::vec(any::<u64>(), 0..8).prop_map(|ids| Message::CommitAck {
+            transactions: Box::new(ids)
+        }),
+        prop::collection::vec(any::<u64>(), 0..8).prop_map(|ids| Message::ForgetMarkers {
+            transactions: Box::new(ids)
+        }),
+        (any::<u8>(), any::<u64>()).prop_map(|(failed_node, failed_incarnation)| {
+            Message::TakeoverDone {
+                failed_node,
+                failed_incarnation,
+            }
+        }),
         (
             any::<u8>(),
             any::<u64>(),
             prop::collection::vec((any::<u64>(), any::<u32>(), any::<u32>(), 0u8..3), 0..4),
+            prop::collection::vec((any::<u64>(), any::<u8>(), any::<u64>()), 0..3),
             any::<bool>()
         )
-            .prop_map(|(failed_node, failed_incarnation, entries, last)| {
-                let states = [
-                    WorkState::Prepared,
-                    WorkState::Committing,
-                    WorkState::Committed,
-                ];
-                Message::TakeoverReport(Box::new(TakeoverReport {
-                    failed_node,
-                    failed_incarnation,
-                    entries: entries
-                        .into_iter()
-                        .map(|(transaction, table, fragment, state)| TakeoverEntry {
-                            transaction,
-                            table,
-                            fragment,
-                            state: states[usize::from(state)],
-                        })
-                        .collect(),
-                    last,
-                }))
-            }),
+            .prop_map(
+                |(failed_node, failed_incarnation, entries, markers, last)| {
+                    let states = [
+                        WorkState::Prepared,
+                        WorkState::Committing,
+                        WorkState::Committed,
+                    ];
+                    Message::TakeoverReport(Box::new(TakeoverReport {
+                        failed_node,
+                        failed_incarnation,
+                        entries: entries
+                            .into_iter()
+                            .map(|(transaction, table, fragment, state)| TakeoverEntry {
+                                transaction,
+                                table,
+                                fragment,
+                                state: states[usize::from(state)],
+                            })
+                            .collect(),
+                        markers: markers
+                            .into_iter()
+                            .map(|(transaction, api, client)| protocol::MarkerEntry {
+                                transaction,
+                                api,
+                                client,
+                            })
+                            .collect(),
+                        last,
+                    }))
+                }
+            ),
         (
             (any::<u64>(), any::<u8>(), any::<u32>()),
             operation(),
@@ -830,7 +859,7 @@ fn the_heartbeat_layout_is_pinned() {
         &mut bytes,
     );
     assert_eq!(&bytes[0..4], b"SHOL");
-    assert_eq!(&bytes[4..8], &[3, 0, 1, 0]);
+    assert_eq!(&bytes[4..8], &[4, 0, 1, 0]);
     assert_eq!(&bytes[8..12], &[46, 0, 0, 0]);
     assert_eq!(
         &bytes[16..],

@@ -192,7 +192,27 @@ struct Transaction {
     active_ms: u64,
     /// `describe_stuck` described it already.
     reported_stuck: bool,
+    /// The failed coordinator whose takeover this transaction belongs to.
+    takeover_of: Option<Member>,
 }
+
+/// A commit whose API was answered but has not acknowledged the answer:
+/// the replicas keep its commit marker meanwhile.
+struct AwaitedAck {
+    transaction: u64,
+    /// The data nodes that may hold its marker.
+    nodes: Vec<NodeId>,
+    since_ms: u64,
+}
+
+/// How long a commit's answer may wait for its API's acknowledgement
+/// before its markers are forgotten anyway (an API that vanished without
+/// its connection closing here). It is well past the longest an API waits
+/// for the outcome of a commit whose coordinator failed
+/// (`shoal_client`'s `OUTCOME_WAIT` after it noticed, which is at most a
+/// detection time after the failure), so no API still waits for the
+/// outcome a forgotten marker would have told.
+pub const COMMIT_ACK_TIMEOUT_MS: u64 = 60_000;
 
 /// Counters of one coordinator (NDB's `ndbinfo.counters` for the TC).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -204,6 +224,9 @@ pub struct CoordinatorCounters {
     pub local_operations: u64,
     pub remote_operations: u64,
     pub scans: u64,
+    /// Commit answers whose acknowledgement never came within
+    /// `COMMIT_ACK_TIMEOUT_MS` (their markers were forgotten anyway).
+    pub acks_timed_out: u64,
 }
 
 /// The takeover of one failed coordinator's transactions (NDB's TC
@@ -219,6 +242,8 @@ struct Takeover {
     /// Transaction → (table, fragment) → the furthest state a replica
     /// reported.
     found: BTreeMap<u64, BTreeMap<(u32, u32), WorkState>>,
+    /// Transaction → its API and the API's id, from commit markers.
+    markers: BTreeMap<u64, (NodeId, u64)>,
 }
 
 /// Counters of the takeovers a coordinator ran.
@@ -229,6 +254,10 @@ pub struct TakeoverCounters {
     pub rounds_restarted: u64,
     pub committed: u64,
     pub aborted: u64,
+    /// Committed transactions whose API was told by the takeover
+    /// (an `Executed` from this node), and takeovers announced as done.
+    pub answered_committed: u64,
+    pub announced: u64,
 }
 
 pub struct Coordinator {
@@ -244,6 +273,18 @@ pub struct Coordinator {
     transactions: Map<u64, Transaction>,
     /// (API node, API transaction id) → transaction id.
     clients: Map<(NodeId, u64), u64>,
+    /// Commits answered whose API has not acknowledged the answer yet,
+    /// by (API node, API transaction id). At most transactions_max: a
+    /// new transaction is refused (233) beyond that.
+    acks_awaited: Map<(NodeId, u64), AwaitedAck>,
+    /// Per data node, markers to forget, sent at the next `tick` or when
+    /// a list is full.
+    forget: BTreeMap<NodeId, Vec<u64>>,
+    /// Taken-over transactions not finished yet, per takeover.
+    takeovers_finishing: BTreeMap<Member, u32>,
+    /// Takeovers finished since the composite last took them: every API
+    /// node is told (`Message::TakeoverDone`).
+    takeovers_done: Vec<Member>,
     /// The high 32 bits of every transaction id this coordinator gives:
     /// the node (8 bits) and the low 24 bits of its incarnation, so ids
     /// are unique in the cluster and across restarts of the node.
@@ -271,6 +312,10 @@ impl Coordinator {
             routing: Routing::new(),
             transactions: Map::default(),
             clients: Map::default(),
+            acks_awaited: Map::default(),
+            forget: BTreeMap::new(),
+            takeovers_finishing: BTreeMap::new(),
+            takeovers_done: Vec::new(),
             transaction_base: transaction_base(node, incarnation),
             takeovers: BTreeMap::new(),
             taken_over: BTreeSet::new(),
@@ -314,6 +359,18 @@ impl Coordinator {
         self.takeovers.len()
     }
 
+    /// Commits whose API has not acknowledged the answer (for checkers).
+    pub fn acks_awaited(&self) -> usize {
+        self.acks_awaited.len()
+    }
+
+    /// The failed coordinators whose takeover finished here since the last
+    /// call: the runtime tells every connected API node
+    /// (`Message::TakeoverDone`), after what the coordinator sent.
+    pub fn take_takeovers_done(&mut self) -> Vec<Member> {
+        std::mem::take(&mut self.takeovers_done)
+    }
+
     /// Takes over the transactions `failed` coordinated: asks every live
     /// member's query handler (this node's too) what it holds of them,
     /// once each has installed the state at `position`. The runtime calls
@@ -340,6 +397,7 @@ impl Coordinator {
             asked: BTreeSet::new(),
             awaiting: BTreeMap::new(),
             found: BTreeMap::new(),
+            markers: BTreeMap::new(),
         };
         self.ask(failed, position, &mut takeover, out);
         self.takeovers.insert(failed, takeover);
@@ -410,6 +468,16 @@ impl Coordinator {
                 .or_insert(entry.state);
             *state = (*state).max(entry.state);
         }
+        for marker in report.markers {
+            assert!(
+                coordinator_node(marker.transaction) == failed.node,
+                "a takeover report names the marker of transaction {} of another coordinator",
+                marker.transaction
+            );
+            takeover
+                .markers
+                .insert(marker.transaction, (marker.api, marker.client));
+        }
         if report.last {
             let queries = takeover.awaiting.get_mut(&from).expect("checked");
             *queries -= 1;
@@ -453,29 +521,64 @@ impl Coordinator {
             .map(|(failed, _)| *failed)
             .collect();
         for failed in ready {
-            let takeover = self.takeovers.remove(&failed).expect("listed");
-            for (id, fragments) in takeover.found {
-                self.finish_taken_over(id, fragments, out);
+            let mut takeover = self.takeovers.remove(&failed).expect("listed");
+            let ids: BTreeSet<u64> = takeover
+                .found
+                .keys()
+                .chain(takeover.markers.keys())
+                .copied()
+                .collect();
+            // Held while the transactions begin (one may finish at once).
+            *self.takeovers_finishing.entry(failed).or_insert(0) += 1;
+            for id in ids {
+                let fragments = takeover.found.remove(&id).unwrap_or_default();
+                let marker = takeover.markers.get(&id).copied();
+                self.finish_taken_over(failed, id, fragments, marker, out);
             }
+            self.release_takeover(failed);
+        }
+    }
+
+    /// One taken-over transaction of `failed` finished: once none is left,
+    /// the takeover is announced to the API nodes.
+    fn release_takeover(&mut self, failed: Member) {
+        let finishing = self
+            .takeovers_finishing
+            .get_mut(&failed)
+            .expect("a taken-over transaction counts in its takeover");
+        *finishing -= 1;
+        if *finishing == 0 {
+            self.takeovers_finishing.remove(&failed);
+            self.takeover_counters.announced += 1;
+            self.takeovers_done.push(failed);
         }
     }
 
     /// Finishes one transaction of a failed coordinator on every live
-    /// replica. It has no API to answer here (the API learns of its
-    /// coordinator's failure), so it counts as answered from the start.
+    /// replica: commits it if a replica holds its commit marker or began
+    /// to commit it, else aborts it. The API named by a marker gets the
+    /// committed answer from here (its id, no operation results); any
+    /// other transaction has no API to answer (the API learns the rest
+    /// from `TakeoverDone`).
     fn finish_taken_over(
         &mut self,
+        failed: Member,
         id: u64,
         fragments: BTreeMap<(u32, u32), WorkState>,
+        marker: Option<(NodeId, u64)>,
         out: &mut Vec<(NodeId, Message)>,
     ) {
         if self.transactions.contains_key(&id) {
             // Taken over already (a report came twice): it is finishing.
             return;
         }
-        let commit = fragments
-            .values()
-            .any(|state| *state != WorkState::Prepared);
+        // A marker is kept only where a Commit passed: the coordinator
+        // had decided to commit.
+        let commit = marker.is_some()
+            || fragments
+                .values()
+                .any(|state| *state != WorkState::Prepared);
+        let (api, client) = marker.unwrap_or((protocol::NO_API, id));
         let mut participants = Vec::with_capacity(fragments.len());
         for (table, fragment) in fragments.into_keys() {
             let chain = match self.routing.table(table) {
@@ -502,21 +605,26 @@ impl Coordinator {
         self.transactions.insert(
             id,
             Transaction {
-                api: 0,
-                client: id,
+                api,
+                client,
                 stage: Stage::Open,
                 next_operation: 0,
                 operations: 0,
                 batch: None,
                 participants,
                 outstanding: 0,
-                answered: true,
+                answered: api == protocol::NO_API,
                 error: None,
                 scans: Vec::new(),
                 active_ms: self.now_ms,
                 reported_stuck: false,
+                takeover_of: Some(failed),
             },
         );
+        *self
+            .takeovers_finishing
+            .get_mut(&failed)
+            .expect("held by finish_takeovers") += 1;
         if commit {
             self.takeover_counters.committed += 1;
             self.send_commits(id, out);
@@ -582,6 +690,48 @@ impl Coordinator {
                 self.abort(id, None, out);
             }
         }
+        // Its answers will never be acknowledged, and no one waits for them.
+        let mut unacknowledged: Vec<(NodeId, u64)> = self
+            .acks_awaited
+            .keys()
+            .filter(|(owner, _)| *owner == api)
+            .copied()
+            .collect();
+        unacknowledged.sort_unstable();
+        for key in unacknowledged {
+            self.acknowledged(key, out);
+        }
+    }
+
+    /// The API has the answer of the commit it calls `key`: its markers
+    /// are forgotten (in a batch per node, at the next tick or when full).
+    fn acknowledged(&mut self, key: (NodeId, u64), out: &mut Vec<(NodeId, Message)>) {
+        let Some(awaited) = self.acks_awaited.remove(&key) else {
+            // A second acknowledgement, or of an answer that needed none.
+            return;
+        };
+        for node in awaited.nodes {
+            let list = self.forget.entry(node).or_default();
+            list.push(awaited.transaction);
+            if list.len() >= protocol::MARKER_IDS_MAX {
+                let transactions = Box::new(std::mem::take(list));
+                out.push((node, Message::ForgetMarkers { transactions }));
+            }
+        }
+    }
+
+    /// Sends every pending list of markers to forget.
+    fn send_forgets(&mut self, out: &mut Vec<(NodeId, Message)>) {
+        for (node, list) in std::mem::take(&mut self.forget) {
+            if !list.is_empty() && self.routing.is_live(node) {
+                out.push((
+                    node,
+                    Message::ForgetMarkers {
+                        transactions: Box::new(list),
+                    },
+                ));
+            }
+        }
     }
 
     /// Advances the coordinator's clock to `now_ms` and aborts every
@@ -595,6 +745,18 @@ impl Coordinator {
         // fresh: the runtimes pass a monotonic clock.
         assert!(now_ms >= self.now_ms, "the coordinator's clock went back");
         self.now_ms = now_ms;
+        let mut unacknowledged: Vec<(NodeId, u64)> = self
+            .acks_awaited
+            .iter()
+            .filter(|(_, awaited)| now_ms.saturating_sub(awaited.since_ms) > COMMIT_ACK_TIMEOUT_MS)
+            .map(|(key, _)| *key)
+            .collect();
+        unacknowledged.sort_unstable();
+        self.counters.acks_timed_out += unacknowledged.len() as u64;
+        for key in unacknowledged {
+            self.acknowledged(key, out);
+        }
+        self.send_forgets(out);
         let timeout_ms = self.config.inactive_timeout_ms;
         if timeout_ms == 0 {
             return;
@@ -698,6 +860,11 @@ impl Coordinator {
             Message::Completed(done) => self.on_phase_done(Stage::Completing, done, out),
             Message::Aborted(done) => self.on_phase_done(Stage::Aborting, done, out),
             Message::TakeoverReport(report) => self.on_takeover_report(from, *report, out),
+            Message::CommitAck { transactions } if !self.routing.is_live(from) => {
+                for client in transactions.iter() {
+                    self.acknowledged((from, *client), out);
+                }
+            }
             Message::ScanOpen(open) => self.on_scan_open(from, *open, out),
             Message::ScanRows(rows) => self.on_scan_rows(rows, out),
             // ScanNext and ScanClose also go from a coordinator to the query
@@ -780,6 +947,16 @@ impl Coordinator {
                 ),
             ));
         }
+        if self.acks_awaited.len() >= self.config.transactions_max as usize {
+            return Err(reply(
+                ErrorCode::TooManyTransactions,
+                format!(
+                    "node {} has {} committed transactions whose API nodes have not \
+                     acknowledged the answer (MaxNoOfConcurrentTransactions)",
+                    self.node, self.config.transactions_max
+                ),
+            ));
+        }
         if self.transactions.len() >= self.config.transactions_max as usize {
             return Err(reply(
                 ErrorCode::TooManyTransactions,
@@ -819,6 +996,7 @@ impl Coordinator {
                 scans: Vec::new(),
                 active_ms: self.now_ms,
                 reported_stuck: false,
+                takeover_of: None,
             },
         );
         self.clients.insert((api, client), id);
@@ -1312,11 +1490,12 @@ impl Coordinator {
             self.finish(id, TransactionState::Committed, out);
             return;
         }
+        let waiting = marker_of(transaction);
         for participant in transaction.participants.iter_mut().filter(|p| !p.done) {
             participant.done = false;
             participant.committer = Some(participant.chain[0]);
             participant.committed_through_backups |= participant.chain.len() > 1;
-            out.push(commit_message(id, self.node, participant));
+            out.push(commit_message(id, self.node, participant, waiting));
         }
     }
 
@@ -1482,6 +1661,7 @@ impl Coordinator {
     fn resend_phase(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
         let transaction = self.transactions.get_mut(&id).expect("present");
         let stage = transaction.stage;
+        let waiting = marker_of(transaction);
         for participant in &mut transaction.participants {
             participant.chain.retain(|node| self.routing.is_live(*node));
             if participant.done {
@@ -1499,7 +1679,7 @@ impl Coordinator {
                 Stage::Committing => {
                     participant.committer = Some(participant.chain[0]);
                     participant.committed_through_backups |= participant.chain.len() > 1;
-                    out.push(commit_message(id, self.node, participant));
+                    out.push(commit_message(id, self.node, participant, waiting));
                 }
                 Stage::Completing => {
                     // A backup that only prepared in the commit phase
@@ -1601,6 +1781,37 @@ impl Coordinator {
             TransactionState::Aborted => self.counters.aborts += 1,
             TransactionState::Open => {}
         }
+        if state == TransactionState::Committed
+            && (!transaction.participants.is_empty() || transaction.takeover_of.is_some())
+        {
+            // The Commit left markers where it passed (a taken-over one
+            // anywhere an earlier coordinator's Commit passed): kept until
+            // the API acknowledges this answer.
+            let nodes: Vec<NodeId> = if transaction.takeover_of.is_some() {
+                (0..=NodeId::MAX)
+                    .filter(|node| self.routing.is_live(*node))
+                    .collect()
+            } else {
+                let mut nodes: Vec<NodeId> = transaction
+                    .participants
+                    .iter()
+                    .flat_map(|p| p.chain.iter().copied())
+                    .collect();
+                nodes.sort_unstable();
+                nodes.dedup();
+                nodes
+            };
+            if transaction.takeover_of.is_some() {
+                self.takeover_counters.answered_committed += 1;
+            }
+            let awaited = AwaitedAck {
+                transaction: id,
+                nodes,
+                since_ms: self.now_ms,
+            };
+            // A repeated answer (a second takeover) replaces the first.
+            self.acks_awaited.insert((api, client), awaited);
+        }
         self.answer((api, client), state, error, results, hops, out);
     }
 
@@ -1623,6 +1834,9 @@ impl Coordinator {
             "operations in use undercounted"
         );
         self.operations_in_use -= transaction.operations;
+        if let Some(failed) = transaction.takeover_of {
+            self.release_takeover(failed);
+        }
     }
 
     /// A locking scan's open goes straight to the primary, but the commit of
@@ -1980,17 +2194,35 @@ fn phase(id: u64, coordinator: NodeId, participant: &Participant, chain: Vec<Nod
         table: participant.table,
         fragment: participant.fragment,
         chain,
+        api: protocol::NO_API,
+        client: 0,
     }
 }
 
-/// Commit runs from the last replica back to the primary.
-fn commit_message(id: u64, coordinator: NodeId, participant: &Participant) -> (NodeId, Message) {
+/// The API a Commit's markers name: none once no API waits for the answer
+/// (it failed, or it was answered).
+fn marker_of(transaction: &Transaction) -> (NodeId, u64) {
+    if transaction.answered {
+        (protocol::NO_API, 0)
+    } else {
+        (transaction.api, transaction.client)
+    }
+}
+
+/// Commit runs from the last replica back to the primary, leaving the
+/// commit marker of the API waiting (`api`, `client`) on each replica.
+fn commit_message(
+    id: u64,
+    coordinator: NodeId,
+    participant: &Participant,
+    (api, client): (NodeId, u64),
+) -> (NodeId, Message) {
     let mut backwards: Vec<NodeId> = participant.chain.iter().rev().copied().collect();
     let first = backwards.remove(0);
-    (
-        first,
-        Message::Commit(phase(id, coordinator, participant, backwards)),
-    )
+    let mut commit = phase(id, coordinator, participant, backwards);
+    commit.api = api;
+    commit.client = client;
+    (first, Message::Commit(commit))
 }
 
 /// The replicas of a fragment that still need Complete: the one that

@@ -38,6 +38,7 @@ pub fn for_query_handler(message: &Message) -> bool {
             | Message::ScanNext(_)
             | Message::ScanClose { .. }
             | Message::TakeoverQuery(_)
+            | Message::ForgetMarkers { .. }
             | Message::CopyRequest(_)
             | Message::CopyRows(_)
             | Message::CopyNext(_)
@@ -58,6 +59,8 @@ pub fn is_transaction_message(message: &Message) -> bool {
                 | Message::Committed(_)
                 | Message::Completed(_)
                 | Message::Aborted(_)
+                | Message::CommitAck { .. }
+                | Message::TakeoverDone { .. }
                 | Message::TakeoverReport(_)
         )
 }

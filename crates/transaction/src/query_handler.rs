@@ -54,9 +54,9 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use protocol::{
-    KeyConfirm, KeyRefuse, KeyRequest, Message, NodeId, OperationKind, Phase, PhaseDone, ScanNext,
-    ScanOpen, ScanRows, TAKEOVER_REPORT_ENTRIES_MAX, TakeoverEntry, TakeoverQuery, TakeoverReport,
-    WorkState,
+    KeyConfirm, KeyRefuse, KeyRequest, MarkerEntry, Message, NodeId, OperationKind, Phase,
+    PhaseDone, ScanNext, ScanOpen, ScanRows, TAKEOVER_REPORT_ENTRIES_MAX, TakeoverEntry,
+    TakeoverQuery, TakeoverReport, WorkState,
 };
 use schema::{Error, ErrorCode, TableDef};
 use storage::engine::{
@@ -156,6 +156,10 @@ pub struct QueryHandlerCounters {
     pub waiting_scans_closed_by_commit: u64,
     /// Work entries of failed coordinators reported to a takeover.
     pub takeover_entries_reported: u64,
+    /// Commit markers kept (a Commit with an API passed this replica) and
+    /// reported to a takeover.
+    pub markers_kept: u64,
+    pub markers_reported: u64,
     /// Node recovery, on the starting node: fragment replicas and rows
     /// copied (and of those, rows that waited for a transaction holding
     /// them here), updates and deletes of rows not copied yet (nothing to
@@ -202,6 +206,14 @@ pub struct QueryHandler {
     fragments: Map<(u32, u32), FragmentReplica>,
     free_engine_tables: Vec<u32>,
     work: Map<WorkKey, Work>,
+    /// Commit markers (NDB's commit-ack markers): transaction → the API
+    /// node waiting for its commit's answer and the API's id for it. Kept
+    /// from the Commit phase until the coordinator says the API has its
+    /// answer (`ForgetMarkers`), past the Complete that ends the work, so
+    /// a takeover can still tell that API the transaction committed. At
+    /// most one per transaction; each coordinator keeps at most
+    /// MaxNoOfConcurrentTransactions awaiting answers, which bounds them.
+    markers: Map<u64, (NodeId, u64)>,
     /// Work with an operation waiting for a lock: that operation's token
     /// in `waiting`, and the operations that arrived after it, in order.
     blocked: Map<WorkKey, (u64, VecDeque<KeyRequest>)>,
@@ -268,6 +280,7 @@ impl QueryHandler {
             fragments: Map::default(),
             free_engine_tables: (0..FRAGMENT_REPLICAS_PER_NODE_MAX).rev().collect(),
             work: Map::default(),
+            markers: Map::default(),
             blocked: Map::default(),
             next_engine_transaction: 1,
             waiting: Map::default(),
@@ -415,6 +428,11 @@ impl QueryHandler {
     /// or aborted everywhere).
     pub fn open_work(&self) -> usize {
         self.work.len()
+    }
+
+    /// Commit markers held (for checkers: none may outlive quiescence).
+    pub fn open_markers(&self) -> usize {
+        self.markers.len()
     }
 
     /// The open work, for a checker's report: transaction, table,
@@ -717,6 +735,11 @@ impl QueryHandler {
             Message::ScanNext(next) => self.on_scan_next(now_ms, next, out),
             Message::ScanClose { transaction, scan } => self.on_scan_close(transaction, scan),
             Message::TakeoverQuery(query) => self.on_takeover_query(query, out),
+            Message::ForgetMarkers { transactions } => {
+                for transaction in transactions.iter() {
+                    self.markers.remove(transaction);
+                }
+            }
             Message::CopyRequest(request) => self.on_copy_request(now_ms, request, out),
             Message::CopyRows(rows) => self.on_copy_rows(now_ms, rows, out),
             Message::CopyNext(next) => self.on_copy_next(now_ms, next, out),
@@ -1051,6 +1074,14 @@ impl QueryHandler {
         // would lose the work and orphan its locks.
         let waited = self.close_scans_of(phase.transaction, phase.table, phase.fragment);
         self.counters.waiting_scans_closed_by_commit += waited;
+        if phase.api != protocol::NO_API
+            && self
+                .markers
+                .insert(phase.transaction, (phase.api, phase.client))
+                .is_none()
+        {
+            self.counters.markers_kept += 1;
+        }
         // Each step is taken once, so a phase resent after a failure (or
         // by a takeover) changes nothing where it already passed.
         let primary = phase.chain.is_empty();
@@ -1357,15 +1388,28 @@ impl QueryHandler {
             .joined_at
             .get(&query.failed_node)
             .map(|(incarnation, _)| *incarnation);
+        let failed = |transaction: u64| {
+            crate::coordinator::coordinator_node(transaction) == query.failed_node
+                && live.is_none_or(|live| {
+                    !crate::coordinator::made_by(transaction, query.failed_node, live)
+                })
+        };
+        let mut markers: Vec<MarkerEntry> = self
+            .markers
+            .iter()
+            .filter(|(transaction, _)| failed(**transaction))
+            .map(|(transaction, (api, client))| MarkerEntry {
+                transaction: *transaction,
+                api: *api,
+                client: *client,
+            })
+            .collect();
+        markers.sort_unstable_by_key(|marker| marker.transaction);
+        self.counters.markers_reported += markers.len() as u64;
         let mut entries: Vec<TakeoverEntry> = self
             .work
             .iter()
-            .filter(|(key, _)| {
-                crate::coordinator::coordinator_node(key.0) == query.failed_node
-                    && live.is_none_or(|live| {
-                        !crate::coordinator::made_by(key.0, query.failed_node, live)
-                    })
-            })
+            .filter(|(key, _)| failed(key.0))
             .map(|(key, work)| TakeoverEntry {
                 transaction: key.0,
                 table: key.1,
@@ -1375,15 +1419,24 @@ impl QueryHandler {
             .collect();
         entries.sort_unstable_by_key(|entry| (entry.transaction, entry.table, entry.fragment));
         self.counters.takeover_entries_reported += entries.len() as u64;
-        let mut chunks = entries.chunks(TAKEOVER_REPORT_ENTRIES_MAX).peekable();
-        if chunks.peek().is_none() {
-            out.push((query.asked_by, takeover_report(&query, Vec::new(), true)));
+        // Work first, then markers, each report within the limit.
+        let mut reports: Vec<(Vec<TakeoverEntry>, Vec<MarkerEntry>)> = entries
+            .chunks(TAKEOVER_REPORT_ENTRIES_MAX)
+            .map(|chunk| (chunk.to_vec(), Vec::new()))
+            .collect();
+        reports.extend(
+            markers
+                .chunks(TAKEOVER_REPORT_ENTRIES_MAX)
+                .map(|chunk| (Vec::new(), chunk.to_vec())),
+        );
+        if reports.is_empty() {
+            reports.push((Vec::new(), Vec::new()));
         }
-        while let Some(chunk) = chunks.next() {
-            let last = chunks.peek().is_none();
+        let count = reports.len();
+        for (index, (entries, markers)) in reports.into_iter().enumerate() {
             out.push((
                 query.asked_by,
-                takeover_report(&query, chunk.to_vec(), last),
+                takeover_report(&query, entries, markers, index + 1 == count),
             ));
         }
     }
@@ -1599,11 +1652,17 @@ fn bound(bound: &protocol::Bound) -> ScanBound<'_> {
     }
 }
 
-fn takeover_report(query: &TakeoverQuery, entries: Vec<TakeoverEntry>, last: bool) -> Message {
+fn takeover_report(
+    query: &TakeoverQuery,
+    entries: Vec<TakeoverEntry>,
+    markers: Vec<MarkerEntry>,
+    last: bool,
+) -> Message {
     Message::TakeoverReport(Box::new(TakeoverReport {
         failed_node: query.failed_node,
         failed_incarnation: query.failed_incarnation,
         entries,
+        markers,
         last,
     }))
 }

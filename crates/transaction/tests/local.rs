@@ -30,6 +30,7 @@ struct DataNode {
 /// What happened at one delivery step: the message delivered and what the
 /// receiver sent in answer.
 struct Step {
+    from: NodeId,
     to: NodeId,
     delivered: Message,
     sent: Vec<(NodeId, Message)>,
@@ -47,6 +48,11 @@ struct Cluster {
     read_backup: bool,
     /// Cluster state versions installed so far.
     version: u64,
+    /// The latest `tick`'s time.
+    clock_ms: u64,
+    /// The API acknowledges committed answers (tests of the markers turn
+    /// it off).
+    acknowledging: bool,
 }
 
 fn table_definition(read_backup: bool) -> Vec<u8> {
@@ -163,6 +169,8 @@ impl Cluster {
             open: Default::default(),
             read_backup,
             version: 2,
+            clock_ms: 0,
+            acknowledging: true,
         }
     }
 
@@ -243,6 +251,19 @@ impl Cluster {
         for (to, message) in messages {
             self.links.entry((from, to)).or_default().push_back(message);
         }
+        // The runtime tells every API node of a finished takeover after
+        // what the coordinator sent.
+        if let Some(node) = self.nodes.get_mut(&from) {
+            for failed in node.coordinator.take_takeovers_done() {
+                self.links
+                    .entry((from, API))
+                    .or_default()
+                    .push_back(Message::TakeoverDone {
+                        failed_node: failed.node,
+                        failed_incarnation: failed.incarnation,
+                    });
+            }
+        }
     }
 
     /// Delivers the oldest message of the first non-empty link (in link
@@ -264,12 +285,28 @@ impl Cluster {
             .and_then(VecDeque::pop_front)
             .expect("non-empty");
         if to == API {
+            // The API acknowledges every committed answer, as
+            // `shoal-client` does, so the replicas forget its markers.
+            let mut sent = Vec::new();
+            if let Message::Executed(executed) = &message
+                && executed.state == TransactionState::Committed
+                && self.acknowledging
+            {
+                sent.push((
+                    from,
+                    Message::CommitAck {
+                        transactions: Box::new(vec![executed.transaction]),
+                    },
+                ));
+            }
             self.answers.push_back(message.clone());
             self.steps.push(Step {
+                from,
                 to,
                 delivered: message,
-                sent: Vec::new(),
+                sent: sent.clone(),
             });
+            self.send(API, sent);
             return;
         }
         let node = self.nodes.get_mut(&to).expect("a data node");
@@ -279,7 +316,9 @@ impl Cluster {
             let unhandled = node.query_handler.on_message(0, rest, &mut out);
             assert!(unhandled.is_none(), "nobody took {unhandled:?}");
         }
+
         self.steps.push(Step {
+            from,
             to,
             delivered: message,
             sent: out.clone(),
@@ -352,6 +391,7 @@ impl Cluster {
 
     /// Ticks every coordinator's inactivity timer at `now_ms`.
     fn tick(&mut self, now_ms: u64) {
+        self.clock_ms = now_ms;
         let nodes: Vec<NodeId> = self.nodes.keys().copied().collect();
         for node in nodes {
             let mut out = Vec::new();
@@ -378,8 +418,13 @@ impl Cluster {
 
     fn assert_idle(&mut self) {
         self.quiesce();
+        // The coordinators send the markers to forget at their tick.
+        self.tick(self.clock_ms);
+        self.quiesce();
         for (node, data_node) in &self.nodes {
             assert_eq!(data_node.coordinator.open_transactions(), 0, "node {node}");
+            assert_eq!(data_node.coordinator.acks_awaited(), 0, "node {node}");
+            assert_eq!(data_node.query_handler.open_markers(), 0, "node {node}");
             assert_eq!(data_node.query_handler.open_work(), 0, "node {node}");
             assert_eq!(
                 data_node.query_handler.engine().operations_in_use(),
@@ -1573,6 +1618,8 @@ fn a_commit_reaching_work_with_a_waiting_operation_stops_the_node() {
             table: TABLE,
             fragment: 0,
             chain: Vec::new(),
+            api: protocol::NO_API,
+            client: 0,
         }),
         &mut out,
     );
@@ -1704,6 +1751,8 @@ fn a_scan_of_a_fragment_on_a_node_that_dies_ends_with_4010() {
     let b = cluster.key_in(1, 0);
     let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(b, 1)]);
     assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    // The commit's acknowledgement and complete phase go first.
+    cluster.quiesce();
     // A committed-read scan of partition 1 from coordinator 1 reads the
     // primary, node 2; it dies before it answers.
     cluster.send(
@@ -2342,4 +2391,180 @@ fn a_replica_without_a_membership_lease_refuses_reads_but_takes_writes() {
     cluster.assert_idle();
     assert_eq!(cluster.committed_rows(1), vec![(i64::from(a), Some(2))]);
     assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(2))]);
+}
+
+impl Cluster {
+    /// Delivers every message in flight except those to the API.
+    fn quiesce_but_answers(&mut self) {
+        while let Some((&(from, to), _)) = self
+            .links
+            .iter()
+            .find(|((_, to), queue)| *to != API && !queue.is_empty())
+        {
+            self.deliver_from(from, to);
+        }
+    }
+
+    /// The messages the API received, with their senders, in order.
+    fn api_deliveries(&self) -> Vec<(NodeId, Message)> {
+        self.steps
+            .iter()
+            .filter(|step| step.to == API)
+            .map(|step| (step.from, step.delivered.clone()))
+            .collect()
+    }
+}
+
+/// A coordinator that dies after its transaction committed everywhere,
+/// with its answer still unsent: the takeover finds only the commit
+/// markers the replicas keep until the API has its answer, and answers
+/// the API itself (committed, no results), before it announces the
+/// takeover done. The API's acknowledgement then frees the markers.
+#[test]
+fn a_commit_whose_coordinator_died_before_answering_is_told_by_the_takeover() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let b = cluster.key_in(1, 0);
+    cluster.send(
+        API,
+        vec![(
+            2,
+            Message::Execute(Execute {
+                transaction: 7,
+                start: true,
+                end: ExecuteEnd::Commit,
+                operations: vec![insert(a, 1), insert(b, 2)],
+            }),
+        )],
+    );
+    cluster.quiesce_but_answers();
+    assert!(
+        cluster.links[&(2, API)]
+            .iter()
+            .any(|m| matches!(m, Message::Executed(e) if e.state == TransactionState::Committed)),
+        "the answer waits on its way"
+    );
+    // Complete ended the work; only the markers remain.
+    assert_eq!(cluster.query_handler(1).open_work(), 0);
+    assert_eq!(cluster.query_handler(1).open_markers(), 1);
+    cluster.fail_node(2);
+    cluster.take_over(1, 2);
+    cluster.quiesce();
+    let deliveries = cluster.api_deliveries();
+    assert_eq!(deliveries.len(), 2, "{deliveries:?}");
+    match &deliveries[0] {
+        (1, Message::Executed(executed)) => {
+            assert_eq!(executed.transaction, 7);
+            assert_eq!(executed.state, TransactionState::Committed);
+        }
+        other => panic!("expected node 1's committed answer, got {other:?}"),
+    }
+    assert_eq!(
+        deliveries[1],
+        (
+            1,
+            Message::TakeoverDone {
+                failed_node: 2,
+                failed_incarnation: 1
+            }
+        )
+    );
+    let counters = cluster.nodes[&1].coordinator.takeover_counters();
+    assert_eq!(
+        (
+            counters.committed,
+            counters.answered_committed,
+            counters.announced
+        ),
+        (1, 1, 1),
+        "{counters:?}"
+    );
+    cluster.assert_idle();
+    assert_eq!(
+        cluster.committed_rows(1),
+        vec![
+            (i64::from(a.min(b)), Some(if a < b { 1 } else { 2 })),
+            (i64::from(a.max(b)), Some(if a < b { 2 } else { 1 }))
+        ]
+    );
+}
+
+/// A coordinator that dies before its commit reached any replica: the
+/// takeover aborts the transaction and only announces itself done, which
+/// tells an API still waiting for that commit that it was aborted.
+#[test]
+fn a_commit_that_reached_no_replica_is_aborted_and_the_takeover_announced() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let b = cluster.key_in(1, 0);
+    let executed = cluster.execute(2, 7, ExecuteEnd::NoCommit, vec![insert(a, 1), insert(b, 2)]);
+    assert_eq!(executed.state, TransactionState::Open);
+    cluster.queue_end(2, 7, ExecuteEnd::Commit);
+    cluster.steps.clear();
+    cluster.fail_node(2);
+    cluster.take_over(1, 2);
+    cluster.quiesce();
+    let deliveries = cluster.api_deliveries();
+    assert_eq!(
+        deliveries,
+        vec![(
+            1,
+            Message::TakeoverDone {
+                failed_node: 2,
+                failed_incarnation: 1
+            }
+        )]
+    );
+    cluster.assert_aborted_by_takeover_and_free(a, b);
+}
+
+/// Answers whose API has not acknowledged them count against
+/// MaxNoOfConcurrentTransactions (the replicas keep their markers): past
+/// it a new transaction is refused with 4006; the acknowledgements, or the
+/// API's failure, free them, and the markers go at the next tick.
+#[test]
+fn unacknowledged_commit_answers_are_bounded_and_freed_by_acks_or_the_api_failing() {
+    let config = CoordinatorConfig {
+        transactions_max: 2,
+        ..CoordinatorConfig::default()
+    };
+    let mut cluster = Cluster::new(false, config);
+    cluster.acknowledging = false;
+    let keys: Vec<i32> = (0..3).map(|i| cluster.key_in(0, i)).collect();
+    for (transaction, id) in [(1, keys[0]), (2, keys[1])] {
+        let executed = cluster.execute(1, transaction, ExecuteEnd::Commit, vec![insert(id, 1)]);
+        assert_eq!(executed.state, TransactionState::Committed);
+    }
+    cluster.quiesce();
+    assert_eq!(cluster.nodes[&1].coordinator.acks_awaited(), 2);
+    assert_eq!(cluster.query_handler(2).open_markers(), 2);
+    let refused = cluster.execute(1, 3, ExecuteEnd::Commit, vec![insert(keys[2], 1)]);
+    assert_eq!(refused.state, TransactionState::Aborted);
+    assert_eq!(refused.error.as_ref().map(|e| e.ndb_code), Some(4006));
+    // One acknowledgement makes room; its markers go at the tick.
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::CommitAck {
+                transactions: Box::new(vec![1]),
+            },
+        )],
+    );
+    cluster.quiesce();
+    cluster.tick(1);
+    cluster.quiesce();
+    assert_eq!(cluster.query_handler(2).open_markers(), 1);
+    let executed = cluster.execute(1, 4, ExecuteEnd::Commit, vec![insert(keys[2], 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    // The API fails: nobody will acknowledge the rest.
+    let mut out = Vec::new();
+    cluster
+        .nodes
+        .get_mut(&1)
+        .expect("node 1")
+        .coordinator
+        .on_api_failed(API, &mut out);
+    cluster.send(1, out);
+    cluster.assert_idle();
 }
