@@ -16,7 +16,10 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use protocol::identity::ClusterSecret;
-use protocol::{ClusterState, FrameDecoder, Message, NodeId, NodeRole, SchemaChange, encode_frame};
+use protocol::{
+    ClusterState, FrameDecoder, Message, NodeId, NodeRole, SchemaChange, TransactionState,
+    encode_frame,
+};
 use runtime::blocking::BlockingConnection;
 use schema::TableDef;
 use schema::distribution::TableOptions;
@@ -55,13 +58,19 @@ const _: () = assert!(SESSIONS_MAX as u64 <= 1 << (64 - SESSION_SHIFT));
 const ADMIN_MAILBOX: usize = 0;
 
 /// What a session's mailbox receives.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Delivery {
     Message(Message),
     /// The connection to this data node failed.
     NodeDown(NodeId),
     /// Another thread interrupted the session (see `Interrupter`).
     Interrupted,
+    /// The takeover of what data node `node` coordinated, at
+    /// `incarnation` and before, is finished (`Message::TakeoverDone`).
+    TakeoverDone {
+        node: NodeId,
+        incarnation: u64,
+    },
 }
 
 #[derive(Default)]
@@ -102,6 +111,13 @@ pub(crate) struct SharedCounters {
 
 pub(crate) struct Link {
     pub(crate) node: NodeId,
+    /// The data node's incarnation, from its handshake: a takeover of it
+    /// names it (`Delivery::TakeoverDone`).
+    pub(crate) incarnation: u64,
+    /// Committed answers received and not yet acknowledged to the data
+    /// node (`Message::CommitAck`), and when the oldest came: the
+    /// receiving thread sends them in batches (see `ACK_BATCH`).
+    acks: Mutex<(Vec<u64>, Option<Instant>)>,
     /// The socket; writes go through `&TcpStream`, one session at a time
     /// (see `writing`), so a session waiting for its turn is not stuck
     /// behind a lock it cannot time out of.
@@ -133,10 +149,12 @@ impl Link {
 
     /// A link over `stream` to data node `node`. `None` if the socket
     /// refuses its send timeout.
-    fn new(node: NodeId, stream: TcpStream, refusals: Refusals) -> Option<Link> {
+    fn new(node: NodeId, incarnation: u64, stream: TcpStream, refusals: Refusals) -> Option<Link> {
         stream.set_write_timeout(Some(WRITE_SLICE)).ok()?;
         Some(Link {
             node,
+            incarnation,
+            acks: Mutex::new((Vec::new(), None)),
             stream,
             writing: Mutex::new(false),
             writable: Condvar::new(),
@@ -294,6 +312,14 @@ impl Shared {
         let mailboxes = self.mailboxes.read().expect("mailboxes");
         if let Some(Some(mailbox)) = mailboxes.get(mailbox) {
             mailbox.push(delivery);
+        }
+    }
+
+    /// Gives every session a copy of `delivery` (rare news: a takeover).
+    fn deliver_to_all(&self, delivery: Delivery) {
+        let mailboxes = self.mailboxes.read().expect("mailboxes");
+        for mailbox in mailboxes.iter().skip(ADMIN_MAILBOX + 1).flatten() {
+            mailbox.push(delivery.clone());
         }
     }
 
@@ -826,8 +852,8 @@ impl Cluster {
                 .ok()?;
         // Each side proves its claim before anything else; a peer that
         // cannot is not the data node it says it is.
-        match opened.prove(&self.inner.secret, CONNECT_TIMEOUT) {
-            Ok((proven, _)) if proven == node => {}
+        let incarnation = match opened.prove(&self.inner.secret, CONNECT_TIMEOUT) {
+            Ok((proven, incarnation)) if proven == node => incarnation,
             _ => {
                 // A data node that refuses says why before it closes the
                 // connection; what arrived is read for that reason.
@@ -843,7 +869,7 @@ impl Cluster {
                 }
                 return None;
             }
-        }
+        };
         // A refusal from an earlier connection no longer says why the node
         // is unusable; this connection's own refusal, if any, follows.
         self.inner
@@ -861,12 +887,13 @@ impl Cluster {
         let reader = stream.try_clone().ok()?;
         let link = Arc::new(Link::new(
             node,
+            incarnation,
             stream,
             Arc::clone(&self.inner.shared.refusals),
         )?);
         let shared = Arc::clone(&self.inner.shared);
         for message in pending {
-            dispatch(&shared, node, message);
+            dispatch(&shared, &link, message);
         }
         let receiving = Arc::clone(&link);
         std::thread::Builder::new()
@@ -1221,9 +1248,29 @@ fn reply_request(message: &Message) -> Option<u64> {
 /// Hands one message from data node `node` to the mailbox waiting for it.
 /// A refusal is kept for the callers that need the node (the data node
 /// closes the connection after it).
-fn dispatch(shared: &Shared, node: NodeId, message: Message) {
+fn dispatch(shared: &Shared, link: &Link, message: Message) {
+    let node = link.node;
     let mailbox = match &message {
-        Message::Executed(executed) => (executed.transaction >> SESSION_SHIFT) as usize,
+        Message::Executed(executed) => {
+            if executed.state == TransactionState::Committed {
+                // The data node's replicas keep the commit's marker until
+                // this node says it has the answer (whoever waits for it).
+                let mut acks = link.acks.lock().expect("acks");
+                acks.0.push(executed.transaction);
+                acks.1.get_or_insert_with(Instant::now);
+            }
+            (executed.transaction >> SESSION_SHIFT) as usize
+        }
+        Message::TakeoverDone {
+            failed_node,
+            failed_incarnation,
+        } => {
+            shared.deliver_to_all(Delivery::TakeoverDone {
+                node: *failed_node,
+                incarnation: *failed_incarnation,
+            });
+            return;
+        }
         Message::ScanRows(rows) => (rows.transaction >> SESSION_SHIFT) as usize,
         Message::SchemaReply { .. } | Message::DictionaryReply { .. } => ADMIN_MAILBOX,
         Message::Refused { error } => {
@@ -1288,8 +1335,10 @@ fn receive_loop(
     // The handshake just heard the data node.
     let mut heard = Instant::now();
     let mut next_heartbeat = heard + heartbeats.interval;
+    let mut ack_frame = Vec::new();
     loop {
         let now = Instant::now();
+        send_acks(&link, now >= next_heartbeat, &mut ack_frame);
         if now >= next_heartbeat {
             // The data node answers each heartbeat, and closes the
             // connection of an API node that stopped sending them, rolling
@@ -1337,7 +1386,7 @@ fn receive_loop(
             match decoder.next_frame(&mut messages) {
                 Ok(true) => {
                     for message in messages.drain(..) {
-                        dispatch(&shared, link.node, message);
+                        dispatch(&shared, &link, message);
                     }
                 }
                 Ok(false) => break,
@@ -1351,6 +1400,44 @@ fn receive_loop(
     }
     link.alive.store(false, Ordering::Release);
     shared.node_down(link.node);
+}
+
+/// Committed answers acknowledged in one `CommitAck` once this many are
+/// waiting, or once the oldest waited `ACK_DELAY`: a batch per read under
+/// load, and few enough markers kept meanwhile (each data node allows
+/// MaxNoOfConcurrentTransactions unacknowledged answers).
+const ACK_BATCH: usize = 32;
+const ACK_DELAY: Duration = Duration::from_millis(2);
+
+/// Sends the link's pending acknowledgements when a batch is full, the
+/// oldest is due, or `all` (at the heartbeat: nothing else may come to
+/// wake the thread). A send that fails leaves them for the next try; a
+/// dead link's are moot (its data node rolls back nothing it committed,
+/// and its takeover answers no one on this link).
+fn send_acks(link: &Link, all: bool, frame: &mut Vec<u8>) {
+    let pending = {
+        let mut acks = link.acks.lock().expect("acks");
+        let due = acks.1.is_some_and(|since| since.elapsed() >= ACK_DELAY);
+        if acks.0.is_empty() || !(all || due || acks.0.len() >= ACK_BATCH) {
+            return;
+        }
+        acks.1 = None;
+        std::mem::take(&mut acks.0)
+    };
+    frame.clear();
+    let messages: Vec<Message> = pending
+        .chunks(protocol::MARKER_IDS_MAX)
+        .map(|chunk| Message::CommitAck {
+            transactions: Box::new(chunk.to_vec()),
+        })
+        .collect();
+    encode_frame(&messages, frame);
+    if link.send(frame, Instant::now() + WRITE_SLICE).is_err() && link.alive.load(Ordering::Acquire)
+    {
+        let mut acks = link.acks.lock().expect("acks");
+        acks.0.extend(pending);
+        acks.1.get_or_insert_with(Instant::now);
+    }
 }
 
 /// A cluster connection with no management node or data node behind it,
@@ -1401,7 +1488,7 @@ pub(crate) fn attach_link(cluster: &Cluster, node: NodeId) -> TcpStream {
     let stream = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
     let (server, _) = listener.accept().expect("accept");
     let link = Arc::new(
-        Link::new(node, stream, Arc::clone(&cluster.inner.shared.refusals))
+        Link::new(node, 1, stream, Arc::clone(&cluster.inner.shared.refusals))
             .expect("a send timeout"),
     );
     let (_, slot) = cluster
@@ -1476,6 +1563,7 @@ mod tests {
         let link = Arc::new(
             Link::new(
                 2,
+                1,
                 client.try_clone().expect("clone"),
                 Arc::clone(&shared.refusals),
             )
@@ -1838,6 +1926,76 @@ mod tests {
         let sent = read_messages(&mut server, 1);
         assert!(sent.is_empty(), "sent after the commit: {sent:?}");
         session.close_scan(scan).expect("closing a closed scan");
+    }
+
+    /// A commit whose coordinator's connection fails waits for what the
+    /// takeover says: the committed answer from another data node is a
+    /// commit; the takeover announced done (for the coordinator's
+    /// incarnation or a later one) without it is an abort (4010); an
+    /// announcement for an earlier incarnation says nothing, and without
+    /// news by the deadline the result is unknown. Each is what arrives
+    /// in the session's mailbox after the commit went out.
+    #[test]
+    fn a_commit_whose_coordinator_failed_takes_the_takeovers_outcome() {
+        use crate::error::ErrorClass;
+        let (cluster, _management) = offline_cluster(&[2]);
+        let _server = attach_link(&cluster, 2);
+        let table = Arc::new(test_table());
+        let mut session = cluster.session().expect("session");
+        let committed = |id: u64| {
+            Delivery::Message(Message::Executed(Executed {
+                transaction: id,
+                state: TransactionState::Committed,
+                error: None,
+                results: Vec::new(),
+                hops: 0,
+            }))
+        };
+        let done = |incarnation: u64| Delivery::TakeoverDone {
+            node: 2,
+            incarnation,
+        };
+        for case in 0..3 {
+            session.set_timeout(Duration::from_secs(1));
+            let mut transaction = session.transaction_at(2);
+            let id = transaction.id();
+            transaction
+                .insert(&table, &[(0, schema::Value::Int(1))])
+                .expect("insert");
+            let mailbox = (id >> SESSION_SHIFT) as usize;
+            let shared = &cluster.inner.shared;
+            match case {
+                0 => {
+                    shared.deliver(mailbox, Delivery::NodeDown(2));
+                    shared.deliver(mailbox, committed(id));
+                }
+                1 => {
+                    shared.deliver(mailbox, done(0));
+                    shared.deliver(mailbox, Delivery::NodeDown(2));
+                    shared.deliver(mailbox, done(1));
+                }
+                _ => {
+                    shared.deliver(mailbox, done(0));
+                    shared.deliver(mailbox, Delivery::NodeDown(2));
+                }
+            }
+            let started = Instant::now();
+            let result = session.execute(&mut transaction, ExecuteEnd::Commit);
+            match case {
+                0 => result.expect("committed by the takeover"),
+                1 => {
+                    let error = result.expect_err("aborted by the takeover");
+                    assert_eq!(error.ndb_code, 4010, "{error}");
+                    assert!(error.message.contains("takeover"), "{error}");
+                    assert!(started.elapsed() < Duration::from_millis(500));
+                }
+                _ => {
+                    let error = result.expect_err("no news");
+                    assert_eq!(error.class(), ErrorClass::UnknownResult, "{error}");
+                    assert!(started.elapsed() >= Duration::from_millis(900));
+                }
+            }
+        }
     }
 
     /// A fake data node 2 that completes the handshake on every connection

@@ -143,6 +143,13 @@ const QUERY_INTERRUPTED: u16 = 1317;
 /// congested link; if it cannot be sent, the data node's inactivity timer
 /// (or this API node's disconnection) ends the transaction.
 const ROLLBACK_SEND_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a commit whose coordinator failed waits, after the failure
+/// showed, for the outcome from the takeover (the commit's answer from
+/// the president, or its `TakeoverDone`, which means aborted) before it
+/// is given up as an unknown result. The cluster removes a failed node
+/// within its detection time (2 s by default) and a lease (under 1 s),
+/// and the takeover is a round trip after that.
+pub const OUTCOME_WAIT: Duration = Duration::from_secs(5);
 
 /// A transaction: its operations, their results, and where it runs.
 /// Dropped while open, it rolls back what it did at its coordinator.
@@ -159,6 +166,11 @@ pub struct Transaction {
     /// Set by `prepare_async`: how the queued batch ends.
     pending_end: Option<ExecuteEnd>,
     next_scan: u32,
+    /// The incarnation of the coordinator the last request went to.
+    coordinator_incarnation: u64,
+    /// Its commit was in flight when the coordinator's connection failed:
+    /// until when the session waits for the takeover to say the outcome.
+    outcome_until: Option<Instant>,
 }
 
 /// A row read: the requested columns and their values.
@@ -815,6 +827,8 @@ impl Session {
             error: None,
             pending_end: None,
             next_scan: 1,
+            coordinator_incarnation: 0,
+            outcome_until: None,
         }
     }
 
@@ -868,32 +882,70 @@ impl Session {
         encode_frame(&[message], &mut self.frame);
         self.count(BYTES_SENT, self.frame.len() as u64);
         let deadline = self.call_deadline();
+        transaction.coordinator_incarnation = link.incarnation;
         if let Err(error) = link.send(&self.frame, deadline) {
             // Nothing or a part of the batch went out; a part closed the
             // link, and the data node rolls back what it had.
             return Err(self.abandon(transaction, end, error));
         }
         let executed = loop {
-            let delivery = match self.next_delivery(deadline) {
+            let wait_until = transaction
+                .outcome_until
+                .map_or(deadline, |d| d.min(deadline));
+            let delivery = match self.next_delivery(wait_until) {
                 Ok(delivery) => delivery,
-                Err(error) => return Err(self.abandon(transaction, end, error)),
+                Err(error) if transaction.outcome_until.is_none() => {
+                    return Err(self.abandon(transaction, end, error));
+                }
+                // The coordinator failed and no takeover told the outcome
+                // in time (or the call was interrupted meanwhile).
+                Err(_) => return Err(self.outcome_unknown(transaction, end)),
             };
             match delivery {
+                // From the coordinator, or from the president that took
+                // over the transaction after the coordinator failed.
                 Delivery::Message(Message::Executed(executed))
                     if executed.transaction == transaction.id =>
                 {
                     break executed;
                 }
-                Delivery::NodeDown(down) if down == node => {
-                    let error = lost_answer(node, end, self.cluster.refusal(node));
+                Delivery::NodeDown(down) if down == node && transaction.outcome_until.is_none() => {
+                    if end == ExecuteEnd::Commit && self.cluster.refusal(node).is_none() {
+                        // Its replicas know whether it committed: the
+                        // president's takeover will say.
+                        transaction.outcome_until = Some(Instant::now() + OUTCOME_WAIT);
+                        continue;
+                    }
+                    return Err(self.outcome_unknown(transaction, end));
+                }
+                Delivery::TakeoverDone {
+                    node: failed,
+                    incarnation,
+                } if failed == node && incarnation >= transaction.coordinator_incarnation => {
+                    let error = taken_over_and_aborted(node, transaction.id);
                     transaction.status = Status::Aborted;
                     transaction.error = Some(error.clone());
+                    self.count(ABORTED, 1);
+                    self.end_scans(transaction.id, Status::Aborted);
                     return Err(error);
                 }
                 other => self.park(other),
             }
         };
+        transaction.outcome_until = None;
         self.finish_execute(transaction, end, executed)
+    }
+
+    /// The coordinator's connection failed with `end` in flight and no
+    /// takeover said what became of it: a commit's result is unknown,
+    /// anything else was aborted.
+    fn outcome_unknown(&mut self, transaction: &mut Transaction, end: ExecuteEnd) -> ClientError {
+        let node = transaction.node;
+        let error = lost_answer(node, end, self.cluster.refusal(node));
+        transaction.status = Status::Aborted;
+        transaction.outcome_until = None;
+        transaction.error = Some(error.clone());
+        error
     }
 
     /// Gives up on a batch whose answer did not come: the transaction is
@@ -1064,6 +1116,7 @@ impl Session {
             }
             Delivery::Message(Message::Executed(executed)) => {
                 if let Some(mut transaction) = self.in_flight.remove(&executed.transaction) {
+                    transaction.outcome_until = None;
                     let end = transaction.pending_end.unwrap_or(ExecuteEnd::NoCommit);
                     // The outcome stays in the transaction (`error`), which
                     // `send_poll` hands back to the caller.
@@ -1074,19 +1127,43 @@ impl Session {
             Delivery::Message(Message::ScanRows(rows)) => self.absorb_scan_rows(rows),
             // The flag it came with is read by the call waiting, or the next.
             Delivery::Message(_) | Delivery::Interrupted => {}
+            Delivery::TakeoverDone { node, incarnation } => {
+                let mut aborted: Vec<u64> = self
+                    .in_flight
+                    .iter()
+                    .filter(|(_, t)| t.node == node && t.coordinator_incarnation <= incarnation)
+                    .map(|(id, _)| *id)
+                    .collect();
+                aborted.sort_unstable();
+                for id in aborted {
+                    let mut transaction = self.in_flight.remove(&id).expect("listed");
+                    transaction.status = Status::Aborted;
+                    transaction.outcome_until = None;
+                    transaction.error = Some(taken_over_and_aborted(node, id));
+                    self.count(ABORTED, 1);
+                    self.prepared_done(transaction);
+                }
+            }
             Delivery::NodeDown(node) => {
                 let mut lost: Vec<u64> = self
                     .in_flight
                     .iter()
-                    .filter(|(_, t)| t.node == node)
+                    .filter(|(_, t)| t.node == node && t.outcome_until.is_none())
                     .map(|(id, _)| *id)
                     .collect();
                 lost.sort_unstable();
+                let refused = self.cluster.refusal(node);
                 for id in lost {
-                    let mut transaction = self.in_flight.remove(&id).expect("listed");
+                    let transaction = self.in_flight.get_mut(&id).expect("listed");
                     let end = transaction.pending_end.unwrap_or(ExecuteEnd::NoCommit);
+                    if end == ExecuteEnd::Commit && refused.is_none() {
+                        // The takeover will say (see `execute`).
+                        transaction.outcome_until = Some(Instant::now() + OUTCOME_WAIT);
+                        continue;
+                    }
+                    let mut transaction = self.in_flight.remove(&id).expect("listed");
                     transaction.status = Status::Aborted;
-                    transaction.error = Some(lost_answer(node, end, self.cluster.refusal(node)));
+                    transaction.error = Some(lost_answer(node, end, refused.clone()));
                     self.count(ABORTED, 1);
                     self.prepared_done(transaction);
                 }
@@ -1158,10 +1235,14 @@ impl Session {
             self.frame.clear();
             encode_frame(&messages, &mut self.frame);
             self.count(BYTES_SENT, self.frame.len() as u64);
-            let sent = self
-                .cluster
-                .link_or_connect(node)
-                .and_then(|link| link.send(&self.frame, send_deadline));
+            let sent = self.cluster.link_or_connect(node).and_then(|link| {
+                for id in &ids {
+                    if let Some(transaction) = self.in_flight.get_mut(id) {
+                        transaction.coordinator_incarnation = link.incarnation;
+                    }
+                }
+                link.send(&self.frame, send_deadline)
+            });
             let Err(error) = sent else {
                 continue;
             };
@@ -1188,19 +1269,59 @@ impl Session {
                     .partition(|t| t.pending_end.is_none());
             self.prepared = waiting;
             finished.extend(done);
+            finished.extend(self.expire_outcome_waits());
             if finished.len() >= min_done || self.in_flight.is_empty() {
                 return Ok(finished);
             }
             // Transactions still in flight stay in the session; their
             // answers are taken in by later calls.
             self.take_interrupt()?;
-            if self.received.is_empty() && !self.wait_for_deliveries(deadline) {
-                return Ok(finished);
+            let wait_until = self
+                .in_flight
+                .values()
+                .filter_map(|t| t.outcome_until)
+                .min()
+                .map_or(deadline, |until| until.min(deadline));
+            if self.received.is_empty() && !self.wait_for_deliveries(wait_until) {
+                if Instant::now() >= deadline {
+                    finished.extend(self.expire_outcome_waits());
+                    return Ok(finished);
+                }
+                continue;
             }
             while let Some(delivery) = self.received.pop_front() {
                 self.park(delivery);
             }
         }
+    }
+
+    /// Commits in flight whose coordinator failed and whose outcome no
+    /// takeover told within `OUTCOME_WAIT`: unknown results.
+    fn expire_outcome_waits(&mut self) -> Vec<Transaction> {
+        let now = Instant::now();
+        let mut expired: Vec<u64> = self
+            .in_flight
+            .iter()
+            .filter(|(_, t)| t.outcome_until.is_some_and(|until| until <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        expired.sort_unstable();
+        let mut done = Vec::with_capacity(expired.len());
+        for id in expired {
+            let mut transaction = self.in_flight.remove(&id).expect("listed");
+            let node = transaction.node;
+            transaction.status = Status::Aborted;
+            transaction.outcome_until = None;
+            transaction.pending_end = None;
+            transaction.error = Some(lost_answer(
+                node,
+                ExecuteEnd::Commit,
+                self.cluster.refusal(node),
+            ));
+            self.count(ABORTED, 1);
+            done.push(transaction);
+        }
+        done
     }
 
     /// Transactions sent with `send_poll` and not yet answered.
@@ -1386,6 +1507,18 @@ fn split_row(data: &[u8]) -> Result<(&[u8], usize), ClientError> {
     Ok((row, 4 + length))
 }
 
+/// NDB's 4010 for a transaction whose coordinator failed and whose
+/// takeover aborted it (it had not committed anywhere).
+fn taken_over_and_aborted(node: NodeId, transaction: u64) -> ClientError {
+    ClientError::new(
+        NODE_FAILURE,
+        format!(
+            "data node {node} failed while it coordinated transaction {transaction}; the \
+             takeover of its transactions aborted it"
+        ),
+    )
+}
+
 /// The error for a batch whose answer was lost with its connection: a
 /// commit may have happened (unknown result); anything else was aborted.
 /// A data node that refused the connection (`refusal`) is named with its
@@ -1433,6 +1566,8 @@ mod tests {
             error: None,
             pending_end: None,
             next_scan: 1,
+            coordinator_incarnation: 0,
+            outcome_until: None,
         }
     }
 
