@@ -234,9 +234,11 @@ pub struct DataNodeComposite {
     /// connected to: a member's link counts as up before its connection
     /// is, so what is sent on it waits here, in order, instead of being
     /// lost. Each message names the oldest incarnation it may reach (0
-    /// before the first connection to the node); a connection from an
-    /// older one drops it.
-    pending: BTreeMap<NodeId, Vec<(u64, Message)>>,
+    /// before the first connection to the node), or, when it was held for
+    /// the incarnation this node was connected to, that incarnation only;
+    /// a connection from another one drops it (what it was part of ended
+    /// with the incarnation it was for).
+    pending: BTreeMap<NodeId, Vec<(u64, bool, Message)>>,
     /// When the first message now held in `pending` for each node was held.
     pending_since_ms: BTreeMap<NodeId, u64>,
     /// The newest incarnation of each data node this incarnation has had a
@@ -766,12 +768,18 @@ impl DataNodeComposite {
             *newest = (*newest).max(peer.incarnation);
             self.pending_since_ms.remove(&peer.node);
             let held = self.pending.remove(&peer.node).unwrap_or_default();
-            for (incarnation_min, message) in held {
-                if peer.incarnation >= incarnation_min {
+            for (incarnation_min, exact, message) in held {
+                let reaches = if exact {
+                    peer.incarnation == incarnation_min
+                } else {
+                    peer.incarnation >= incarnation_min
+                };
+                if reaches {
                     self.marks.pending_delivered += 1;
                     output.sends.push((link, message));
                 } else {
-                    // For an incarnation that never connected and is gone.
+                    // For an incarnation that is gone (one that never
+                    // connected, or the one whose link failed).
                     self.messages_dropped += 1;
                 }
             }
@@ -1336,8 +1344,8 @@ impl DataNodeComposite {
             self.messages_dropped += 1;
             return;
         }
-        let incarnation_min = match self.connected_incarnation.get(&to) {
-            None => 0,
+        let (incarnation_min, exact) = match self.connected_incarnation.get(&to) {
+            None => (0, false),
             Some(connected) => {
                 let member = self.membership.state().and_then(|state| {
                     state
@@ -1361,8 +1369,10 @@ impl DataNodeComposite {
                     // The link failed while this node was not a member
                     // yet (a joining node suspects no one), or the
                     // suspicion was settled: the same incarnation is
-                    // dialed again and gets the message then.
-                    *connected
+                    // dialed again and gets the message then (and only
+                    // it: a Commit it was to pass on must not reach a
+                    // later incarnation after the transaction finished).
+                    (*connected, true)
                 } else {
                     // A restarted node, admitted (or, on a state this node
                     // has not installed yet, about to be) as a newer
@@ -1370,7 +1380,7 @@ impl DataNodeComposite {
                     // admission on, and a write dropped on its way to it
                     // would never be answered. It is sent once a newer
                     // incarnation is connected.
-                    connected + 1
+                    (connected + 1, false)
                 }
             }
         };
@@ -1380,7 +1390,7 @@ impl DataNodeComposite {
             self.messages_dropped += 1;
             return;
         }
-        held.push((incarnation_min, message));
+        held.push((incarnation_min, exact, message));
         if held.len() == PENDING_MESSAGES_PER_NODE_MAX {
             output.logs.push(format!(
                 "node {to} is still not connected after {PENDING_MESSAGES_PER_NODE_MAX} messages \

@@ -238,6 +238,11 @@ enum SimEvent {
     },
     /// The deserter API node opens its transaction (`workload::deserter`).
     Deserter,
+    /// A session's wait for the takeover's outcome of its commit ends.
+    OutcomeWait {
+        index: usize,
+        transaction: u64,
+    },
     /// A planned crash of a data node (`crashes`): now, or after the
     /// node's next message of the trigger's kind.
     Crash {
@@ -744,6 +749,9 @@ impl Simulation {
             SimEvent::Client => self.client_step(),
             SimEvent::Session { index } => self.session_step(index),
             SimEvent::Deserter => self.deserter_step(),
+            SimEvent::OutcomeWait { index, transaction } => {
+                self.outcome_wait_ends(index, transaction)
+            }
             SimEvent::Crash { node, trigger } => self.planned_crash(node, trigger),
             SimEvent::Isolate { node } => self.isolate(node),
             SimEvent::EndIsolation { node } => self.end_isolation(node),

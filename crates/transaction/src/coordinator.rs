@@ -194,6 +194,10 @@ struct Transaction {
     reported_stuck: bool,
     /// The failed coordinator whose takeover this transaction belongs to.
     takeover_of: Option<Member>,
+    /// A Commit left markers for its API, and no awaited acknowledgement
+    /// will forget them yet (`answer_final` takes that over; `finish`
+    /// forgets them itself when the API failed before its answer).
+    marked: bool,
 }
 
 /// A commit whose API was answered but has not acknowledged the answer:
@@ -277,8 +281,8 @@ pub struct Coordinator {
     /// by (API node, API transaction id). At most transactions_max: a
     /// new transaction is refused (233) beyond that.
     acks_awaited: Map<(NodeId, u64), AwaitedAck>,
-    /// Per data node, markers to forget, sent at the next `tick` or when
-    /// a list is full.
+    /// Per data node, markers to forget, sent by the step that listed
+    /// them (`send_forgets`).
     forget: BTreeMap<NodeId, Vec<u64>>,
     /// Taken-over transactions not finished yet, per takeover.
     takeovers_finishing: BTreeMap<Member, u32>,
@@ -619,6 +623,7 @@ impl Coordinator {
                 active_ms: self.now_ms,
                 reported_stuck: false,
                 takeover_of: Some(failed),
+                marked: false,
             },
         );
         *self
@@ -701,10 +706,12 @@ impl Coordinator {
         for key in unacknowledged {
             self.acknowledged(key, out);
         }
+        self.send_forgets(out);
     }
 
     /// The API has the answer of the commit it calls `key`: its markers
-    /// are forgotten (in a batch per node, at the next tick or when full).
+    /// are forgotten (in a list per node the caller sends, or at once
+    /// when a list is full).
     fn acknowledged(&mut self, key: (NodeId, u64), out: &mut Vec<(NodeId, Message)>) {
         let Some(awaited) = self.acks_awaited.remove(&key) else {
             // A second acknowledgement, or of an answer that needed none.
@@ -723,11 +730,15 @@ impl Coordinator {
     /// Sends every pending list of markers to forget.
     fn send_forgets(&mut self, out: &mut Vec<(NodeId, Message)>) {
         for (node, list) in std::mem::take(&mut self.forget) {
-            if !list.is_empty() && self.routing.is_live(node) {
+            if !self.routing.is_live(node) {
+                // Its markers died with it.
+                continue;
+            }
+            for chunk in list.chunks(protocol::MARKER_IDS_MAX) {
                 out.push((
                     node,
                     Message::ForgetMarkers {
-                        transactions: Box::new(list),
+                        transactions: Box::new(chunk.to_vec()),
                     },
                 ));
             }
@@ -800,49 +811,21 @@ impl Coordinator {
                 continue;
             }
             transaction.reported_stuck = true;
-            let mut line = format!(
-                "transaction {id:#x} (API node {}, {}) has waited {} ms in {:?}, {} answer(s) \
-                 outstanding",
-                transaction.api,
-                transaction.client,
-                now_ms - transaction.active_ms,
-                transaction.stage,
-                transaction.outstanding,
-            );
-            if let Some(batch) = &transaction.batch {
-                let waiting: Vec<String> = batch
-                    .slots
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, slot)| !slot.answered)
-                    .map(|(index, slot)| {
-                        format!("#{} at node {}", batch.first + index as u32, slot.first)
-                    })
-                    .collect();
-                line.push_str(&format!(
-                    "; batch {:?} waits for {}",
-                    batch.end,
-                    waiting.join(", ")
-                ));
-            }
-            for participant in &transaction.participants {
-                line.push_str(&format!(
-                    "; table {} fragment {} chain {:?}{}{}{}",
-                    participant.table,
-                    participant.fragment,
-                    participant.chain,
-                    if participant.writes { " writes" } else { "" },
-                    if participant.done { " done" } else { "" },
-                    match participant.committer {
-                        Some(node) => format!(" committed at {node}"),
-                        None => String::new(),
-                    },
-                ));
-            }
-            stuck.push((*id, line));
+            stuck.push((*id, describe(*id, transaction, now_ms)));
         }
         stuck.sort_unstable();
         stuck.into_iter().map(|(_, line)| line).collect()
+    }
+
+    /// Every transaction here, described (for a checker's report).
+    pub fn describe_transactions(&self) -> Vec<String> {
+        let mut all: Vec<(u64, String)> = self
+            .transactions
+            .iter()
+            .map(|(id, transaction)| (*id, describe(*id, transaction, self.now_ms)))
+            .collect();
+        all.sort_unstable();
+        all.into_iter().map(|(_, line)| line).collect()
     }
 
     /// Handles a message for the coordinator. Returns it back if it is not one.
@@ -864,6 +847,8 @@ impl Coordinator {
                 for client in transactions.iter() {
                     self.acknowledged((from, *client), out);
                 }
+                // One list per node for the API's batch of acknowledgements.
+                self.send_forgets(out);
             }
             Message::ScanOpen(open) => self.on_scan_open(from, *open, out),
             Message::ScanRows(rows) => self.on_scan_rows(rows, out),
@@ -997,6 +982,7 @@ impl Coordinator {
                 active_ms: self.now_ms,
                 reported_stuck: false,
                 takeover_of: None,
+                marked: false,
             },
         );
         self.clients.insert((api, client), id);
@@ -1491,6 +1477,7 @@ impl Coordinator {
             return;
         }
         let waiting = marker_of(transaction);
+        transaction.marked |= waiting.0 != protocol::NO_API;
         for participant in transaction.participants.iter_mut().filter(|p| !p.done) {
             participant.done = false;
             participant.committer = Some(participant.chain[0]);
@@ -1662,6 +1649,9 @@ impl Coordinator {
         let transaction = self.transactions.get_mut(&id).expect("present");
         let stage = transaction.stage;
         let waiting = marker_of(transaction);
+        if stage == Stage::Committing {
+            transaction.marked |= waiting.0 != protocol::NO_API;
+        }
         for participant in &mut transaction.participants {
             participant.chain.retain(|node| self.routing.is_live(*node));
             if participant.done {
@@ -1804,6 +1794,7 @@ impl Coordinator {
             if transaction.takeover_of.is_some() {
                 self.takeover_counters.answered_committed += 1;
             }
+            transaction.marked = false;
             let awaited = AwaitedAck {
                 transaction: id,
                 nodes,
@@ -1834,6 +1825,21 @@ impl Coordinator {
             "operations in use undercounted"
         );
         self.operations_in_use -= transaction.operations;
+        if transaction.marked {
+            // Its API failed before the answer: nobody will acknowledge
+            // it, and nobody waits for it.
+            let mut nodes: Vec<NodeId> = transaction
+                .participants
+                .iter()
+                .flat_map(|p| p.chain.iter().copied())
+                .collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            for node in nodes {
+                self.forget.entry(node).or_default().push(id);
+            }
+            self.send_forgets(out);
+        }
         if let Some(failed) = transaction.takeover_of {
             self.release_takeover(failed);
         }
@@ -2273,6 +2279,48 @@ fn abort_message(id: u64, coordinator: NodeId, participant: &Participant) -> (No
             participant.chain[1..].to_vec(),
         )),
     )
+}
+
+/// One transaction for the node's log: where it waits.
+fn describe(id: u64, transaction: &Transaction, now_ms: u64) -> String {
+    let mut line = format!(
+        "transaction {id:#x} (API node {}, {}) has waited {} ms in {:?}, {} answer(s) \
+         outstanding",
+        transaction.api,
+        transaction.client,
+        now_ms.saturating_sub(transaction.active_ms),
+        transaction.stage,
+        transaction.outstanding,
+    );
+    if let Some(batch) = &transaction.batch {
+        let waiting: Vec<String> = batch
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| !slot.answered)
+            .map(|(index, slot)| format!("#{} at node {}", batch.first + index as u32, slot.first))
+            .collect();
+        line.push_str(&format!(
+            "; batch {:?} waits for {}",
+            batch.end,
+            waiting.join(", ")
+        ));
+    }
+    for participant in &transaction.participants {
+        line.push_str(&format!(
+            "; table {} fragment {} chain {:?}{}{}{}",
+            participant.table,
+            participant.fragment,
+            participant.chain,
+            if participant.writes { " writes" } else { "" },
+            if participant.done { " done" } else { "" },
+            match participant.committer {
+                Some(node) => format!(" committed at {node}"),
+                None => String::new(),
+            },
+        ));
+    }
+    line
 }
 
 /// The high 32 bits of every transaction id a coordinator of `node` at

@@ -435,6 +435,19 @@ impl QueryHandler {
         self.markers.len()
     }
 
+    /// The markers held, for a checker's report: transaction, API node and
+    /// the API's id, sorted.
+    pub fn describe_markers(&self) -> Vec<String> {
+        let mut markers: Vec<(&u64, &(NodeId, u64))> = self.markers.iter().collect();
+        markers.sort_unstable();
+        markers
+            .into_iter()
+            .map(|(transaction, (api, client))| {
+                format!("transaction {transaction:#x} of API node {api} ({client})")
+            })
+            .collect()
+    }
+
     /// The open work, for a checker's report: transaction, table,
     /// fragment and state of each entry, sorted.
     pub fn describe_open_work(&self) -> Vec<String> {
@@ -463,6 +476,9 @@ impl QueryHandler {
         if !self.member {
             self.member_since = None;
             self.joined_at.clear();
+            // A node out of the cluster (restarting) is no replica of any
+            // transaction's outcome: the takeovers asked the members.
+            self.markers.clear();
         } else {
             let since = *self.member_since.get_or_insert(self.position.1);
             self.joined_at.retain(|node, (incarnation, _)| {
@@ -1074,7 +1090,17 @@ impl QueryHandler {
         // would lose the work and orphan its locks.
         let waited = self.close_scans_of(phase.transaction, phase.table, phase.fragment);
         self.counters.waiting_scans_closed_by_commit += waited;
-        if phase.api != protocol::NO_API
+        // The marker is left by the first Commit to reach prepared work
+        // here: a Commit that finds the work committing or gone is a
+        // repeat (a resend after a failure, or one held for a reconnect)
+        // and may come after the API acknowledged the answer and the
+        // marker was forgotten.
+        let first_commit_here = self
+            .work
+            .get(&key)
+            .is_some_and(|work| work.state == WorkState::Prepared);
+        if first_commit_here
+            && phase.api != protocol::NO_API
             && self
                 .markers
                 .insert(phase.transaction, (phase.api, phase.client))
@@ -1533,7 +1559,7 @@ impl QueryHandler {
     }
 
     /// Answers operations and scans whose lock wait ended.
-    fn drain_completions(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
+    pub(super) fn drain_completions(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
         loop {
             let completions = self.engine.take_completions();
             if completions.is_empty() {

@@ -816,8 +816,26 @@ impl Simulation {
             }
             // A data node's answer to the API node's heartbeat.
             Message::Heartbeat { .. } => {}
+            Message::TakeoverDone {
+                failed_node,
+                failed_incarnation,
+            } => self.workload_takeover_done(to, failed_node, failed_incarnation),
             other if to == CLIENT_NODE => self.client_receive(from, other),
             Message::Executed(mut executed) => {
+                // Every API node but the deserter acknowledges committed
+                // answers at once (the replicas keep the commit's markers
+                // until then); the deserter's go with its connection.
+                if executed.state == protocol::TransactionState::Committed
+                    && to != super::workload::DESERTER_API
+                {
+                    self.send_from_api(
+                        to,
+                        from,
+                        Message::CommitAck {
+                            transactions: Box::new(vec![executed.transaction]),
+                        },
+                    );
+                }
                 if let Some(error) = executed.error.as_mut() {
                     self.temporary_refusal_as_node_failure(error);
                 }

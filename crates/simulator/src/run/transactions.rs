@@ -70,9 +70,19 @@ pub struct TransactionMarks {
     pub node_failure_aborts: u64,
     /// A session's coordinator died while it ran a transaction there.
     pub coordinator_losses: u64,
-    /// Of those, transactions whose commit was in flight: the outcome is
-    /// unknown to the client (the model takes both as possible).
+    /// Of those, transactions whose commit was in flight and no takeover
+    /// told the outcome in time: unknown to the client (the model takes
+    /// both as possible).
     pub unknown_outcomes: u64,
+    /// Commits in flight whose outcome a takeover told: committed (the
+    /// president's answer), aborted (its `TakeoverDone` without one), and
+    /// of both, those the session heard after it saw its coordinator die.
+    pub outcomes_committed_by_takeover: u64,
+    pub outcomes_aborted_by_takeover: u64,
+    pub outcomes_after_coordinator_loss: u64,
+    /// A takeover answered a commit whose API had its answer (the markers
+    /// outlived the coordinator that was told of the acknowledgement).
+    pub repeated_takeover_answers: u64,
     /// Transactions of failed coordinators the president committed, and
     /// aborted, in takeovers.
     pub takeover_commits: u64,
@@ -126,6 +136,10 @@ impl TransactionMarks {
         self.node_failure_aborts += other.node_failure_aborts;
         self.coordinator_losses += other.coordinator_losses;
         self.unknown_outcomes += other.unknown_outcomes;
+        self.outcomes_committed_by_takeover += other.outcomes_committed_by_takeover;
+        self.outcomes_aborted_by_takeover += other.outcomes_aborted_by_takeover;
+        self.outcomes_after_coordinator_loss += other.outcomes_after_coordinator_loss;
+        self.repeated_takeover_answers += other.repeated_takeover_answers;
         self.takeover_commits += other.takeover_commits;
         self.takeover_aborts += other.takeover_aborts;
         self.distribution_changed_aborts += other.distribution_changed_aborts;
@@ -300,6 +314,17 @@ impl Simulation {
             if open > 0 {
                 problems.push(format!(
                     "the coordinator of node {node} has {open} open transactions"
+                ));
+            }
+            // Every API node acknowledged its committed answers (or
+            // failed), so no commit marker outlives the run.
+            let awaited = composite.coordinator().acks_awaited();
+            let markers = composite.query_handler().open_markers();
+            if awaited > 0 || markers > 0 {
+                problems.push(format!(
+                    "node {node} still has {awaited} commit answers awaiting acknowledgement \
+                     and {markers} commit markers: {}",
+                    composite.query_handler().describe_markers().join("; ")
                 ));
             }
             let work = composite.query_handler().open_work();

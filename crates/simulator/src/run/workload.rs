@@ -228,7 +228,17 @@ struct Running {
     started: bool,
     /// When the session began it.
     began_ms: u64,
+    /// The incarnation of the coordinator its last request went to.
+    coordinator_incarnation: u64,
+    /// Its commit was in flight when its coordinator died: it waits for
+    /// the takeover's outcome (an `Executed` from the president, or a
+    /// `TakeoverDone` meaning aborted) until `OUTCOME_WAIT_MS` passed.
+    awaiting_outcome: bool,
 }
+
+/// How long a session waits for the takeover's outcome of a commit whose
+/// coordinator died (`shoal_client::session::OUTCOME_WAIT`).
+pub(super) const OUTCOME_WAIT_MS: u64 = 5_000;
 
 /// One transaction at a time, on one API node's connection.
 struct Session {
@@ -275,6 +285,13 @@ pub struct Workload {
     /// Transactions (API node, id) that ended aborted for a node failure:
     /// answers to requests that crossed that abort are ignored.
     ended_by_node_failure: BTreeSet<(NodeId, u64)>,
+    /// What each finished transaction's API was told (`None`: unknown), so
+    /// a takeover's late answer is checked against it.
+    told: BTreeMap<(NodeId, u64), Option<bool>>,
+    /// Per API node and data node, the newest incarnation whose takeover
+    /// the API node heard announced: a commit sent to that incarnation or
+    /// an earlier one, whose answer did not come, was aborted.
+    taken_over: BTreeMap<(NodeId, NodeId), u64>,
 }
 
 impl Workload {
@@ -347,6 +364,8 @@ impl Workload {
             unread_scans: BTreeSet::new(),
             abandoned: BTreeMap::new(),
             ended_by_node_failure: BTreeSet::new(),
+            told: BTreeMap::new(),
+            taken_over: BTreeMap::new(),
         }
     }
 
@@ -613,30 +632,138 @@ impl Simulation {
             .enumerate()
             .filter(|(_, session)| {
                 session.api == api
-                    && session
-                        .running
-                        .as_ref()
-                        .is_some_and(|running| running.coordinator == node)
+                    && session.running.as_ref().is_some_and(|running| {
+                        running.coordinator == node && !running.awaiting_outcome
+                    })
             })
             .map(|(index, _)| index)
             .collect();
         for index in lost {
-            let workload = self.workload_mut();
-            let running = workload.sessions[index].running.as_mut().expect("listed");
+            let now = self.now_ms;
+            let running = self.workload().sessions[index]
+                .running
+                .as_ref()
+                .expect("listed");
             let transaction = running.transaction;
-            let end = running.sent.take().map(|sent| sent.end);
-            workload.ended_by_node_failure.insert((api, transaction));
+            let end = running.sent.as_ref().map(|sent| sent.end);
             self.outcome.transactions.marks.coordinator_losses += 1;
             self.trace(format!(
                 "api {api} transaction {transaction}: its coordinator {node} died ({end:?} in \
                  flight)"
             ));
-            if end == Some(ExecuteEnd::Commit) {
-                self.outcome.transactions.marks.unknown_outcomes += 1;
-                self.finish_job_unknown(index);
+            let announced = self.workload().taken_over.get(&(api, node)).copied();
+            if end == Some(ExecuteEnd::Commit)
+                && announced.is_some_and(|taken| taken >= running_incarnation(self, index))
+            {
+                // Sent after its coordinator's takeover was announced (a
+                // node cut off that still served its API nodes): it could
+                // not commit.
+                self.outcome.transactions.marks.outcomes_aborted_by_takeover += 1;
+                let workload = self.workload_mut();
+                workload.sessions[index]
+                    .running
+                    .as_mut()
+                    .expect("listed")
+                    .sent = None;
+                workload.ended_by_node_failure.insert((api, transaction));
+                self.finish_job(index, false, Some(NODE_FAILURE));
+            } else if end == Some(ExecuteEnd::Commit) {
+                // The replicas know whether it committed: the president's
+                // takeover tells.
+                self.workload_mut().sessions[index]
+                    .running
+                    .as_mut()
+                    .expect("listed")
+                    .awaiting_outcome = true;
+                self.schedule(
+                    now + OUTCOME_WAIT_MS,
+                    SimEvent::OutcomeWait { index, transaction },
+                );
             } else {
+                let workload = self.workload_mut();
+                workload.sessions[index]
+                    .running
+                    .as_mut()
+                    .expect("listed")
+                    .sent = None;
+                workload.ended_by_node_failure.insert((api, transaction));
                 self.finish_job(index, false, Some(NODE_FAILURE));
             }
+        }
+    }
+
+    /// A session's wait for the outcome of a commit whose coordinator died
+    /// ends: without news from the takeover, the outcome is unknown.
+    pub(super) fn outcome_wait_ends(&mut self, index: usize, transaction: u64) {
+        let workload = self.workload_mut();
+        let waiting = workload.sessions[index]
+            .running
+            .as_ref()
+            .is_some_and(|r| r.transaction == transaction && r.awaiting_outcome);
+        if !waiting {
+            return;
+        }
+        let api = workload.sessions[index].api;
+        workload.ended_by_node_failure.insert((api, transaction));
+        self.trace(format!(
+            "api {api} transaction {transaction}: no outcome from a takeover within \
+             {OUTCOME_WAIT_MS} ms"
+        ));
+        self.outcome.transactions.marks.unknown_outcomes += 1;
+        self.finish_job_unknown(index);
+    }
+
+    /// The president finished taking over what data node `node` at
+    /// `incarnation` (and before) coordinated: a transaction of API node
+    /// `api` with a request in flight there that got no answer was aborted
+    /// (a committed one was answered first, on the same link).
+    pub(super) fn workload_takeover_done(&mut self, api: NodeId, node: NodeId, incarnation: u64) {
+        if self.workload.is_none() || api == DESERTER_API {
+            return;
+        }
+        let taken = self
+            .workload_mut()
+            .taken_over
+            .entry((api, node))
+            .or_insert(0);
+        *taken = (*taken).max(incarnation);
+        let aborted: Vec<usize> = self
+            .workload()
+            .sessions
+            .iter()
+            .enumerate()
+            .filter(|(_, session)| {
+                session.api == api
+                    && session.running.as_ref().is_some_and(|running| {
+                        running.coordinator == node
+                            && running.coordinator_incarnation <= incarnation
+                            && running.sent.is_some()
+                    })
+            })
+            .map(|(index, _)| index)
+            .collect();
+        for index in aborted {
+            let workload = self.workload_mut();
+            let running = workload.sessions[index].running.as_mut().expect("listed");
+            let transaction = running.transaction;
+            let sent = running.sent.take().expect("listed");
+            let waited = running.awaiting_outcome;
+            workload.ended_by_node_failure.insert((api, transaction));
+            self.trace(format!(
+                "api {api} transaction {transaction}: the takeover of node {node} ended without \
+                 its answer ({:?} in flight): aborted",
+                sent.end
+            ));
+            if sent.end == ExecuteEnd::Commit {
+                self.outcome.transactions.marks.outcomes_aborted_by_takeover += 1;
+            }
+            if waited {
+                self.outcome
+                    .transactions
+                    .marks
+                    .outcomes_after_coordinator_loss += 1;
+            }
+            self.finish_job(index, false, Some(NODE_FAILURE));
         }
     }
 
@@ -766,6 +893,12 @@ impl Simulation {
         // An abandoned transaction keeps the run going until its
         // coordinator's inactivity timer aborts it.
         let abandoned = !workload.abandoned.is_empty();
+        // A session waiting for a takeover's outcome has its wait's end
+        // scheduled (`SimEvent::OutcomeWait`).
+        let awaiting_outcome = workload
+            .sessions
+            .iter()
+            .any(|s| s.running.as_ref().is_some_and(|r| r.awaiting_outcome));
         let busy = workload.sessions.iter().any(|s| s.running.is_some())
             || abandoned
             || stopped_api_connected
@@ -779,6 +912,7 @@ impl Simulation {
             // or a stopped API node being declared dead, can move things on.
             if !self.lock_waits_pending()
                 && !abandoned
+                && !awaiting_outcome
                 && !stopped_api_connected
                 && !self.node_failure_pending()
                 && !self.removed_incarnation_runs()
@@ -848,6 +982,17 @@ impl Simulation {
                 "\n  - the load transaction {transaction} of api {api} on node {coordinator} got no answer"
             ));
         }
+        for (node, sim) in &self.nodes {
+            let Some(composite) = sim.composite.as_ref() else {
+                continue;
+            };
+            for line in composite.coordinator().describe_transactions() {
+                message.push_str(&format!("\n  - node {node}: {line}"));
+            }
+            for line in composite.query_handler().describe_open_work() {
+                message.push_str(&format!("\n  - node {node} holds {line}"));
+            }
+        }
         self.fail(message);
     }
 
@@ -891,6 +1036,8 @@ impl Simulation {
             found: None,
             started: false,
             began_ms: now,
+            coordinator_incarnation: 0,
+            awaiting_outcome: false,
         });
         if let Job::Audit { mode, scan: true } = self.workload_mut().sessions[index]
             .running
@@ -958,6 +1105,8 @@ impl Simulation {
             (running.transaction, running.coordinator, running.tag);
         let start = !running.started;
         running.started = true;
+        let coordinator_incarnation = self.composite_incarnation(coordinator).unwrap_or(0);
+        let workload = self.workload_mut();
         let counter_floors = operations
             .iter()
             .filter(|op| op.table == WorkTable::Counters && !op.kind.is_write())
@@ -975,6 +1124,7 @@ impl Simulation {
         let running = workload.sessions[index].running.as_mut().expect("running");
         assert!(running.sent.is_none(), "one execute at a time");
         running.sent = Some(sent);
+        running.coordinator_incarnation = coordinator_incarnation;
         self.trace(line);
         self.outcome.transactions.executes += 1;
         self.send(
@@ -1064,6 +1214,35 @@ impl Simulation {
                     .as_ref()
                     .is_some_and(|r| r.transaction == executed.transaction)
         }) else {
+            let told = self
+                .workload()
+                .told
+                .get(&(api, executed.transaction))
+                .copied();
+            let takeover_answer = executed.state == TransactionState::Committed
+                && executed.results.is_empty()
+                && executed.error.is_none();
+            if takeover_answer && told.is_some() {
+                // A takeover found the markers of a commit whose answer
+                // came already (the coordinator died before the replicas
+                // forgot them), and answered again. It may only say what
+                // the API was told, or resolve an unknown outcome.
+                if told == Some(Some(false)) {
+                    self.fail(format!(
+                        "api {api} transaction {}: node {from} answered committed after the API \
+                         was told it aborted",
+                        executed.transaction
+                    ));
+                    return;
+                }
+                self.trace(format!(
+                    "api {api} transaction {} <- node {from}: committed again (a takeover's \
+                     answer, after the API was told {told:?})",
+                    executed.transaction
+                ));
+                self.outcome.transactions.marks.repeated_takeover_answers += 1;
+                return;
+            }
             if self
                 .workload()
                 .ended_by_node_failure
@@ -1084,6 +1263,57 @@ impl Simulation {
             ));
             return;
         };
+        let running = self.workload().sessions[index]
+            .running
+            .as_ref()
+            .expect("found");
+        if from != running.coordinator {
+            // The president's takeover answers a commit whose coordinator
+            // died: committed, without the operations' results.
+            let awaiting = running.awaiting_outcome;
+            let transaction = running.transaction;
+            let end = running.sent.as_ref().map(|sent| sent.end);
+            if end != Some(ExecuteEnd::Commit)
+                || executed.state != TransactionState::Committed
+                || !executed.results.is_empty()
+            {
+                self.fail(format!(
+                    "api {api} transaction {transaction} ({end:?} in flight) was answered by \
+                     node {from}, not its coordinator, with {executed:?}"
+                ));
+                return;
+            }
+            self.trace(format!(
+                "api {api} transaction {transaction} <- node {from}: committed (the takeover's \
+                 answer)"
+            ));
+            self.outcome
+                .transactions
+                .marks
+                .outcomes_committed_by_takeover += 1;
+            if awaiting {
+                self.outcome
+                    .transactions
+                    .marks
+                    .outcomes_after_coordinator_loss += 1;
+            }
+            let workload = self.workload_mut();
+            workload.ended_by_node_failure.insert((api, transaction));
+            workload.sessions[index]
+                .running
+                .as_mut()
+                .expect("found")
+                .sent = None;
+            self.finish_job(index, true, None);
+            return;
+        }
+        // The coordinator's own answer, after its link failed: the wait
+        // for a takeover's outcome ends.
+        self.workload_mut().sessions[index]
+            .running
+            .as_mut()
+            .expect("found")
+            .awaiting_outcome = false;
         let node_failure = self.crash_plan.is_some()
             && executed.state == TransactionState::Aborted
             && executed.error.as_ref().map(|e| e.ndb_code) == Some(NODE_FAILURE);
@@ -1327,6 +1557,8 @@ impl Simulation {
         let now = self.now_ms;
         let workload = self.workload_mut();
         let running = workload.sessions[index].running.take().expect("running");
+        let api = workload.sessions[index].api;
+        workload.told.insert((api, running.transaction), None);
         if running.tag != 0 {
             workload.model.tags[running.tag as usize].1 = TagState::Unknown;
         }
@@ -1355,6 +1587,10 @@ impl Simulation {
         let now = self.now_ms;
         let workload = self.workload_mut();
         let running = workload.sessions[index].running.take().expect("running");
+        let api = workload.sessions[index].api;
+        workload
+            .told
+            .insert((api, running.transaction), Some(committed));
         if running.tag != 0 {
             workload.model.tags[running.tag as usize].1 = if committed {
                 TagState::Committed
@@ -1391,6 +1627,14 @@ impl Simulation {
         let think_ms = between(&mut self.rng, 0, think_ms_max);
         self.schedule(now + think_ms, SimEvent::Session { index });
     }
+}
+
+/// The coordinator incarnation session `index`'s last request went to.
+fn running_incarnation(run: &Simulation, index: usize) -> u64 {
+    run.workload().sessions[index]
+        .running
+        .as_ref()
+        .map_or(0, |running| running.coordinator_incarnation)
 }
 
 impl Workload {

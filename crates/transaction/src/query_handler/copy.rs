@@ -329,12 +329,16 @@ impl QueryHandler {
 
     /// After an install: answers copy requests that waited for it, and
     /// starts (or starts again, when its source failed) this node's copy.
+    /// Then runs what the install freed: a copy to a node that left, or
+    /// work of a dropped fragment, released locks that operations here
+    /// wait for, and nothing else may come to run them.
     pub fn start_copies(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
         let queued = std::mem::take(&mut self.queued_copies);
         for request in queued {
             self.on_copy_request(now_ms, request, out);
         }
         self.drive_copy_in(now_ms, out);
+        self.drain_completions(now_ms, out);
     }
 
     pub(super) fn copy_retry_at_ms(&self) -> Option<u64> {
