@@ -1998,6 +1998,68 @@ mod tests {
         }
     }
 
+    /// The asynchronous API waits for the takeover's outcome the same way:
+    /// after the coordinator's connection failed, a commit answered by
+    /// another data node comes back committed, and the rest come back
+    /// aborted (4010) once the takeover is announced; until then they stay
+    /// in flight.
+    #[test]
+    fn asynchronous_commits_whose_coordinator_failed_take_the_takeovers_outcome() {
+        use crate::session::Status;
+        let (cluster, _management) = offline_cluster(&[2]);
+        let mut server = attach_link(&cluster, 2);
+        let mut session = cluster.session().expect("session");
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let transaction = session.transaction_at(2);
+            ids.push(transaction.id());
+            session
+                .prepare_async(transaction, ExecuteEnd::Commit)
+                .expect("prepare");
+        }
+        assert!(
+            session
+                .send_poll(0, Duration::ZERO)
+                .expect("send")
+                .is_empty()
+        );
+        assert_eq!(read_messages(&mut server, 2).len(), 2);
+        let mailbox = (ids[0] >> SESSION_SHIFT) as usize;
+        let shared = &cluster.inner.shared;
+        shared.deliver(mailbox, Delivery::NodeDown(2));
+        shared.deliver(
+            mailbox,
+            Delivery::Message(Message::Executed(Executed {
+                transaction: ids[0],
+                state: TransactionState::Committed,
+                error: None,
+                results: Vec::new(),
+                hops: 0,
+            })),
+        );
+        let answered = session
+            .send_poll(2, Duration::from_millis(300))
+            .expect("poll");
+        assert_eq!(answered.len(), 1);
+        assert_eq!(answered[0].id(), ids[0]);
+        assert_eq!(answered[0].status(), Status::Committed);
+        assert_eq!(session.in_flight(), 1, "the other waits for the takeover");
+        shared.deliver(
+            mailbox,
+            Delivery::TakeoverDone {
+                node: 2,
+                incarnation: 1,
+            },
+        );
+        let answered = session.send_poll(1, Duration::from_secs(1)).expect("poll");
+        assert_eq!(answered.len(), 1);
+        assert_eq!(answered[0].id(), ids[1]);
+        assert_eq!(answered[0].status(), Status::Aborted);
+        let error = answered[0].error().expect("an error");
+        assert_eq!(error.ndb_code, 4010, "{error}");
+        assert_eq!(session.in_flight(), 0);
+    }
+
     /// A fake data node 2 that completes the handshake on every connection
     /// (under the offline cluster's all-zero secret) and then refuses it,
     /// as `shoal datad` does when its connection slots are taken; returns
