@@ -642,14 +642,23 @@ impl Coordinator {
     /// Adopts a new cluster state; transactions that used a node no longer
     /// in it are aborted or have their phase resent (see the module notes).
     pub fn install(&mut self, routing: &Routing, out: &mut Vec<(NodeId, Message)>) {
+        // A node is lost if it left, or if it is back as a new incarnation
+        // (states may be skipped: this node may never install the one that
+        // removed the old incarnation, whose work and messages died with it).
+        let mut lost_nodes = [false; NodeId::MAX as usize + 1];
+        for node in 0..=NodeId::MAX {
+            lost_nodes[usize::from(node)] = self.routing.is_live(node)
+                && (!routing.is_live(node)
+                    || routing.incarnation(node) != self.routing.incarnation(node));
+        }
         self.routing = routing.clone();
         self.finish_takeovers(out);
         let mut ids: Vec<u64> = self.transactions.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
-            self.end_scans_on_lost_nodes(id, out);
+            self.end_scans_on_lost_nodes(id, &lost_nodes, out);
             let transaction = &self.transactions[&id];
-            let lost = |node: &NodeId| !routing.is_live(*node);
+            let lost = |node: &NodeId| !routing.is_live(*node) || lost_nodes[usize::from(*node)];
             let uses_lost = transaction
                 .participants
                 .iter()
@@ -1602,15 +1611,21 @@ impl Coordinator {
     /// gets 4010 for the scan, the live fragments are closed. A
     /// committed-read scan makes no participant, so without this its API
     /// would wait for rows that never come.
-    fn end_scans_on_lost_nodes(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
+    fn end_scans_on_lost_nodes(
+        &mut self,
+        id: u64,
+        lost_nodes: &[bool],
+        out: &mut Vec<(NodeId, Message)>,
+    ) {
         let routing = &self.routing;
+        let gone = |node: NodeId| !routing.is_live(node) || lost_nodes[usize::from(node)];
         let transaction = self.transactions.get_mut(&id).expect("present");
         let mut position = 0;
         while position < transaction.scans.len() {
             let lost = transaction.scans[position]
                 .fragments
                 .iter()
-                .find(|f| !f.2 && !routing.is_live(f.1))
+                .find(|f| !f.2 && gone(f.1))
                 .map(|f| (f.0, f.1));
             let Some((fragment, node)) = lost else {
                 position += 1;
@@ -1618,7 +1633,7 @@ impl Coordinator {
             };
             let mut scan = transaction.scans.remove(position);
             for entry in &mut scan.fragments {
-                if !routing.is_live(entry.1) {
+                if gone(entry.1) {
                     entry.2 = true;
                 }
             }

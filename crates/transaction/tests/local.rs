@@ -2632,3 +2632,33 @@ fn a_copy_to_a_node_that_fails_frees_its_rows_for_the_operations_waiting_at_once
         other => panic!("expected Executed, got {other:?}"),
     }
 }
+
+/// A node may skip the state that removed a failed node and install only
+/// the one that admits its next incarnation: a transaction that used the
+/// old incarnation is as lost as if the node had left (its work and the
+/// messages to it died with it) and is aborted with 4010, not left
+/// waiting for an answer that never comes (seed 800434 of the 4x2 crash
+/// runs).
+#[test]
+fn a_transaction_on_a_node_that_came_back_as_a_new_incarnation_is_aborted() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::NoCommit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Open, "{executed:?}");
+    // Node 2 dies and is back as incarnation 3 before node 1 installs the
+    // state without it.
+    cluster.nodes.remove(&2).expect("up");
+    cluster.links.retain(|(from, to), _| *from != 2 && *to != 2);
+    cluster.steps.clear();
+    cluster.restart_node(2, 3);
+    cluster.quiesce();
+    let aborted = cluster.api_deliveries().into_iter().any(|(_, message)| {
+        matches!(&message, Message::Executed(e)
+            if e.transaction == 1
+                && e.state == TransactionState::Aborted
+                && e.error.as_ref().map(|error| error.ndb_code) == Some(4010))
+    });
+    assert!(aborted, "{:?}", cluster.api_deliveries());
+    assert_eq!(cluster.nodes[&1].coordinator.open_transactions(), 0);
+    assert_eq!(cluster.query_handler(1).open_work(), 0);
+}
