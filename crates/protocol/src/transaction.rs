@@ -27,6 +27,14 @@
 //!   the last marked). The president commits every transaction some
 //!   replica committed or is committing, aborts the rest, and runs the
 //!   phases itself.
+//! - Commit markers: `Commit` names the API waiting (`Phase::api`,
+//!   `Phase::client`); each replica it first reaches keeps that as a
+//!   marker, reported to a takeover (`TakeoverReport::markers`). The API
+//!   acknowledges committed answers (`Message::CommitAck`, API → TC), and
+//!   the TC tells the replicas to forget the markers
+//!   (`Message::ForgetMarkers`). The takeover answers a marked transaction's
+//!   API with `Executed` and, when it is finished, tells every API node
+//!   (`Message::TakeoverDone`): a commit that got no answer was aborted.
 //!
 //! ## Byte layout
 //! Fields in declaration order, as `message` lays them out. Operation kinds,

@@ -33,8 +33,20 @@
 //! backup whose primary failed after committing still commits and frees its
 //! locks. A scan with a fragment on the failed node ends with 4010 at once.
 //! A node that is not a member of the installed state refuses new
-//! transactions with 4035 (temporary). Taking over the transactions of a
-//! failed coordinator is not done here yet.
+//! transactions with 4035 (temporary). A node back as a new incarnation
+//! counts as failed too (the state that removed the old one may be
+//! skipped).
+//!
+//! ## Takeover and commit markers
+//! The president takes over a failed coordinator's transactions
+//! (`take_over`): it asks every member what it holds, commits what some
+//! replica began to commit or holds a commit marker of, aborts the rest,
+//! answers the API named by a marker, and announces the takeover done
+//! (`take_takeovers_done`, sent to every API node as `TakeoverDone`). A
+//! Commit leaves the API's identity as a marker on the replicas; a commit
+//! answered here awaits the API's `CommitAck` (at most
+//! MaxNoOfConcurrentTransactions such answers), then its markers are
+//! forgotten (`ForgetMarkers`).
 //!
 //! ## Transaction ids
 //! The node (8 bits) and the low 24 bits of its incarnation, then a 32-bit
