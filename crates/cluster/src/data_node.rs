@@ -57,6 +57,9 @@ pub const SCHEMA_REFUSALS_REMEMBERED_MAX: usize = 256;
 /// A proposal that has not decided after this many heartbeat intervals is
 /// retried with a higher ballot.
 const PROPOSAL_TIMEOUT_INTERVALS: u64 = 4;
+/// A report of a suspected member not repeated for this many heartbeat
+/// intervals is dropped.
+const REPORT_LIFETIME_INTERVALS: u64 = 3;
 /// A join request not repeated for this many heartbeat intervals is dropped.
 const JOIN_REQUEST_LIFETIME_INTERVALS: u64 = 4;
 
@@ -246,8 +249,11 @@ pub struct DataNode {
     /// state, or until one is heard from again before any change this
     /// node accepted acted on the suspicion (it was false).
     suspected: BTreeSet<Member>,
-    /// Members others reported; only the president acts on them.
-    reported: BTreeSet<Member>,
+    /// Members others reported for the installed version, with when the
+    /// newest report came; only the president acts on them, and only on
+    /// reports renewed lately (a reporter repeats its report at every
+    /// heartbeat while it suspects, and stops once it hears again).
+    reported: BTreeMap<Member, u64>,
     first_suspicion_ms: Option<u64>,
     join_requests: BTreeMap<NodeId, (Member, u64)>,
     schema_requests: VecDeque<SchemaRequest>,
@@ -322,7 +328,7 @@ impl DataNode {
             last_heard_ms: BTreeMap::new(),
             heard_from: BTreeSet::new(),
             suspected: BTreeSet::new(),
-            reported: BTreeSet::new(),
+            reported: BTreeMap::new(),
             first_suspicion_ms: None,
             join_requests: BTreeMap::new(),
             schema_requests: VecDeque::new(),
@@ -366,7 +372,7 @@ impl DataNode {
             && self.state.as_ref().is_some_and(|s| s.contains(member))
             && member != self.me
             && !self.suspected.contains(&member)
-            && !self.reported.contains(&member)
+            && !self.reported.contains_key(&member)
             && !self.removing.contains(&member)
     }
 
@@ -802,8 +808,13 @@ impl DataNode {
                         .state
                         .as_ref()
                         .is_some_and(|s| s.contains(member) && s.contains(sender))
+                    && !self.suspected.contains(&sender)
+                    && !self.reported.contains_key(&sender)
+                    && !self.removing.contains(&sender)
                 {
-                    self.reported.insert(member);
+                    // A report from a member this node itself wants removed
+                    // (cut off, it suspects everyone) is not acted on.
+                    self.reported.insert(member, now_ms);
                     self.drive_proposal(now_ms, effects);
                 }
             }
@@ -1105,12 +1116,17 @@ impl DataNode {
 
     /// The change this node, as acting president, wants next.
     fn desired_change(&mut self, now_ms: u64, effects: &mut Effects) -> Option<Change> {
+        // A report not renewed lately was withdrawn (its sender heard
+        // from the member again) or its sender went silent.
+        let report_lifetime_ms = self.settings.heartbeat_interval_ms * REPORT_LIFETIME_INTERVALS;
+        self.reported
+            .retain(|_, at| now_ms.saturating_sub(*at) <= report_lifetime_ms);
         let state = self.state.as_ref()?;
         let mut removed: BTreeSet<Member> = state
             .members
             .iter()
             .copied()
-            .filter(|m| self.suspected.contains(m) || self.reported.contains(m))
+            .filter(|m| self.suspected.contains(m) || self.reported.contains_key(m))
             .collect();
         // A member that restarted asks to join as a new incarnation: the old
         // one is gone.
@@ -1629,7 +1645,9 @@ impl DataNode {
             self.last_heard_ms.insert(node, now_ms);
         }
         self.suspected.retain(|m| next.contains(*m));
-        self.reported.retain(|m| next.contains(*m));
+        // Reports name the version they were made for: the reporters
+        // repeat them for this one if they still hold.
+        self.reported.clear();
         self.heard_from.retain(|m| next.contains(*m));
         // Accepted values and held accepts were for the version installed
         // now (or an earlier one).

@@ -203,3 +203,34 @@ fn a_transaction_run_with_crashes_replays_exactly() {
     );
     assert_eq!(first.trace, second.trace);
 }
+
+/// Seeds of the long crash runs (20 s of faults, as `shoal sim` runs them)
+/// that found bugs, kept passing: a stale report of a suspected member
+/// acted on after the state that made it moot (810010), a transaction on a
+/// node back as a new incarnation left waiting (800434), a commit marker
+/// left by a repeated Commit (800047), a message held for a failed link
+/// reaching a later incarnation (800005), a takeover's answer after the
+/// API was told (800002), an install that freed locks without running
+/// their waiters (50354 with 2 s of faults).
+#[test]
+fn seeds_that_found_bugs_pass() {
+    let long = |seed: u64, data_nodes: u8, replicas: u8| SimulationOptions {
+        fault_ms: 20_000,
+        settle_ms: 20_000,
+        ..SimulationOptions::transactions_with_crashes(seed, data_nodes, replicas)
+    };
+    let runs = [
+        long(810_010, 3, 3),
+        long(800_434, 4, 2),
+        long(800_047, 4, 2),
+        long(800_005, 4, 2),
+        long(800_005, 3, 3),
+        long(800_002, 2, 2),
+        SimulationOptions::transactions_with_crashes(50_354, 4, 2),
+    ];
+    for options in runs {
+        if let Err(failure) = run(&options) {
+            panic!("{failure}");
+        }
+    }
+}
