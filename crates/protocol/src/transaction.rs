@@ -223,6 +223,9 @@ pub struct Executed {
     /// (operations the TC had to send to another node), for the
     /// distribution-awareness counters.
     pub hops: u32,
+    /// A committed answer whose commit markers the replicas keep until the
+    /// API acknowledges it (`Message::CommitAck`); other answers need none.
+    pub acknowledge: bool,
 }
 
 /// One end of an ordered-index range, as AttrInfo of a prefix of the index's columns.
@@ -621,6 +624,7 @@ pub(crate) fn put_executed(w: &mut Writer, executed: &Executed) {
         w.bytes(&result.data);
     }
     w.u32(executed.hops);
+    w.bool(executed.acknowledge);
 }
 
 pub(crate) fn get_executed(r: &mut Reader) -> Result<Executed, DecodeError> {
@@ -643,6 +647,7 @@ pub(crate) fn get_executed(r: &mut Reader) -> Result<Executed, DecodeError> {
         error,
         results,
         hops: r.u32("hops")?,
+        acknowledge: r.bool("acknowledge")?,
     })
 }
 

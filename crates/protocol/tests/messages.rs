@@ -525,15 +525,17 @@ fn transaction_message() -> impl Strategy<Value = Message> {
                 (any::<u16>(), bytes(8)).prop_map(|(error, data)| OperationResult { error, data }),
                 0..4
             ),
-            any::<u32>()
+            any::<u32>(),
+            any::<bool>()
         )
-            .prop_map(|(transaction, state, error, results, hops)| {
+            .prop_map(|(transaction, state, error, results, hops, acknowledge)| {
                 Message::Executed(Executed {
                     transaction,
                     state,
                     error,
                     results,
                     hops,
+                    acknowledge,
                 })
             }),
         scan_open().prop_map(|open| Message::ScanOpen(Box::new(open))),
@@ -922,6 +924,7 @@ fn the_smallest_items_decode() {
             error: None,
             results: vec![OperationResult::default()],
             hops: 0,
+            acknowledge: false,
         }),
         Message::ScanNext(ScanNext {
             transaction: 1,

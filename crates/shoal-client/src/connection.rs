@@ -16,10 +16,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use protocol::identity::ClusterSecret;
-use protocol::{
-    ClusterState, FrameDecoder, Message, NodeId, NodeRole, SchemaChange, TransactionState,
-    encode_frame,
-};
+use protocol::{ClusterState, FrameDecoder, Message, NodeId, NodeRole, SchemaChange, encode_frame};
 use runtime::blocking::BlockingConnection;
 use schema::TableDef;
 use schema::distribution::TableOptions;
@@ -1252,7 +1249,7 @@ fn dispatch(shared: &Shared, link: &Link, message: Message) {
     let node = link.node;
     let mailbox = match &message {
         Message::Executed(executed) => {
-            if executed.state == TransactionState::Committed {
+            if executed.acknowledge {
                 // The data node's replicas keep the commit's marker until
                 // this node says it has the answer (whoever waits for it).
                 let mut acks = link.acks.lock().expect("acks");
@@ -1666,6 +1663,7 @@ mod tests {
                 error: None,
                 results: Vec::new(),
                 hops: 0,
+                acknowledge: false,
             })),
         );
         let mut answered = session.send_poll(1, Duration::from_secs(5)).expect("poll");
@@ -1909,6 +1907,7 @@ mod tests {
                 error: None,
                 results: Vec::new(),
                 hops: 0,
+                acknowledge: false,
             })),
         );
         session
@@ -1949,6 +1948,7 @@ mod tests {
                 error: None,
                 results: Vec::new(),
                 hops: 0,
+                acknowledge: false,
             }))
         };
         let done = |incarnation: u64| Delivery::TakeoverDone {
@@ -2035,6 +2035,7 @@ mod tests {
                 error: None,
                 results: Vec::new(),
                 hops: 0,
+                acknowledge: false,
             })),
         );
         let answered = session
@@ -2207,6 +2208,7 @@ mod tests {
                 error: None,
                 results: Vec::new(),
                 hops: 0,
+                acknowledge: false,
             })],
             &mut bytes,
         );

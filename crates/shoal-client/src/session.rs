@@ -1582,6 +1582,7 @@ mod tests {
             }),
             results: Vec::new(),
             hops: 0,
+            acknowledge: false,
         }
     }
 

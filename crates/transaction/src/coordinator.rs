@@ -903,6 +903,7 @@ impl Coordinator {
                 error,
                 results,
                 hops,
+                acknowledge: false,
             }),
         ));
     }
@@ -1804,6 +1805,10 @@ impl Coordinator {
             // The Commit left markers where it passed (a taken-over one
             // anywhere an earlier coordinator's Commit passed): kept until
             // the API acknowledges this answer.
+            // A replica keeps no marker of its own node's coordinator: none
+            // on this node, but for a taken-over transaction, whose failed
+            // coordinator's Commit may have left one here too.
+            let me = self.node;
             let nodes: Vec<NodeId> = if transaction.takeover_of.is_some() {
                 (0..=NodeId::MAX)
                     .filter(|node| self.routing.is_live(*node))
@@ -1813,6 +1818,7 @@ impl Coordinator {
                     .participants
                     .iter()
                     .flat_map(|p| p.chain.iter().copied())
+                    .filter(|node| *node != me)
                     .collect();
                 nodes.sort_unstable();
                 nodes.dedup();
@@ -1829,6 +1835,18 @@ impl Coordinator {
             };
             // A repeated answer (a second takeover) replaces the first.
             self.acks_awaited.insert((api, client), awaited);
+            out.push((
+                api,
+                Message::Executed(Executed {
+                    transaction: client,
+                    state,
+                    error,
+                    results,
+                    hops,
+                    acknowledge: true,
+                }),
+            ));
+            return;
         }
         self.answer((api, client), state, error, results, hops, out);
     }
@@ -1855,10 +1873,15 @@ impl Coordinator {
         if transaction.marked {
             // Its API failed before the answer: nobody will acknowledge
             // it, and nobody waits for it.
+            // (Not this node's replica, but for a taken-over transaction:
+            // see `answer_final`.)
+            let me = self.node;
+            let own = transaction.takeover_of.is_none();
             let mut nodes: Vec<NodeId> = transaction
                 .participants
                 .iter()
                 .flat_map(|p| p.chain.iter().copied())
+                .filter(|node| !own || *node != me)
                 .collect();
             nodes.sort_unstable();
             nodes.dedup();

@@ -1099,7 +1099,10 @@ impl QueryHandler {
             .work
             .get(&key)
             .is_some_and(|work| work.state == WorkState::Prepared);
+        // A marker on the coordinator's own node would die with the
+        // coordinator: only the other replicas keep one.
         if first_commit_here
+            && phase.coordinator != self.node
             && phase.api != protocol::NO_API
             && self
                 .markers

@@ -290,7 +290,7 @@ impl Cluster {
             // `shoal-client` does, so the replicas forget its markers.
             let mut sent = Vec::new();
             if let Message::Executed(executed) = &message
-                && executed.state == TransactionState::Committed
+                && executed.acknowledge
                 && self.acknowledging
             {
                 sent.push((

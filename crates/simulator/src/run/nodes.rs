@@ -825,9 +825,7 @@ impl Simulation {
                 // Every API node but the deserter acknowledges committed
                 // answers at once (the replicas keep the commit's markers
                 // until then); the deserter's go with its connection.
-                if executed.state == protocol::TransactionState::Committed
-                    && to != super::workload::DESERTER_API
-                {
+                if executed.acknowledge && to != super::workload::DESERTER_API {
                     self.send_from_api(
                         to,
                         from,
