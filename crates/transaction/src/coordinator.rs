@@ -891,8 +891,8 @@ impl Coordinator {
         (api, client): (NodeId, u64),
         state: TransactionState,
         error: Option<ErrorReply>,
-        results: Vec<OperationResult>,
-        hops: u32,
+        (results, hops): (Vec<OperationResult>, u32),
+        acknowledge: bool,
         out: &mut Vec<(NodeId, Message)>,
     ) {
         out.push((
@@ -903,7 +903,7 @@ impl Coordinator {
                 error,
                 results,
                 hops,
-                acknowledge: false,
+                acknowledge,
             }),
         ));
     }
@@ -1020,8 +1020,8 @@ impl Coordinator {
                     (api, client),
                     TransactionState::Aborted,
                     Some(error),
-                    Vec::new(),
-                    0,
+                    (Vec::new(), 0),
+                    false,
                     out,
                 );
                 return;
@@ -1044,8 +1044,8 @@ impl Coordinator {
                     (api, client),
                     TransactionState::Aborted,
                     error,
-                    Vec::new(),
-                    0,
+                    (Vec::new(), 0),
+                    false,
                     out,
                 );
             }
@@ -1070,8 +1070,8 @@ impl Coordinator {
                 (api, client),
                 TransactionState::Open,
                 Some(error),
-                Vec::new(),
-                0,
+                (Vec::new(), 0),
+                false,
                 out,
             );
             return;
@@ -1456,8 +1456,8 @@ impl Coordinator {
                     (api, client),
                     TransactionState::Open,
                     None,
-                    batch.results,
-                    batch.hops,
+                    (batch.results, batch.hops),
+                    false,
                     out,
                 );
             }
@@ -1835,20 +1835,10 @@ impl Coordinator {
             };
             // A repeated answer (a second takeover) replaces the first.
             self.acks_awaited.insert((api, client), awaited);
-            out.push((
-                api,
-                Message::Executed(Executed {
-                    transaction: client,
-                    state,
-                    error,
-                    results,
-                    hops,
-                    acknowledge: true,
-                }),
-            ));
+            self.answer((api, client), state, error, (results, hops), true, out);
             return;
         }
-        self.answer((api, client), state, error, results, hops, out);
+        self.answer((api, client), state, error, (results, hops), false, out);
     }
 
     fn finish(&mut self, id: u64, state: TransactionState, out: &mut Vec<(NodeId, Message)>) {

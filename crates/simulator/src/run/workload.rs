@@ -659,14 +659,7 @@ impl Simulation {
                 // node cut off that still served its API nodes): it could
                 // not commit.
                 self.outcome.transactions.marks.outcomes_aborted_by_takeover += 1;
-                let workload = self.workload_mut();
-                workload.sessions[index]
-                    .running
-                    .as_mut()
-                    .expect("listed")
-                    .sent = None;
-                workload.ended_by_node_failure.insert((api, transaction));
-                self.finish_job(index, false, Some(NODE_FAILURE));
+                self.end_by_node_failure(index, api, transaction);
             } else if end == Some(ExecuteEnd::Commit) {
                 // The replicas know whether it committed: the president's
                 // takeover tells.
@@ -680,16 +673,22 @@ impl Simulation {
                     SimEvent::OutcomeWait { index, transaction },
                 );
             } else {
-                let workload = self.workload_mut();
-                workload.sessions[index]
-                    .running
-                    .as_mut()
-                    .expect("listed")
-                    .sent = None;
-                workload.ended_by_node_failure.insert((api, transaction));
-                self.finish_job(index, false, Some(NODE_FAILURE));
+                self.end_by_node_failure(index, api, transaction);
             }
         }
+    }
+
+    /// Session `index`'s transaction ended aborted by a node failure (4010):
+    /// a late answer to what it sent is ignored.
+    fn end_by_node_failure(&mut self, index: usize, api: NodeId, transaction: u64) {
+        let workload = self.workload_mut();
+        workload.sessions[index]
+            .running
+            .as_mut()
+            .expect("running")
+            .sent = None;
+        workload.ended_by_node_failure.insert((api, transaction));
+        self.finish_job(index, false, Some(NODE_FAILURE));
     }
 
     /// A session's wait for the outcome of a commit whose coordinator died
