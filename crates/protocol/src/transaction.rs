@@ -28,9 +28,11 @@
 //!   replica committed or is committing, aborts the rest, and runs the
 //!   phases itself.
 //! - Commit markers: `Commit` names the API waiting (`Phase::api`,
-//!   `Phase::client`); each replica it first reaches keeps that as a
-//!   marker, reported to a takeover (`TakeoverReport::markers`). The API
-//!   acknowledges committed answers (`Message::CommitAck`, API → TC), and
+//!   `Phase::client`); each replica it first reaches, but one on the
+//!   coordinator's own node, keeps that as a marker, reported to a
+//!   takeover (`TakeoverReport::markers`). The API acknowledges the
+//!   answers marked `Executed::acknowledge` (`Message::CommitAck`, API →
+//!   TC), and
 //!   the TC tells the replicas to forget the markers
 //!   (`Message::ForgetMarkers`). The takeover answers a marked transaction's
 //!   API with `Executed` and, when it is finished, tells every API node
