@@ -227,8 +227,8 @@ pub enum Message {
     /// data node `failed_node` coordinated, at `failed_incarnation` and
     /// every earlier incarnation, is finished. Each committed one whose
     /// API was known was answered before this (an `Executed` on the same
-    /// link), so an API still waiting for a commit's answer from that
-    /// coordinator knows it was aborted.
+    /// link), so an API still waiting for an answer from that coordinator
+    /// stops waiting (`shoal_client` reports a commit as an unknown result).
     TakeoverDone {
         failed_node: NodeId,
         failed_incarnation: u64,

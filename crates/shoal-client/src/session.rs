@@ -922,7 +922,7 @@ impl Session {
                     node: failed,
                     incarnation,
                 } if failed == node && incarnation >= transaction.coordinator_incarnation => {
-                    let error = taken_over_and_aborted(node, transaction.id);
+                    let error = taken_over_without_answer(node, transaction.id, end);
                     transaction.status = Status::Aborted;
                     transaction.error = Some(error.clone());
                     self.count(ABORTED, 1);
@@ -1137,9 +1137,10 @@ impl Session {
                 aborted.sort_unstable();
                 for id in aborted {
                     let mut transaction = self.in_flight.remove(&id).expect("listed");
+                    let end = transaction.pending_end.unwrap_or(ExecuteEnd::NoCommit);
                     transaction.status = Status::Aborted;
                     transaction.outcome_until = None;
-                    transaction.error = Some(taken_over_and_aborted(node, id));
+                    transaction.error = Some(taken_over_without_answer(node, id, end));
                     self.count(ABORTED, 1);
                     self.prepared_done(transaction);
                 }
@@ -1507,9 +1508,24 @@ fn split_row(data: &[u8]) -> Result<(&[u8], usize), ClientError> {
     Ok((row, 4 + length))
 }
 
-/// NDB's 4010 for a transaction whose coordinator failed and whose
-/// takeover aborted it (it had not committed anywhere).
-fn taken_over_and_aborted(node: NodeId, transaction: u64) -> ClientError {
+/// The error for a request whose coordinator failed and whose takeover
+/// ended without answering it. A request that did not ask to commit was
+/// aborted (4010). A commit the takeover found committed would have been
+/// answered; one it did not answer ought to have been aborted, but real
+/// processes showed a committed one go unanswered (two data nodes killed
+/// at once; not found yet), so it stays an unknown result rather than a
+/// possibly false abort.
+fn taken_over_without_answer(node: NodeId, transaction: u64, end: ExecuteEnd) -> ClientError {
+    if end == ExecuteEnd::Commit {
+        return ClientError::new(
+            RECEIVE_FAILED,
+            format!(
+                "data node {node} failed while it coordinated the commit of transaction \
+                 {transaction}, and the takeover of its transactions did not report it \
+                 committed: the transaction may or may not have committed"
+            ),
+        );
+    }
     ClientError::new(
         NODE_FAILURE,
         format!(

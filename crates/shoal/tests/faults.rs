@@ -492,6 +492,9 @@ struct Journal {
     /// Calls that ran into their deadline (the client's 4012 "no answer").
     timed_out_calls: Vec<String>,
     errors: BTreeMap<u16, u64>,
+    /// Why each commit that failed with an abort failed (a check that
+    /// finds one applied names the error it got).
+    commit_errors: BTreeMap<i64, String>,
 }
 
 /// Shared by the worker threads and the checks.
@@ -615,7 +618,12 @@ impl Bank {
                 Outcome::Committed
             }
             Err(error) if error.class() == ErrorClass::UnknownResult => Outcome::Unknown,
-            Err(_) => Outcome::Aborted,
+            Err(error) => {
+                self.journal()
+                    .commit_errors
+                    .insert(transfer.id, error.to_string());
+                Outcome::Aborted
+            }
         }
     }
 
@@ -749,7 +757,11 @@ impl Bank {
                 Outcome::Aborted => {
                     aborted += 1;
                     if present {
-                        problems.push(format!("aborted {transfer:?} is in the ledger"));
+                        let why = journal
+                            .commit_errors
+                            .get(&transfer.id)
+                            .map_or("before its commit", String::as_str);
+                        problems.push(format!("aborted {transfer:?} is in the ledger ({why})"));
                     }
                     false
                 }

@@ -115,16 +115,16 @@ fn run_shape_with_crashes(
 fn assert_crash_marks(marks: &TransactionMarks, crashes: &CrashMarks) {
     assert!(marks.node_failure_aborts > 0, "{marks:?}");
     // Coordinators died, and the president's takeovers both committed and
-    // aborted their transactions. Every client with a commit in flight
-    // learned how it ended from the takeover (the commit markers): the
-    // president's answer, or its announcement without one; some after
-    // they saw their coordinator die, some repeated after the answer came.
+    // aborted their transactions. Clients with a commit in flight learned
+    // it committed from the president's answer (the commit markers), some
+    // after they saw their coordinator die, some repeated after the answer
+    // came; a takeover announced without an answer leaves it unknown.
     assert!(marks.coordinator_losses > 0, "{marks:?}");
-    assert_eq!(marks.unknown_outcomes, 0, "{marks:?}");
     assert!(marks.outcomes_committed_by_takeover > 0, "{marks:?}");
-    assert!(marks.outcomes_aborted_by_takeover > 0, "{marks:?}");
+    assert!(marks.takeovers_without_answer > 0, "{marks:?}");
     assert!(marks.outcomes_after_coordinator_loss > 0, "{marks:?}");
     assert!(marks.repeated_takeover_answers > 0, "{marks:?}");
+    assert!(marks.unknown_outcomes > 0, "{marks:?}");
     assert!(marks.takeover_commits > 0, "{marks:?}");
     assert!(marks.takeover_aborts > 0, "{marks:?}");
     assert!(crashes.at_random > 0, "{crashes:?}");

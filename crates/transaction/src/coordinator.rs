@@ -42,7 +42,8 @@
 //! (`take_over`): it asks every member what it holds, commits what some
 //! replica began to commit or holds a commit marker of, aborts the rest,
 //! answers the API named by a marker, and announces the takeover done
-//! (`take_takeovers_done`, sent to every API node as `TakeoverDone`). A
+//! (`take_takeovers_done`, sent to every API node as `TakeoverDone`: an
+//! API waiting for that coordinator stops waiting). A
 //! Commit leaves the API's identity as a marker on the replicas; a commit
 //! answered here awaits the API's `CommitAck` (at most
 //! MaxNoOfConcurrentTransactions such answers), then its markers are

@@ -74,11 +74,12 @@ pub struct TransactionMarks {
     /// told the outcome in time: unknown to the client (the model takes
     /// both as possible).
     pub unknown_outcomes: u64,
-    /// Commits in flight whose outcome a takeover told: committed (the
-    /// president's answer), aborted (its `TakeoverDone` without one), and
-    /// of both, those the session heard after it saw its coordinator die.
+    /// Commits in flight whose outcome a takeover told (the president's
+    /// committed answer), commits its `TakeoverDone` came without an
+    /// answer for (left unknown), and of both, those the session heard
+    /// after it saw its coordinator die.
     pub outcomes_committed_by_takeover: u64,
-    pub outcomes_aborted_by_takeover: u64,
+    pub takeovers_without_answer: u64,
     pub outcomes_after_coordinator_loss: u64,
     /// A takeover answered a commit whose API had its answer (the markers
     /// outlived the coordinator that was told of the acknowledgement).
@@ -137,7 +138,7 @@ impl TransactionMarks {
         self.coordinator_losses += other.coordinator_losses;
         self.unknown_outcomes += other.unknown_outcomes;
         self.outcomes_committed_by_takeover += other.outcomes_committed_by_takeover;
-        self.outcomes_aborted_by_takeover += other.outcomes_aborted_by_takeover;
+        self.takeovers_without_answer += other.takeovers_without_answer;
         self.outcomes_after_coordinator_loss += other.outcomes_after_coordinator_loss;
         self.repeated_takeover_answers += other.repeated_takeover_answers;
         self.takeover_commits += other.takeover_commits;

@@ -656,10 +656,18 @@ impl Simulation {
                 && announced.is_some_and(|taken| taken >= running_incarnation(self, index))
             {
                 // Sent after its coordinator's takeover was announced (a
-                // node cut off that still served its API nodes): it could
-                // not commit.
-                self.outcome.transactions.marks.outcomes_aborted_by_takeover += 1;
-                self.end_by_node_failure(index, api, transaction);
+                // node cut off that still served its API nodes): no
+                // takeover will say more (as `shoal_client` does, unknown).
+                self.outcome.transactions.marks.takeovers_without_answer += 1;
+                self.outcome.transactions.marks.unknown_outcomes += 1;
+                let workload = self.workload_mut();
+                workload.ended_by_node_failure.insert((api, transaction));
+                workload.sessions[index]
+                    .running
+                    .as_mut()
+                    .expect("listed")
+                    .sent = None;
+                self.finish_job_unknown(index);
             } else if end == Some(ExecuteEnd::Commit) {
                 // The replicas know whether it committed: the president's
                 // takeover tells.
@@ -750,17 +758,22 @@ impl Simulation {
             workload.ended_by_node_failure.insert((api, transaction));
             self.trace(format!(
                 "api {api} transaction {transaction}: the takeover of node {node} ended without \
-                 its answer ({:?} in flight): aborted",
+                 its answer ({:?} in flight)",
                 sent.end
             ));
-            if sent.end == ExecuteEnd::Commit {
-                self.outcome.transactions.marks.outcomes_aborted_by_takeover += 1;
-            }
             if waited {
                 self.outcome
                     .transactions
                     .marks
                     .outcomes_after_coordinator_loss += 1;
+            }
+            if sent.end == ExecuteEnd::Commit {
+                // Unanswered by the takeover: unknown, as `shoal_client`
+                // takes it (see its `taken_over_without_answer`).
+                self.outcome.transactions.marks.takeovers_without_answer += 1;
+                self.outcome.transactions.marks.unknown_outcomes += 1;
+                self.finish_job_unknown(index);
+                continue;
             }
             self.finish_job(index, false, Some(NODE_FAILURE));
         }
