@@ -111,10 +111,6 @@ pub(crate) struct Link {
     /// The data node's incarnation, from its handshake: a takeover of it
     /// names it (`Delivery::TakeoverDone`).
     pub(crate) incarnation: u64,
-    /// Committed answers received and not yet acknowledged to the data
-    /// node (`Message::CommitAck`), and when the oldest came: the
-    /// receiving thread sends them in batches (see `ACK_BATCH`).
-    acks: Mutex<(Vec<u64>, Option<Instant>)>,
     /// The socket; writes go through `&TcpStream`, one session at a time
     /// (see `writing`), so a session waiting for its turn is not stuck
     /// behind a lock it cannot time out of.
@@ -151,7 +147,6 @@ impl Link {
         Some(Link {
             node,
             incarnation,
-            acks: Mutex::new((Vec::new(), None)),
             stream,
             writing: Mutex::new(false),
             writable: Condvar::new(),
@@ -889,13 +884,14 @@ impl Cluster {
             Arc::clone(&self.inner.shared.refusals),
         )?);
         let shared = Arc::clone(&self.inner.shared);
+        let mut acks = PendingAcks::default();
         for message in pending {
-            dispatch(&shared, &link, message);
+            dispatch(&shared, &link, message, &mut acks);
         }
         let receiving = Arc::clone(&link);
         std::thread::Builder::new()
             .name(format!("shoal-receive-{node}"))
-            .spawn(move || receive_loop(reader, decoder, receiving, shared, heartbeats))
+            .spawn(move || receive_loop(reader, decoder, receiving, shared, heartbeats, acks))
             .ok()?;
         Some(link)
     }
@@ -1245,16 +1241,15 @@ fn reply_request(message: &Message) -> Option<u64> {
 /// Hands one message from data node `node` to the mailbox waiting for it.
 /// A refusal is kept for the callers that need the node (the data node
 /// closes the connection after it).
-fn dispatch(shared: &Shared, link: &Link, message: Message) {
+fn dispatch(shared: &Shared, link: &Link, message: Message, acks: &mut PendingAcks) {
     let node = link.node;
     let mailbox = match &message {
         Message::Executed(executed) => {
             if executed.acknowledge {
                 // The data node's replicas keep the commit's marker until
                 // this node says it has the answer (whoever waits for it).
-                let mut acks = link.acks.lock().expect("acks");
-                acks.0.push(executed.transaction);
-                acks.1.get_or_insert_with(Instant::now);
+                acks.ids.push(executed.transaction);
+                acks.since.get_or_insert_with(Instant::now);
             }
             (executed.transaction >> SESSION_SHIFT) as usize
         }
@@ -1317,6 +1312,7 @@ fn receive_loop(
     link: Arc<Link>,
     shared: Arc<Shared>,
     heartbeats: Heartbeats,
+    mut acks: PendingAcks,
 ) {
     let mut messages = Vec::new();
     let mut heartbeat_frame = Vec::new();
@@ -1335,7 +1331,7 @@ fn receive_loop(
     let mut ack_frame = Vec::new();
     loop {
         let now = Instant::now();
-        send_acks(&link, now >= next_heartbeat, &mut ack_frame);
+        send_acks(&link, &mut acks, now >= next_heartbeat, &mut ack_frame);
         if now >= next_heartbeat {
             // The data node answers each heartbeat, and closes the
             // connection of an API node that stopped sending them, rolling
@@ -1383,7 +1379,7 @@ fn receive_loop(
             match decoder.next_frame(&mut messages) {
                 Ok(true) => {
                     for message in messages.drain(..) {
-                        dispatch(&shared, &link, message);
+                        dispatch(&shared, &link, message, &mut acks);
                     }
                 }
                 Ok(false) => break,
@@ -1411,30 +1407,37 @@ const ACK_DELAY: Duration = Duration::from_millis(2);
 /// wake the thread). A send that fails leaves them for the next try; a
 /// dead link's are moot (its data node rolls back nothing it committed,
 /// and its takeover answers no one on this link).
-fn send_acks(link: &Link, all: bool, frame: &mut Vec<u8>) {
-    let pending = {
-        let mut acks = link.acks.lock().expect("acks");
-        let due = acks.1.is_some_and(|since| since.elapsed() >= ACK_DELAY);
-        if acks.0.is_empty() || !(all || due || acks.0.len() >= ACK_BATCH) {
-            return;
-        }
-        acks.1 = None;
-        std::mem::take(&mut acks.0)
-    };
+fn send_acks(link: &Link, acks: &mut PendingAcks, all: bool, frame: &mut Vec<u8>) {
+    let due = acks.since.is_some_and(|since| since.elapsed() >= ACK_DELAY);
+    if acks.ids.is_empty() || !(all || due || acks.ids.len() >= ACK_BATCH) {
+        return;
+    }
     frame.clear();
-    let messages: Vec<Message> = pending
+    let messages: Vec<Message> = acks
+        .ids
         .chunks(protocol::MARKER_IDS_MAX)
         .map(|chunk| Message::CommitAck {
             transactions: Box::new(chunk.to_vec()),
         })
         .collect();
     encode_frame(&messages, frame);
-    if link.send(frame, Instant::now() + WRITE_SLICE).is_err() && link.alive.load(Ordering::Acquire)
+    if link.send(frame, Instant::now() + WRITE_SLICE).is_ok() || !link.alive.load(Ordering::Acquire)
     {
-        let mut acks = link.acks.lock().expect("acks");
-        acks.0.extend(pending);
-        acks.1.get_or_insert_with(Instant::now);
+        acks.ids.clear();
+        acks.since = None;
+    } else {
+        // Tried again once due again.
+        acks.since = Some(Instant::now());
     }
+}
+
+/// Committed answers a link's receiving thread took in and has not yet
+/// acknowledged to the data node (`Message::CommitAck`), and when the
+/// oldest came; only that thread touches them.
+#[derive(Default)]
+struct PendingAcks {
+    ids: Vec<u64>,
+    since: Option<Instant>,
 }
 
 /// A cluster connection with no management node or data node behind it,
@@ -1568,7 +1571,14 @@ mod tests {
         );
         let receiving = Arc::clone(&link);
         std::thread::spawn(move || {
-            receive_loop(client, FrameDecoder::new(), receiving, shared, heartbeats)
+            receive_loop(
+                client,
+                FrameDecoder::new(),
+                receiving,
+                shared,
+                heartbeats,
+                PendingAcks::default(),
+            )
         });
         (link, mailbox)
     }

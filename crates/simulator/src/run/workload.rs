@@ -660,13 +660,7 @@ impl Simulation {
                 // takeover will say more (as `shoal_client` does, unknown).
                 self.outcome.transactions.marks.takeovers_without_answer += 1;
                 self.outcome.transactions.marks.unknown_outcomes += 1;
-                let workload = self.workload_mut();
-                workload.ended_by_node_failure.insert((api, transaction));
-                workload.sessions[index]
-                    .running
-                    .as_mut()
-                    .expect("listed")
-                    .sent = None;
+                self.drop_sent(index, api, transaction);
                 self.finish_job_unknown(index);
             } else if end == Some(ExecuteEnd::Commit) {
                 // The replicas know whether it committed: the president's
@@ -689,6 +683,13 @@ impl Simulation {
     /// Session `index`'s transaction ended aborted by a node failure (4010):
     /// a late answer to what it sent is ignored.
     fn end_by_node_failure(&mut self, index: usize, api: NodeId, transaction: u64) {
+        self.drop_sent(index, api, transaction);
+        self.finish_job(index, false, Some(NODE_FAILURE));
+    }
+
+    /// Session `index` expects no more answer to what it sent for
+    /// `transaction` (its coordinator is gone): one that comes is ignored.
+    fn drop_sent(&mut self, index: usize, api: NodeId, transaction: u64) {
         let workload = self.workload_mut();
         workload.sessions[index]
             .running
@@ -696,7 +697,6 @@ impl Simulation {
             .expect("running")
             .sent = None;
         workload.ended_by_node_failure.insert((api, transaction));
-        self.finish_job(index, false, Some(NODE_FAILURE));
     }
 
     /// A session's wait for the outcome of a commit whose coordinator died
@@ -1309,13 +1309,7 @@ impl Simulation {
                     .marks
                     .outcomes_after_coordinator_loss += 1;
             }
-            let workload = self.workload_mut();
-            workload.ended_by_node_failure.insert((api, transaction));
-            workload.sessions[index]
-                .running
-                .as_mut()
-                .expect("found")
-                .sent = None;
+            self.drop_sent(index, api, transaction);
             self.finish_job(index, true, None);
             return;
         }
