@@ -55,6 +55,12 @@ impl Acceptor {
         }
     }
 
+    /// Refuses a ballot without promising anything (the proposer is not
+    /// one this node follows).
+    pub fn refuse(&self) -> Vote {
+        Vote::Nack(self.promised)
+    }
+
     /// Phase 2: accept unless a higher ballot was promised.
     pub fn accept(&mut self, ballot: Ballot, change: &Change) -> Vote {
         if ballot >= self.promised {

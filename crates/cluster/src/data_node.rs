@@ -157,6 +157,9 @@ pub struct Marks {
     /// A suspected member was heard from again before any change acted on
     /// the suspicion, which was dropped.
     pub suspicions_withdrawn: u64,
+    /// A proposal from a member behind one this node still hears (the
+    /// president it follows) was refused.
+    pub proposals_refused_for_a_president_heard: u64,
 }
 
 impl Marks {
@@ -172,6 +175,8 @@ impl Marks {
         self.schema_retry_answered_from_state += other.schema_retry_answered_from_state;
         self.schema_request_proposed_again += other.schema_request_proposed_again;
         self.suspicions_withdrawn += other.suspicions_withdrawn;
+        self.proposals_refused_for_a_president_heard +=
+            other.proposals_refused_for_a_president_heard;
     }
 }
 
@@ -376,6 +381,29 @@ impl DataNode {
             && !self.removing.contains(&member)
     }
 
+    /// A member ahead of `proposer` in admission order that this node
+    /// still hears (or this node itself, when ahead): then the proposer is
+    /// not the president this node follows, and its proposals are refused.
+    /// A member proposes only once it suspects every member ahead of it;
+    /// if this node still hears one of them, the proposer is the one cut
+    /// off (or just healed and not yet redialed), and following it would
+    /// remove a member the rest of the cluster hears. The proposer's own
+    /// suspicion closed its connection to that member, so the member
+    /// suspects the proposer too and, as the president this node follows,
+    /// settles the matter.
+    fn heard_ahead_of(&self, proposer: Member) -> Option<Member> {
+        let state = self.state.as_ref()?;
+        if !state.contains(proposer) {
+            return None;
+        }
+        state
+            .members
+            .iter()
+            .copied()
+            .take_while(|m| *m != proposer)
+            .find(|m| *m == self.me || self.vouches_for(*m))
+    }
+
     /// The members of the installed state that `change` removes.
     fn removed_by(&self, change: &Change) -> Vec<Member> {
         let (Some(state), Change::Membership { members }) = (self.state.as_ref(), change) else {
@@ -555,9 +583,13 @@ impl DataNode {
         }
     }
 
-    /// A connection to `node` closed: a member there has failed at once.
-    pub fn on_disconnected(&mut self, now_ms: u64, node: NodeId, effects: &mut Effects) {
-        if let Some(member) = self.state.as_ref().and_then(|s| s.member_of(node))
+    /// A connection to `peer` closed: if it is the member, it has failed
+    /// at once. A connection from an older incarnation (one that lingered
+    /// after the node restarted and was admitted again) says nothing about
+    /// the member.
+    pub fn on_disconnected(&mut self, now_ms: u64, peer: Member, effects: &mut Effects) {
+        if let Some(member) = self.state.as_ref().and_then(|s| s.member_of(peer.node))
+            && member == peer
             && member != self.me
             && self.is_started()
         {
@@ -825,6 +857,12 @@ impl DataNode {
             } => {
                 if let Some(version) = self.acceptor_version(sender, generation, version, effects) {
                     self.round_seen = self.round_seen.max(ballot.round);
+                    if self.heard_ahead_of(sender).is_some() {
+                        self.marks.proposals_refused_for_a_president_heard += 1;
+                        let vote = self.acceptor.refuse();
+                        effects.send(sender.node, vote.message(version, ballot));
+                        return;
+                    }
                     let vote = self.acceptor.prepare(ballot);
                     effects.send(sender.node, vote.message(version, ballot));
                 }
@@ -907,7 +945,7 @@ impl DataNode {
                     restart,
                 });
             }
-            Message::Leaving => self.on_disconnected(now_ms, from, effects),
+            Message::Leaving => self.on_disconnected(now_ms, sender, effects),
             // Replies meant for API or management nodes, and runtime-level
             // messages the runtime consumes itself.
             Message::Hello { .. }
@@ -973,6 +1011,12 @@ impl DataNode {
             return;
         };
         self.round_seen = self.round_seen.max(ballot.round);
+        if self.heard_ahead_of(sender).is_some() {
+            self.marks.proposals_refused_for_a_president_heard += 1;
+            let vote = self.acceptor.refuse();
+            effects.send(sender.node, vote.message(version, ballot));
+            return;
+        }
         let removed = self.removed_by(&change);
         let due_ms = self.leases.removal_fence_ms(&removed);
         // Once it accepts (or means to accept) their removal, this node
@@ -1412,11 +1456,48 @@ impl DataNode {
         let Some((_, weight)) = proposal.electorate.voter(sender.node, sender.incarnation) else {
             return;
         };
+        let answered_by_removed = matches!(
+            (&vote, &proposal.phase),
+            (Vote::Promise(_), Phase::Preparing { .. })
+        ) && matches!(&proposal.desired, Change::Membership { members }
+            if self.state.as_ref().is_some_and(|s| s.contains(sender))
+                && !members.contains(&sender));
+        let Some(proposal) = &mut self.proposal else {
+            return;
+        };
         match (vote, &mut proposal.phase) {
             (Vote::Nack(promised), _) => {
                 // Someone with a higher ballot is proposing; step back and
                 // retry after the back-off unless their change settles it.
                 self.round_seen = self.round_seen.max(promised.round);
+                if promised < ballot {
+                    // Not a higher ballot: the voter refused to follow this
+                    // node because it still hears a member ahead of it
+                    // (`heard_ahead_of`). Failure detectors disagree by a
+                    // few milliseconds, so ask again soon, not after the
+                    // whole back-off.
+                    let soon = now_ms + self.settings.heartbeat_interval_ms;
+                    proposal.retry_at_ms = proposal.retry_at_ms.min(soon);
+                }
+            }
+            (Vote::Promise(_), Phase::Preparing { .. }) if answered_by_removed => {
+                // A member this node wants removed answers: it is alive and
+                // hears this node (a cut that healed). The suspicion was
+                // false; drop it and propose afresh from what is known now,
+                // instead of removing a member that follows this node.
+                if self.suspected.remove(&sender) {
+                    self.marks.suspicions_withdrawn += 1;
+                    effects.events.push(Event::Log(format!(
+                        "node {} no longer suspects node {}: it answered a proposal to remove it",
+                        self.me.node, sender.node
+                    )));
+                }
+                if self.suspected.is_empty() {
+                    self.first_suspicion_ms = None;
+                }
+                self.reported.remove(&sender);
+                self.proposal = None;
+                self.drive_proposal(now_ms, effects);
             }
             (Vote::Promise(accepted), Phase::Preparing { promises }) => {
                 promises.insert(sender.node, (weight, accepted));
@@ -2202,5 +2283,99 @@ mod tests {
         }
         assert!(table.is_some(), "the create was decided");
         assert!(cluster.nodes[&2].marks().schema_request_proposed_again > 0);
+    }
+
+    /// A member behind one this node still hears is not the president it
+    /// follows: its ballot is refused without a promise (a cut-off node,
+    /// just healed, must not remove a member the rest hear), while the
+    /// first member's ballot is promised.
+    #[test]
+    fn a_proposal_from_behind_a_member_still_heard_is_refused() {
+        let mut cluster = Cluster::formed();
+        let from_3 = Ballot { round: 5, node: 3 };
+        cluster.input(
+            10,
+            3,
+            2,
+            Message::Prepare {
+                generation: 1,
+                version: 2,
+                ballot: from_3,
+            },
+        );
+        let answer = cluster.in_flight.pop_front().expect("an answer");
+        let (
+            2,
+            3,
+            Message::Nack {
+                ballot, promised, ..
+            },
+        ) = answer
+        else {
+            panic!("expected a refusal, got {answer:?}");
+        };
+        assert_eq!(ballot, from_3);
+        assert!(
+            promised < from_3,
+            "a refusal promises nothing: {promised:?}"
+        );
+        assert_eq!(
+            cluster.nodes[&2]
+                .marks()
+                .proposals_refused_for_a_president_heard,
+            1
+        );
+        // The same from the first member is promised.
+        let from_2 = Ballot { round: 6, node: 2 };
+        cluster.input(
+            20,
+            2,
+            3,
+            Message::Prepare {
+                generation: 1,
+                version: 2,
+                ballot: from_2,
+            },
+        );
+        let answer = cluster.in_flight.pop_front().expect("an answer");
+        assert!(
+            matches!(answer, (3, 2, Message::Promise { ballot, .. }) if ballot == from_2),
+            "{answer:?}"
+        );
+    }
+
+    /// The president suspects node 3 (its heartbeats were lost) and
+    /// proposes its removal; node 3, alive and following it, promises.
+    /// That answer proves the suspicion false: it is dropped and nothing
+    /// is removed.
+    #[test]
+    fn a_member_that_answers_a_proposal_to_remove_it_is_no_longer_suspected() {
+        let mut cluster = Cluster::formed();
+        // Node 2 ticks alone: node 3's heartbeats never arrive.
+        let mut now = 0;
+        while !cluster.nodes[&2].suspects(Member {
+            node: 3,
+            incarnation: 1,
+        }) {
+            now += HEARTBEAT_INTERVAL_MS;
+            assert!(now < 10_000, "node 2 never suspected node 3");
+            cluster.tick(now, 2);
+            cluster
+                .in_flight
+                .retain(|(_, _, m)| matches!(m, Message::Prepare { .. }));
+        }
+        // Past node 3's promises to node 2, its Prepare is answered.
+        cluster.run(now, |_| false);
+        let node_2 = &cluster.nodes[&2];
+        assert!(
+            !node_2.suspects(Member {
+                node: 3,
+                incarnation: 1
+            }),
+            "node 3 answered, yet is suspected"
+        );
+        assert_eq!(node_2.marks().suspicions_withdrawn, 1);
+        assert_eq!(node_2.state().expect("a state").version, 1);
+        assert_eq!(cluster.nodes[&3].state().expect("a state").version, 1);
     }
 }

@@ -186,6 +186,9 @@ pub struct NodeMarks {
     pub departed_messages_dropped: u64,
     /// Connections closed because membership suspected their peer.
     pub suspected_links_closed: u64,
+    /// Connections to an older incarnation of a member closed when a
+    /// message for the member was to go on them.
+    pub stale_links_closed: u64,
     /// API nodes' connections closed because they missed their heartbeats.
     pub api_declared_dead: u64,
     /// Stalled transactions or copies logged (`report_stalls`).
@@ -207,6 +210,7 @@ impl NodeMarks {
         self.management_timeouts += other.management_timeouts;
         self.departed_messages_dropped += other.departed_messages_dropped;
         self.suspected_links_closed += other.suspected_links_closed;
+        self.stale_links_closed += other.stale_links_closed;
         self.api_declared_dead += other.api_declared_dead;
         self.stalls_reported += other.stalls_reported;
         self.duplicate_links_refused += other.duplicate_links_refused;
@@ -511,8 +515,14 @@ impl DataNodeComposite {
                     peer.node
                 ));
                 let mut effects = Effects::new();
-                self.membership
-                    .on_disconnected(now_ms, peer.node, &mut effects);
+                self.membership.on_disconnected(
+                    now_ms,
+                    protocol::Member {
+                        node: peer.node,
+                        incarnation: peer.incarnation,
+                    },
+                    &mut effects,
+                );
                 self.apply(now_ms, effects, output);
             }
             NodeRole::Management => {}
@@ -1327,6 +1337,14 @@ impl DataNodeComposite {
         self.query_handler.set_read_lease_until_ms(lease);
     }
 
+    /// The incarnation of `node` in the installed state, if it is a member.
+    fn member_incarnation(&self, node: NodeId) -> Option<u64> {
+        self.membership
+            .state()
+            .and_then(|state| state.member_of(node))
+            .map(|member| member.incarnation)
+    }
+
     fn send(&mut self, now_ms: u64, to: NodeId, message: Message, output: &mut Output) {
         if to == self.settings.management_node {
             if self.management == ManagementLink::Up {
@@ -1336,9 +1354,33 @@ impl DataNodeComposite {
             }
             return;
         }
-        if let Some(link) = self.peers.get(&to) {
-            output.sends.push((*link, message));
-            return;
+        if let Some(link) = self.peers.get(&to).copied() {
+            let member = self.member_incarnation(to);
+            let reached = self.links.get(&link).and_then(|l| l.peer);
+            match (reached, member) {
+                (Some(peer), Some(member)) if peer.incarnation < member => {
+                    // The member restarted and was admitted again before
+                    // this node saw the old incarnation's connection fail:
+                    // sent there, the message would be lost with it (and a
+                    // write chain through the new incarnation would never
+                    // be answered). Close the stale connection and hold
+                    // the message for the new one.
+                    self.marks.stale_links_closed += 1;
+                    self.close_link(
+                        now_ms,
+                        link,
+                        &format!(
+                            "node {to} incarnation {} was replaced by incarnation {member}",
+                            peer.incarnation
+                        ),
+                        output,
+                    );
+                }
+                _ => {
+                    output.sends.push((link, message));
+                    return;
+                }
+            }
         }
         if !self.settings.data_nodes.contains(&to) {
             self.messages_dropped += 1;
@@ -1347,13 +1389,7 @@ impl DataNodeComposite {
         let (incarnation_min, exact) = match self.connected_incarnation.get(&to) {
             None => (0, false),
             Some(connected) => {
-                let member = self.membership.state().and_then(|state| {
-                    state
-                        .members
-                        .iter()
-                        .find(|member| member.node == to)
-                        .map(|member| member.incarnation)
-                });
+                let member = self.member_incarnation(to);
                 if member == Some(*connected) {
                     let suspected = self.membership.suspects(protocol::Member {
                         node: to,

@@ -210,7 +210,10 @@ fn a_transaction_run_with_crashes_replays_exactly() {
 /// node back as a new incarnation left waiting (800434), a commit marker
 /// left by a repeated Commit (800047), a message held for a failed link
 /// reaching a later incarnation (800005), a takeover's answer after the
-/// API was told (800002), an install that freed locks without running
+/// API was told (800002), a healed node removing the president the others
+/// still heard (900101), a Commit passed on over a restarted node's old
+/// connection (900870), a rollback after a refused scan open answered
+/// with an error (900382), an install that freed locks without running
 /// their waiters (50354 with 2 s of faults).
 #[test]
 fn seeds_that_found_bugs_pass() {
@@ -226,11 +229,30 @@ fn seeds_that_found_bugs_pass() {
         long(800_005, 4, 2),
         long(800_005, 3, 3),
         long(800_002, 2, 2),
+        // A healed node proposed removing the president the rest still
+        // heard (`heard_ahead_of`).
+        long(900_101, 3, 3),
+        // A Commit passed on to a restarted node over the connection of
+        // its old incarnation was lost (`stale_links_closed`).
+        long(900_870, 4, 2),
+        // A rollback after a refused scan open was answered with 4350.
+        long(900_382, 2, 2),
         SimulationOptions::transactions_with_crashes(50_354, 4, 2),
     ];
+    let mut node_marks = node::NodeMarks::default();
+    let mut marks = cluster::data_node::Marks::default();
     for options in runs {
-        if let Err(failure) = run(&options) {
-            panic!("{failure}");
+        match run(&options) {
+            Ok(outcome) => {
+                node_marks.add(&outcome.node_marks);
+                marks.add(&outcome.marks);
+            }
+            Err(failure) => panic!("{failure}"),
         }
     }
+    assert!(node_marks.stale_links_closed > 0, "{node_marks:?}");
+    assert!(
+        marks.proposals_refused_for_a_president_heard > 0,
+        "{marks:?}"
+    );
 }

@@ -182,8 +182,17 @@ struct Batch {
 struct CoordinatorScan {
     /// The API's scan id.
     scan: u32,
-    /// Per fragment scanned: (fragment, node, finished).
-    fragments: Vec<(u32, NodeId, bool)>,
+    fragments: Vec<ScanFragment>,
+}
+
+/// One fragment of a scan, at the node that scans it.
+struct ScanFragment {
+    fragment: u32,
+    node: NodeId,
+    finished: bool,
+    /// A request for its next batch went to `node` and no rows came back
+    /// yet: the API waits for the cluster, so the transaction is not idle.
+    awaiting_rows: bool,
 }
 
 struct Transaction {
@@ -799,6 +808,14 @@ impl Coordinator {
             .iter()
             .filter(|(_, t)| t.stage == Stage::Open && !t.answered)
             .filter(|(_, t)| now_ms.saturating_sub(t.active_ms) > timeout_ms)
+            // A scan waiting for rows from a replica (one cut off, say)
+            // is the cluster's wait, not the API's: a node failure or
+            // the API's own deadline ends it.
+            .filter(|(_, t)| {
+                !t.scans
+                    .iter()
+                    .any(|scan| scan.fragments.iter().any(|f| f.awaiting_rows))
+            })
             .map(|(id, _)| *id)
             .collect();
         expired.sort_unstable();
@@ -1014,6 +1031,20 @@ impl Coordinator {
 
     fn on_execute(&mut self, api: NodeId, execute: Execute, out: &mut Vec<(NodeId, Message)>) {
         let client = execute.transaction;
+        if execute.end == ExecuteEnd::Rollback && !self.clients.contains_key(&(api, client)) {
+            // Nothing of it is here (it never started here, as after a
+            // refused scan, or it was already aborted): what the API asked
+            // for holds, so the answer is a plain abort, not an error.
+            self.answer(
+                (api, client),
+                TransactionState::Aborted,
+                None,
+                (Vec::new(), 0),
+                false,
+                out,
+            );
+            return;
+        }
         let id = match self.transaction_for(api, client, execute.start) {
             Ok(id) => id,
             Err(error) => {
@@ -1611,7 +1642,7 @@ impl Coordinator {
                 Message::ScanRows(ScanRows {
                     transaction: transaction.client,
                     scan: scan.scan,
-                    fragment: scan.fragments.first().map_or(0, |f| f.0),
+                    fragment: scan.fragments.first().map_or(0, |f| f.fragment),
                     rows: 0,
                     data: Vec::new(),
                     finished: true,
@@ -1639,16 +1670,16 @@ impl Coordinator {
             let lost = transaction.scans[position]
                 .fragments
                 .iter()
-                .find(|f| !f.2 && gone(f.1))
-                .map(|f| (f.0, f.1));
+                .find(|f| !f.finished && gone(f.node))
+                .map(|f| (f.fragment, f.node));
             let Some((fragment, node)) = lost else {
                 position += 1;
                 continue;
             };
             let mut scan = transaction.scans.remove(position);
             for entry in &mut scan.fragments {
-                if gone(entry.1) {
-                    entry.2 = true;
+                if gone(entry.node) {
+                    entry.finished = true;
                 }
             }
             close_fragments(id, &scan, out);
@@ -2010,7 +2041,12 @@ impl Coordinator {
                     .expect("a locking scan makes its fragment a participant");
                 participant.scanned = true;
             }
-            fragments.push((fragment, node, false));
+            fragments.push(ScanFragment {
+                fragment,
+                node,
+                finished: false,
+                awaiting_rows: true,
+            });
             let mut request = open.clone();
             request.transaction = id;
             request.fragment = fragment;
@@ -2036,12 +2072,13 @@ impl Coordinator {
         let Some(entry) = scan
             .fragments
             .iter_mut()
-            .find(|f| f.0 == rows.fragment && !f.2)
+            .find(|f| f.fragment == rows.fragment && !f.finished)
         else {
             return;
         };
-        entry.2 = rows.finished;
-        let all_finished = scan.fragments.iter().all(|f| f.2);
+        entry.finished = rows.finished;
+        entry.awaiting_rows = false;
+        let all_finished = scan.fragments.iter().all(|f| f.finished);
         if all_finished {
             transaction.scans.remove(position);
             assert!(self.scans_in_use > 0, "scans in use undercounted");
@@ -2065,14 +2102,18 @@ impl Coordinator {
         };
         let transaction = self.transactions.get_mut(&id).expect("mapped");
         transaction.active_ms = self.now_ms;
-        let transaction = &*transaction;
-        let Some(scan) = transaction.scans.iter().find(|s| s.scan == next.scan) else {
+        let Some(scan) = transaction.scans.iter_mut().find(|s| s.scan == next.scan) else {
             scan_already_complete(api, &next, out);
             return;
         };
         for fragment in next.fragments {
-            if let Some(&(fragment, node, false)) = scan.fragments.iter().find(|f| f.0 == fragment)
+            if let Some(entry) = scan
+                .fragments
+                .iter_mut()
+                .find(|f| f.fragment == fragment && !f.finished)
             {
+                entry.awaiting_rows = true;
+                let node = entry.node;
                 out.push((
                     node,
                     Message::ScanNext(ScanNext {
@@ -2161,8 +2202,8 @@ fn close_fragments(id: u64, scan: &CoordinatorScan, out: &mut Vec<(NodeId, Messa
     let mut nodes: Vec<NodeId> = scan
         .fragments
         .iter()
-        .filter(|f| !f.2)
-        .map(|f| f.1)
+        .filter(|f| !f.finished)
+        .map(|f| f.node)
         .collect();
     nodes.sort_unstable();
     nodes.dedup();

@@ -1221,6 +1221,82 @@ fn an_idle_transaction_is_aborted_after_the_inactive_timeout() {
     assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(9))]);
 }
 
+/// A scan whose fragment has not answered yet (its replica is cut off,
+/// say) is the cluster's wait, not the API's: the inactivity timer leaves
+/// the transaction alone. Once the rows are back and the API does not ask
+/// for more, the transaction is idle, and the timer aborts it.
+#[test]
+fn a_scan_waiting_for_rows_is_not_an_idle_transaction() {
+    let config = CoordinatorConfig {
+        inactive_timeout_ms: 1_000,
+        ..CoordinatorConfig::default()
+    };
+    let mut cluster = Cluster::new(true, config);
+    let a = cluster.key_in(0, 0);
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    cluster.tick(100);
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::ScanOpen(Box::new(ScanOpen {
+                transaction: 2,
+                scan: 1,
+                table: TABLE,
+                columns: vec![0, 1],
+                mode: OperationKind::ReadCommitted,
+                partition: Some(0),
+                batch_rows: 1,
+                batch_bytes: 1 << 16,
+                start: true,
+                ..ScanOpen::default()
+            })),
+        )],
+    );
+    // The coordinator passes the scan on (after the acknowledgement of
+    // the insert); the fragment's answer is held.
+    while cluster
+        .links
+        .get(&(API, 1))
+        .is_some_and(|queue| !queue.is_empty())
+    {
+        cluster.deliver_from(API, 1);
+    }
+    assert!(
+        cluster
+            .links
+            .values()
+            .flatten()
+            .any(|m| matches!(m, Message::FragmentScanOpen(_))),
+        "the scan went on to its fragment"
+    );
+    cluster.tick(5_000);
+    let to_api = cluster.links.get(&(1, API)).cloned().unwrap_or_default();
+    assert!(
+        !to_api.iter().any(|m| matches!(m, Message::Executed(_))),
+        "a waiting scan was timed out: {to_api:?}"
+    );
+    cluster.quiesce();
+    assert!(
+        cluster
+            .answers
+            .drain(..)
+            .any(|m| matches!(m, Message::ScanRows(r) if r.error.is_none())),
+        "the scan's rows came"
+    );
+    // Now the API is due to act, and does not.
+    cluster.tick(6_100);
+    cluster.quiesce();
+    let aborted = cluster.answers.drain(..).find_map(|m| match m {
+        Message::Executed(executed) => Some(executed),
+        _ => None,
+    });
+    let aborted = aborted.expect("the idle transaction was aborted");
+    assert_eq!(aborted.error.as_ref().map(|e| e.ndb_code), Some(266));
+    cluster.assert_idle();
+}
+
 /// With the timeout at 0 (never), an idle transaction stays open.
 #[test]
 fn an_inactive_timeout_of_zero_never_aborts() {
@@ -1238,7 +1314,7 @@ fn an_inactive_timeout_of_zero_never_aborts() {
 }
 
 /// A request that continues a transaction the coordinator never had is
-/// refused, and nothing of it runs.
+/// refused, and nothing of it runs; rolling it back is no error.
 #[test]
 fn continuing_an_unknown_transaction_is_refused() {
     let mut cluster = Cluster::new(true, CoordinatorConfig::default());
@@ -1246,6 +1322,11 @@ fn continuing_an_unknown_transaction_is_refused() {
     let refused = cluster.execute_with(1, 5, false, ExecuteEnd::Commit, vec![insert(a, 1)]);
     assert_eq!(refused.state, TransactionState::Aborted);
     assert_eq!(refused.error.as_ref().map(|e| e.ndb_code), Some(4350));
+    // A rollback of it is what the API asked for: a plain abort (as after
+    // a refused scan open, which leaves nothing at the coordinator).
+    let rolled_back = cluster.execute_with(1, 6, false, ExecuteEnd::Rollback, Vec::new());
+    assert_eq!(rolled_back.state, TransactionState::Aborted);
+    assert!(rolled_back.error.is_none(), "{rolled_back:?}");
     cluster.assert_idle();
     assert!(cluster.committed_rows(1).is_empty());
 }
