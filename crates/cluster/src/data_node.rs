@@ -154,12 +154,12 @@ pub struct Marks {
     /// the next version, and which may still be decided there, was
     /// proposed again instead of being judged afresh.
     pub schema_request_proposed_again: u64,
-    /// A suspected member was heard from again before any change acted on
-    /// the suspicion, which was dropped.
-    pub suspicions_withdrawn: u64,
-    /// A proposal from a member behind one this node still hears (the
-    /// president it follows) was refused.
-    pub proposals_refused_for_a_president_heard: u64,
+    /// A suspected member was heard from again (its connection was closed
+    /// again; the suspicion stands until a change settles it).
+    pub suspected_members_heard_again: u64,
+    /// A proposal from a member this node does not follow (`follows`) was
+    /// refused.
+    pub proposals_refused_from_a_member_not_followed: u64,
 }
 
 impl Marks {
@@ -174,9 +174,9 @@ impl Marks {
         self.excluded_by_others += other.excluded_by_others;
         self.schema_retry_answered_from_state += other.schema_retry_answered_from_state;
         self.schema_request_proposed_again += other.schema_request_proposed_again;
-        self.suspicions_withdrawn += other.suspicions_withdrawn;
-        self.proposals_refused_for_a_president_heard +=
-            other.proposals_refused_for_a_president_heard;
+        self.suspected_members_heard_again += other.suspected_members_heard_again;
+        self.proposals_refused_from_a_member_not_followed +=
+            other.proposals_refused_from_a_member_not_followed;
     }
 }
 
@@ -381,27 +381,30 @@ impl DataNode {
             && !self.removing.contains(&member)
     }
 
-    /// A member ahead of `proposer` in admission order that this node
-    /// still hears (or this node itself, when ahead): then the proposer is
-    /// not the president this node follows, and its proposals are refused.
-    /// A member proposes only once it suspects every member ahead of it;
-    /// if this node still hears one of them, the proposer is the one cut
-    /// off (or just healed and not yet redialed), and following it would
-    /// remove a member the rest of the cluster hears. The proposer's own
-    /// suspicion closed its connection to that member, so the member
-    /// suspects the proposer too and, as the president this node follows,
-    /// settles the matter.
-    fn heard_ahead_of(&self, proposer: Member) -> Option<Member> {
-        let state = self.state.as_ref()?;
+    /// Whether this node takes part in `proposer`'s ballots. It does not
+    /// follow a member it suspects, nor one behind a member it still hears
+    /// (or behind itself): a member proposes only once it suspects every
+    /// member ahead of it, so if this node hears one of them, the proposer
+    /// is the one cut off (or just healed), and following it would remove
+    /// a member the rest of the cluster hears. The proposer's suspicion
+    /// closed its connection to that member, which therefore suspects the
+    /// proposer too and, as the president this node follows, settles it.
+    fn follows(&self, proposer: Member) -> bool {
+        let Some(state) = self.state.as_ref() else {
+            return true;
+        };
         if !state.contains(proposer) {
-            return None;
+            return true;
         }
-        state
+        if self.suspected.contains(&proposer) {
+            return false;
+        }
+        !state
             .members
             .iter()
             .copied()
             .take_while(|m| *m != proposer)
-            .find(|m| *m == self.me || self.vouches_for(*m))
+            .any(|m| m == self.me || self.vouches_for(m))
     }
 
     /// The members of the installed state that `change` removes.
@@ -765,22 +768,18 @@ impl DataNode {
                 free_pages,
                 sent_at_ms,
             } => {
-                if self.suspected.contains(&sender) && !self.removing.contains(&sender) {
-                    // Heard again (a cut that healed, a stop that ended)
-                    // before any change this node accepted acted on the
-                    // suspicion: it was false. Kept, it would keep this
-                    // node from vouching for the member, and a suspicion
-                    // of the president that its successor does not share
-                    // would never be settled.
-                    self.suspected.remove(&sender);
-                    if self.suspected.is_empty() {
-                        self.first_suspicion_ms = None;
-                    }
-                    self.marks.suspicions_withdrawn += 1;
-                    effects.events.push(Event::Log(format!(
-                        "node {} no longer suspects node {}: heard from it again",
-                        self.me.node, sender.node
-                    )));
+                if self.suspected.contains(&sender) {
+                    // Heard again (a cut that healed, a stop that ended).
+                    // The suspicion stands: the connection it closed may
+                    // have taken messages with it that nothing resends
+                    // (a transaction's phase), so one of the two must
+                    // leave, as in NDB. The connection is closed again,
+                    // so the member learns of it and suspects this node
+                    // too: whichever the cluster follows removes the
+                    // other (`follows`), even when this node's view is
+                    // shared by no one.
+                    self.marks.suspected_members_heard_again += 1;
+                    effects.events.push(Event::Suspected(sender));
                 }
                 if self.vouches_for(sender) {
                     self.leases.heard(sender, sent_at_ms, now_ms);
@@ -857,8 +856,8 @@ impl DataNode {
             } => {
                 if let Some(version) = self.acceptor_version(sender, generation, version, effects) {
                     self.round_seen = self.round_seen.max(ballot.round);
-                    if self.heard_ahead_of(sender).is_some() {
-                        self.marks.proposals_refused_for_a_president_heard += 1;
+                    if !self.follows(sender) {
+                        self.marks.proposals_refused_from_a_member_not_followed += 1;
                         let vote = self.acceptor.refuse();
                         effects.send(sender.node, vote.message(version, ballot));
                         return;
@@ -1011,8 +1010,8 @@ impl DataNode {
             return;
         };
         self.round_seen = self.round_seen.max(ballot.round);
-        if self.heard_ahead_of(sender).is_some() {
-            self.marks.proposals_refused_for_a_president_heard += 1;
+        if !self.follows(sender) {
+            self.marks.proposals_refused_from_a_member_not_followed += 1;
             let vote = self.acceptor.refuse();
             effects.send(sender.node, vote.message(version, ballot));
             return;
@@ -1456,15 +1455,6 @@ impl DataNode {
         let Some((_, weight)) = proposal.electorate.voter(sender.node, sender.incarnation) else {
             return;
         };
-        let answered_by_removed = matches!(
-            (&vote, &proposal.phase),
-            (Vote::Promise(_), Phase::Preparing { .. })
-        ) && matches!(&proposal.desired, Change::Membership { members }
-            if self.state.as_ref().is_some_and(|s| s.contains(sender))
-                && !members.contains(&sender));
-        let Some(proposal) = &mut self.proposal else {
-            return;
-        };
         match (vote, &mut proposal.phase) {
             (Vote::Nack(promised), _) => {
                 // Someone with a higher ballot is proposing; step back and
@@ -1472,32 +1462,12 @@ impl DataNode {
                 self.round_seen = self.round_seen.max(promised.round);
                 if promised < ballot {
                     // Not a higher ballot: the voter refused to follow this
-                    // node because it still hears a member ahead of it
-                    // (`heard_ahead_of`). Failure detectors disagree by a
+                    // node (`follows`). Failure detectors disagree by a
                     // few milliseconds, so ask again soon, not after the
                     // whole back-off.
                     let soon = now_ms + self.settings.heartbeat_interval_ms;
                     proposal.retry_at_ms = proposal.retry_at_ms.min(soon);
                 }
-            }
-            (Vote::Promise(_), Phase::Preparing { .. }) if answered_by_removed => {
-                // A member this node wants removed answers: it is alive and
-                // hears this node (a cut that healed). The suspicion was
-                // false; drop it and propose afresh from what is known now,
-                // instead of removing a member that follows this node.
-                if self.suspected.remove(&sender) {
-                    self.marks.suspicions_withdrawn += 1;
-                    effects.events.push(Event::Log(format!(
-                        "node {} no longer suspects node {}: it answered a proposal to remove it",
-                        self.me.node, sender.node
-                    )));
-                }
-                if self.suspected.is_empty() {
-                    self.first_suspicion_ms = None;
-                }
-                self.reported.remove(&sender);
-                self.proposal = None;
-                self.drive_proposal(now_ms, effects);
             }
             (Vote::Promise(accepted), Phase::Preparing { promises }) => {
                 promises.insert(sender.node, (weight, accepted));
@@ -2322,7 +2292,7 @@ mod tests {
         assert_eq!(
             cluster.nodes[&2]
                 .marks()
-                .proposals_refused_for_a_president_heard,
+                .proposals_refused_from_a_member_not_followed,
             1
         );
         // The same from the first member is promised.
@@ -2344,38 +2314,71 @@ mod tests {
         );
     }
 
-    /// The president suspects node 3 (its heartbeats were lost) and
-    /// proposes its removal; node 3, alive and following it, promises.
-    /// That answer proves the suspicion false: it is dropped and nothing
-    /// is removed.
+    /// A member heard from again after it was suspected stays suspected
+    /// (its closed connection may have lost messages): the connection is
+    /// closed again so the member learns of it, no lease is given, and
+    /// the suspected member's ballots are refused.
     #[test]
-    fn a_member_that_answers_a_proposal_to_remove_it_is_no_longer_suspected() {
+    fn a_suspected_member_heard_again_stays_suspected() {
         let mut cluster = Cluster::formed();
-        // Node 2 ticks alone: node 3's heartbeats never arrive.
-        let mut now = 0;
-        while !cluster.nodes[&2].suspects(Member {
+        let node_3 = Member {
             node: 3,
             incarnation: 1,
-        }) {
+        };
+        // Node 2 ticks alone: node 3's heartbeats never arrive.
+        let mut now = 0;
+        while !cluster.nodes[&2].suspects(node_3) {
             now += HEARTBEAT_INTERVAL_MS;
             assert!(now < 10_000, "node 2 never suspected node 3");
             cluster.tick(now, 2);
-            cluster
-                .in_flight
-                .retain(|(_, _, m)| matches!(m, Message::Prepare { .. }));
         }
-        // Past node 3's promises to node 2, its Prepare is answered.
-        cluster.run(now, |_| false);
-        let node_2 = &cluster.nodes[&2];
-        assert!(
-            !node_2.suspects(Member {
-                node: 3,
-                incarnation: 1
-            }),
-            "node 3 answered, yet is suspected"
+        cluster.in_flight.clear();
+        let mut effects = Effects::new();
+        cluster.nodes.get_mut(&2).expect("node 2").on_message(
+            now,
+            3,
+            1,
+            Message::Heartbeat {
+                generation: 1,
+                version: 1,
+                free_pages: None,
+                sent_at_ms: now,
+            },
+            &mut effects,
         );
-        assert_eq!(node_2.marks().suspicions_withdrawn, 1);
-        assert_eq!(node_2.state().expect("a state").version, 1);
-        assert_eq!(cluster.nodes[&3].state().expect("a state").version, 1);
+        assert!(cluster.nodes[&2].suspects(node_3));
+        assert!(
+            effects
+                .events
+                .iter()
+                .any(|e| matches!(e, Event::Suspected(m) if *m == node_3)),
+            "the connection is closed again: {:?}",
+            effects.events
+        );
+        assert!(
+            !effects
+                .sends
+                .iter()
+                .any(|(_, m)| matches!(m, Message::HeartbeatEcho { .. })),
+            "a suspected member gets no lease"
+        );
+        assert_eq!(cluster.nodes[&2].marks().suspected_members_heard_again, 1);
+        let from_3 = Ballot { round: 50, node: 3 };
+        cluster.input(
+            now,
+            3,
+            2,
+            Message::Prepare {
+                generation: 1,
+                version: 2,
+                ballot: from_3,
+            },
+        );
+        assert!(
+            cluster.in_flight.iter().any(|(_, to, m)| *to == 3
+                && matches!(m, Message::Nack { ballot, .. } if *ballot == from_3)),
+            "{:?}",
+            cluster.in_flight
+        );
     }
 }

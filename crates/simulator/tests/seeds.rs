@@ -62,6 +62,17 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     );
     eprintln!("{data_nodes} nodes, {replicas} replicas: {marks:?}");
     assert!(marks.proposals_retried > 0, "{marks:?}");
+    // A suspected member heard again stays suspected (its link is closed
+    // again) until a change settles it.
+    assert!(marks.suspected_members_heard_again > 0, "{marks:?}");
+    if replicas > 1 {
+        // Members do not follow a proposer they suspect or one behind a
+        // member they still hear.
+        assert!(
+            marks.proposals_refused_from_a_member_not_followed > 0,
+            "{marks:?}"
+        );
+    }
     // Retries of applied schema changes reach the president, so the
     // client's truth checks cover their answers.
     assert!(marks.schema_retry_answered_from_state > 0, "{marks:?}");
