@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use schema::distribution::TableOptions;
 use schema::{AttrInfoWriter, ColumnDef, ColumnType, TableDef};
-use shoal_client::{Cluster, ExecuteEnd, Hint, OperationKind, TableRoute, Value};
+use shoal_client::{Cluster, ClusterState, ExecuteEnd, Hint, OperationKind, TableRoute, Value};
 
 /// What `shoal bench failover` was asked for.
 #[derive(Debug, Clone)]
@@ -240,38 +240,20 @@ impl OwnCluster {
         Ok(())
     }
 
-    /// Whether the management node reports `node` started (not starting,
-    /// not absent).
-    fn started(&self, node: u8) -> bool {
-        Command::new(&self.executable)
-            .args([
-                "mgm",
-                "-c",
-                &self.connectstring,
-                "-e",
-                &format!("{node} STATUS"),
-            ])
-            .stderr(Stdio::null())
-            .output()
-            .is_ok_and(|output| {
-                output.status.success()
-                    && String::from_utf8_lossy(&output.stdout)
-                        .contains(&format!("Node {node}: started"))
-            })
-    }
-
     /// The members of the cluster state, as a running, unstopped data node
     /// sees them.
     fn members(&self, client: &Cluster) -> Vec<u8> {
-        for (node, _) in &self.data_nodes {
-            if self.stopped.contains(node) {
-                continue;
-            }
-            if let Ok(state) = client.cluster_state(*node) {
-                return state.members.iter().map(|m| m.node).collect();
-            }
-        }
-        Vec::new()
+        self.state(client)
+            .map(|state| state.members.iter().map(|m| m.node).collect())
+            .unwrap_or_default()
+    }
+
+    /// The cluster state as a running, unstopped data node sees it.
+    fn state(&self, client: &Cluster) -> Option<ClusterState> {
+        self.data_nodes
+            .iter()
+            .filter(|(node, _)| !self.stopped.contains(node))
+            .find_map(|(node, _)| client.cluster_state(*node).ok())
     }
 
     fn wait_removed(&self, client: &Cluster, node: u8) -> Result<Duration, String> {
@@ -287,8 +269,15 @@ impl OwnCluster {
     /// connected to it says nothing: the client dials a data node again
     /// only when it next sends it something.)
     fn wait_started(&self, client: &Cluster, node: u8) -> Result<(), String> {
+        // Asked of a data node through the client's connection, not with
+        // `shoal mgm -e STATUS`: a process started every poll took enough
+        // of this machine's CPU to show as write latency during the
+        // restart, every 20 ms.
         wait(&format!("node {node} to be started"), || {
-            self.members(client).contains(&node) && self.started(node)
+            self.state(client).is_some_and(|state| {
+                state.members.iter().any(|m| m.node == node)
+                    && !state.starting.iter().any(|m| m.node == node)
+            })
         })
     }
 

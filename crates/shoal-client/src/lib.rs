@@ -26,7 +26,7 @@ pub use auto_increment::{
 pub use connection::{Cluster, REQUEST_TIMEOUT, SESSIONS_MAX};
 pub use error::{ClientError, ErrorClass, classify};
 pub use pool::ClusterPool;
-pub use protocol::{ExecuteEnd, OperationKind};
+pub use protocol::{ClusterState, ExecuteEnd, OperationKind};
 pub use schema::Value;
 pub use session::{
     Counters, Hint, Interrupter, LockMode, OperationId, Row, SCAN_BATCH_ROWS_DEFAULT, Scan,
