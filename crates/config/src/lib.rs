@@ -60,7 +60,7 @@
 //! | `ArbitrationTimeout` | ndbd | ms | 7500 | 10.. | NDB |
 //! | `StartPartialTimeout` | ndbd | ms | 30000 | 0.. | NDB |
 //! | `TransactionDeadlockDetectionTimeout` | ndbd | ms | 1200 | 50.. | NDB |
-//! | `NodeRecoveryCopyBatchRows` | ndbd | integer | 128 | 1..=128 | Shoal |
+//! | `NodeRecoveryCopyBatchRows` | ndbd | integer | 32 | 1..=128 | Shoal |
 //! | `NodeRecoveryCopyRowsPerSecond` | ndbd | integer | 100000 | 1000..=100000000 | Shoal |
 //! | `TransactionInactiveTimeout` | ndbd | ms, 0 = never | 4294967039 | 0..=4294967039 | NDB |
 //! | `TimeBetweenGlobalCheckpoints` | ndbd | ms | 2000 | 20..=32000 | NDB |

@@ -335,7 +335,7 @@ pub static PARAMETERS: [Parameter; 41] = [
     parameter("TransactionDeadlockDetectionTimeout", DATA, Milliseconds, Number(1200), 50,
         INTEGER_MAX, Ndb,
         "Milliseconds an operation may wait for a lock or a participant before it is aborted."),
-    parameter("NodeRecoveryCopyBatchRows", DATA, Integer, Number(128), 1, 128, Shoal,
+    parameter("NodeRecoveryCopyBatchRows", DATA, Integer, Number(32), 1, 128, Shoal,
         "Rows one batch of a node recovery copy holds at most: the copying node keeps a \
          batch's rows locked for one round trip to the restarted node, so writes to them wait \
          at most that long; fewer rows, more round trips."),

@@ -71,7 +71,8 @@ use crate::routing::Routing;
 
 mod copy;
 pub use copy::{
-    COPY_BATCH_BYTES_MAX, COPY_BATCH_ROWS_MAX, COPY_RETRY_DELAY_MS, COPY_SILENCE_MS_MAX, CopyStatus,
+    COPY_BATCH_BYTES_MAX, COPY_BATCH_ROWS_DEFAULT, COPY_BATCH_ROWS_MAX, COPY_RETRY_DELAY_MS,
+    COPY_SILENCE_MS_MAX, CopyStatus,
 };
 
 /// Most fragment replicas one node holds (engine tables).
@@ -303,7 +304,7 @@ impl QueryHandler {
             starting_replicas: Map::default(),
             copy_sources: Map::default(),
             copy_log: Vec::new(),
-            copy_batch_rows: COPY_BATCH_ROWS_MAX,
+            copy_batch_rows: COPY_BATCH_ROWS_DEFAULT,
             copy_rows_per_second: copy::COPY_ROWS_PER_SECOND_DEFAULT,
         })
     }
