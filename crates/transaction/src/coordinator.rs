@@ -227,8 +227,33 @@ struct Transaction {
 struct AwaitedAck {
     transaction: u64,
     /// The data nodes that may hold its marker.
-    nodes: Vec<NodeId>,
+    nodes: NodeSet,
     since_ms: u64,
+}
+
+/// A set of node ids, one bit each: kept per answer awaiting an
+/// acknowledgement, so a committed answer allocates nothing for it.
+#[derive(Clone, Copy, Default)]
+struct NodeSet([u64; 4]);
+
+impl NodeSet {
+    fn insert(&mut self, node: NodeId) {
+        self.0[usize::from(node) / 64] |= 1 << (node % 64);
+    }
+
+    fn iter(self) -> impl Iterator<Item = NodeId> {
+        (0..self.0.len()).flat_map(move |word| {
+            let mut bits = self.0[word];
+            std::iter::from_fn(move || {
+                if bits == 0 {
+                    return None;
+                }
+                let bit = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                Some((word * 64 + bit) as NodeId)
+            })
+        })
+    }
 }
 
 /// How long a commit's answer may wait for its API's acknowledgement
@@ -748,7 +773,7 @@ impl Coordinator {
             // A second acknowledgement, or of an answer that needed none.
             return;
         };
-        for node in awaited.nodes {
+        for node in awaited.nodes.iter() {
             let list = self.forget.entry(node).or_default();
             list.push(awaited.transaction);
             if list.len() >= protocol::MARKER_IDS_MAX {
@@ -1841,21 +1866,21 @@ impl Coordinator {
             // on this node, but for a taken-over transaction, whose failed
             // coordinator's Commit may have left one here too.
             let me = self.node;
-            let nodes: Vec<NodeId> = if transaction.takeover_of.is_some() {
-                (0..=NodeId::MAX)
-                    .filter(|node| self.routing.is_live(*node))
-                    .collect()
+            let mut nodes = NodeSet::default();
+            if transaction.takeover_of.is_some() {
+                for node in (0..=NodeId::MAX).filter(|node| self.routing.is_live(*node)) {
+                    nodes.insert(node);
+                }
             } else {
-                let mut nodes: Vec<NodeId> = transaction
+                for node in transaction
                     .participants
                     .iter()
                     .flat_map(|p| p.chain.iter().copied())
                     .filter(|node| *node != me)
-                    .collect();
-                nodes.sort_unstable();
-                nodes.dedup();
-                nodes
-            };
+                {
+                    nodes.insert(node);
+                }
+            }
             if transaction.takeover_of.is_some() {
                 self.takeover_counters.answered_committed += 1;
             }
