@@ -243,6 +243,9 @@ pub struct DataNodeComposite {
     /// a connection from another one drops it (what it was part of ended
     /// with the incarnation it was for).
     pending: BTreeMap<NodeId, Vec<(u64, bool, Message)>>,
+    /// For each takeover this node runs, the API connections open when it
+    /// began: only those hear `TakeoverDone`.
+    takeover_api_links: BTreeMap<protocol::Member, Vec<LinkId>>,
     /// When the first message now held in `pending` for each node was held.
     pending_since_ms: BTreeMap<NodeId, u64>,
     /// The newest incarnation of each data node this incarnation has had a
@@ -312,6 +315,7 @@ impl DataNodeComposite {
             links: BTreeMap::new(),
             peers: BTreeMap::new(),
             pending: BTreeMap::new(),
+            takeover_api_links: BTreeMap::new(),
             pending_since_ms: BTreeMap::new(),
             connected_incarnation: BTreeMap::new(),
             addresses: BTreeMap::new(),
@@ -1176,11 +1180,11 @@ impl DataNodeComposite {
         // After everything the coordinator sent (its answers to API nodes
         // of the taken-over transactions go first on each link).
         for failed in self.coordinator.take_takeovers_done() {
+            let began_with = self.takeover_api_links.remove(&failed).unwrap_or_default();
             let apis: Vec<LinkId> = self
-                .peers
-                .values()
-                .copied()
-                .filter(|link| self.peer_of(*link).is_some_and(|p| p.role == NodeRole::Api))
+                .api_links()
+                .into_iter()
+                .filter(|link| began_with.contains(link))
                 .collect();
             for link in apis {
                 output.sends.push((
@@ -1280,6 +1284,18 @@ impl DataNodeComposite {
                         Vec::new()
                     };
                     let position = state.position();
+                    // The API nodes connected as a takeover begins get
+                    // every answer it gives on these very connections, so
+                    // only they may hear that it is done (`TakeoverDone`:
+                    // the API then takes a commit it got no answer for as
+                    // aborted). One that connects later may have missed an
+                    // answer, and waits out its outcome wait instead.
+                    let api_links = self.api_links();
+                    for failed in &takeovers {
+                        if !self.coordinator.has_taken_over(*failed) {
+                            self.takeover_api_links.insert(*failed, api_links.clone());
+                        }
+                    }
                     self.run_transaction_blocks(now_ms, output, |node, out| {
                         node.query_handler.answer_queued_queries(out);
                         node.query_handler.start_copies(now_ms, out);
@@ -1335,6 +1351,15 @@ impl DataNodeComposite {
         // changes only when the membership block runs (`cluster::lease`).
         let lease = self.membership.read_lease_until_ms();
         self.query_handler.set_read_lease_until_ms(lease);
+    }
+
+    /// The connections of the API nodes connected now.
+    fn api_links(&self) -> Vec<LinkId> {
+        self.peers
+            .values()
+            .copied()
+            .filter(|link| self.peer_of(*link).is_some_and(|p| p.role == NodeRole::Api))
+            .collect()
     }
 
     /// The incarnation of `node` in the installed state, if it is a member.
@@ -1452,6 +1477,7 @@ impl DataNodeComposite {
         }
         self.peers.clear();
         self.pending.clear();
+        self.takeover_api_links.clear();
         self.pending_since_ms.clear();
         self.connected_incarnation.clear();
         self.local.clear();

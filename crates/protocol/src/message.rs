@@ -223,12 +223,13 @@ pub enum Message {
     ForgetMarkers {
         transactions: Box<Vec<u64>>,
     },
-    /// The president → every API node: the takeover of the transactions
+    /// The president → the API nodes: the takeover of the transactions
     /// data node `failed_node` coordinated, at `failed_incarnation` and
     /// every earlier incarnation, is finished. Each committed one whose
     /// API was known was answered before this (an `Executed` on the same
     /// link), so an API still waiting for an answer from that coordinator
-    /// stops waiting (`shoal_client` reports a commit as an unknown result).
+    /// stops waiting (`shoal_client` reports it aborted, 4010). Sent only on
+    /// the connections open since the takeover began.
     TakeoverDone {
         failed_node: NodeId,
         failed_incarnation: u64,

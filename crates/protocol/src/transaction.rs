@@ -36,7 +36,7 @@
 //!   the TC tells the replicas to forget the markers
 //!   (`Message::ForgetMarkers`). The takeover answers a marked transaction's
 //!   API with `Executed` and, when it is finished, tells every API node
-//!   (`Message::TakeoverDone`), which stops waiting for that coordinator.
+//!   (`Message::TakeoverDone`): a commit that got no answer was aborted.
 //!
 //! ## Byte layout
 //! Fields in declaration order, as `message` lays them out. Operation kinds,

@@ -1940,8 +1940,7 @@ mod tests {
     /// A commit whose coordinator's connection fails waits for what the
     /// takeover says: the committed answer from another data node is a
     /// commit; the takeover announced done (for the coordinator's
-    /// incarnation or a later one) without it ends the wait at once with
-    /// an unknown result (see `taken_over_without_answer`); an
+    /// incarnation or a later one) without it is an abort (4010); an
     /// announcement for an earlier incarnation says nothing, and without
     /// news by the deadline the result is unknown. Each is what arrives
     /// in the session's mailbox after the commit went out.
@@ -1995,9 +1994,8 @@ mod tests {
             match case {
                 0 => result.expect("committed by the takeover"),
                 1 => {
-                    // At once, but unknown (see `taken_over_without_answer`).
-                    let error = result.expect_err("not answered by the takeover");
-                    assert_eq!(error.class(), ErrorClass::UnknownResult, "{error}");
+                    let error = result.expect_err("aborted by the takeover");
+                    assert_eq!(error.ndb_code, 4010, "{error}");
                     assert!(error.message.contains("takeover"), "{error}");
                     assert!(started.elapsed() < Duration::from_millis(500));
                 }
@@ -2013,8 +2011,8 @@ mod tests {
     /// The asynchronous API waits for the takeover's outcome the same way:
     /// after the coordinator's connection failed, a commit answered by
     /// another data node comes back committed, and the rest come back
-    /// unknown once the takeover is announced; until then they stay in
-    /// flight.
+    /// aborted (4010) once the takeover is announced; until then they stay
+    /// in flight.
     #[test]
     fn asynchronous_commits_whose_coordinator_failed_take_the_takeovers_outcome() {
         use crate::session::Status;
@@ -2069,11 +2067,7 @@ mod tests {
         assert_eq!(answered[0].id(), ids[1]);
         assert_eq!(answered[0].status(), Status::Aborted);
         let error = answered[0].error().expect("an error");
-        assert_eq!(
-            error.class(),
-            crate::error::ErrorClass::UnknownResult,
-            "{error}"
-        );
+        assert_eq!(error.ndb_code, 4010, "{error}");
         assert_eq!(session.in_flight(), 0);
     }
 

@@ -42,8 +42,9 @@
 //! (`take_over`): it asks every member what it holds, commits what some
 //! replica began to commit or holds a commit marker of, aborts the rest,
 //! answers the API named by a marker, and announces the takeover done
-//! (`take_takeovers_done`, sent to every API node as `TakeoverDone`: an
-//! API waiting for that coordinator stops waiting). A
+//! (`take_takeovers_done`, sent as `TakeoverDone` to the API nodes
+//! connected since it began: an API waiting for that coordinator stops
+//! waiting, and takes what was not answered as aborted). A
 //! Commit leaves the API's identity as a marker on the replicas; a commit
 //! answered here awaits the API's `CommitAck` (at most
 //! MaxNoOfConcurrentTransactions such answers), then its markers are
@@ -216,6 +217,10 @@ struct Transaction {
     reported_stuck: bool,
     /// The failed coordinator whose takeover this transaction belongs to.
     takeover_of: Option<Member>,
+    /// Other takeovers of the same node that found it too (each finds the
+    /// work of every failed incarnation of the node) and so are not done
+    /// before it is: usually none.
+    also_announces: Vec<Member>,
     /// A Commit left markers for its API, and no awaited acknowledgement
     /// will forget them yet (`answer_final` takes that over; `finish`
     /// forgets them itself when the API failed before its answer).
@@ -309,6 +314,9 @@ pub struct TakeoverCounters {
     /// (an `Executed` from this node), and takeovers announced as done.
     pub answered_committed: u64,
     pub announced: u64,
+    /// Transactions two takeovers of one node found (an older and a newer
+    /// failed incarnation): the later takeover waits for them too.
+    pub shared_with_another_takeover: u64,
 }
 
 pub struct Coordinator {
@@ -415,9 +423,15 @@ impl Coordinator {
         self.acks_awaited.len()
     }
 
+    /// Whether this node has taken over `failed` already (`take_over`
+    /// would skip it).
+    pub fn has_taken_over(&self, failed: Member) -> bool {
+        self.taken_over.contains(&failed)
+    }
+
     /// The failed coordinators whose takeover finished here since the last
-    /// call: the runtime tells every connected API node
-    /// (`Message::TakeoverDone`), after what the coordinator sent.
+    /// call: the runtime tells the API nodes connected since the takeover
+    /// began (`Message::TakeoverDone`), after what the coordinator sent.
     pub fn take_takeovers_done(&mut self) -> Vec<Member> {
         std::mem::take(&mut self.takeovers_done)
     }
@@ -619,8 +633,23 @@ impl Coordinator {
         marker: Option<(NodeId, u64)>,
         out: &mut Vec<(NodeId, Message)>,
     ) {
-        if self.transactions.contains_key(&id) {
-            // Taken over already (a report came twice): it is finishing.
+        if let Some(transaction) = self.transactions.get_mut(&id) {
+            // Taken over already: by this takeover (a report came twice),
+            // or by another takeover of the same node (each finds the work
+            // of every failed incarnation of the node). It is finishing,
+            // and this takeover is not done before it is: announced
+            // earlier, `TakeoverDone` would overtake the answer to its API,
+            // which would take its commit as aborted.
+            if transaction.takeover_of != Some(failed)
+                && !transaction.also_announces.contains(&failed)
+            {
+                transaction.also_announces.push(failed);
+                self.takeover_counters.shared_with_another_takeover += 1;
+                *self
+                    .takeovers_finishing
+                    .get_mut(&failed)
+                    .expect("held by finish_takeovers") += 1;
+            }
             return;
         }
         // A marker is kept only where a Commit passed: the coordinator
@@ -670,6 +699,7 @@ impl Coordinator {
                 active_ms: self.now_ms,
                 reported_stuck: false,
                 takeover_of: Some(failed),
+                also_announces: Vec::new(),
                 marked: false,
             },
         );
@@ -1047,6 +1077,7 @@ impl Coordinator {
                 active_ms: self.now_ms,
                 reported_stuck: false,
                 takeover_of: None,
+                also_announces: Vec::new(),
                 marked: false,
             },
         );
@@ -1938,6 +1969,9 @@ impl Coordinator {
             self.send_forgets(out);
         }
         if let Some(failed) = transaction.takeover_of {
+            self.release_takeover(failed);
+        }
+        for failed in transaction.also_announces {
             self.release_takeover(failed);
         }
     }

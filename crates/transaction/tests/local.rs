@@ -2571,6 +2571,65 @@ fn a_commit_whose_coordinator_died_before_answering_is_told_by_the_takeover() {
     );
 }
 
+/// Two takeovers of one node at once (an older incarnation's, whose
+/// president died, and the newer one's): each finds the work of every
+/// failed incarnation of the node, so the second finds the transaction
+/// the first is finishing. It must not be announced done before that
+/// transaction's answer: the API would take its commit as aborted (real
+/// processes showed it, with the president and a coordinator killed at
+/// once).
+#[test]
+fn a_takeover_is_announced_after_a_transaction_another_takeover_of_the_node_finishes() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let b = cluster.key_in(1, 0);
+    let executed = cluster.execute(2, 7, ExecuteEnd::NoCommit, vec![insert(a, 1), insert(b, 2)]);
+    assert_eq!(executed.state, TransactionState::Open);
+    // The Commit reaches node 1 (it keeps a marker), and the coordinator
+    // dies before the transaction is complete there.
+    cluster.queue_end(2, 7, ExecuteEnd::Commit);
+    while cluster.query_handler(1).open_markers() == 0 {
+        assert!(cluster.deliver_one(), "the Commit never reached node 1");
+    }
+    assert!(cluster.query_handler(1).open_work() > 0);
+    cluster.fail_node(2);
+    // The older incarnation's takeover first, then this one's: node 1's
+    // reports for both come before the first takeover's commit has gone
+    // anywhere, so the second finds the transaction the first finishes.
+    cluster.take_over_incarnation(1, 2, 0);
+    cluster.take_over(1, 2);
+    while cluster
+        .links
+        .get(&(1, 1))
+        .is_some_and(|queue| !queue.is_empty())
+    {
+        cluster.deliver_from(1, 1);
+    }
+    cluster.quiesce();
+    let deliveries = cluster.api_deliveries();
+    let answered = deliveries
+        .iter()
+        .position(|(_, m)| matches!(m, Message::Executed(e) if e.transaction == 7 && e.state == TransactionState::Committed))
+        .expect("the takeover answered the commit");
+    let announced = |incarnation: u64| {
+        deliveries
+            .iter()
+            .position(|(_, m)| {
+                *m == Message::TakeoverDone {
+                    failed_node: 2,
+                    failed_incarnation: incarnation,
+                }
+            })
+            .expect("announced")
+    };
+    assert!(answered < announced(1), "{deliveries:?}");
+    assert!(answered < announced(0), "{deliveries:?}");
+    let counters = cluster.nodes[&1].coordinator.takeover_counters();
+    assert_eq!(counters.shared_with_another_takeover, 1, "{counters:?}");
+    assert_eq!(counters.announced, 2, "{counters:?}");
+    cluster.assert_idle();
+}
+
 /// A coordinator that dies before its commit reached any replica: the
 /// takeover aborts the transaction and only announces itself done, which
 /// tells an API still waiting for that commit that it was aborted.

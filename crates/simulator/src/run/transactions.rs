@@ -74,10 +74,9 @@ pub struct TransactionMarks {
     /// told the outcome in time: unknown to the client (the model takes
     /// both as possible).
     pub unknown_outcomes: u64,
-    /// Commits in flight whose outcome a takeover told (the president's
-    /// committed answer), commits its `TakeoverDone` came without an
-    /// answer for (left unknown), and of both, those the session heard
-    /// after it saw its coordinator die.
+    /// Commits in flight whose outcome a takeover told: committed (the
+    /// president's answer), aborted (its `TakeoverDone` without one), and
+    /// of both, those the session heard after it saw its coordinator die.
     pub outcomes_committed_by_takeover: u64,
     pub takeovers_without_answer: u64,
     pub outcomes_after_coordinator_loss: u64,
