@@ -7,3 +7,4 @@ pub mod failover;
 pub mod huge_pages;
 pub mod pk;
 pub mod storage;
+pub mod sysbench;

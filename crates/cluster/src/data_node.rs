@@ -1566,6 +1566,9 @@ impl DataNode {
         let applied = match &change {
             Change::CreateTable { table, origin } => Some((*origin, table.id)),
             Change::DropTable { table_id, origin } => Some((*origin, *table_id)),
+            Change::RenameTable {
+                table_id, origin, ..
+            } => Some((*origin, *table_id)),
             Change::Membership { .. } | Change::NodeStarted { .. } => None,
         };
         if let Some((origin, table_id)) = applied {
@@ -1848,7 +1851,9 @@ impl DataNode {
 /// The schema request a change was planned for (membership changes have none).
 fn change_origin(change: &Change) -> Option<SchemaRequestId> {
     match change {
-        Change::CreateTable { origin, .. } | Change::DropTable { origin, .. } => Some(*origin),
+        Change::CreateTable { origin, .. }
+        | Change::DropTable { origin, .. }
+        | Change::RenameTable { origin, .. } => Some(*origin),
         Change::Membership { .. } | Change::NodeStarted { .. } => None,
     }
 }

@@ -170,6 +170,33 @@ pub fn plan(
                 origin,
             })
         }
+        SchemaChange::RenameTable { from, to } => {
+            let Some(table) = state.table_by_name(from) else {
+                return Err(reply(Error::new(
+                    ErrorCode::NoSuchTable,
+                    format!("table '{from}' does not exist"),
+                )));
+            };
+            if state.table_by_name(to).is_some() {
+                return Err(reply(Error::new(
+                    ErrorCode::TableExists,
+                    format!("table '{to}' already exists"),
+                )));
+            }
+            let (mut def, options) =
+                schema::table_codec::decode_table(&table.definition).map_err(reply)?;
+            def.name = to.clone();
+            let mut definition = Vec::new();
+            schema::table_codec::encode_table(&def, &options, &mut definition);
+            // The name went through the same checks as a created table's.
+            schema::table_codec::decode_table(&definition).map_err(reply)?;
+            Ok(Change::RenameTable {
+                table_id: table.id,
+                name: to.clone(),
+                definition,
+                origin,
+            })
+        }
         SchemaChange::DropTable { name } => match state.table_by_name(name) {
             Some(table) => Ok(Change::DropTable {
                 table_id: table.id,
@@ -425,6 +452,42 @@ mod tests {
         // FOR_RP_BY_LDM: 2 nodes × 2 LDM threads.
         assert_eq!(table.partition_count, 4);
         assert_eq!(table.fragments.len(), 4);
+    }
+
+    #[test]
+    fn a_rename_keeps_the_id_and_rewrites_the_name_in_the_definition() {
+        let mut state = ClusterState::default();
+        for (request, name) in [(1, "a"), (2, "b")] {
+            let Ok(Change::CreateTable { table, .. }) =
+                plan_for(&state, &create(name, &TableOptions::default()), request)
+            else {
+                panic!("plans");
+            };
+            state.next_table_id = table.id + 1;
+            state.tables.push(table);
+        }
+        let rename = |from: &str, to: &str| SchemaChange::RenameTable {
+            from: from.into(),
+            to: to.into(),
+        };
+        let error = plan_for(&state, &rename("missing", "c"), 3).expect_err("no such table");
+        assert_eq!(error.mysql_code, 1146, "{error:?}");
+        let error = plan_for(&state, &rename("a", "b"), 4).expect_err("b exists");
+        assert_eq!(error.mysql_code, 1050, "{error:?}");
+        let Ok(change @ Change::RenameTable { table_id, .. }) =
+            plan_for(&state, &rename("a", "c"), 5)
+        else {
+            panic!("a rename plans a RenameTable");
+        };
+        assert_eq!(table_id, state.tables[0].id);
+        let next = crate::state::apply(&state, &change);
+        let renamed = next.table_by_name("c").expect("renamed");
+        assert_eq!(renamed.id, table_id);
+        assert_eq!(renamed.fragments, state.tables[0].fragments);
+        let (def, _) = schema::table_codec::decode_table(&renamed.definition).expect("decodes");
+        assert_eq!(def.name, "c");
+        assert!(next.table_by_name("a").is_none());
+        assert_eq!(next.schema_version, state.schema_version + 1);
     }
 
     #[test]

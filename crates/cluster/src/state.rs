@@ -66,6 +66,23 @@ pub fn apply(state: &ClusterState, change: &Change) -> ClusterState {
             next.tables.retain(|t| t.id != *table_id);
             remember(&mut next, *origin, *table_id);
         }
+        Change::RenameTable {
+            table_id,
+            name,
+            definition,
+            origin,
+        } => {
+            next.schema_version += 1;
+            let table = next
+                .tables
+                .iter_mut()
+                .find(|t| t.id == *table_id)
+                .expect("a rename is planned for a table the state holds");
+            table.name = name.clone();
+            table.definition = definition.clone();
+            table.schema_version = next.schema_version;
+            remember(&mut next, *origin, *table_id);
+        }
     }
     next
 }

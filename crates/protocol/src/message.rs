@@ -491,6 +491,11 @@ impl Message {
                         w.u8(2);
                         w.string(name);
                     }
+                    SchemaChange::RenameTable { from, to } => {
+                        w.u8(3);
+                        w.string(from);
+                        w.string(to);
+                    }
                 }
             }
             Message::SchemaReply { request, result } => {
@@ -848,6 +853,10 @@ impl Message {
                     2 => SchemaChange::DropTable {
                         name: r.string("table name")?,
                     },
+                    3 => SchemaChange::RenameTable {
+                        from: r.string("table name")?,
+                        to: r.string("new table name")?,
+                    },
                     other => {
                         return Err(DecodeError::new(format!(
                             "unknown schema change kind {other}"
@@ -1192,6 +1201,7 @@ const CHANGE_MEMBERSHIP: u8 = 1;
 const CHANGE_CREATE_TABLE: u8 = 2;
 const CHANGE_DROP_TABLE: u8 = 3;
 const CHANGE_NODE_STARTED: u8 = 4;
+const CHANGE_RENAME_TABLE: u8 = 5;
 
 pub(crate) fn put_change(w: &mut Writer, change: &Change) {
     match change {
@@ -1207,6 +1217,18 @@ pub(crate) fn put_change(w: &mut Writer, change: &Change) {
         Change::DropTable { table_id, origin } => {
             w.u8(CHANGE_DROP_TABLE);
             w.u32(*table_id);
+            put_origin(w, *origin);
+        }
+        Change::RenameTable {
+            table_id,
+            name,
+            definition,
+            origin,
+        } => {
+            w.u8(CHANGE_RENAME_TABLE);
+            w.u32(*table_id);
+            w.string(name);
+            w.bytes(definition);
             put_origin(w, *origin);
         }
         Change::NodeStarted { member } => {
@@ -1239,6 +1261,12 @@ pub(crate) fn get_change(r: &mut Reader) -> Result<Change, DecodeError> {
         }),
         CHANGE_DROP_TABLE => Ok(Change::DropTable {
             table_id: r.u32("table id")?,
+            origin: get_origin(r)?,
+        }),
+        CHANGE_RENAME_TABLE => Ok(Change::RenameTable {
+            table_id: r.u32("table id")?,
+            name: r.string("table name")?,
+            definition: r.bytes("definition")?.to_vec(),
             origin: get_origin(r)?,
         }),
         CHANGE_NODE_STARTED => match get_members(r)?.as_slice() {

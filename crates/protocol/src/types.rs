@@ -218,6 +218,14 @@ pub enum Change {
         table_id: u32,
         origin: SchemaRequestId,
     },
+    /// The table keeps its id, rows and fragments under a new name;
+    /// `definition` is its definition with that name.
+    RenameTable {
+        table_id: u32,
+        name: String,
+        definition: Vec<u8>,
+        origin: SchemaRequestId,
+    },
     /// A starting member copied every fragment replica it holds.
     NodeStarted { member: Member },
 }
@@ -231,6 +239,10 @@ pub enum SchemaChange {
     },
     DropTable {
         name: String,
+    },
+    RenameTable {
+        from: String,
+        to: String,
     },
 }
 

@@ -178,6 +178,13 @@ pub struct TableOptions {
     /// primary-key column; empty means the whole primary key in
     /// primary-key order. See the module documentation.
     pub distribution_key: Vec<ColumnId>,
+    /// What the SQL layer keeps about the table beyond the engine's
+    /// definition (defaults, AUTO_INCREMENT, comments, the engine named at
+    /// CREATE TABLE), opaque here, as NDB keeps MySQL's table metadata in
+    /// its dictionary: every SQL node reads the same, and it is created and
+    /// dropped with the table in one change. At most
+    /// `table_codec::SQL_METADATA_BYTES_MAX` bytes.
+    pub sql_metadata: Vec<u8>,
 }
 
 impl Default for TableOptions {
@@ -189,6 +196,7 @@ impl Default for TableOptions {
             fully_replicated: false,
             nologging: false,
             distribution_key: Vec::new(),
+            sql_metadata: Vec::new(),
         }
     }
 }

@@ -2,13 +2,13 @@
 //! management node sends to data and SQL nodes, and later what the
 //! dictionary writes to disk. Changing it means a new `TABLE_CODEC_VERSION`.
 //!
-//! ## Format (version 1)
+//! ## Format (version 2; version 1 lacked the SQL metadata and is still read)
 //! Integers are little-endian. A *string* is a u16 byte length followed by
 //! that many bytes of UTF-8. A *flag byte* has only the bits listed set.
 //!
 //! | Field                     | Bytes   | Contents                                                  |
 //! |---------------------------|---------|-----------------------------------------------------------|
-//! | version                   | 1       | `TABLE_CODEC_VERSION` (1)                                 |
+//! | version                   | 1       | `TABLE_CODEC_VERSION` (2)                                 |
 //! | key hash function         | 1       | `key::KEY_HASH_FUNCTION_ID` (1); decides where rows live  |
 //! | table name                | 2 + n   | string                                                    |
 //! | column count              | 2       | u16                                                       |
@@ -27,6 +27,8 @@
 //! | partitions                | 4       | u32, explicit `PARTITIONS n`; 0 when the balance decides  |
 //! | distribution key count    | 2       | u16; 0 when the primary key is the distribution key       |
 //! | distribution key columns  | 2 each  | `ColumnId`, in `PARTITION BY KEY` order                   |
+//! | SQL metadata length       | 4       | u32, at most `SQL_METADATA_BYTES_MAX` (version 2 only)    |
+//! | SQL metadata              | n       | opaque bytes the SQL layer writes (`crates/sql/src/catalog.rs`) |
 //!
 //! Column types (tag, then parameters; *unsigned* is a byte 0 or 1, a
 //! *collation* is MySQL's collation id, `Collation::wire_id`):
@@ -69,7 +71,11 @@ use crate::table::{ColumnDef, ColumnId, IndexDef, TableDef};
 use crate::types::{Collation, ColumnType};
 
 /// The format version written first; bumped on any change to the format.
-pub const TABLE_CODEC_VERSION: u8 = 1;
+pub const TABLE_CODEC_VERSION: u8 = 2;
+/// The version before the SQL metadata; decoded as having none.
+const TABLE_CODEC_VERSION_WITHOUT_SQL_METADATA: u8 = 1;
+/// Most bytes of SQL metadata a table carries.
+pub const SQL_METADATA_BYTES_MAX: usize = 64 * 1024;
 
 const COLUMN_NULLABLE: u8 = 1 << 0;
 const INDEX_UNIQUE: u8 = 1 << 0;
@@ -103,7 +109,8 @@ const TAG_TEXT: u8 = 0x15;
 ///
 /// Panics if a name or ENUM member is longer than 65,535 bytes, or a count
 /// exceeds 65,535: `TableDef::new` and MySQL's identifier limits keep valid
-/// definitions far below both.
+/// definitions far below both. Panics if the SQL metadata exceeds
+/// `SQL_METADATA_BYTES_MAX`: the SQL layer checks it first.
 pub fn encode_table(def: &TableDef, options: &TableOptions, out: &mut Vec<u8>) {
     out.push(TABLE_CODEC_VERSION);
     out.push(KEY_HASH_FUNCTION_ID);
@@ -137,13 +144,19 @@ pub fn encode_table(def: &TableDef, options: &TableOptions, out: &mut Vec<u8>) {
     out.extend_from_slice(&options.partitions.unwrap_or(0).to_le_bytes());
     // An empty list means the primary key, so a count of 0 needs no flag.
     put_column_ids(out, &options.distribution_key);
+    assert!(
+        options.sql_metadata.len() <= SQL_METADATA_BYTES_MAX,
+        "SQL metadata is checked against its limit before encoding"
+    );
+    out.extend_from_slice(&(options.sql_metadata.len() as u32).to_le_bytes());
+    out.extend_from_slice(&options.sql_metadata);
 }
 
 /// Decodes what `encode_table` wrote, validating it as `CREATE TABLE` would.
 pub fn decode_table(bytes: &[u8]) -> Result<(TableDef, TableOptions), Error> {
     let mut reader = Reader { bytes, position: 0 };
     let version = reader.u8("the format version")?;
-    if version != TABLE_CODEC_VERSION {
+    if version != TABLE_CODEC_VERSION && version != TABLE_CODEC_VERSION_WITHOUT_SQL_METADATA {
         return Err(corrupt(format!(
             "format version {version}; this build reads version {TABLE_CODEC_VERSION}"
         )));
@@ -193,6 +206,16 @@ pub fn decode_table(bytes: &[u8]) -> Result<(TableDef, TableOptions), Error> {
     })?;
     let partitions = reader.u32("the partition count")?;
     let distribution_key = reader.column_ids("the distribution key")?;
+    let mut sql_metadata = Vec::new();
+    if version == TABLE_CODEC_VERSION {
+        let length = reader.u32("the SQL metadata length")? as usize;
+        if length > SQL_METADATA_BYTES_MAX {
+            return Err(corrupt(format!(
+                "SQL metadata of {length} bytes, more than {SQL_METADATA_BYTES_MAX}"
+            )));
+        }
+        sql_metadata = reader.take(length, "the SQL metadata")?.to_vec();
+    }
     if reader.position != bytes.len() {
         return Err(corrupt(format!(
             "{} trailing byte(s) after the table definition",
@@ -206,6 +229,7 @@ pub fn decode_table(bytes: &[u8]) -> Result<(TableDef, TableOptions), Error> {
         fully_replicated: flags & OPTION_FULLY_REPLICATED != 0,
         nologging: flags & OPTION_NOLOGGING != 0,
         distribution_key,
+        sql_metadata,
     };
     options.validate()?;
     let def = TableDef::new(&name, columns, primary_key, ordered_indexes)?;

@@ -429,6 +429,7 @@ fn ndb_table_comments_set_options() {
             fully_replicated: true,
             nologging: true,
             distribution_key: Vec::new(),
+            sql_metadata: Vec::new(),
         }
     );
     // Other text around it, lower case, only some options.
@@ -492,6 +493,7 @@ fn ndb_table_comments_round_trip() {
                 fully_replicated: bits & 2 != 0,
                 nologging: bits & 4 != 0,
                 distribution_key: Vec::new(),
+                sql_metadata: Vec::new(),
             };
             let comment = options.to_ndb_table_comment();
             // Applying onto options that differ everywhere still gives these back.
@@ -502,6 +504,7 @@ fn ndb_table_comments_round_trip() {
                 fully_replicated: !options.fully_replicated,
                 nologging: !options.nologging,
                 distribution_key: Vec::new(),
+                sql_metadata: Vec::new(),
             };
             other.apply_ndb_table_comment(&comment).unwrap();
             assert_eq!(other, options, "{comment}");

@@ -7,7 +7,9 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 use schema::distribution::{PARTITIONS_MAX, PartitionBalance, TableOptions};
-use schema::table_codec::{TABLE_CODEC_VERSION, decode_table, encode_table};
+use schema::table_codec::{
+    SQL_METADATA_BYTES_MAX, TABLE_CODEC_VERSION, decode_table, encode_table,
+};
 use schema::{Collation, ColumnDef, ColumnId, ColumnType, ErrorCode, IndexDef, TableDef};
 
 const COLLATIONS: [Collation; 5] = [
@@ -114,6 +116,7 @@ fn unusual_options() -> TableOptions {
         nologging: true,
         // The table's primary key is (3, 0, 28): a subset, in another order.
         distribution_key: vec![28, 3],
+        sql_metadata: b"SQL metadata \x00\xff".to_vec(),
     }
 }
 
@@ -184,12 +187,32 @@ fn small_table() -> TableDef {
 }
 
 #[test]
+fn version_one_definitions_decode_without_sql_metadata() {
+    let mut bytes = encode(&small_table(), &TableOptions::default());
+    bytes[0] = 1;
+    bytes.truncate(bytes.len() - 4);
+    let (def, options) = decode_table(&bytes).unwrap();
+    assert_eq!(def, small_table());
+    assert_eq!(options, TableOptions::default());
+    // Version 2 without its length is truncated, not silently version 1.
+    bytes[0] = 2;
+    let error = decode_table(&bytes).unwrap_err();
+    assert!(error.detail.contains("truncated"), "{error}");
+    // Metadata longer than the limit is refused.
+    let mut long = encode(&small_table(), &TableOptions::default());
+    let at = long.len() - 4;
+    long[at..].copy_from_slice(&(SQL_METADATA_BYTES_MAX as u32 + 1).to_le_bytes());
+    let error = decode_table(&long).unwrap_err();
+    assert!(error.detail.contains("SQL metadata"), "{error}");
+}
+
+#[test]
 fn golden_encoding_of_a_small_table() {
     // The format is a contract with other nodes and with the disk: these
     // bytes must not change without a new TABLE_CODEC_VERSION.
     #[rustfmt::skip]
     let expected: &[u8] = &[
-        1,                 // version
+        2,                 // version
         1,                 // key hash function id
         1, 0, b't',        // table name
         1, 0,              // one column
@@ -202,12 +225,13 @@ fn golden_encoding_of_a_small_table() {
         0,                 // FOR_RP_BY_LDM
         0, 0, 0, 0,        // no explicit PARTITIONS
         0, 0,              // distribution key: the primary key
+        0, 0, 0, 0,        // no SQL metadata
     ];
     assert_eq!(encode(&small_table(), &TableOptions::default()), expected);
 
     #[rustfmt::skip]
     let expected_with_index: &[u8] = &[
-        1, 1,
+        2, 1,
         2, 0, b'i', b'x',
         2, 0,
         1, 0, b'a', 0, 0x0A, 5, 0, 8,        // a VARCHAR(5) latin1_swedish_ci NOT NULL
@@ -217,6 +241,7 @@ fn golden_encoding_of_a_small_table() {
         1, 0, b'k', 1, 1, 0, 0, 0,           // UNIQUE k (a)
         0b110, 6, 7, 0, 0, 0,
         1, 0, 0, 0,                          // PARTITION BY KEY (a)
+        0, 0, 0, 0,                          // no SQL metadata
     ];
     let def = TableDef::new(
         "ix",
@@ -253,6 +278,7 @@ fn golden_encoding_of_a_small_table() {
         fully_replicated: true,
         nologging: true,
         distribution_key: vec![0],
+        sql_metadata: Vec::new(),
     };
     assert_eq!(encode(&def, &options), expected_with_index);
     assert_eq!(decode_table(expected_with_index).unwrap(), (def, options));
@@ -260,7 +286,7 @@ fn golden_encoding_of_a_small_table() {
     // The index on (b, a) instead: TEXT cannot be in a key, and decoding
     // refuses it exactly as CREATE TABLE would.
     let mut blob_in_key = expected_with_index.to_vec();
-    let index_columns = blob_in_key.len() - 4 - 6 - 4;
+    let index_columns = blob_in_key.len() - 4 - 4 - 6 - 4;
     blob_in_key.splice(index_columns..index_columns + 4, [2, 0, 1, 0, 0, 0]);
     assert_eq!(
         decode_table(&blob_in_key).unwrap_err().code,
@@ -301,7 +327,7 @@ fn with_byte(position: usize, value: u8) -> Vec<u8> {
 #[test]
 fn corrupt_fields_give_errors_saying_what_is_wrong() {
     let cases: [(Vec<u8>, &str); 8] = [
-        (with_byte(0, 2), "format version 2"),
+        (with_byte(0, 3), "format version 3"),
         (with_byte(1, 9), "key hash function 9"),
         (
             with_byte(12, 0x7F),
@@ -347,14 +373,16 @@ fn invalid_definitions_are_refused_with_their_own_errors() {
     assert_eq!(error.code, ErrorCode::NoSuchColumn);
     // PARTITIONS above the limit.
     let mut bytes = encode(&small_table(), &TableOptions::default());
-    let partitions_at = bytes.len() - 2 - 4;
+    let partitions_at = bytes.len() - 4 - 2 - 4;
     bytes[partitions_at..partitions_at + 4].copy_from_slice(&(PARTITIONS_MAX + 1).to_le_bytes());
     assert_eq!(
         decode_table(&bytes).unwrap_err().code,
         ErrorCode::TooManyPartitions
     );
     // No columns at all.
-    let empty = [1, 1, 1, 0, b't', 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0];
+    let empty = [
+        2, 1, 1, 0, b't', 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
     assert_eq!(
         decode_table(&empty).unwrap_err().code,
         ErrorCode::WrongColumnSpec
@@ -399,7 +427,7 @@ fn distribution_keys_round_trip() {
     for key in [vec![], vec![1], vec![1, 0], vec![2, 0, 1], vec![0, 1, 2]] {
         let options = with_distribution_key(key.clone());
         let bytes = encode(&def, &options);
-        let count_at = bytes.len() - 2 * key.len() - 2;
+        let count_at = bytes.len() - 4 - 2 * key.len() - 2;
         assert_eq!(
             bytes[count_at..count_at + 2],
             (key.len() as u16).to_le_bytes()
@@ -414,6 +442,7 @@ fn distribution_keys_round_trip() {
     let expected_tail: &[u8] = &[
         0b001, 0, 0, 0, 0, 0, // default options
         2, 0, 1, 0, 0, 0,     // PARTITION BY KEY (customer, region)
+        0, 0, 0, 0,           // no SQL metadata
     ];
     assert!(encode(&def, &with_distribution_key(vec![1, 0])).ends_with(expected_tail));
 }
@@ -443,7 +472,7 @@ fn invalid_distribution_keys_are_refused_on_decode() {
     }
     // A count larger than the bytes that follow is truncation.
     let mut bytes = encode(&def, &with_distribution_key(vec![1]));
-    let count_at = bytes.len() - 4;
+    let count_at = bytes.len() - 4 - 4;
     bytes[count_at] = 2;
     let error = decode_table(&bytes).unwrap_err();
     assert_eq!(error.code, ErrorCode::CorruptTableDefinition);
@@ -579,6 +608,7 @@ fn options() -> impl Strategy<Value = TableOptions> {
                 fully_replicated,
                 nologging,
                 distribution_key: Vec::new(),
+                sql_metadata: Vec::new(),
             },
         )
 }

@@ -1014,6 +1014,17 @@ impl Cluster {
         Ok(id)
     }
 
+    /// Renames table `from` to `to` (its rows, id and fragments stay);
+    /// returns its id.
+    pub fn rename_table(&self, from: &str, to: &str) -> Result<u32, ClientError> {
+        let id = self.schema_change(SchemaChange::RenameTable {
+            from: from.to_string(),
+            to: to.to_string(),
+        })?;
+        self.refresh_dictionary()?;
+        Ok(id)
+    }
+
     /// Sends a dictionary change to the president, following redirects and
     /// retrying temporary errors for at most `SCHEMA_CHANGE_TIMEOUT`. Every attempt
     /// carries the same request id: the cluster remembers the changes it

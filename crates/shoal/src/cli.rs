@@ -20,11 +20,11 @@ pub const SQL_PORT_DEFAULT: u16 = 3306;
 /// the family of MySQL Cluster (NDB).
 ///
 /// One binary plays every role of an NDB installation: the management node
-/// (ndb_mgmd), the data nodes (ndbmtd) and the management client (ndb_mgm);
-/// applications use the native API (the shoal-client crate). The SQL node
-/// (mysqld) is not built yet, and data lives in memory only: there is no
-/// redo log, checkpoint or recovery from disk yet. `shoal up` starts a
-/// whole local cluster with one command.
+/// (ndb_mgmd), the data nodes (ndbmtd), the SQL node (mysqld) and the
+/// management client (ndb_mgm); applications use SQL over the MySQL
+/// protocol or the native API (the shoal-client crate). Data lives in
+/// memory only: there is no redo log, checkpoint or recovery from disk
+/// yet. `shoal up` starts a whole local cluster with one command.
 #[derive(Debug, Parser)]
 #[command(name = "shoal", version, propagate_version = true)]
 pub struct Cli {
@@ -34,14 +34,13 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Sandbox: start a local cluster (1 mgmd and the data nodes) in the
-    /// foreground.
+    /// Sandbox: start a local cluster (1 mgmd, the data nodes, 1 SQL node)
+    /// in the foreground.
     ///
-    /// Starts one management node and `--nodes` data nodes in node groups of
-    /// `--replicas` (NoOfReplicas), all as children of this process, with
-    /// their files under `--data-dir`, and restarts any of them that dies.
-    /// The SQL node is not built yet, so `--sql-port` is only reserved.
-    /// Ctrl-C stops the cluster cleanly.
+    /// Starts one management node, `--nodes` data nodes in node groups of
+    /// `--replicas` (NoOfReplicas) and one SQL node on `--sql-port`, all as
+    /// children of this process, with their files under `--data-dir`, and
+    /// restarts any of them that dies. Ctrl-C stops the cluster cleanly.
     Up(UpArgs),
 
     /// Management node (ndb_mgmd): configuration, node ids, cluster log,
@@ -67,11 +66,13 @@ pub enum Command {
     /// while a replica of every partition runs.
     Datad(DatadArgs),
 
-    /// SQL node (mysqld): not built yet; exits with status 2.
+    /// SQL node (mysqld): the MySQL protocol on --port, SQL run on the data
+    /// nodes through the native API.
     ///
-    /// Will speak the MySQL client/server protocol and run SQL against the
-    /// data nodes through the native API. Today it says it is not built and
-    /// exits with status 2, so scripts can tell.
+    /// Connects to the cluster (waiting while it starts), creates the
+    /// system tables (users, databases) if it is the first SQL node, and
+    /// serves MySQL clients: the mysql CLI, drivers, sysbench. Users and
+    /// tables live in the cluster, so every SQL node sees the same ones.
     Sqld(SqldArgs),
 
     /// Management client (ndb_mgm): SHOW, STATUS, REPORT MEMORY, STOP,
@@ -170,8 +171,7 @@ pub struct UpArgs {
     #[arg(long, value_name = "PORT", default_value_t = MGM_PORT_DEFAULT)]
     pub mgm_port: u16,
 
-    /// Port reserved for the SQL node (MySQL protocol), which is not built
-    /// yet.
+    /// Port of the SQL node (MySQL protocol), on 127.0.0.1.
     #[arg(long, value_name = "PORT", default_value_t = SQL_PORT_DEFAULT)]
     pub sql_port: u16,
 }
@@ -235,6 +235,10 @@ pub struct SqldArgs {
     #[arg(short = 'P', long, value_name = "PORT", default_value_t = SQL_PORT_DEFAULT)]
     pub port: u16,
 
+    /// Address to listen on (0.0.0.0: every interface).
+    #[arg(long, value_name = "ADDRESS", default_value = "0.0.0.0")]
+    pub bind_address: String,
+
     /// Where the management node listens.
     #[arg(
         short = 'c',
@@ -244,6 +248,47 @@ pub struct SqldArgs {
         default_value = "localhost:1186"
     )]
     pub ndb_connectstring: String,
+
+    /// Cluster connections this SQL node opens (each takes an API slot);
+    /// client connections are spread over them.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub ndb_cluster_connection_pool: usize,
+
+    /// Where the SQL node keeps its TLS certificate and RSA keys.
+    #[arg(
+        long,
+        visible_alias = "datadir",
+        value_name = "DIR",
+        default_value = "./shoal-sqld"
+    )]
+    pub data_dir: PathBuf,
+
+    /// TLS certificate (PEM); a self-signed one is generated into the data
+    /// directory when not given.
+    #[arg(long, value_name = "FILE", requires = "ssl_key")]
+    pub ssl_cert: Option<PathBuf>,
+
+    /// TLS private key (PEM), with --ssl-cert.
+    #[arg(long, value_name = "FILE", requires = "ssl_cert")]
+    pub ssl_key: Option<PathBuf>,
+
+    /// Most client connections at once (max_connections); one more is kept
+    /// for an administrator, as in MySQL.
+    #[arg(long, value_name = "N", default_value_t = 151)]
+    pub max_connections: usize,
+
+    /// Largest packet a client may send (max_allowed_packet), in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    pub max_allowed_packet: usize,
+
+    /// Seconds an idle connection is kept (wait_timeout).
+    #[arg(long, value_name = "SECONDS", default_value_t = 28_800)]
+    pub wait_timeout: u64,
+
+    /// Seconds to wait for the cluster at start before giving up
+    /// (mysqld's ndb-wait-connected).
+    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    pub ndb_wait_connected: u64,
 }
 
 #[derive(Debug, Args)]
@@ -284,6 +329,55 @@ pub enum BenchCommand {
     /// partitions, node restart time idle and under a write load, and the
     /// write latency during the restart.
     Failover(BenchFailoverArgs),
+    /// sysbench's OLTP tests against the SQL node (a cluster it starts, or
+    /// --connect) and, with --vs, another MySQL-protocol server in the same
+    /// run, alternating, with the ratio.
+    Sysbench(BenchSysbenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchSysbenchArgs {
+    /// A running SQL node ("host:port", user root without password);
+    /// without it the benchmark starts a cluster (2 data nodes).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub connect: Option<String>,
+
+    /// Another MySQL-protocol server to measure beside Shoal ("host:port").
+    #[arg(long, value_name = "HOST:PORT")]
+    pub vs: Option<String>,
+
+    /// The user of the --vs server.
+    #[arg(long, value_name = "USER", default_value = "root")]
+    pub vs_user: String,
+
+    /// The password of the --vs server.
+    #[arg(long, value_name = "PASSWORD", default_value = "")]
+    pub vs_password: String,
+
+    /// sysbench tests, comma separated.
+    #[arg(long, value_name = "TEST,...", value_delimiter = ',',
+          default_values_t = bench::sysbench::TESTS_DEFAULT.map(String::from))]
+    pub tests: Vec<String>,
+
+    /// Thread counts, comma separated.
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', default_values_t = [1usize, 16, 64])]
+    pub threads: Vec<usize>,
+
+    /// Tables sysbench prepares.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub tables: u32,
+
+    /// Rows per table.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub table_size: u64,
+
+    /// Seconds per cell.
+    #[arg(long, value_name = "S", default_value_t = 20)]
+    pub time: u32,
+
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

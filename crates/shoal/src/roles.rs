@@ -15,12 +15,13 @@ pub fn run(command: Command) -> ExitCode {
         Command::Up(args) => crate::up::run(&args),
         Command::Mgmd(args) => mgmd(&args),
         Command::Datad(args) => datad(&args),
-        Command::Sqld(_) => not_built("sqld", "the SQL node"),
+        Command::Sqld(args) => sqld(&args),
         Command::Mgm(args) => crate::mgm::run(&args),
         Command::Bench(BenchArgs { command }) => match command {
             BenchCommand::Storage(args) => bench_storage(&args),
             BenchCommand::Pk(args) => bench_pk(&args),
             BenchCommand::Failover(args) => bench_failover(&args),
+            BenchCommand::Sysbench(args) => bench_sysbench(&args),
         },
         Command::Sim(args) => sim(&args),
     }
@@ -35,6 +36,37 @@ fn mgmd(args: &crate::cli::MgmdArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("shoal mgmd: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the SQL node until SIGINT or SIGTERM.
+fn sqld(args: &crate::cli::SqldArgs) -> ExitCode {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(error) = signal_hook::flag::register(signal, std::sync::Arc::clone(&stop)) {
+            eprintln!("shoal sqld: cannot handle signal {signal}: {error}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let settings = sqld::Settings {
+        connectstring: args.ndb_connectstring.clone(),
+        bind_address: args.bind_address.clone(),
+        port: args.port,
+        pool_size: args.ndb_cluster_connection_pool,
+        data_dir: args.data_dir.clone(),
+        ssl_cert: args.ssl_cert.clone(),
+        ssl_key: args.ssl_key.clone(),
+        max_connections: args.max_connections,
+        max_allowed_packet: args.max_allowed_packet,
+        wait_timeout_seconds: args.wait_timeout,
+        cluster_wait_seconds: args.ndb_wait_connected,
+    };
+    match sqld::run(settings, stop) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shoal sqld: {error}");
             ExitCode::FAILURE
         }
     }
@@ -150,11 +182,6 @@ fn sim(args: &SimArgs) -> ExitCode {
 
 /// Says in one line that a role does not exist yet, so that a user (or a
 /// script) gets a clear answer instead of a silent success.
-fn not_built(subcommand: &str, role: &str) -> ExitCode {
-    eprintln!("shoal {subcommand}: {role} is not built yet (see the project's issues)");
-    ExitCode::from(2)
-}
-
 fn bench_pk(args: &crate::cli::BenchPkArgs) -> ExitCode {
     let executable = match std::env::current_exe() {
         Ok(path) => path,
@@ -182,6 +209,65 @@ fn bench_pk(args: &crate::cli::BenchPkArgs) -> ExitCode {
         Ok(_) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("shoal bench pk: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench_sysbench(args: &crate::cli::BenchSysbenchArgs) -> ExitCode {
+    let executable = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(error) => {
+            eprintln!("shoal bench sysbench: cannot find the shoal executable: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let target = |name: &str, address: &str, user: &str, password: &str| {
+        bench::sysbench::Target::parse(name, address, user, password)
+    };
+    let connect = match args
+        .connect
+        .as_deref()
+        .map(|a| target("shoal", a, "root", ""))
+        .transpose()
+    {
+        Ok(t) => t,
+        Err(error) => {
+            eprintln!("shoal bench sysbench: --connect {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let versus = match args
+        .vs
+        .as_deref()
+        .map(|a| target("vs", a, &args.vs_user, &args.vs_password))
+        .transpose()
+    {
+        Ok(t) => t,
+        Err(error) => {
+            eprintln!("shoal bench sysbench: --vs {error}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.threads.is_empty() || args.threads.contains(&0) || args.tables == 0 || args.time == 0 {
+        eprintln!("shoal bench sysbench: --threads, --tables and --time take numbers above 0");
+        return ExitCode::from(2);
+    }
+    let options = bench::sysbench::SysbenchOptions {
+        executable,
+        connect,
+        versus,
+        tests: args.tests.clone(),
+        threads: args.threads.clone(),
+        tables: args.tables,
+        table_size: args.table_size.max(1),
+        seconds: args.time,
+        json: args.json,
+    };
+    match bench::sysbench::run(&options) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shoal bench sysbench: {error}");
             ExitCode::FAILURE
         }
     }

@@ -112,6 +112,10 @@ pub fn run(args: &UpArgs) -> ExitCode {
         eprintln!("shoal up: {message}");
         return ExitCode::FAILURE;
     }
+    if let Err(message) = check_port_free(args.sql_port) {
+        eprintln!("shoal up: {message} (the SQL port: choose another with --sql-port)");
+        return ExitCode::FAILURE;
+    }
     let sandbox = match Sandbox::prepare(args) {
         Ok(sandbox) => sandbox,
         Err(message) => {
@@ -258,6 +262,11 @@ impl Sandbox {
         directory.join(format!("ndb_{}_cluster.log", management.node_id))
     }
 
+    /// The SQL node's output.
+    fn sql_node_log(&self) -> PathBuf {
+        self.data_dir.join("mysqld").join("out.log")
+    }
+
     fn data_node_ids(&self) -> Vec<NodeId> {
         self.config
             .data_nodes
@@ -289,12 +298,14 @@ struct DataNode {
 struct Children {
     management: Option<Child>,
     data_nodes: Vec<DataNode>,
+    sql_node: Option<Child>,
 }
 
 impl Children {
     fn running(&mut self) -> impl Iterator<Item = &mut Child> {
         self.management
             .iter_mut()
+            .chain(self.sql_node.iter_mut())
             .chain(
                 self.data_nodes
                     .iter_mut()
@@ -311,6 +322,11 @@ impl Children {
             && !matches!(child.try_wait(), Ok(None))
         {
             self.management = None;
+        }
+        if let Some(child) = &mut self.sql_node
+            && !matches!(child.try_wait(), Ok(None))
+        {
+            self.sql_node = None;
         }
         for data in &mut self.data_nodes {
             if let DataNodeState::Running(child) = &mut data.state
@@ -337,6 +353,7 @@ impl Children {
             killed += 1;
         }
         self.management = None;
+        self.sql_node = None;
         for data in &mut self.data_nodes {
             data.state = DataNodeState::Down;
         }
@@ -405,16 +422,12 @@ fn start(
             budget: RestartBudget::default(),
         });
     }
-    let sql_node = sandbox
-        .config
-        .api_nodes
-        .iter()
-        .find(|api| api.kind == config::ApiKind::Mysqld)
-        .and_then(|api| api.node_id);
-    let sql_node = sql_node.map_or(String::new(), |node| format!(" {node}"));
+    let sql_log = sandbox.sql_node_log();
+    children.sql_node = Some(spawn(&sql_node_arguments(sandbox), &sql_log)?);
     println!(
-        "SQL node{sql_node}: not built yet (it will listen on {SANDBOX_HOST}:{})",
-        sandbox.sql_port
+        "SQL node on {SANDBOX_HOST}:{} (log: {})",
+        sandbox.sql_port,
+        sql_log.display()
     );
     println!("Waiting for the data nodes to start...");
     Ok(())
@@ -441,6 +454,20 @@ fn management_arguments(sandbox: &Sandbox) -> Vec<String> {
         sandbox.config_path.display().to_string(),
         "--port".to_string(),
         sandbox.mgm_port.to_string(),
+    ]
+}
+
+fn sql_node_arguments(sandbox: &Sandbox) -> Vec<String> {
+    vec![
+        "sqld".to_string(),
+        "--ndb-connectstring".to_string(),
+        sandbox.management_address(),
+        "--port".to_string(),
+        sandbox.sql_port.to_string(),
+        "--bind-address".to_string(),
+        SANDBOX_HOST.to_string(),
+        "--data-dir".to_string(),
+        sandbox.data_dir.join("mysqld").display().to_string(),
     ]
 }
 
@@ -708,6 +735,11 @@ fn supervise(sandbox: &Sandbox, children: &mut Children, stop_requested: &Atomic
         ready: false,
         late_reported: false,
     };
+    let mut sql_node = SqlNode {
+        restart_at: None,
+        budget: RestartBudget::default(),
+        ready_reported: false,
+    };
     let mut management = ManagementNode {
         node: sandbox.management_node(),
         log_path: sandbox
@@ -724,6 +756,7 @@ fn supervise(sandbox: &Sandbox, children: &mut Children, stop_requested: &Atomic
         for data in &mut children.data_nodes {
             supervise_data_node(sandbox, data, now);
         }
+        sql_node.supervise(sandbox, &mut children.sql_node, now);
         if let Some(exit) = management.supervise(sandbox, &mut children.management, now) {
             // A clean exit follows SHUTDOWN (or a signal sent to the
             // management node itself): the cluster is meant to stop.
@@ -809,6 +842,75 @@ impl ManagementNode {
         }
         None
     }
+}
+
+/// The angel of the SQL node: restarts it when it dies, and says once
+/// when it accepts connections.
+struct SqlNode {
+    restart_at: Option<Instant>,
+    budget: RestartBudget,
+    ready_reported: bool,
+}
+
+impl SqlNode {
+    fn supervise(&mut self, sandbox: &Sandbox, child: &mut Option<Child>, now: Instant) {
+        if let Some(running) = child {
+            match running.try_wait() {
+                Ok(None) => {
+                    if !self.ready_reported && sql_node_ready(&sandbox.sql_node_log()) {
+                        self.ready_reported = true;
+                        println!(
+                            "SQL node ready: mysql -h {SANDBOX_HOST} -P {} -u root",
+                            sandbox.sql_port
+                        );
+                    }
+                }
+                Ok(Some(exit)) => {
+                    *child = None;
+                    if self.budget.take(now) {
+                        eprintln!(
+                            "SQL node exited ({exit}); restarting it in {} s (log: {})",
+                            RESTART_DELAY.as_secs(),
+                            sandbox.sql_node_log().display()
+                        );
+                        self.restart_at = Some(now + RESTART_DELAY);
+                    } else {
+                        eprintln!(
+                            "SQL node exited ({exit}) and has restarted {RESTARTS_PER_WINDOW_MAX} \
+                             times within {} s; giving up on it (see {})",
+                            RESTART_WINDOW.as_secs(),
+                            sandbox.sql_node_log().display()
+                        );
+                    }
+                }
+                Err(error) => eprintln!("SQL node: cannot check the process: {error}"),
+            }
+            return;
+        }
+        if let Some(when) = self.restart_at
+            && now >= when
+        {
+            self.restart_at = None;
+            self.ready_reported = false;
+            match spawn(&sql_node_arguments(sandbox), &sandbox.sql_node_log()) {
+                Ok(started) => {
+                    println!("SQL node restarted");
+                    *child = Some(started);
+                }
+                Err(message) => eprintln!("SQL node: {message}; leaving it down"),
+            }
+        }
+    }
+}
+
+/// Whether the SQL node's latest start (in its log) says it is ready:
+/// it has reached the cluster and accepts clients.
+fn sql_node_ready(log: &Path) -> bool {
+    let Ok(text) = fs::read_to_string(log) else {
+        return false;
+    };
+    let latest = text.rsplit("--- shoal up: starting").next().unwrap_or("");
+    latest.contains("sqld: ready for connections")
 }
 
 /// The angel of one data node: notices its exit and restarts it.
@@ -903,6 +1005,11 @@ fn after_exit(
 fn stop_cluster(sandbox: &Sandbox, children: &mut Children) -> ExitCode {
     println!("Stopping the cluster...");
     let deadline = Instant::now() + STOP_TIMEOUT;
+    // The SQL node first: its clients' transactions end before the data
+    // nodes go.
+    if let Some(child) = &children.sql_node {
+        send_sigterm(child);
+    }
     if children.management.is_some() {
         let mut status = StatusClient::new(sandbox.management_address());
         match status.shutdown(STOP_TIMEOUT) {
@@ -924,6 +1031,9 @@ fn stop_cluster(sandbox: &Sandbox, children: &mut Children) -> ExitCode {
 /// Stops every child without the management node's help: SIGTERM (a clean
 /// stop for both roles), then a kill at `deadline`.
 fn terminate_all(children: &mut Children, deadline: Instant) {
+    if let Some(child) = &children.sql_node {
+        send_sigterm(child);
+    }
     terminate_data_nodes(children);
     if let Some(child) = &children.management {
         send_sigterm(child);

@@ -1,8 +1,7 @@
 //! The command line of the `shoal` binary as a user sees it: the roles listed
-//! by `--help`, the one-line answer of roles that are not built yet, the exit
-//! status of a command that does not exist, and the errors of `shoal mgm` and
-//! `shoal up` that need no running cluster (a management node without data
-//! nodes at most).
+//! by `--help`, the exit status of a command that does not exist, and the
+//! errors of `shoal mgm`, `shoal sqld` and `shoal up` that need no running
+//! cluster (a management node without data nodes at most).
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -12,10 +11,6 @@ use std::time::{Duration, Instant};
 
 /// Every role, as a subcommand, in the order `--help` lists them.
 const ROLES: [&str; 6] = ["up", "mgmd", "datad", "sqld", "mgm", "bench"];
-
-/// The roles that answer "not built yet" today. A role leaves this list the
-/// day it is built, and gets its own tests.
-const UNBUILT_ROLES: [&str; 1] = ["sqld"];
 
 fn shoal(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_shoal"))
@@ -38,24 +33,66 @@ fn help_lists_every_role() {
     }
 }
 
+/// A port nothing listens on right now.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("address").port()
+}
+
 #[test]
-fn unbuilt_roles_say_so_in_one_line_and_exit_2() {
-    for role in UNBUILT_ROLES {
-        let output = shoal(&[role]);
-        let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "shoal {role}: status {:?}, stderr {stderr:?}",
-            output.status
-        );
-        assert_eq!(stderr.lines().count(), 1, "shoal {role}: stderr {stderr:?}");
-        assert!(
-            stderr.starts_with(&format!("shoal {role}: ")),
-            "shoal {role}: stderr does not name the role: {stderr:?}"
-        );
-        assert!(output.stdout.is_empty(), "shoal {role}: wrote to stdout");
-    }
+fn sqld_without_a_cluster_says_so_and_fails() {
+    let port = free_port();
+    let directory = std::env::temp_dir().join(format!("shoal-cli-sqld-{}", std::process::id()));
+    let started = Instant::now();
+    let output = shoal(&[
+        "sqld",
+        "-c",
+        UNREACHABLE,
+        "--ndb-wait-connected",
+        "1",
+        "--bind-address",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+        "--data-dir",
+        directory.to_str().expect("UTF-8 path"),
+    ]);
+    let _ = std::fs::remove_dir_all(&directory);
+    let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
+    assert_eq!(output.status.code(), Some(1), "stderr {stderr:?}");
+    assert!(
+        stderr.contains("could not connect to the cluster"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(UNREACHABLE), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn sqld_refuses_a_port_in_use() {
+    let taken = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = taken.local_addr().expect("address").port();
+    let directory =
+        std::env::temp_dir().join(format!("shoal-cli-sqld-port-{}", std::process::id()));
+    let output = shoal(&[
+        "sqld",
+        "-c",
+        UNREACHABLE,
+        "--bind-address",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+        "--data-dir",
+        directory.to_str().expect("UTF-8 path"),
+    ]);
+    let _ = std::fs::remove_dir_all(&directory);
+    let stderr = String::from_utf8(output.stderr).expect("stderr is UTF-8");
+    assert_eq!(output.status.code(), Some(1), "stderr {stderr:?}");
+    assert!(stderr.contains("cannot listen on"), "{stderr}");
 }
 
 #[test]
@@ -137,12 +174,10 @@ fn mgm_help_needs_no_server() {
 }
 
 /// Words of features that are not built: `--help` must not claim them.
-const UNBUILT_CLAIMS: [&str; 6] = [
+const UNBUILT_CLAIMS: [&str; 4] = [
     "and the redo log",
     "writes checkpoints",
     "recovers after",
-    "speaks the MySQL protocol",
-    "1 SQL node)",
     "reproduce the published",
 ];
 
@@ -167,7 +202,7 @@ fn help_claims_only_what_is_built() {
         }
     }
     let sqld = stdout_of(&shoal(&["sqld", "--help"]));
-    assert!(sqld.contains("not built yet"), "{sqld}");
+    assert!(sqld.contains("--ndb-connectstring"), "{sqld}");
 }
 
 /// The commands `shoal mgm --help` names in backquotes, with `N` as node 2.

@@ -167,6 +167,8 @@ pub struct Outcome {
     pub messages_dropped: u64,
     pub tables: usize,
     pub schema_changes_acknowledged: u32,
+    /// Of those, renames.
+    pub renames_acknowledged: u32,
     /// Creates refused because a node lacked DataMemory (827).
     pub creates_refused_for_memory: u32,
     /// Creates refused because the dictionary held MaxNoOfTables (707).
@@ -1044,6 +1046,13 @@ impl Simulation {
             let names: Vec<String> = self.acknowledged_tables.keys().cloned().collect();
             let name = names[(self.rng.next_u64() % names.len() as u64) as usize].clone();
             SchemaChange::DropTable { name }
+        } else if !self.acknowledged_tables.is_empty() && chance(&mut self.rng, 0.2) {
+            let names: Vec<String> = self.acknowledged_tables.keys().cloned().collect();
+            let from = names[(self.rng.next_u64() % names.len() as u64) as usize].clone();
+            // A fresh name: "exists" can then only be a false answer.
+            let to = format!("t{}", self.next_table);
+            self.next_table += 1;
+            SchemaChange::RenameTable { from, to }
         } else {
             let name = format!("t{}", self.next_table);
             self.next_table += 1;
@@ -1065,8 +1074,16 @@ impl Simulation {
     /// names the change, so the cluster answers a retry of a change it
     /// applied with the first answer.
     fn client_resend(&mut self, to: NodeId, request: u64, change: SchemaChange) {
-        if let SchemaChange::DropTable { name } = &change {
-            self.dropping.insert(name.clone());
+        match &change {
+            SchemaChange::DropTable { name } => {
+                self.dropping.insert(name.clone());
+            }
+            // Both names are in flux until the answer comes.
+            SchemaChange::RenameTable { from, to } => {
+                self.dropping.insert(from.clone());
+                self.dropping.insert(to.clone());
+            }
+            SchemaChange::CreateTable { .. } => {}
         }
         self.client_requests.insert(
             request,
@@ -1119,6 +1136,18 @@ impl Simulation {
                     .insert(table.name.clone(), self.now_ms);
                 self.acknowledged_tables.insert(table.name, table_id);
             }
+            (Ok(table_id), SchemaChange::RenameTable { from, to }) => {
+                self.outcome.schema_changes_acknowledged += 1;
+                self.outcome.renames_acknowledged += 1;
+                self.trace(format!("client: table {from} (id {table_id}) renamed {to}"));
+                self.acknowledged_tables.remove(from);
+                self.dropping.remove(from);
+                self.dropping.remove(to);
+                // The old name must be gone, the new one hold the same id.
+                self.dropped.insert(from.clone(), self.now_ms);
+                self.acknowledged_at_ms.insert(to.clone(), self.now_ms);
+                self.acknowledged_tables.insert(to.clone(), table_id);
+            }
             (Ok(table_id), SchemaChange::DropTable { name }) => {
                 self.outcome.schema_changes_acknowledged += 1;
                 self.trace(format!("client: table {name} (id {table_id}) dropped"));
@@ -1152,6 +1181,24 @@ impl Simulation {
                     // generation can only come from an earlier attempt of
                     // the same request having been applied: a false answer.
                     _ => match change {
+                        SchemaChange::RenameTable { from, to } => {
+                            let acknowledged_in_this_generation = self
+                                .acknowledged_at_ms
+                                .get(from)
+                                .is_some_and(|at| *at > self.last_formation_ms);
+                            if (error.ndb_code == 723 && acknowledged_in_this_generation)
+                                || error.mysql_code == 1050
+                            {
+                                self.fail(format!(
+                                    "RENAME of table {from} to {to} answered {} ({}), but the \
+                                     client owns both names: an earlier attempt of this rename \
+                                     was applied",
+                                    error.ndb_code, error.message
+                                ));
+                            }
+                            self.dropping.remove(from);
+                            self.dropping.remove(to);
+                        }
                         SchemaChange::DropTable { name } => {
                             let acknowledged_in_this_generation = self
                                 .acknowledged_at_ms

@@ -30,6 +30,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     let mut decided = 0;
     let mut crashes = 0;
     let mut acknowledged = 0;
+    let mut renamed = 0;
     let mut refused_for_memory = 0;
     let mut refused_for_table_objects = 0;
     for seed in first_seed..first_seed + seeds_per_shape() {
@@ -39,6 +40,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
                 decided += outcome.versions_seen;
                 crashes += outcome.crashes;
                 acknowledged += outcome.schema_changes_acknowledged;
+                renamed += outcome.renames_acknowledged;
                 refused_for_memory += outcome.creates_refused_for_memory;
                 refused_for_table_objects += outcome.creates_refused_for_table_objects;
                 marks.add(&outcome.marks);
@@ -49,6 +51,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     // The faults must have done something, or the checks prove nothing.
     assert!(crashes > 0, "no node crashed in any seed");
     assert!(decided > 0 && acknowledged > 0, "nothing was decided");
+    assert!(renamed > 0, "no rename was acknowledged");
     // DataMemory fills up in some seeds: the president refuses creates.
     assert!(
         refused_for_memory > 0,

@@ -1,0 +1,215 @@
+//! The SQL node as its users reach it: `shoal up` starts it, the stock
+//! `mariadb` client and drivers talk to it, and what they see is checked.
+//! The clients are installed by the test command (`scripts/install-sql-tools`);
+//! a test that cannot find one fails saying so.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use support::Sandbox;
+
+/// How long a sandbox may take until its SQL node accepts connections.
+const SQL_READY_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn repository_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(|p| p.parent())
+        .expect("crates/shoal is two levels down")
+        .to_path_buf()
+}
+
+/// The SQL port of a sandbox: the `--sql-port` its support passed.
+fn sql_port(sandbox: &Sandbox) -> u16 {
+    let line = sandbox.wait_for_line("SQL node ready", SQL_READY_TIMEOUT);
+
+    line.split("-P ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"))
+}
+
+/// Runs `sql` through the stock `mariadb` CLI in batch mode; returns
+/// (success, stdout, stderr).
+fn cli(port: u16, user: &str, password: Option<&str>, sql: &str) -> (bool, String, String) {
+    let mut command = Command::new("mariadb");
+    command.args([
+        "-h",
+        "127.0.0.1",
+        "-P",
+        &port.to_string(),
+        "-u",
+        user,
+        "--batch",
+        "--skip-ssl",
+        "--connect-timeout=10",
+        "-e",
+        sql,
+    ]);
+    if let Some(password) = password {
+        command.arg(format!("--password={password}"));
+    }
+    let output = command
+        .output()
+        .expect("the mariadb client runs (scripts/install-sql-tools installs it)");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_mysql_cli_creates_loads_and_queries_tables() {
+    let sandbox = Sandbox::start("sql-cli", 2, 2);
+    let port = sql_port(&sandbox);
+    let (ok, out, err) = cli(
+        port,
+        "root",
+        None,
+        "CREATE DATABASE shop; USE shop; \
+         CREATE TABLE items (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(20) NOT NULL, \
+           price DECIMAL(8,2), UNIQUE KEY name_key (name)) ENGINE=NDBCLUSTER; \
+         INSERT INTO items (name, price) VALUES ('apple', 1.50), ('pear', 2.25), ('plum', NULL); \
+         SELECT id, name, price FROM items ORDER BY id; \
+         SELECT COUNT(*), SUM(price) FROM items; \
+         UPDATE items SET price = price * 2 WHERE name = 'pear'; \
+         SELECT price FROM items WHERE id = 2; \
+         DELETE FROM items WHERE price IS NULL; \
+         SELECT name FROM items ORDER BY name DESC;",
+    );
+    assert!(ok, "stdout {out}\nstderr {err}");
+    assert_eq!(
+        out,
+        "id\tname\tprice\n1\tapple\t1.50\n2\tpear\t2.25\n3\tplum\tNULL\n\
+         COUNT(*)\tSUM(price)\n3\t3.75\n\
+         price\n4.50\n\
+         name\npear\napple\n"
+    );
+    // A duplicate is 1062 and the connection goes on; an unknown table 1146.
+    let (ok, _, err) = cli(
+        port,
+        "root",
+        None,
+        "INSERT INTO shop.items (name) VALUES ('apple')",
+    );
+    assert!(!ok);
+    assert!(err.contains("ERROR 1062"), "{err}");
+    let (ok, _, err) = cli(port, "root", None, "SELECT * FROM shop.nothing");
+    assert!(!ok);
+    assert!(err.contains("ERROR 1146"), "{err}");
+    let (ok, _, err) = cli(port, "root", None, "SELEC 1");
+    assert!(!ok);
+    assert!(err.contains("ERROR 1064"), "{err}");
+    // The SQL node is a connected API node in the management client.
+    let (ok, show) = sandbox.mgm("SHOW");
+    assert!(ok, "{show}");
+    let api_section = show.split("[mysqld(API)]").nth(1).expect("an API section");
+    assert!(
+        api_section.contains("@127.0.0.1"),
+        "no connected API node:\n{show}"
+    );
+}
+
+#[test]
+fn users_are_stored_in_the_cluster_and_a_wrong_password_is_1045() {
+    let sandbox = Sandbox::start("sql-users", 2, 2);
+    let port = sql_port(&sandbox);
+    let (ok, out, err) = cli(
+        port,
+        "root",
+        None,
+        "CREATE USER 'app'@'%' IDENTIFIED BY 'secret'; SELECT User, Host FROM mysql.user ORDER BY User",
+    );
+    assert!(ok, "{out} {err}");
+    assert!(out.contains("app\t%"), "{out}");
+    let (ok, out, err) = cli(port, "app", Some("secret"), "SELECT CURRENT_USER()");
+    assert!(ok, "{out} {err}");
+    let (ok, _, err) = cli(port, "app", Some("wrong"), "SELECT 1");
+    assert!(!ok);
+    assert!(err.contains("ERROR 1045"), "{err}");
+    let (ok, _, err) = cli(
+        port,
+        "root",
+        None,
+        "ALTER USER 'app'@'%' IDENTIFIED BY 'other'",
+    );
+    assert!(ok, "{err}");
+    let (ok, _, err) = cli(port, "app", Some("secret"), "SELECT 1");
+    assert!(!ok && err.contains("ERROR 1045"), "{err}");
+    let (ok, _, err) = cli(port, "app", Some("other"), "SELECT 1");
+    assert!(ok, "{err}");
+    let (ok, _, err) = cli(
+        port,
+        "root",
+        None,
+        "DROP USER 'app'@'%'; DROP USER 'app'@'%'",
+    );
+    assert!(!ok && err.contains("ERROR 1396"), "{err}");
+}
+
+#[test]
+fn random_bytes_on_the_sql_port_do_not_hurt_the_node() {
+    let sandbox = Sandbox::start("sql-hostile", 2, 2);
+    let port = sql_port(&sandbox);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..64 {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+            panic!("round {round}: the SQL node stopped accepting connections");
+        };
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut greeting = [0u8; 512];
+        let _ = stream.read(&mut greeting);
+        let length = 1 + (seed % 300) as usize;
+        let bytes: Vec<u8> = (0..length)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        let _ = stream.write_all(&bytes);
+        let mut answer = [0u8; 512];
+        let _ = stream.read(&mut answer);
+    }
+    let (ok, out, err) = cli(port, "root", None, "SELECT 1 + 1 AS two");
+    assert!(ok, "{out} {err}");
+    assert_eq!(out, "two\n2\n");
+}
+
+/// The SQL behaviour files (statements and expected results, the expected
+/// results shown to be MySQL's by the same runner against MariaDB).
+#[test]
+fn sql_behaviour_files_pass() {
+    let sandbox = Sandbox::start("sql-behaviour", 2, 2);
+    let port = sql_port(&sandbox);
+    let root = repository_root();
+    let output = Command::new("python3")
+        .arg(root.join("tests/sql/run.py"))
+        .args([
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--user",
+            "root",
+        ])
+        .current_dir(&root)
+        .output()
+        .expect("python3 runs (scripts/install-sql-tools installs PyMySQL)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "behaviour tests failed:\n{stdout}\n{stderr}"
+    );
+}

@@ -1,0 +1,855 @@
+//! SELECT on one table (or none): fetch by the access path, filter by
+//! WHERE, group and aggregate, HAVING, project, sort, DISTINCT, LIMIT.
+//! Joins, subqueries and UNION come with the next planner.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mysql_protocol::ColumnDefinition;
+use shoal_client::LockMode;
+use sqlparser::ast::{self, Expr, SelectItem, SetExpr};
+
+use crate::catalog::SqlTable;
+use crate::error::SqlError;
+use crate::expression::{self, Accumulator, AggregateCall, Expression, Scope};
+use crate::outcome::{Outcome, ResultSet, expression_column};
+use crate::parse::Parsed;
+use crate::plan::{self, Access, ConstantScope, TableScope};
+use crate::session::{Session, StatementResult};
+use crate::value::{SqlType, SqlValue};
+
+/// Most rows a statement holds in the SQL node to sort, group or return
+/// (a bound on the node's memory per statement).
+pub const STATEMENT_ROWS_MAX: usize = 4_000_000;
+
+/// Evaluates an expression without columns (SET values, LIMIT).
+pub fn evaluate_constant(session: &mut Session, expr: &Expr) -> Result<SqlValue, SqlError> {
+    if let Expr::Subquery(query) = expr {
+        return match run(session, query, false)? {
+            Outcome::Rows(result) => Ok(result
+                .rows
+                .into_iter()
+                .next()
+                .and_then(|row| row.into_iter().next())
+                .unwrap_or(SqlValue::Null)),
+            Outcome::Done { .. } => Ok(SqlValue::Null),
+        };
+    }
+    let compiled = expression::compile(expr, &ConstantScope)?;
+    expression::evaluate(&compiled, &[], session)
+}
+
+/// A LIMIT or OFFSET value: a non-negative integer (a parameter may give it).
+fn row_count_value(session: &mut Session, expr: &Expr) -> Result<u64, SqlError> {
+    match evaluate_constant(session, expr)? {
+        SqlValue::Int(v) if v >= 0 => Ok(v as u64),
+        SqlValue::UInt(v) => Ok(v),
+        SqlValue::String(s) => String::from_utf8_lossy(&s)
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| SqlError::new(1210, "Incorrect arguments to LIMIT")),
+        _ => Err(SqlError::new(1210, "Incorrect arguments to LIMIT")),
+    }
+}
+
+/// `(offset, limit)` of a query.
+pub fn limits(
+    session: &mut Session,
+    clause: Option<&ast::LimitClause>,
+) -> Result<(u64, Option<u64>), SqlError> {
+    match clause {
+        None => Ok((0, None)),
+        Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => {
+            let limit = match limit {
+                Some(expr) => Some(row_count_value(session, expr)?),
+                None => None,
+            };
+            let offset = match offset {
+                Some(offset) => row_count_value(session, &offset.value)?,
+                None => 0,
+            };
+            Ok((offset, limit))
+        }
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => Ok((
+            row_count_value(session, offset)?,
+            Some(row_count_value(session, limit)?),
+        )),
+    }
+}
+
+/// Calls every sub-expression of `expr` (pre-order) that is not inside a
+/// subquery.
+pub fn walk(expr: &Expr, visit: &mut dyn FnMut(&Expr)) {
+    visit(expr);
+    let mut each = |e: &Expr| walk(e, visit);
+    match expr {
+        Expr::BinaryOp { left, right, .. } => {
+            each(left);
+            each(right);
+        }
+        Expr::UnaryOp { expr, .. }
+        | Expr::Nested(expr)
+        | Expr::IsNull(expr)
+        | Expr::IsNotNull(expr)
+        | Expr::IsTrue(expr)
+        | Expr::IsNotTrue(expr)
+        | Expr::IsFalse(expr)
+        | Expr::IsNotFalse(expr)
+        | Expr::Cast { expr, .. }
+        | Expr::Collate { expr, .. } => each(expr),
+        Expr::In { expr, target, .. } => {
+            each(expr);
+            if let ast::InTarget::List(list) = target {
+                list.iter().for_each(&mut each);
+            }
+        }
+        Expr::Between {
+            expr, low, high, ..
+        } => {
+            each(expr);
+            each(low);
+            each(high);
+        }
+        Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
+            each(expr);
+            each(pattern);
+        }
+        Expr::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            if let Some(operand) = operand {
+                each(operand);
+            }
+            for when in conditions {
+                each(&when.condition);
+                each(&when.result);
+            }
+            if let Some(else_result) = else_result {
+                each(else_result);
+            }
+        }
+        Expr::Function(function) => {
+            if let ast::FunctionArguments::List(list) = &function.args {
+                for argument in &list.args {
+                    match argument {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))
+                        | ast::FunctionArg::Named {
+                            arg: ast::FunctionArgExpr::Expr(e),
+                            ..
+                        } => each(e),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Expr::Tuple(items) => items.iter().for_each(&mut each),
+        _ => {}
+    }
+}
+
+/// The aggregate calls in `expr`, in order of appearance.
+fn collect_aggregates(expr: &Expr, out: &mut Vec<ast::Function>) {
+    walk(expr, &mut |e| {
+        if let Expr::Function(function) = e
+            && expression::is_aggregate(function)
+            && !out
+                .iter()
+                .any(|f| expression::aggregate_key(f) == expression::aggregate_key(function))
+        {
+            out.push(function.clone());
+        }
+    });
+}
+
+/// The name MySQL gives an unaliased select item.
+fn item_name(expr: &Expr) -> String {
+    match expr {
+        Expr::Identifier(ident) => ident.value.clone(),
+        Expr::CompoundIdentifier(parts) => {
+            parts.last().map(|i| i.value.clone()).unwrap_or_default()
+        }
+        Expr::Value(value) => match &value.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// One output column of a SELECT.
+struct OutputColumn {
+    expression: Expression,
+    definition: ColumnDefinition,
+}
+
+/// A SELECT compiled against its table.
+struct CompiledSelect {
+    table: Option<Arc<SqlTable>>,
+    alias: Option<String>,
+    outputs: Vec<OutputColumn>,
+    aggregates: Vec<AggregateCall>,
+    aggregate_keys: Vec<(String, SqlType)>,
+    grouped: bool,
+    group_by: Vec<Expression>,
+    having: Option<Expression>,
+    condition: Option<Expression>,
+    order_by: Vec<(Expression, bool)>,
+}
+
+fn column_definition(
+    table: &SqlTable,
+    alias: Option<&str>,
+    position: usize,
+    name: &str,
+) -> ColumnDefinition {
+    let sql_type = &table.column_types[position];
+    ColumnDefinition {
+        schema: table.database.clone(),
+        table: alias.unwrap_or(&table.name).to_string(),
+        org_table: table.name.clone(),
+        name: name.to_string(),
+        org_name: table.column(position).name.clone(),
+        collation_id: crate::outcome::collation_id(sql_type),
+        length: sql_type.length,
+        field_type: sql_type.field_type,
+        flags: sql_type.flags,
+        decimals: sql_type.decimals,
+    }
+}
+
+fn compile_select(
+    session: &mut Session,
+    select: &ast::Select,
+    order_by: &[ast::OrderByExpr],
+) -> Result<CompiledSelect, SqlError> {
+    let (table, alias) = match select.from.as_slice() {
+        [] => (None, None),
+        [from] if from.joins.is_empty() => match &from.relation {
+            ast::TableFactor::Table { name, alias, .. } => (
+                Some(session.table_by_object_name(name)?),
+                alias.as_ref().map(|a| a.name.value.clone()),
+            ),
+            _ => return Err(SqlError::unsupported("derived tables and table functions")),
+        },
+        _ => {
+            return Err(SqlError::unsupported(
+                "joins (they come with the next planner)",
+            ));
+        }
+    };
+    // Expand * into the table's columns.
+    let mut items: Vec<(Expr, Option<String>)> = Vec::new();
+    for item in &select.projection {
+        match item {
+            SelectItem::UnnamedExpr(expr) => items.push((expr.clone(), None)),
+            SelectItem::ExprWithAlias { expr, alias } => {
+                items.push((expr.clone(), Some(alias.value.clone())))
+            }
+            SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..) => {
+                let Some(table) = &table else {
+                    return Err(SqlError::new(1096, "No tables used"));
+                };
+                for column in &table.def().columns {
+                    items.push((Expr::Identifier(ast::Ident::new(column.name.clone())), None));
+                }
+            }
+            other => return Err(SqlError::unsupported(format!("select item {other}"))),
+        }
+    }
+    let group_by_exprs: Vec<Expr> = match &select.group_by {
+        ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs.clone(),
+        ast::GroupByExpr::Expressions(..) => {
+            return Err(SqlError::unsupported("GROUP BY modifiers (WITH ROLLUP)"));
+        }
+        ast::GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),
+    };
+    // Resolve GROUP BY and ORDER BY items that name a select alias or a
+    // position to the select item's expression.
+    let resolve_item = |expr: &Expr| -> Result<Expr, SqlError> {
+        if let Expr::Value(value) = expr
+            && let ast::Value::Number(n, _) = &value.value
+        {
+            let position: usize = n.parse().unwrap_or(0);
+            return items
+                .get(position.wrapping_sub(1))
+                .map(|(e, _)| e.clone())
+                .ok_or_else(|| {
+                    SqlError::new(1054, format!("Unknown column '{n}' in 'order clause'"))
+                });
+        }
+        if let Expr::Identifier(ident) = expr {
+            let is_column = table
+                .as_ref()
+                .is_some_and(|t| t.column_position(&ident.value).is_some());
+            if !is_column
+                && let Some((e, _)) = items.iter().find(|(_, alias)| {
+                    alias
+                        .as_ref()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(&ident.value))
+                })
+            {
+                return Ok(e.clone());
+            }
+        }
+        Ok(expr.clone())
+    };
+    let group_by_exprs: Vec<Expr> = group_by_exprs
+        .iter()
+        .map(&resolve_item)
+        .collect::<Result<_, _>>()?;
+    let order_by_exprs: Vec<(Expr, bool)> = order_by
+        .iter()
+        .map(|o| {
+            let descending = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            resolve_item(&o.expr).map(|e| (e, descending))
+        })
+        .collect::<Result<_, _>>()?;
+    let having_expr = select.having.as_ref().map(&resolve_item).transpose()?;
+    let mut aggregate_functions = Vec::new();
+    for (expr, _) in &items {
+        collect_aggregates(expr, &mut aggregate_functions);
+    }
+    if let Some(having) = &having_expr {
+        collect_aggregates(having, &mut aggregate_functions);
+    }
+    for (expr, _) in &order_by_exprs {
+        collect_aggregates(expr, &mut aggregate_functions);
+    }
+    let grouped = !aggregate_functions.is_empty() || !group_by_exprs.is_empty();
+    // The row a compiled expression sees: the table's columns, then (when
+    // grouped) the aggregates' values.
+    let Some(table_ref) = table.as_deref() else {
+        return compile_without_table(
+            items,
+            aggregate_functions,
+            select,
+            order_by_exprs,
+            having_expr,
+        );
+    };
+    let mut row_scope = TableScope::new(table_ref, alias.clone(), "where clause");
+    let condition = select
+        .selection
+        .as_ref()
+        .map(|c| expression::compile(c, &row_scope))
+        .transpose()?;
+    row_scope.clause = "field list";
+    let mut aggregates = Vec::with_capacity(aggregate_functions.len());
+    let mut aggregate_keys = Vec::with_capacity(aggregate_functions.len());
+    for function in &aggregate_functions {
+        let call = expression::compile_aggregate(function, &row_scope)?;
+        aggregate_keys.push((expression::aggregate_key(function), call.sql_type.clone()));
+        aggregates.push(call);
+    }
+    row_scope.clause = "group statement";
+    let group_by = group_by_exprs
+        .iter()
+        .map(|e| expression::compile(e, &row_scope))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut scope = TableScope::new(table_ref, alias.clone(), "field list");
+    scope.aggregates = aggregate_keys.clone();
+    let mut outputs = Vec::with_capacity(items.len());
+    for (expr, item_alias) in &items {
+        let expression = expression::compile(expr, &scope)?;
+        let name = item_alias.clone().unwrap_or_else(|| item_name(expr));
+        let definition = match expression.column() {
+            Some(position) if position < table_ref.def().columns.len() => {
+                column_definition(table_ref, alias.as_deref(), position, &name)
+            }
+            _ => expression_column(&name, expression.sql_type()),
+        };
+        outputs.push(OutputColumn {
+            expression,
+            definition,
+        });
+    }
+    scope.clause = "having clause";
+    let having = having_expr
+        .as_ref()
+        .map(|h| expression::compile(h, &scope))
+        .transpose()?;
+    scope.clause = "order clause";
+    let order_by = order_by_exprs
+        .iter()
+        .map(|(e, descending)| expression::compile(e, &scope).map(|c| (c, *descending)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(CompiledSelect {
+        table,
+        alias,
+        outputs,
+        aggregates,
+        aggregate_keys,
+        grouped,
+        group_by,
+        having,
+        condition,
+        order_by,
+    })
+}
+
+/// A SELECT without FROM: one row of constants (or one group).
+fn compile_without_table(
+    items: Vec<(Expr, Option<String>)>,
+    aggregate_functions: Vec<ast::Function>,
+    select: &ast::Select,
+    order_by_exprs: Vec<(Expr, bool)>,
+    having_expr: Option<Expr>,
+) -> Result<CompiledSelect, SqlError> {
+    struct NoTableScope {
+        aggregates: Vec<(String, SqlType)>,
+    }
+    impl Scope for NoTableScope {
+        fn column(
+            &self,
+            qualifier: Option<&str>,
+            name: &str,
+        ) -> Result<(usize, SqlType), SqlError> {
+            ConstantScope.column(qualifier, name)
+        }
+        fn aggregate(&self, call: &ast::Function) -> Option<(usize, SqlType)> {
+            let key = expression::aggregate_key(call);
+            self.aggregates
+                .iter()
+                .position(|(k, _)| *k == key)
+                .map(|i| (i, self.aggregates[i].1.clone()))
+        }
+    }
+    let mut aggregates = Vec::new();
+    let mut aggregate_keys = Vec::new();
+    for function in &aggregate_functions {
+        let call = expression::compile_aggregate(function, &ConstantScope)?;
+        aggregate_keys.push((expression::aggregate_key(function), call.sql_type.clone()));
+        aggregates.push(call);
+    }
+    let scope = NoTableScope {
+        aggregates: aggregate_keys.clone(),
+    };
+    let condition = select
+        .selection
+        .as_ref()
+        .map(|c| expression::compile(c, &ConstantScope))
+        .transpose()?;
+    let mut outputs = Vec::new();
+    for (expr, alias) in items {
+        let expression = expression::compile(&expr, &scope)?;
+        let name = alias.clone().unwrap_or_else(|| item_name(&expr));
+        let definition = expression_column(&name, expression.sql_type());
+        outputs.push(OutputColumn {
+            expression,
+            definition,
+        });
+    }
+    let having = having_expr
+        .as_ref()
+        .map(|h| expression::compile(h, &scope))
+        .transpose()?;
+    let order_by = order_by_exprs
+        .iter()
+        .map(|(e, d)| expression::compile(e, &scope).map(|c| (c, *d)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(CompiledSelect {
+        table: None,
+        alias: None,
+        grouped: !aggregates.is_empty(),
+        outputs,
+        aggregates,
+        aggregate_keys,
+        group_by: Vec::new(),
+        having,
+        condition,
+        order_by,
+    })
+}
+
+/// The column definitions a prepared SELECT will return.
+pub fn prepared_columns(session: &mut Session, parsed: &Parsed) -> Option<Vec<ColumnDefinition>> {
+    let Parsed::Sql { statement, .. } = parsed else {
+        return None;
+    };
+    let ast::Statement::Query(query) = statement.as_ref() else {
+        return None;
+    };
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return None;
+    };
+    let order_by = order_by_items(query);
+    let compiled = compile_select(session, select, &order_by).ok()?;
+    Some(compiled.outputs.into_iter().map(|o| o.definition).collect())
+}
+
+fn order_by_items(query: &ast::Query) -> Vec<ast::OrderByExpr> {
+    match &query.order_by {
+        Some(ast::OrderBy {
+            kind: ast::OrderByKind::Expressions(items),
+            ..
+        }) => items.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Runs a query.
+pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> StatementResult {
+    if query.with.is_some() {
+        return Err(SqlError::unsupported("WITH (common table expressions)"));
+    }
+    let select = match query.body.as_ref() {
+        SetExpr::Select(select) => select,
+        SetExpr::Query(inner) => return run(session, inner, share_lock),
+        _ => {
+            return Err(SqlError::unsupported(
+                "UNION, INTERSECT and VALUES statements",
+            ));
+        }
+    };
+    let lock = if query
+        .locks
+        .iter()
+        .any(|l| l.lock_type == ast::LockType::Update)
+    {
+        LockMode::Exclusive
+    } else if share_lock
+        || query
+            .locks
+            .iter()
+            .any(|l| l.lock_type == ast::LockType::Share)
+    {
+        LockMode::Shared
+    } else {
+        LockMode::Committed
+    };
+    let order_by = order_by_items(query);
+    let compiled = compile_select(session, select, &order_by)?;
+    let (offset, limit) = limits(session, query.limit_clause.as_ref())?;
+    let calc_found_rows = select
+        .select_modifiers
+        .as_ref()
+        .is_some_and(|m| m.sql_calc_found_rows);
+    let distinct = matches!(select.distinct, Some(ast::Distinct::Distinct));
+    // Base rows: the table's (filtered), or one empty row.
+    let mut base_rows: Vec<Vec<SqlValue>> = Vec::new();
+    match &compiled.table {
+        None => {
+            let keep = match &compiled.condition {
+                Some(condition) => plan::holds(session, condition, &[])?,
+                None => true,
+            };
+            if keep {
+                base_rows.push(Vec::new());
+            }
+        }
+        Some(table) => {
+            let access = plan::choose_access(
+                session,
+                table,
+                compiled.alias.as_deref(),
+                select.selection.as_ref(),
+            )?;
+            let early_limit = (compiled.condition.is_none()
+                && !compiled.grouped
+                && compiled.order_by.is_empty()
+                && !distinct
+                && !calc_found_rows)
+                .then(|| limit.map(|l| (l + offset) as usize))
+                .flatten();
+            let hint_key = match &access {
+                Access::PrimaryKey(keys) if keys.len() == 1 => Some(keys[0].clone()),
+                _ => None,
+            };
+            let transaction =
+                session.take_transaction(hint_key.as_ref().map(|key| shoal_client::Hint {
+                    table: &table.route,
+                    key,
+                }))?;
+            let mut stored = Vec::new();
+            let transaction = plan::fetch(
+                session,
+                table,
+                &access,
+                lock,
+                transaction,
+                true,
+                early_limit,
+                &mut stored,
+            )?;
+            session.finish_statement(transaction)?;
+            if stored.len() > STATEMENT_ROWS_MAX {
+                return Err(too_many_rows());
+            }
+            let mut row = Vec::new();
+            for stored_row in &stored {
+                plan::sql_row(table, stored_row, &mut row);
+                let keep = match &compiled.condition {
+                    Some(condition) => plan::holds(session, condition, &row)?,
+                    None => true,
+                };
+                if keep {
+                    base_rows.push(std::mem::take(&mut row));
+                }
+            }
+        }
+    }
+    // Grouping: one row per group, the group's first row then the
+    // aggregates' values.
+    let rows: Vec<Vec<SqlValue>> = if compiled.grouped {
+        group(session, &compiled, base_rows)?
+    } else {
+        base_rows
+    };
+    // HAVING, projection and sort keys.
+    let mut projected: Vec<(Vec<SqlValue>, Vec<SqlValue>)> = Vec::with_capacity(rows.len());
+    for row in &rows {
+        if let Some(having) = &compiled.having
+            && !plan::holds(session, having, row)?
+        {
+            continue;
+        }
+        let mut values = Vec::with_capacity(compiled.outputs.len());
+        for output in &compiled.outputs {
+            values.push(expression::evaluate(&output.expression, row, session)?);
+        }
+        let mut keys = Vec::with_capacity(compiled.order_by.len());
+        for (expression, _) in &compiled.order_by {
+            keys.push(expression::evaluate(expression, row, session)?);
+        }
+        projected.push((values, keys));
+    }
+    if !compiled.order_by.is_empty() {
+        let collations: Vec<_> = compiled
+            .order_by
+            .iter()
+            .map(|(e, d)| (e.sql_type().collation, *d))
+            .collect();
+        projected.sort_by(|(_, a), (_, b)| compare_keys(a, b, &collations));
+    }
+    let mut values: Vec<Vec<SqlValue>> = projected.into_iter().map(|(v, _)| v).collect();
+    if distinct {
+        let types: Vec<SqlType> = compiled
+            .outputs
+            .iter()
+            .map(|o| o.expression.sql_type().clone())
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut key = Vec::new();
+        values.retain(|row| {
+            key.clear();
+            for (value, sql_type) in row.iter().zip(&types) {
+                expression::group_key(value, sql_type, &mut key);
+                key.push(0xff);
+            }
+            seen.insert(key.clone())
+        });
+    }
+    let total = values.len() as u64;
+    let start = (offset as usize).min(values.len());
+    let end = match limit {
+        Some(limit) => start.saturating_add(limit as usize).min(values.len()),
+        None => values.len(),
+    };
+    let values: Vec<Vec<SqlValue>> = values.drain(start..end).collect();
+    session.found_rows = if calc_found_rows {
+        total
+    } else {
+        values.len() as u64
+    };
+    let types = compiled
+        .outputs
+        .iter()
+        .map(|o| o.expression.sql_type().clone())
+        .collect();
+    let columns = compiled.outputs.into_iter().map(|o| o.definition).collect();
+    Ok(Outcome::Rows(ResultSet {
+        columns,
+        types,
+        rows: values,
+    }))
+}
+
+fn too_many_rows() -> SqlError {
+    SqlError::new(
+        1114,
+        format!(
+            "The statement holds more than {STATEMENT_ROWS_MAX} rows in the SQL node; add a WHERE or LIMIT"
+        ),
+    )
+}
+
+/// Groups `rows` by the GROUP BY keys and runs the aggregates.
+fn group(
+    session: &mut Session,
+    compiled: &CompiledSelect,
+    rows: Vec<Vec<SqlValue>>,
+) -> Result<Vec<Vec<SqlValue>>, SqlError> {
+    let width = compiled.table.as_ref().map_or(0, |t| t.def().columns.len());
+    let group_types: Vec<SqlType> = compiled
+        .group_by
+        .iter()
+        .map(|e| e.sql_type().clone())
+        .collect();
+    let mut groups: Vec<(Vec<SqlValue>, Vec<Accumulator>)> = Vec::new();
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut key = Vec::new();
+    let mut arguments = Vec::new();
+    for row in rows {
+        key.clear();
+        for (expression, sql_type) in compiled.group_by.iter().zip(&group_types) {
+            let value = expression::evaluate(expression, &row, session)?;
+            expression::group_key(&value, sql_type, &mut key);
+            key.push(0xff);
+        }
+        let position = match index.get(&key) {
+            Some(&p) => p,
+            None => {
+                let accumulators = compiled.aggregates.iter().map(Accumulator::new).collect();
+                groups.push((row.clone(), accumulators));
+                index.insert(key.clone(), groups.len() - 1);
+                groups.len() - 1
+            }
+        };
+        let accumulators = &mut groups[position].1;
+        for (accumulator, call) in accumulators.iter_mut().zip(&compiled.aggregates) {
+            arguments.clear();
+            for argument in &call.arguments {
+                arguments.push(expression::evaluate(argument, &row, session)?);
+            }
+            accumulator.update(&arguments, session)?;
+        }
+        if groups.len() > STATEMENT_ROWS_MAX {
+            return Err(too_many_rows());
+        }
+    }
+    if groups.is_empty() && compiled.group_by.is_empty() {
+        // Aggregates without GROUP BY give one row even over no rows.
+        let accumulators = compiled.aggregates.iter().map(Accumulator::new).collect();
+        groups.push((vec![SqlValue::Null; width], accumulators));
+    }
+    let _ = &compiled.aggregate_keys;
+    Ok(groups
+        .into_iter()
+        .map(|(mut row, accumulators)| {
+            row.resize(width, SqlValue::Null);
+            row.extend(accumulators.iter().map(Accumulator::finish));
+            row
+        })
+        .collect())
+}
+
+/// Compares sort keys: NULL first ascending (last descending), as MySQL.
+fn compare_keys(
+    a: &[SqlValue],
+    b: &[SqlValue],
+    orders: &[(schema::Collation, bool)],
+) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    for ((x, y), (collation, descending)) in a.iter().zip(b).zip(orders) {
+        let ordering = match (x, y) {
+            (SqlValue::Null, SqlValue::Null) => Ordering::Equal,
+            (SqlValue::Null, _) => Ordering::Less,
+            (_, SqlValue::Null) => Ordering::Greater,
+            _ => expression::compare(x, y, *collation).unwrap_or(Ordering::Equal),
+        };
+        let ordering = if *descending {
+            ordering.reverse()
+        } else {
+            ordering
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    Ordering::Equal
+}
+
+/// The rows (stored, every column) an UPDATE or DELETE works on, locked
+/// exclusively in the session's transaction, in ORDER BY order and cut at
+/// LIMIT. Returns them with the transaction.
+pub fn rows_to_change(
+    session: &mut Session,
+    table: &Arc<SqlTable>,
+    alias: Option<&str>,
+    selection: Option<&Expr>,
+    order_by: &[ast::OrderByExpr],
+    limit: Option<&Expr>,
+) -> Result<(Vec<plan::StoredRow>, shoal_client::Transaction), SqlError> {
+    let condition = selection
+        .map(|c| plan::compile_condition(table, alias, c))
+        .transpose()?;
+    let scope = TableScope::new(table, alias.map(str::to_string), "order clause");
+    let order: Vec<(Expression, bool)> = order_by
+        .iter()
+        .map(|o| {
+            expression::compile(&o.expr, &scope)
+                .map(|e| (e, matches!(o.options.sort, Some(ast::OrderBySort::Desc))))
+        })
+        .collect::<Result<_, _>>()?;
+    let limit = limit.map(|l| row_count_value(session, l)).transpose()?;
+    let access = plan::choose_access(session, table, alias, selection)?;
+    let hint_key = match &access {
+        Access::PrimaryKey(keys) if keys.len() == 1 => Some(keys[0].clone()),
+        _ => None,
+    };
+    let transaction =
+        session.take_transaction(hint_key.as_ref().map(|key| shoal_client::Hint {
+            table: &table.route,
+            key,
+        }))?;
+    let mut stored = Vec::new();
+    let transaction = plan::fetch(
+        session,
+        table,
+        &access,
+        LockMode::Exclusive,
+        transaction,
+        false,
+        None,
+        &mut stored,
+    )?;
+    if stored.len() > STATEMENT_ROWS_MAX {
+        return Err(too_many_rows());
+    }
+    let mut kept: Vec<(plan::StoredRow, Vec<SqlValue>)> = Vec::new();
+    let mut row = Vec::new();
+    for stored_row in stored {
+        plan::sql_row(table, &stored_row, &mut row);
+        let keep = match &condition {
+            Some(condition) => plan::holds(session, condition, &row)?,
+            None => true,
+        };
+        if keep {
+            let mut keys = Vec::with_capacity(order.len());
+            for (expression, _) in &order {
+                keys.push(expression::evaluate(expression, &row, session)?);
+            }
+            kept.push((stored_row, keys));
+        }
+    }
+    if !order.is_empty() {
+        let orders: Vec<_> = order
+            .iter()
+            .map(|(e, d)| (e.sql_type().collation, *d))
+            .collect();
+        kept.sort_by(|(_, a), (_, b)| compare_keys(a, b, &orders));
+    }
+    if let Some(limit) = limit {
+        kept.truncate(limit as usize);
+    }
+    Ok((kept.into_iter().map(|(row, _)| row).collect(), transaction))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nulls_sort_first_ascending_and_last_descending() {
+        use std::cmp::Ordering;
+        let ascending = [(schema::Collation::Binary, false)];
+        let descending = [(schema::Collation::Binary, true)];
+        let null = [SqlValue::Null];
+        let one = [SqlValue::Int(1)];
+        assert_eq!(compare_keys(&null, &one, &ascending), Ordering::Less);
+        assert_eq!(compare_keys(&null, &one, &descending), Ordering::Greater);
+    }
+}

@@ -1,0 +1,828 @@
+//! INSERT (IGNORE, ON DUPLICATE KEY UPDATE, ... SELECT), REPLACE, UPDATE
+//! and DELETE on one table, batched into as few round trips as the
+//! statement allows, with MySQL's affected-rows counts and warnings.
+
+use std::sync::Arc;
+
+use schema::{ColumnId, Value};
+use shoal_client::{LockMode, OperationId, Transaction};
+use sqlparser::ast::{self, Expr};
+
+use crate::catalog::{ColumnDefault, SqlTable};
+use crate::convert;
+use crate::error::SqlError;
+use crate::expression::{self, Environment, Expression, WarningLevel};
+use crate::outcome::Outcome;
+use crate::plan::{self, ConstantScope, StoredRow, TableScope};
+use crate::session::{Session, StatementResult};
+use crate::value::SqlValue;
+
+/// Rows sent to the cluster per round trip of a multi-row write; a frame
+/// carries at most `protocol::FRAME_PAYLOAD_BYTES_MAX`, so big rows make
+/// smaller batches (see `BATCH_BYTES_MAX`).
+pub const ROWS_PER_BATCH: usize = 256;
+/// Estimated bytes of operations per round trip.
+pub const BATCH_BYTES_MAX: usize = 512 * 1024;
+
+fn table_of(session: &mut Session, object: &ast::TableObject) -> Result<Arc<SqlTable>, SqlError> {
+    match object {
+        ast::TableObject::TableName(name) => session.table_by_object_name(name),
+        _ => Err(SqlError::unsupported("INSERT into a table function")),
+    }
+}
+
+/// The positions of the named columns (all columns when none are named).
+fn target_columns(table: &SqlTable, columns: &[ast::ObjectName]) -> Result<Vec<usize>, SqlError> {
+    if columns.is_empty() {
+        return Ok((0..table.def().columns.len()).collect());
+    }
+    let mut positions = Vec::with_capacity(columns.len());
+    for column in columns {
+        let name = column
+            .0
+            .last()
+            .and_then(|p| p.as_ident().map(|i| i.value.clone()))
+            .unwrap_or_else(|| column.to_string());
+        let position = table.column_position(&name).ok_or_else(|| {
+            SqlError::new(1054, format!("Unknown column '{name}' in 'field list'"))
+        })?;
+        if positions.contains(&position) {
+            return Err(SqlError::new(
+                1110,
+                format!("Column '{name}' specified twice"),
+            ));
+        }
+        positions.push(position);
+    }
+    Ok(positions)
+}
+
+fn is_default_keyword(expr: &Expr) -> bool {
+    matches!(expr, Expr::Identifier(ident) if ident.quote_style.is_none() && ident.value.eq_ignore_ascii_case("DEFAULT"))
+}
+
+/// The value of a column an INSERT does not give (or gives `DEFAULT`).
+fn default_value(
+    session: &mut Session,
+    table: &SqlTable,
+    position: usize,
+    row_number: u64,
+) -> Result<SqlValue, SqlError> {
+    let column = table.column(position);
+    match &table.metadata.columns[position].default {
+        ColumnDefault::Text(text) => Ok(SqlValue::String(text.clone().into_bytes())),
+        ColumnDefault::Null => Ok(SqlValue::Null),
+        ColumnDefault::CurrentTimestamp => Ok(SqlValue::Datetime(session.now())),
+        ColumnDefault::None if column.nullable => Ok(SqlValue::Null),
+        ColumnDefault::None if table.metadata.columns[position].auto_increment => {
+            Ok(SqlValue::Null)
+        }
+        ColumnDefault::None => {
+            let message = format!("Field '{}' doesn't have a default value", column.name);
+            if session.is_strict() {
+                return Err(SqlError::new(1364, message));
+            }
+            session.warn(WarningLevel::Warning, 1364, message);
+            let _ = row_number;
+            Ok(convert::default_for_type(&column.column_type))
+        }
+    }
+}
+
+/// Converts `value` for column `position`, warnings into the session.
+fn store(
+    session: &mut Session,
+    table: &SqlTable,
+    position: usize,
+    value: &SqlValue,
+    row_number: u64,
+) -> Result<Value, SqlError> {
+    let strict = session.is_strict();
+    let mut warnings = Vec::new();
+    let result = convert::to_stored(
+        value,
+        table.column(position),
+        strict,
+        row_number,
+        &mut |code, message| {
+            warnings.push((code, message));
+        },
+    );
+    for (code, message) in warnings {
+        session.warn(WarningLevel::Warning, code, message);
+    }
+    result
+}
+
+/// A full row for an INSERT: given values, defaults, auto-increment.
+/// Returns the stored row and the auto-increment value it took, if one
+/// was generated.
+fn build_row(
+    session: &mut Session,
+    table: &SqlTable,
+    columns: &[usize],
+    values: Vec<SqlValue>,
+    row_number: u64,
+) -> Result<(StoredRow, Option<u64>), SqlError> {
+    let width = table.def().columns.len();
+    let mut given: Vec<Option<SqlValue>> = vec![None; width];
+    for (&position, value) in columns.iter().zip(values) {
+        given[position] = Some(value);
+    }
+    let mut row = Vec::with_capacity(width);
+    let mut generated = None;
+    for (position, value) in given.into_iter().enumerate() {
+        let value = match value {
+            Some(value) => value,
+            None => default_value(session, table, position, row_number)?,
+        };
+        if table.auto_increment == Some(position) {
+            let zero = matches!(value, SqlValue::Int(0) | SqlValue::UInt(0))
+                && !session
+                    .session_text("sql_mode")
+                    .contains("NO_AUTO_VALUE_ON_ZERO");
+            if matches!(value, SqlValue::Null) || zero {
+                let next = session
+                    .native
+                    .auto_increment(&table.route)
+                    .map_err(crate::session::cluster_error)?;
+                generated = Some(next);
+                row.push(store(
+                    session,
+                    table,
+                    position,
+                    &SqlValue::UInt(next),
+                    row_number,
+                )?);
+                continue;
+            }
+            let stored = store(session, table, position, &value, row_number)?;
+            let used = match &stored {
+                Value::Int(v) if *v > 0 => Some(*v as u64),
+                Value::UInt(v) if *v > 0 => Some(*v),
+                _ => None,
+            };
+            if let Some(used) = used {
+                session
+                    .native
+                    .raise_auto_increment(&table.route, used)
+                    .map_err(crate::session::cluster_error)?;
+            }
+            row.push(stored);
+            continue;
+        }
+        row.push(store(session, table, position, &value, row_number)?);
+    }
+    Ok((row, generated))
+}
+
+fn pairs(row: &StoredRow) -> Vec<(ColumnId, Value)> {
+    row.iter()
+        .enumerate()
+        .map(|(i, v)| (i as ColumnId, v.clone()))
+        .collect()
+}
+
+/// MySQL's text of a key in a duplicate-key message: the values joined by '-'.
+fn key_text(table: &SqlTable, row: &StoredRow, columns: &[ColumnId]) -> String {
+    let mut parts = Vec::with_capacity(columns.len());
+    for &column in columns {
+        let value = convert::from_stored(
+            &row[column as usize],
+            &table.column(column as usize).column_type,
+        );
+        let sql_type = &table.column_types[column as usize];
+        let mut text = Vec::new();
+        crate::value::write_text(&value, sql_type, &mut text);
+        parts.push(String::from_utf8_lossy(&text).into_owned());
+    }
+    parts.join("-")
+}
+
+/// 1062 for `row`, naming the key it collides on (the primary key unless
+/// a unique index is named).
+fn duplicate_error(table: &SqlTable, row: &StoredRow, ndb_code: u16) -> SqlError {
+    let (name, columns): (String, Vec<ColumnId>) = if ndb_code == 893 {
+        // A unique index: the first whose key this row has.
+        table
+            .def()
+            .ordered_indexes
+            .iter()
+            .find(|i| i.unique)
+            .map(|i| (i.name.clone(), i.columns.clone()))
+            .unwrap_or_else(|| ("PRIMARY".into(), table.def().primary_key.clone()))
+    } else {
+        ("PRIMARY".into(), table.def().primary_key.clone())
+    };
+    SqlError::new(
+        1062,
+        format!(
+            "Duplicate entry '{}' for key '{}.{}'",
+            key_text(table, row, &columns),
+            table.name,
+            name
+        ),
+    )
+}
+
+/// The rows an INSERT writes, as SQL values in `columns` order.
+fn source_rows(
+    session: &mut Session,
+    insert: &ast::Insert,
+    table: &SqlTable,
+    columns: &[usize],
+) -> Result<Vec<Vec<SqlValue>>, SqlError> {
+    if !insert.assignments.is_empty() {
+        // INSERT ... SET a = 1, b = 2.
+        return Err(SqlError::unsupported("INSERT ... SET (use VALUES)"));
+    }
+    let Some(source) = &insert.source else {
+        return Err(SqlError::syntax("INSERT needs VALUES or SELECT"));
+    };
+    match source.body.as_ref() {
+        ast::SetExpr::Values(values) => {
+            let mut rows = Vec::with_capacity(values.rows.len());
+            for (i, row) in values.rows.iter().enumerate() {
+                let row_number = i as u64 + 1;
+                if row.content.len() != columns.len() {
+                    return Err(SqlError::new(
+                        1136,
+                        format!("Column count doesn't match value count at row {row_number}"),
+                    ));
+                }
+                let mut out = Vec::with_capacity(row.content.len());
+                for (expr, &position) in row.content.iter().zip(columns) {
+                    if is_default_keyword(expr) {
+                        out.push(default_value(session, table, position, row_number)?);
+                        continue;
+                    }
+                    let compiled = expression::compile(expr, &ConstantScope)?;
+                    out.push(expression::evaluate(&compiled, &[], session)?);
+                }
+                rows.push(out);
+            }
+            Ok(rows)
+        }
+        _ => match crate::select::run(session, source, false)? {
+            Outcome::Rows(result) => {
+                if result.columns.len() != columns.len() {
+                    return Err(SqlError::new(
+                        1136,
+                        "Column count doesn't match value count at row 1",
+                    ));
+                }
+                Ok(result.rows)
+            }
+            Outcome::Done { .. } => Ok(Vec::new()),
+        },
+    }
+}
+
+/// INSERT and REPLACE.
+pub fn insert(session: &mut Session, insert: &ast::Insert) -> StatementResult {
+    let table = table_of(session, &insert.table)?;
+    let columns = target_columns(&table, &insert.columns)?;
+    let rows = source_rows(session, insert, &table, &columns)?;
+    let on_duplicate = match &insert.on {
+        Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) => Some(assignments.as_slice()),
+        Some(_) => return Err(SqlError::unsupported("ON CONFLICT")),
+        None => None,
+    };
+    let mut built = Vec::with_capacity(rows.len());
+    let mut first_generated = None;
+    for (i, values) in rows.into_iter().enumerate() {
+        let (row, generated) = build_row(session, &table, &columns, values, i as u64 + 1)?;
+        if first_generated.is_none() {
+            first_generated = generated;
+        }
+        built.push(row);
+    }
+    let affected = if insert.replace_into {
+        replace_rows(session, &table, &built)?
+    } else if let Some(assignments) = on_duplicate {
+        upsert_rows(session, &table, &built, assignments)?
+    } else {
+        insert_rows(session, &table, &built, insert.ignore)?
+    };
+    if let Some(id) = first_generated {
+        session.statement_insert_id = Some(id);
+    }
+    let info = if built.len() > 1
+        || insert
+            .source
+            .as_ref()
+            .is_some_and(|s| !matches!(*s.body, ast::SetExpr::Values(_)))
+    {
+        format!(
+            "Records: {}  Duplicates: {}  Warnings: {}",
+            built.len(),
+            (built.len() as u64).saturating_sub(affected.min(built.len() as u64)),
+            session.warning_count()
+        )
+    } else {
+        String::new()
+    };
+    Ok(Outcome::Done {
+        affected_rows: affected,
+        last_insert_id: first_generated.unwrap_or(0),
+        info,
+    })
+}
+
+/// Splits rows into batches by count and estimated size.
+fn batches(rows: &[StoredRow]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut bytes = 0;
+    for (i, row) in rows.iter().enumerate() {
+        let size = 64 + row.iter().map(value_size).sum::<usize>();
+        if i > start && (i - start >= ROWS_PER_BATCH || bytes + size > BATCH_BYTES_MAX) {
+            out.push(start..i);
+            start = i;
+            bytes = 0;
+        }
+        bytes += size;
+    }
+    if start < rows.len() {
+        out.push(start..rows.len());
+    }
+    out
+}
+
+fn value_size(value: &Value) -> usize {
+    match value {
+        Value::Bytes(b) => b.len() + 2,
+        Value::Decimal(d) => d.len() + 2,
+        _ => 8,
+    }
+}
+
+fn hint_transaction(
+    session: &mut Session,
+    table: &SqlTable,
+    first: Option<&StoredRow>,
+) -> Result<Transaction, SqlError> {
+    let key = first.map(|row| plan::primary_key_of(table, row));
+    session.take_transaction(key.as_ref().map(|key| shoal_client::Hint {
+        table: &table.route,
+        key,
+    }))
+}
+
+fn insert_rows(
+    session: &mut Session,
+    table: &SqlTable,
+    rows: &[StoredRow],
+    ignore: bool,
+) -> Result<u64, SqlError> {
+    let mut transaction = hint_transaction(session, table, rows.first())?;
+    let ranges = batches(rows);
+    let mut inserted = 0u64;
+    if ranges.is_empty() {
+        session.finish_statement(transaction)?;
+        return Ok(0);
+    }
+    let count = ranges.len();
+    for (batch, range) in ranges.into_iter().enumerate() {
+        let mut operations: Vec<(OperationId, usize)> = Vec::with_capacity(range.len());
+        for i in range {
+            let operation = transaction
+                .insert(&table.route, &pairs(&rows[i]))
+                .map_err(crate::session::cluster_error)?;
+            if ignore {
+                transaction
+                    .ignore_error(operation)
+                    .map_err(crate::session::cluster_error)?;
+            }
+            operations.push((operation, i));
+        }
+        let last = batch + 1 == count;
+        transaction = match session.execute_batch(transaction, last) {
+            Ok(t) => t,
+            Err(error) if error.code == 1062 => {
+                return Err(first_duplicate(table, rows, &operations).unwrap_or(error));
+            }
+            Err(error) => return Err(error),
+        };
+        for (operation, i) in operations {
+            match transaction.result(operation) {
+                Ok(()) => inserted += 1,
+                Err(e) if ignore && (e.ndb_code == 630 || e.ndb_code == 893) => {
+                    let error = duplicate_error(table, &rows[i], e.ndb_code);
+                    session.warn(WarningLevel::Warning, 1062, error.message);
+                }
+                Err(e) => return Err(crate::session::cluster_error(e)),
+            }
+        }
+    }
+    session.finish_statement(transaction)?;
+    Ok(inserted)
+}
+
+/// The duplicate-key error naming the row that collided, when the
+/// failed batch's results say which.
+fn first_duplicate(
+    table: &SqlTable,
+    rows: &[StoredRow],
+    operations: &[(OperationId, usize)],
+) -> Option<SqlError> {
+    let _ = operations;
+    // The transaction is gone with the error; the first row whose key
+    // repeats inside the batch, or the batch's first row, is named.
+    let key_columns = &table.def().primary_key;
+    let mut seen = std::collections::HashSet::new();
+    for (_, i) in operations {
+        let key: Vec<Value> = key_columns
+            .iter()
+            .map(|&c| rows[*i][c as usize].clone())
+            .collect();
+        if !seen.insert(format!("{key:?}")) {
+            return Some(duplicate_error(table, &rows[*i], 630));
+        }
+    }
+    None
+}
+
+/// REPLACE: each row read (locked) and written in one round trip; 1
+/// affected row for a new row, 2 for one that replaced another.
+fn replace_rows(
+    session: &mut Session,
+    table: &SqlTable,
+    rows: &[StoredRow],
+) -> Result<u64, SqlError> {
+    let mut transaction = hint_transaction(session, table, rows.first())?;
+    let ranges = batches(rows);
+    let count = ranges.len();
+    let mut affected = 0;
+    let key_only: Vec<ColumnId> = table.def().primary_key.clone();
+    for (batch, range) in ranges.into_iter().enumerate() {
+        let mut reads = Vec::with_capacity(range.len());
+        for i in range {
+            let key = plan::primary_key_of(table, &rows[i]);
+            let read = transaction
+                .read(&table.route, &key, &key_only, LockMode::Exclusive)
+                .map_err(crate::session::cluster_error)?;
+            transaction
+                .ignore_error(read)
+                .map_err(crate::session::cluster_error)?;
+            transaction
+                .write(&table.route, &pairs(&rows[i]))
+                .map_err(crate::session::cluster_error)?;
+            reads.push(read);
+        }
+        transaction = session.execute_batch(transaction, batch + 1 == count)?;
+        for read in reads {
+            affected += if transaction.result(read).is_ok() {
+                2
+            } else {
+                1
+            };
+        }
+    }
+    session.finish_statement(transaction)?;
+    Ok(affected)
+}
+
+/// INSERT ... ON DUPLICATE KEY UPDATE: rows whose primary key exists are
+/// updated by the assignments (2 affected rows when that changes the row,
+/// 0 when not), the others inserted (1).
+fn upsert_rows(
+    session: &mut Session,
+    table: &Arc<SqlTable>,
+    rows: &[StoredRow],
+    assignments: &[ast::Assignment],
+) -> Result<u64, SqlError> {
+    let compiled = compile_assignments(table, assignments, true)?;
+    let mut transaction = hint_transaction(session, table, rows.first())?;
+    let columns: Vec<ColumnId> = (0..table.def().columns.len() as u16).collect();
+    let mut affected = 0;
+    for (i, row) in rows.iter().enumerate() {
+        let key = plan::primary_key_of(table, row);
+        let read = transaction
+            .read(&table.route, &key, &columns, LockMode::Exclusive)
+            .map_err(crate::session::cluster_error)?;
+        transaction
+            .ignore_error(read)
+            .map_err(crate::session::cluster_error)?;
+        transaction = session.execute_batch(transaction, false)?;
+        match transaction.row(read) {
+            Ok(existing) => {
+                let mut old = vec![Value::Null; table.def().columns.len()];
+                for (column, value) in existing.values {
+                    old[column as usize] = value;
+                }
+                // VALUES(c) and the new row's columns come after the old
+                // row's in the row the assignments see.
+                let mut sql_row = Vec::new();
+                plan::sql_row(table, &old, &mut sql_row);
+                let mut new_values = Vec::new();
+                plan::sql_row(table, row, &mut new_values);
+                sql_row.extend(new_values);
+                let (new, changed) =
+                    apply_assignments(session, table, &old, &mut sql_row, &compiled, i as u64 + 1)?;
+                if changed {
+                    write_changed(&mut transaction, table, &old, &new)?;
+                    affected += 2;
+                }
+            }
+            Err(e) if e.ndb_code == 626 => {
+                transaction
+                    .insert(&table.route, &pairs(row))
+                    .map_err(crate::session::cluster_error)?;
+                affected += 1;
+            }
+            Err(e) => return Err(crate::session::cluster_error(e)),
+        }
+    }
+    session.finish_statement(transaction)?;
+    Ok(affected)
+}
+
+/// Assignments compiled against the table (and, for ON DUPLICATE KEY
+/// UPDATE, `VALUES(c)` against the new row after it).
+struct Assignments {
+    targets: Vec<usize>,
+    values: Vec<Expression>,
+}
+
+/// A scope for ON DUPLICATE KEY UPDATE: columns are the old row's;
+/// `VALUES(c)` (rewritten to `__new.c`) the new row's, after them.
+struct UpsertScope<'a> {
+    base: TableScope<'a>,
+}
+
+impl expression::Scope for UpsertScope<'_> {
+    fn column(
+        &self,
+        qualifier: Option<&str>,
+        name: &str,
+    ) -> Result<(usize, crate::value::SqlType), SqlError> {
+        if qualifier == Some(NEW_ROW_QUALIFIER) {
+            let (position, sql_type) = self.base.column(None, name)?;
+            return Ok((position + self.base.table.def().columns.len(), sql_type));
+        }
+        self.base.column(qualifier, name)
+    }
+
+    fn aggregate(&self, _call: &ast::Function) -> Option<(usize, crate::value::SqlType)> {
+        None
+    }
+
+    fn database(&self) -> Option<String> {
+        self.base.database()
+    }
+}
+
+/// The qualifier `VALUES(c)` is rewritten to.
+const NEW_ROW_QUALIFIER: &str = "__new_row";
+
+/// Rewrites `VALUES(c)` into a reference to the new row's `c`.
+fn rewrite_values_function(expr: &Expr) -> Expr {
+    match expr {
+        Expr::Function(function) if function.name.to_string().eq_ignore_ascii_case("VALUES") => {
+            if let ast::FunctionArguments::List(list) = &function.args
+                && let [
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(Expr::Identifier(column))),
+                ] = list.args.as_slice()
+            {
+                return Expr::CompoundIdentifier(vec![
+                    ast::Ident::new(NEW_ROW_QUALIFIER),
+                    column.clone(),
+                ]);
+            }
+            expr.clone()
+        }
+        Expr::BinaryOp { left, op, right } => Expr::BinaryOp {
+            left: Box::new(rewrite_values_function(left)),
+            op: op.clone(),
+            right: Box::new(rewrite_values_function(right)),
+        },
+        Expr::Nested(inner) => Expr::Nested(Box::new(rewrite_values_function(inner))),
+        Expr::UnaryOp { op, expr } => Expr::UnaryOp {
+            op: *op,
+            expr: Box::new(rewrite_values_function(expr)),
+        },
+        other => other.clone(),
+    }
+}
+
+fn compile_assignments(
+    table: &SqlTable,
+    assignments: &[ast::Assignment],
+    upsert: bool,
+) -> Result<Assignments, SqlError> {
+    let mut targets = Vec::with_capacity(assignments.len());
+    let mut values = Vec::with_capacity(assignments.len());
+    let base = TableScope::new(table, None, "field list");
+    let upsert_scope = UpsertScope {
+        base: TableScope::new(table, None, "field list"),
+    };
+    for assignment in assignments {
+        let ast::AssignmentTarget::ColumnName(name) = &assignment.target else {
+            return Err(SqlError::unsupported("tuple assignments"));
+        };
+        let column = name
+            .0
+            .last()
+            .and_then(|p| p.as_ident().map(|i| i.value.clone()))
+            .unwrap_or_else(|| name.to_string());
+        let position = table.column_position(&column).ok_or_else(|| {
+            SqlError::new(1054, format!("Unknown column '{column}' in 'field list'"))
+        })?;
+        targets.push(position);
+        let value = if is_default_keyword(&assignment.value) {
+            // Compiled as NULL; `apply_assignments` puts the default in.
+            expression::compile(&Expr::Value(ast::Value::Null.into()), &base)?
+        } else if upsert {
+            expression::compile(&rewrite_values_function(&assignment.value), &upsert_scope)?
+        } else {
+            expression::compile(&assignment.value, &base)?
+        };
+        values.push(value);
+    }
+    Ok(Assignments { targets, values })
+}
+
+/// Applies assignments to one row, left to right (each sees the earlier
+/// ones' results, as MySQL's single-table UPDATE). Returns the new stored
+/// row and whether it differs from `old`.
+fn apply_assignments(
+    session: &mut Session,
+    table: &SqlTable,
+    old: &StoredRow,
+    sql_row: &mut [SqlValue],
+    assignments: &Assignments,
+    row_number: u64,
+) -> Result<(StoredRow, bool), SqlError> {
+    let mut new = old.clone();
+    let mut assigned = vec![false; new.len()];
+    for (&position, expression) in assignments.targets.iter().zip(&assignments.values) {
+        let value = expression::evaluate(expression, sql_row, session)?;
+        let stored = store(session, table, position, &value, row_number)?;
+        sql_row[position] = convert::from_stored(&stored, &table.column(position).column_type);
+        new[position] = stored;
+        assigned[position] = true;
+    }
+    let changed = new != *old;
+    if changed {
+        // ON UPDATE CURRENT_TIMESTAMP columns not assigned take the time.
+        for (position, metadata) in table.metadata.columns.iter().enumerate() {
+            if metadata.on_update_current_timestamp && !assigned[position] {
+                let now = SqlValue::Datetime(session.now());
+                new[position] = store(session, table, position, &now, row_number)?;
+            }
+        }
+    }
+    Ok((new, changed))
+}
+
+/// Defines the write that turns `old` into `new`: an update of the
+/// changed columns, or a delete and insert when the primary key changed.
+fn write_changed(
+    transaction: &mut Transaction,
+    table: &SqlTable,
+    old: &StoredRow,
+    new: &StoredRow,
+) -> Result<(), SqlError> {
+    let key_changed = table
+        .def()
+        .primary_key
+        .iter()
+        .any(|&c| old[c as usize] != new[c as usize]);
+    if key_changed {
+        transaction
+            .delete(&table.route, &plan::primary_key_of(table, old))
+            .map_err(crate::session::cluster_error)?;
+        transaction
+            .insert(&table.route, &pairs(new))
+            .map_err(crate::session::cluster_error)?;
+        return Ok(());
+    }
+    let changed: Vec<(ColumnId, Value)> = new
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| old[*i] != **v)
+        .map(|(i, v)| (i as ColumnId, v.clone()))
+        .collect();
+    transaction
+        .update(&table.route, &plan::primary_key_of(table, old), &changed)
+        .map_err(crate::session::cluster_error)?;
+    Ok(())
+}
+
+fn single_table(
+    session: &mut Session,
+    from: &ast::TableWithJoins,
+) -> Result<(Arc<SqlTable>, Option<String>), SqlError> {
+    if !from.joins.is_empty() {
+        return Err(SqlError::unsupported("multi-table UPDATE and DELETE"));
+    }
+    match &from.relation {
+        ast::TableFactor::Table { name, alias, .. } => Ok((
+            session.table_by_object_name(name)?,
+            alias.as_ref().map(|a| a.name.value.clone()),
+        )),
+        _ => Err(SqlError::unsupported("UPDATE or DELETE of a derived table")),
+    }
+}
+
+/// UPDATE.
+pub fn update(session: &mut Session, update: &ast::Update) -> StatementResult {
+    if update.from.is_some() {
+        return Err(SqlError::unsupported("UPDATE ... FROM"));
+    }
+    let (table, alias) = single_table(session, &update.table)?;
+    let assignments = compile_assignments(&table, &update.assignments, false)?;
+    let defaults: Vec<bool> = update
+        .assignments
+        .iter()
+        .map(|a| is_default_keyword(&a.value))
+        .collect();
+    let (rows, mut transaction) = crate::select::rows_to_change(
+        session,
+        &table,
+        alias.as_deref(),
+        update.selection.as_ref(),
+        &update.order_by,
+        update.limit.as_ref(),
+    )?;
+    let matched = rows.len() as u64;
+    let mut changed = 0u64;
+    let mut sql_row = Vec::new();
+    let mut pending = 0;
+    for (i, old) in rows.iter().enumerate() {
+        plan::sql_row(&table, old, &mut sql_row);
+        // DEFAULT in SET: the column's default, not NULL.
+        for (j, is_default) in defaults.iter().enumerate() {
+            if *is_default {
+                let position = assignments.targets[j];
+                let _ = default_value(session, &table, position, i as u64 + 1)?;
+            }
+        }
+        let (new, row_changed) = apply_assignments(
+            session,
+            &table,
+            old,
+            &mut sql_row,
+            &assignments,
+            i as u64 + 1,
+        )?;
+        if row_changed {
+            write_changed(&mut transaction, &table, old, &new)?;
+            changed += 1;
+            pending += 1;
+            if pending >= ROWS_PER_BATCH {
+                transaction = session.execute_batch(transaction, false)?;
+                pending = 0;
+            }
+        }
+    }
+    if pending > 0 {
+        transaction = session.execute_batch(transaction, true)?;
+    }
+    session.finish_statement(transaction)?;
+    let affected = if session.client_found_rows {
+        matched
+    } else {
+        changed
+    };
+    Ok(Outcome::Done {
+        affected_rows: affected,
+        last_insert_id: 0,
+        info: format!(
+            "Rows matched: {matched}  Changed: {changed}  Warnings: {}",
+            session.warning_count()
+        ),
+    })
+}
+
+/// DELETE.
+pub fn delete(session: &mut Session, delete: &ast::Delete) -> StatementResult {
+    let from = match &delete.from {
+        ast::FromTable::WithFromKeyword(tables) | ast::FromTable::WithoutKeyword(tables) => tables,
+    };
+    if !delete.tables.is_empty() || from.len() != 1 || delete.using.is_some() {
+        return Err(SqlError::unsupported("multi-table DELETE"));
+    }
+    let (table, alias) = single_table(session, &from[0])?;
+    let (rows, mut transaction) = crate::select::rows_to_change(
+        session,
+        &table,
+        alias.as_deref(),
+        delete.selection.as_ref(),
+        &delete.order_by,
+        delete.limit.as_ref(),
+    )?;
+    let deleted = rows.len() as u64;
+    for (i, row) in rows.iter().enumerate() {
+        transaction
+            .delete(&table.route, &plan::primary_key_of(&table, row))
+            .map_err(crate::session::cluster_error)?;
+        let last = i + 1 == rows.len();
+        if last || (i + 1) % ROWS_PER_BATCH == 0 {
+            transaction = session.execute_batch(transaction, last)?;
+        }
+    }
+    session.finish_statement(transaction)?;
+    Ok(Outcome::done(deleted))
+}

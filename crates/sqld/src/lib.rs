@@ -1,0 +1,178 @@
+//! The SQL node's runtime (`shoal sqld`, mysqld): cluster connections,
+//! the listener, and one thread per client connection driving the
+//! sans-IO `mysql-protocol` state machine and a `sql::session::Session`.
+//!
+//! Why a thread per connection: the native API's `Session` is
+//! synchronous (a call waits for its answer), so a connection's statement
+//! needs a thread while it waits on the cluster anyway; with blocking
+//! sockets and `TCP_NODELAY` each response is one `write` and each request
+//! one `read`, and the kernel schedules the waiting. The threads share the
+//! cluster connections of the pool (`--ndb-cluster-connection-pool`), whose
+//! receiving threads hand each session its answers.
+
+pub mod connection;
+pub mod keys;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use shoal_client::ClusterPool;
+use sql::SqlValue;
+use sql::server::Server;
+
+/// How long one attempt to connect waits for the data nodes.
+const CLUSTER_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the listener looks at the stop flag while no client connects.
+const ACCEPT_POLL_INTERVAL: Duration = Duration::from_millis(5);
+/// Most cluster connections one SQL node opens (`--ndb-cluster-connection-pool`).
+pub const CONNECTION_POOL_MAX: usize = 63;
+
+/// How the SQL node runs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub connectstring: String,
+    pub bind_address: String,
+    pub port: u16,
+    pub pool_size: usize,
+    /// Where keys and certificates live.
+    pub data_dir: PathBuf,
+    pub ssl_cert: Option<PathBuf>,
+    pub ssl_key: Option<PathBuf>,
+    pub max_connections: usize,
+    pub max_allowed_packet: usize,
+    /// Seconds an idle connection is kept (`wait_timeout`).
+    pub wait_timeout_seconds: u64,
+    /// Seconds to keep trying to reach the cluster at start
+    /// (`ndb-wait-connected`, 120 as in mysqld).
+    pub cluster_wait_seconds: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            connectstring: "localhost:1186".into(),
+            bind_address: "0.0.0.0".into(),
+            port: 3306,
+            pool_size: 1,
+            data_dir: PathBuf::from("./shoal-sqld"),
+            ssl_cert: None,
+            ssl_key: None,
+            max_connections: sql::variables::MAX_CONNECTIONS_DEFAULT as usize,
+            max_allowed_packet: sql::variables::MAX_ALLOWED_PACKET_DEFAULT as usize,
+            wait_timeout_seconds: sql::variables::WAIT_TIMEOUT_DEFAULT as u64,
+            cluster_wait_seconds: 120,
+        }
+    }
+}
+
+/// Connects to the cluster, retrying while it starts (a sandbox starts
+/// its SQL node before the data nodes are up).
+fn connect_pool(settings: &Settings, stop: &AtomicBool) -> Result<ClusterPool, String> {
+    let deadline = Instant::now() + Duration::from_secs(settings.cluster_wait_seconds);
+    let mut last_error = String::new();
+    while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+        let attempt =
+            CLUSTER_ATTEMPT_TIMEOUT.min(Duration::from_secs(settings.cluster_wait_seconds.max(1)));
+        match ClusterPool::connect(&settings.connectstring, settings.pool_size, attempt) {
+            Ok(pool) => return Ok(pool),
+            Err(e) => {
+                if e.to_string() != last_error {
+                    eprintln!(
+                        "sqld: waiting for the cluster at {}: {e}",
+                        settings.connectstring
+                    );
+                    last_error = e.to_string();
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
+    Err(format!(
+        "could not connect to the cluster at {} within {}s: {last_error}",
+        settings.connectstring, settings.cluster_wait_seconds
+    ))
+}
+
+/// Runs the SQL node until `stop` is set.
+pub fn run(settings: Settings, stop: Arc<AtomicBool>) -> Result<(), String> {
+    if settings.pool_size == 0 || settings.pool_size > CONNECTION_POOL_MAX {
+        return Err(format!(
+            "--ndb-cluster-connection-pool must be 1 to {CONNECTION_POOL_MAX}, not {}",
+            settings.pool_size
+        ));
+    }
+    let keys = keys::load_or_generate(
+        &settings.data_dir,
+        settings.ssl_cert.as_deref(),
+        settings.ssl_key.as_deref(),
+    )?;
+    let address: SocketAddr = format!("{}:{}", settings.bind_address, settings.port)
+        .parse()
+        .map_err(|e| format!("bad --bind-address {}: {e}", settings.bind_address))?;
+    // Bind first: a port in use is reported before waiting for the cluster.
+    let listener =
+        TcpListener::bind(address).map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("cannot set the listener non-blocking: {e}"))?;
+    let pool = connect_pool(&settings, &stop)?;
+    let overrides = [
+        (
+            "max_connections",
+            SqlValue::Int(settings.max_connections as i64),
+        ),
+        (
+            "max_allowed_packet",
+            SqlValue::Int(settings.max_allowed_packet as i64),
+        ),
+        (
+            "wait_timeout",
+            SqlValue::Int(settings.wait_timeout_seconds as i64),
+        ),
+        ("port", SqlValue::Int(i64::from(settings.port))),
+    ];
+    let server = Arc::new(Server::new(pool, &overrides));
+    {
+        let mut native = server
+            .pool
+            .session()
+            .map_err(|e| format!("no session: {e}"))?;
+        let cluster = server.pool.connections()[0].clone();
+        sql::ddl::ensure_system_tables(&cluster, &mut native)
+            .map_err(|e| format!("cannot create the system tables: {e}"))?;
+    }
+    let shared = Arc::new(connection::Shared::new(
+        Arc::clone(&server),
+        keys,
+        &settings,
+    ));
+    println!(
+        "sqld: ready for connections on {address} (node id {}, {} cluster connection(s))",
+        server.pool.connections()[0].node_id(),
+        settings.pool_size
+    );
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                let shared = Arc::clone(&shared);
+                let spawned = std::thread::Builder::new()
+                    .name("sql-connection".into())
+                    .spawn(move || connection::serve(shared, stream, peer));
+                if let Err(e) = spawned {
+                    eprintln!("sqld: cannot start a connection thread: {e}");
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(ACCEPT_POLL_INTERVAL)
+            }
+            Err(e) => {
+                eprintln!("sqld: accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    Ok(())
+}
