@@ -78,9 +78,11 @@ pub fn apply(state: &ClusterState, change: &Change) -> ClusterState {
                 .iter_mut()
                 .find(|t| t.id == *table_id)
                 .expect("a rename is planned for a table the state holds");
+            // The table's own schema version stays: its fragments, rows
+            // and hidden tables are the same ones under the new name (a
+            // new version would make query handlers create them afresh).
             table.name = name.clone();
             table.definition = definition.clone();
-            table.schema_version = next.schema_version;
             remember(&mut next, *origin, *table_id);
         }
     }

@@ -19,7 +19,7 @@
 //! | engine                 | 2 + n | string, the ENGINE the user named (`ndbcluster`)   |
 //! | comment                | 2 + n | string, the table COMMENT                          |
 //! | column count           | 2     | u16, equal to the definition's                     |
-//! | each column: flags     | 1     | bit 0 AUTO_INCREMENT, bit 1 has a default, bit 2 the default is CURRENT_TIMESTAMP, bit 3 ON UPDATE CURRENT_TIMESTAMP |
+//! | each column: flags     | 1     | bit 0 AUTO_INCREMENT, bit 1 has a default, bit 2 the default is CURRENT_TIMESTAMP, bit 3 ON UPDATE CURRENT_TIMESTAMP, bit 4 DEFAULT NULL, bit 5 TINYINT(1) (BOOLEAN) |
 //! | each column: default   | 2 + n | string, the default's text (when bit 1 and not bit 2) |
 //! | each column: comment   | 2 + n | string                                             |
 //! | index count            | 2     | u16, equal to the definition's ordered indexes     |
@@ -107,6 +107,9 @@ pub struct ColumnMetadata {
     pub auto_increment: bool,
     pub on_update_current_timestamp: bool,
     pub comment: String,
+    /// Declared BOOLEAN or TINYINT(1): shown as `tinyint(1)`, and drivers
+    /// read it as a boolean (its display length is 1).
+    pub boolean: bool,
 }
 
 impl Default for ColumnMetadata {
@@ -116,6 +119,7 @@ impl Default for ColumnMetadata {
             auto_increment: false,
             on_update_current_timestamp: false,
             comment: String::new(),
+            boolean: false,
         }
     }
 }
@@ -142,6 +146,7 @@ const COLUMN_HAS_DEFAULT: u8 = 1 << 1;
 const COLUMN_DEFAULT_CURRENT_TIMESTAMP: u8 = 1 << 2;
 const COLUMN_ON_UPDATE_CURRENT_TIMESTAMP: u8 = 1 << 3;
 const COLUMN_DEFAULT_NULL: u8 = 1 << 4;
+const COLUMN_BOOLEAN: u8 = 1 << 5;
 
 impl SqlMetadata {
     /// Metadata for a table created through the native API: every column
@@ -179,6 +184,9 @@ impl SqlMetadata {
             }
             if column.on_update_current_timestamp {
                 bits |= COLUMN_ON_UPDATE_CURRENT_TIMESTAMP;
+            }
+            if column.boolean {
+                bits |= COLUMN_BOOLEAN;
             }
             let text = match &column.default {
                 ColumnDefault::None => "",
@@ -255,6 +263,7 @@ impl SqlMetadata {
                 auto_increment: bits & COLUMN_AUTO_INCREMENT != 0,
                 on_update_current_timestamp: bits & COLUMN_ON_UPDATE_CURRENT_TIMESTAMP != 0,
                 comment: column_comment,
+                boolean: bits & COLUMN_BOOLEAN != 0,
             });
         }
         let index_count = reader.u16().ok_or_else(|| corrupt("index count"))? as usize;
@@ -358,6 +367,9 @@ impl SqlTable {
             if column.auto_increment {
                 column_types[position].flags |= flags::AUTO_INCREMENT;
                 auto_increment = Some(position);
+            }
+            if column.boolean {
+                column_types[position].length = 1;
             }
             if matches!(column.default, ColumnDefault::None)
                 && !def.columns[position].nullable

@@ -80,6 +80,7 @@ pub fn run(
             }
             Ok(Outcome::done(0))
         }
+        Statement::AlterTable(alter) => alter_table(session, alter),
         Statement::RenameTable(renames) => {
             for rename in renames {
                 rename_table(session, &rename.old_name, &rename.new_name)?;
@@ -711,6 +712,11 @@ fn create_table(
 ) -> StatementResult {
     let (database, name) = session.resolve_name(&create.name)?;
     catalog::check_identifier(&name, "table")?;
+    if let Some(word) = unquoted_reserved(&create.name) {
+        return Err(SqlError::syntax(format!(
+            "check the manual that corresponds to your MySQL server version for the right syntax to use near '{word}'"
+        )));
+    }
     if create.query.is_some() {
         return Err(SqlError::unsupported("CREATE TABLE ... SELECT"));
     }
@@ -722,6 +728,39 @@ fn create_table(
             1049,
             format!("Unknown database '{database}'"),
         ));
+    }
+    // An existing table is reported before anything about the new
+    // definition, as MySQL does.
+    if session
+        .native
+        .cluster()
+        .routing()
+        .table_by_name(&catalog::dictionary_name(&database, &name))
+        .is_some()
+    {
+        let message = format!("Table '{name}' already exists");
+        if create.if_not_exists {
+            session.warn(WarningLevel::Note, 1050, message);
+            return Ok(Outcome::done(0));
+        }
+        return Err(SqlError::new(1050, message));
+    }
+    for (i, column) in create.columns.iter().enumerate() {
+        if create.columns[..i]
+            .iter()
+            .any(|c| c.name.value.eq_ignore_ascii_case(&column.name.value))
+        {
+            return Err(SqlError::new(
+                1060,
+                format!("Duplicate column name '{}'", column.name.value),
+            ));
+        }
+        if column.name.quote_style.is_none() && is_reserved(&column.name.value) {
+            return Err(SqlError::syntax(format!(
+                "check the manual that corresponds to your MySQL server version for the right syntax to use near '{}'",
+                column.name.value
+            )));
+        }
     }
     if let Some(like) = &create.like {
         let source = match like {
@@ -840,7 +879,13 @@ fn create_table(
         let binary_type = matches!(data_type, DataType::Binary(_) | DataType::Varbinary(_));
         let _ = binary_type;
         let mut nullable = true;
-        let mut metadata = ColumnMetadata::default();
+        let mut metadata = ColumnMetadata {
+            boolean: matches!(
+                data_type,
+                DataType::Bool | DataType::Boolean | DataType::TinyInt(Some(1))
+            ),
+            ..ColumnMetadata::default()
+        };
         let mut default_expr = None;
         for option in &column.options {
             match &option.option {
@@ -931,6 +976,26 @@ fn create_table(
     for (position, name) in column_unique {
         add_index(&mut table, name, vec![position as ColumnId], true)?;
     }
+    let auto_columns: Vec<usize> = table
+        .metadata
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.auto_increment)
+        .map(|(i, _)| i)
+        .collect();
+    let auto_is_keyed = |c: usize| {
+        table.primary_key.as_ref().and_then(|k| k.first()) == Some(&(c as ColumnId))
+            || table
+                .indexes
+                .iter()
+                .any(|(i, _)| i.columns.first() == Some(&(c as ColumnId)))
+    };
+    if auto_columns.len() > 1 || auto_columns.first().is_some_and(|&c| !auto_is_keyed(c)) {
+        return Err(SqlError::new(
+            1075,
+            "Incorrect table definition; there can be only one auto column and it must be defined as a key",
+        ));
+    }
     let Some(primary_key) = table.primary_key.clone() else {
         return Err(SqlError::new(
             1173,
@@ -940,27 +1005,6 @@ fn create_table(
     // Primary-key columns are NOT NULL, as MySQL makes them.
     for &column in &primary_key {
         table.columns[column as usize].nullable = false;
-    }
-    let auto_columns: Vec<usize> = table
-        .metadata
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.auto_increment)
-        .map(|(i, _)| i)
-        .collect();
-    if auto_columns.len() > 1
-        || auto_columns.first().is_some_and(|&c| {
-            primary_key.first() != Some(&(c as ColumnId))
-                && !table
-                    .indexes
-                    .iter()
-                    .any(|(i, _)| i.columns.first() == Some(&(c as ColumnId)))
-        })
-    {
-        return Err(SqlError::new(
-            1075,
-            "Incorrect table definition; there can be only one auto column and it must be defined as a key",
-        ));
     }
     // The primary key's ordered index comes first, as NDB creates it.
     let mut ordered = vec![IndexDef {
@@ -1125,6 +1169,117 @@ fn column_default(
     ))
 }
 
+/// MySQL 8.0's reserved words that CREATE TABLE refuses as unquoted
+/// names (1064); the common ones.
+const RESERVED_WORDS: [&str; 96] = [
+    "ADD",
+    "ALL",
+    "ALTER",
+    "ANALYZE",
+    "AND",
+    "AS",
+    "ASC",
+    "BETWEEN",
+    "BIGINT",
+    "BINARY",
+    "BLOB",
+    "BOTH",
+    "BY",
+    "CALL",
+    "CASCADE",
+    "CASE",
+    "CHANGE",
+    "CHAR",
+    "CHARACTER",
+    "CHECK",
+    "COLLATE",
+    "COLUMN",
+    "CONDITION",
+    "CONSTRAINT",
+    "CONTINUE",
+    "CONVERT",
+    "CREATE",
+    "CROSS",
+    "DATABASE",
+    "DATABASES",
+    "DEC",
+    "DECIMAL",
+    "DECLARE",
+    "DEFAULT",
+    "DELETE",
+    "DESC",
+    "DESCRIBE",
+    "DISTINCT",
+    "DIV",
+    "DOUBLE",
+    "DROP",
+    "DUAL",
+    "ELSE",
+    "EXISTS",
+    "EXPLAIN",
+    "FALSE",
+    "FLOAT",
+    "FOR",
+    "FORCE",
+    "FOREIGN",
+    "FROM",
+    "FUNCTION",
+    "GRANT",
+    "GROUP",
+    "HAVING",
+    "IF",
+    "IGNORE",
+    "IN",
+    "INDEX",
+    "INNER",
+    "INSERT",
+    "INT",
+    "INTEGER",
+    "INTERVAL",
+    "INTO",
+    "IS",
+    "JOIN",
+    "KEY",
+    "KEYS",
+    "KILL",
+    "LEFT",
+    "LIKE",
+    "LIMIT",
+    "LOCK",
+    "NOT",
+    "NULL",
+    "ON",
+    "OR",
+    "ORDER",
+    "OUTER",
+    "PRIMARY",
+    "REPLACE",
+    "RIGHT",
+    "SELECT",
+    "SET",
+    "SHOW",
+    "TABLE",
+    "THEN",
+    "TO",
+    "TRUE",
+    "UNION",
+    "UNIQUE",
+    "UPDATE",
+    "VALUES",
+    "WHERE",
+    "WITH",
+];
+
+fn is_reserved(word: &str) -> bool {
+    RESERVED_WORDS.iter().any(|r| r.eq_ignore_ascii_case(word))
+}
+
+/// The table name's last part when it is an unquoted reserved word.
+fn unquoted_reserved(name: &ast::ObjectName) -> Option<String> {
+    let ident = name.0.last()?.as_ident()?;
+    (ident.quote_style.is_none() && is_reserved(&ident.value)).then(|| ident.value.clone())
+}
+
 /// A schema-layer error as MySQL's.
 pub fn schema_error(error: schema::Error) -> SqlError {
     SqlError::new(error.code.mysql_code(), error.detail.to_string())
@@ -1182,9 +1337,45 @@ fn truncate_table(session: &mut Session, name: &ast::ObjectName) -> Result<(), S
 /// the table is unavailable while it is copied.
 fn create_index(session: &mut Session, index: &ast::CreateIndex) -> StatementResult {
     let table = session.table_by_object_name(&index.table_name)?;
-    let mut def = table.def().clone();
-    let columns = index_columns(&def.columns, &index.columns)?;
+    let columns = index_columns(&table.def().columns, &index.columns)?;
     let name = index.name.as_ref().map(last_part);
+    if let Some(name) = &name
+        && table.ordered_index(name).is_some()
+        && index.if_not_exists
+    {
+        session.warn(
+            WarningLevel::Note,
+            1061,
+            format!("Duplicate key name '{name}'"),
+        );
+        return Ok(Outcome::done(0));
+    }
+    change_indexes(session, &table, &[(name, columns, index.unique)], &[])?;
+    Ok(Outcome::done(0))
+}
+
+/// Rebuilds `table` with indexes `add` (name, columns, unique) added and
+/// the indexes named in `drop` dropped.
+fn change_indexes(
+    session: &mut Session,
+    table: &Arc<SqlTable>,
+    add: &[(Option<String>, Vec<ColumnId>, bool)],
+    drop: &[String],
+) -> Result<(), SqlError> {
+    let def = table.def();
+    for name in drop {
+        let known = def
+            .ordered_indexes
+            .iter()
+            .zip(&table.metadata.indexes)
+            .any(|(i, k)| *k != IndexKind::Primary && i.name.eq_ignore_ascii_case(name));
+        if !known {
+            return Err(SqlError::new(
+                1091,
+                format!("Can't DROP '{name}'; check that column/key exists"),
+            ));
+        }
+    }
     let mut new_table = NewTable {
         columns: def.columns.clone(),
         metadata: table.metadata.columns.clone(),
@@ -1193,27 +1384,16 @@ fn create_index(session: &mut Session, index: &ast::CreateIndex) -> StatementRes
             .ordered_indexes
             .iter()
             .zip(&table.metadata.indexes)
-            .filter(|(_, kind)| **kind != IndexKind::Primary)
+            .filter(|(i, kind)| {
+                **kind != IndexKind::Primary
+                    && !drop.iter().any(|d| d.eq_ignore_ascii_case(&i.name))
+            })
             .map(|(i, k)| (i.clone(), *k))
             .collect(),
     };
-    if let Some(name) = &name
-        && new_table
-            .indexes
-            .iter()
-            .any(|(i, _)| i.name.eq_ignore_ascii_case(name))
-    {
-        if index.if_not_exists {
-            session.warn(
-                WarningLevel::Note,
-                1061,
-                format!("Duplicate key name '{name}'"),
-            );
-            return Ok(Outcome::done(0));
-        }
-        return Err(SqlError::new(1061, format!("Duplicate key name '{name}'")));
+    for (name, columns, unique) in add {
+        add_index(&mut new_table, name.clone(), columns.clone(), *unique)?;
     }
-    add_index(&mut new_table, name, columns, index.unique)?;
     let mut ordered = vec![IndexDef {
         name: PRIMARY_INDEX_NAME.into(),
         columns: def.primary_key.clone(),
@@ -1224,7 +1404,7 @@ fn create_index(session: &mut Session, index: &ast::CreateIndex) -> StatementRes
         ordered.push(i);
         kinds.push(k);
     }
-    def = TableDef::new(
+    let new_def = TableDef::new(
         &def.name,
         def.columns.clone(),
         def.primary_key.clone(),
@@ -1235,7 +1415,55 @@ fn create_index(session: &mut Session, index: &ast::CreateIndex) -> StatementRes
     let mut metadata = table.metadata.clone();
     metadata.indexes = kinds;
     options.sql_metadata = metadata.encode();
-    rebuild(session, &table, def, options)?;
+    rebuild(session, table, new_def, options)
+}
+
+/// ALTER TABLE: RENAME, ADD INDEX/KEY/UNIQUE, DROP INDEX/KEY. Index
+/// changes rebuild the table (see `rebuild`); other changes are refused.
+fn alter_table(session: &mut Session, alter: &ast::AlterTable) -> StatementResult {
+    let mut table = session.table_by_object_name(&alter.name)?;
+    let mut add = Vec::new();
+    let mut drop = Vec::new();
+    let mut rename = None;
+    for operation in &alter.operations {
+        match operation {
+            ast::AlterTableOperation::RenameTable { table_name } => {
+                let (ast::RenameTableNameKind::As(name) | ast::RenameTableNameKind::To(name)) =
+                    table_name;
+                rename = Some(name.clone());
+            }
+            ast::AlterTableOperation::AddConstraint { constraint, .. } => match constraint {
+                ast::TableConstraint::Index(index) => add.push((
+                    index.name.as_ref().map(|i| i.value.clone()),
+                    index_columns(&table.def().columns, &index.columns)?,
+                    false,
+                )),
+                ast::TableConstraint::Unique(unique) => add.push((
+                    unique
+                        .index_name
+                        .as_ref()
+                        .or(unique.name.as_ref())
+                        .map(|i| i.value.clone()),
+                    index_columns(&table.def().columns, &unique.columns)?,
+                    true,
+                )),
+                other => return Err(SqlError::unsupported(format!("ALTER TABLE ADD {other}"))),
+            },
+            ast::AlterTableOperation::DropIndex { name } => drop.push(name.value.clone()),
+            other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
+        }
+    }
+    if !add.is_empty() || !drop.is_empty() {
+        change_indexes(session, &table, &add, &drop)?;
+        table = session.table_by_object_name(&alter.name)?;
+    }
+    if let Some(to) = rename {
+        let from = ast::ObjectName::from(vec![
+            ast::Ident::new(table.database.clone()),
+            ast::Ident::new(table.name.clone()),
+        ]);
+        rename_table(session, &from, &to)?;
+    }
     Ok(Outcome::done(0))
 }
 
@@ -1458,11 +1686,12 @@ pub fn show_create_table(table: &SqlTable) -> String {
     let mut lines = Vec::new();
     for (position, column) in def.columns.iter().enumerate() {
         let metadata = &table.metadata.columns[position];
-        let mut line = format!(
-            "  {} {}",
-            quote_identifier(&column.name),
+        let type_name = if metadata.boolean {
+            "tinyint(1)".to_string()
+        } else {
             type_text(&column.column_type)
-        );
+        };
+        let mut line = format!("  {} {type_name}", quote_identifier(&column.name));
         let collation = column.column_type.collation();
         if collation != Collation::Binary && collation != table_collation {
             if collation.charset_name() != table_collation.charset_name() {

@@ -74,6 +74,13 @@ pub enum Parsed {
         partitioning: Option<Partitioning>,
     },
     Account(AccountStatement),
+    /// `DO expr, ...`: evaluated, results discarded.
+    Do(Vec<sqlparser::ast::Expr>),
+    /// `SHOW {INDEX|INDEXES|KEYS} {FROM|IN} table [{FROM|IN} db] [WHERE ...]`.
+    ShowIndex {
+        table: sqlparser::ast::ObjectName,
+        filter: Option<Box<sqlparser::ast::Expr>>,
+    },
 }
 
 /// One statement's tokens and how many `?` it has.
@@ -157,6 +164,25 @@ pub fn parse(statement: &StatementTokens) -> Result<Parsed, SqlError> {
     let mut tokens = statement.tokens.clone();
     if let Some(account) = parse_account_statement(&tokens)? {
         return Ok(Parsed::Account(account));
+    }
+    if let Some(show) = parse_show_index(&tokens)? {
+        return Ok(show);
+    }
+    if tokens.first().is_some_and(|t| is_keyword(t, "DO")) {
+        let dialect = MySqlDialect {};
+        let mut parser = Parser::new(&dialect)
+            .with_recursion_limit(RECURSION_LIMIT)
+            .with_tokens(tokens[1..].to_vec());
+        let exprs = parser
+            .parse_comma_separated(Parser::parse_expr)
+            .map_err(|e| SqlError::syntax(e.to_string()))?;
+        if parser.peek_token().token != Token::EOF {
+            return Err(SqlError::syntax(format!(
+                "near '{}'",
+                parser.peek_token().token
+            )));
+        }
+        return Ok(Parsed::Do(exprs));
     }
     let mut share_lock = false;
     let n = tokens.len();
@@ -276,6 +302,73 @@ fn take_partitioning(tokens: &mut Vec<Token>) -> Result<Option<Partitioning>, Sq
     Ok(Some(Partitioning {
         columns,
         partitions,
+    }))
+}
+
+/// SHOW INDEX, which sqlparser takes only without a WHERE clause.
+fn parse_show_index(tokens: &[Token]) -> Result<Option<Parsed>, SqlError> {
+    let mut cursor = Cursor {
+        tokens,
+        position: 0,
+    };
+    if !cursor.keyword("SHOW") {
+        return Ok(None);
+    }
+    cursor.keyword("EXTENDED");
+    if !(cursor.keyword("INDEX") || cursor.keyword("INDEXES") || cursor.keyword("KEYS")) {
+        return Ok(None);
+    }
+    if !(cursor.keyword("FROM") || cursor.keyword("IN")) {
+        return Err(cursor.error());
+    }
+    let table = cursor
+        .tokens
+        .get(cursor.position)
+        .and_then(word_text)
+        .ok_or_else(|| cursor.error())?;
+    cursor.position += 1;
+    let mut parts = vec![sqlparser::ast::Ident::new(table)];
+    if cursor.tokens.get(cursor.position) == Some(&Token::Period) {
+        cursor.position += 1;
+        let name = cursor
+            .tokens
+            .get(cursor.position)
+            .and_then(word_text)
+            .ok_or_else(|| cursor.error())?;
+        cursor.position += 1;
+        parts.push(sqlparser::ast::Ident::new(name));
+    }
+    if cursor.keyword("FROM") || cursor.keyword("IN") {
+        let database = cursor
+            .tokens
+            .get(cursor.position)
+            .and_then(word_text)
+            .ok_or_else(|| cursor.error())?;
+        cursor.position += 1;
+        parts.insert(0, sqlparser::ast::Ident::new(database));
+    }
+    let mut filter = None;
+    if cursor.keyword("WHERE") {
+        let dialect = MySqlDialect {};
+        let mut parser = Parser::new(&dialect)
+            .with_recursion_limit(RECURSION_LIMIT)
+            .with_tokens(tokens[cursor.position..].to_vec());
+        let expr = parser
+            .parse_expr()
+            .map_err(|e| SqlError::syntax(e.to_string()))?;
+        if parser.peek_token().token != Token::EOF {
+            return Err(SqlError::syntax(format!(
+                "near '{}'",
+                parser.peek_token().token
+            )));
+        }
+        filter = Some(Box::new(expr));
+    } else if !cursor.done() {
+        return Err(cursor.error());
+    }
+    Ok(Some(Parsed::ShowIndex {
+        table: sqlparser::ast::ObjectName::from(parts),
+        filter,
     }))
 }
 

@@ -145,9 +145,25 @@ impl Scope for TableScope<'_> {
 }
 
 /// A scope without columns: constants only.
-pub struct ConstantScope;
+pub struct ConstantScope {
+    /// The session's database: an unknown function is 1305 in it, 1046
+    /// without one.
+    pub database: Option<String>,
+}
+
+impl ConstantScope {
+    pub fn of(session: &Session) -> ConstantScope {
+        ConstantScope {
+            database: session.database.clone(),
+        }
+    }
+}
 
 impl Scope for ConstantScope {
+    fn database(&self) -> Option<String> {
+        self.database.clone()
+    }
+
     fn column(&self, qualifier: Option<&str>, name: &str) -> Result<(usize, SqlType), SqlError> {
         let shown = match qualifier {
             Some(q) => format!("{q}.{name}"),
@@ -214,7 +230,7 @@ fn column_of(table: &SqlTable, alias: Option<&str>, expr: &Expr) -> Option<usize
 
 /// The constant `expr` evaluates to, if it has no column references.
 fn constant(session: &mut Session, expr: &Expr) -> Option<SqlValue> {
-    let compiled = expression::compile(expr, &ConstantScope).ok()?;
+    let compiled = expression::compile(expr, &ConstantScope::of(session)).ok()?;
     expression::evaluate(&compiled, &[], session).ok()
 }
 

@@ -35,7 +35,7 @@ pub fn evaluate_constant(session: &mut Session, expr: &Expr) -> Result<SqlValue,
             Outcome::Done { .. } => Ok(SqlValue::Null),
         };
     }
-    let compiled = expression::compile(expr, &ConstantScope)?;
+    let compiled = expression::compile(expr, &ConstantScope::of(session))?;
     expression::evaluate(&compiled, &[], session)
 }
 
@@ -150,6 +150,181 @@ pub fn walk(expr: &Expr, visit: &mut dyn FnMut(&Expr)) {
     }
 }
 
+/// A copy of `expr` with every identifier `replace` gives an expression
+/// for replaced by it.
+pub fn map_identifiers(expr: &Expr, replace: &dyn Fn(&ast::Ident) -> Option<Expr>) -> Expr {
+    let again = |e: &Expr| Box::new(map_identifiers(e, replace));
+    match expr {
+        Expr::Identifier(ident) => replace(ident).unwrap_or_else(|| expr.clone()),
+        Expr::BinaryOp { left, op, right } => Expr::BinaryOp {
+            left: again(left),
+            op: op.clone(),
+            right: again(right),
+        },
+        Expr::UnaryOp { op, expr: inner } => Expr::UnaryOp {
+            op: *op,
+            expr: again(inner),
+        },
+        Expr::Nested(inner) => Expr::Nested(again(inner)),
+        Expr::IsNull(inner) => Expr::IsNull(again(inner)),
+        Expr::IsNotNull(inner) => Expr::IsNotNull(again(inner)),
+        Expr::Between {
+            expr: inner,
+            negated,
+            low,
+            high,
+        } => Expr::Between {
+            expr: again(inner),
+            negated: *negated,
+            low: again(low),
+            high: again(high),
+        },
+        Expr::In {
+            expr: inner,
+            target: ast::InTarget::List(list),
+            negated,
+            global,
+        } => Expr::In {
+            expr: again(inner),
+            target: ast::InTarget::List(list.iter().map(|e| map_identifiers(e, replace)).collect()),
+            negated: *negated,
+            global: *global,
+        },
+        Expr::Function(function) => {
+            let mut function = function.clone();
+            if let ast::FunctionArguments::List(list) = &mut function.args {
+                for argument in &mut list.args {
+                    if let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = argument {
+                        *e = map_identifiers(e, replace);
+                    }
+                }
+            }
+            Expr::Function(function)
+        }
+        other => other.clone(),
+    }
+}
+
+/// Whether `expr` calls an aggregate function.
+fn contains_aggregate(expr: &Expr) -> bool {
+    let mut found = false;
+    walk(expr, &mut |e| {
+        if let Expr::Function(f) = e
+            && expression::is_aggregate(f)
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+/// The columns `expr` reads outside aggregate calls.
+fn columns_outside_aggregates(table: &SqlTable, expr: &Expr, out: &mut Vec<usize>) {
+    match expr {
+        Expr::Function(f) if expression::is_aggregate(f) => {}
+        Expr::Identifier(ident) => {
+            if let Some(position) = table.column_position(&ident.value) {
+                out.push(position);
+            }
+        }
+        Expr::CompoundIdentifier(parts) => {
+            if let Some(position) = parts.last().and_then(|i| table.column_position(&i.value)) {
+                out.push(position);
+            }
+        }
+        Expr::BinaryOp { left, right, .. } => {
+            columns_outside_aggregates(table, left, out);
+            columns_outside_aggregates(table, right, out);
+        }
+        Expr::UnaryOp { expr, .. }
+        | Expr::Nested(expr)
+        | Expr::IsNull(expr)
+        | Expr::IsNotNull(expr) => columns_outside_aggregates(table, expr, out),
+        Expr::Function(function) => {
+            if let ast::FunctionArguments::List(list) = &function.args {
+                for argument in &list.args {
+                    if let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = argument {
+                        columns_outside_aggregates(table, e, out);
+                    }
+                }
+            }
+        }
+        Expr::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            if let Some(operand) = operand {
+                columns_outside_aggregates(table, operand, out);
+            }
+            for when in conditions {
+                columns_outside_aggregates(table, &when.condition, out);
+                columns_outside_aggregates(table, &when.result, out);
+            }
+            if let Some(e) = else_result {
+                columns_outside_aggregates(table, e, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// MySQL's ONLY_FULL_GROUP_BY: every column a select item reads outside
+/// aggregates is grouped on (or the grouping covers the primary key, which
+/// determines every column). 1055 with GROUP BY, 1140 without.
+fn check_full_group_by(
+    table: &SqlTable,
+    alias: Option<&str>,
+    items: &[(Expr, Option<String>)],
+    group_by: &[Expr],
+) -> Result<(), SqlError> {
+    let mut grouped = Vec::new();
+    for expr in group_by {
+        if let Expr::Identifier(_) | Expr::CompoundIdentifier(_) = expr {
+            columns_outside_aggregates(table, expr, &mut grouped);
+        }
+    }
+    let key_grouped = table
+        .def()
+        .primary_key
+        .iter()
+        .all(|c| grouped.contains(&(*c as usize)));
+    for (position, (expr, _)) in items.iter().enumerate() {
+        if group_by.iter().any(|g| g == expr) || key_grouped {
+            continue;
+        }
+        let mut read = Vec::new();
+        columns_outside_aggregates(table, expr, &mut read);
+        if let Some(column) = read.iter().find(|c| !grouped.contains(c)) {
+            let name = format!(
+                "{}.{}.{}",
+                table.database,
+                alias.unwrap_or(&table.name),
+                table.column(*column).name
+            );
+            return Err(if group_by.is_empty() {
+                SqlError::new(
+                    1140,
+                    format!(
+                        "In aggregated query without GROUP BY, expression #{} of SELECT list contains nonaggregated column '{name}'; this is incompatible with sql_mode=only_full_group_by",
+                        position + 1
+                    ),
+                )
+            } else {
+                SqlError::new(
+                    1055,
+                    format!(
+                        "Expression #{} of SELECT list is not in GROUP BY clause and contains nonaggregated column '{name}' which is not functionally dependent on columns in GROUP BY clause; this is incompatible with sql_mode=only_full_group_by",
+                        position + 1
+                    ),
+                )
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The aggregate calls in `expr`, in order of appearance.
 fn collect_aggregates(expr: &Expr, out: &mut Vec<ast::Function>) {
     walk(expr, &mut |e| {
@@ -225,8 +400,14 @@ fn compile_select(
     select: &ast::Select,
     order_by: &[ast::OrderByExpr],
 ) -> Result<CompiledSelect, SqlError> {
+    let dual = |from: &ast::TableWithJoins| {
+        matches!(&from.relation, ast::TableFactor::Table { name, alias: None, .. }
+            if from.joins.is_empty() && name.0.len() == 1 && name.to_string().eq_ignore_ascii_case("DUAL"))
+    };
     let (table, alias) = match select.from.as_slice() {
         [] => (None, None),
+        // FROM DUAL: no table, as MySQL.
+        [from] if dual(from) => (None, None),
         [from] if from.joins.is_empty() => match &from.relation {
             ast::TableFactor::Table { name, alias, .. } => (
                 Some(session.table_by_object_name(name)?),
@@ -300,14 +481,46 @@ fn compile_select(
         .iter()
         .map(&resolve_item)
         .collect::<Result<_, _>>()?;
+    // Inside HAVING and ORDER BY expressions a select alias that is not a
+    // column stands for its expression.
+    let alias_of = |ident: &ast::Ident| -> Option<Expr> {
+        if table
+            .as_ref()
+            .is_some_and(|t| t.column_position(&ident.value).is_some())
+        {
+            return None;
+        }
+        items
+            .iter()
+            .find(|(_, alias)| {
+                alias
+                    .as_ref()
+                    .is_some_and(|a| a.eq_ignore_ascii_case(&ident.value))
+            })
+            .map(|(e, _)| e.clone())
+    };
     let order_by_exprs: Vec<(Expr, bool)> = order_by
         .iter()
         .map(|o| {
             let descending = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
-            resolve_item(&o.expr).map(|e| (e, descending))
+            resolve_item(&o.expr).map(|e| (map_identifiers(&e, &alias_of), descending))
         })
         .collect::<Result<_, _>>()?;
-    let having_expr = select.having.as_ref().map(&resolve_item).transpose()?;
+    let having_expr = select
+        .having
+        .as_ref()
+        .map(&resolve_item)
+        .transpose()?
+        .map(|h| map_identifiers(&h, &alias_of));
+    if (!group_by_exprs.is_empty() || items.iter().any(|(e, _)| contains_aggregate(e)))
+        && let Some(table) = &table
+        && session
+            .session_text("sql_mode")
+            .to_ascii_uppercase()
+            .contains("ONLY_FULL_GROUP_BY")
+    {
+        check_full_group_by(table, alias.as_deref(), &items, &group_by_exprs)?;
+    }
     let mut aggregate_functions = Vec::new();
     for (expr, _) in &items {
         collect_aggregates(expr, &mut aggregate_functions);
@@ -323,6 +536,7 @@ fn compile_select(
     // grouped) the aggregates' values.
     let Some(table_ref) = table.as_deref() else {
         return compile_without_table(
+            session.database.clone(),
             items,
             aggregate_functions,
             select,
@@ -392,6 +606,7 @@ fn compile_select(
 
 /// A SELECT without FROM: one row of constants (or one group).
 fn compile_without_table(
+    database: Option<String>,
     items: Vec<(Expr, Option<String>)>,
     aggregate_functions: Vec<ast::Function>,
     select: &ast::Select,
@@ -400,14 +615,19 @@ fn compile_without_table(
 ) -> Result<CompiledSelect, SqlError> {
     struct NoTableScope {
         aggregates: Vec<(String, SqlType)>,
+        database: Option<String>,
     }
     impl Scope for NoTableScope {
+        fn database(&self) -> Option<String> {
+            self.database.clone()
+        }
+
         fn column(
             &self,
             qualifier: Option<&str>,
             name: &str,
         ) -> Result<(usize, SqlType), SqlError> {
-            ConstantScope.column(qualifier, name)
+            ConstantScope { database: None }.column(qualifier, name)
         }
         fn aggregate(&self, call: &ast::Function) -> Option<(usize, SqlType)> {
             let key = expression::aggregate_key(call);
@@ -420,17 +640,30 @@ fn compile_without_table(
     let mut aggregates = Vec::new();
     let mut aggregate_keys = Vec::new();
     for function in &aggregate_functions {
-        let call = expression::compile_aggregate(function, &ConstantScope)?;
+        let call = expression::compile_aggregate(
+            function,
+            &ConstantScope {
+                database: database.clone(),
+            },
+        )?;
         aggregate_keys.push((expression::aggregate_key(function), call.sql_type.clone()));
         aggregates.push(call);
     }
     let scope = NoTableScope {
         aggregates: aggregate_keys.clone(),
+        database: database.clone(),
     };
     let condition = select
         .selection
         .as_ref()
-        .map(|c| expression::compile(c, &ConstantScope))
+        .map(|c| {
+            expression::compile(
+                c,
+                &ConstantScope {
+                    database: database.clone(),
+                },
+            )
+        })
         .transpose()?;
     let mut outputs = Vec::new();
     for (expr, alias) in items {
@@ -498,9 +731,10 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
     let select = match query.body.as_ref() {
         SetExpr::Select(select) => select,
         SetExpr::Query(inner) => return run(session, inner, share_lock),
+        SetExpr::SetOperation { .. } => return run_union(session, query),
         _ => {
             return Err(SqlError::unsupported(
-                "UNION, INTERSECT and VALUES statements",
+                "INTERSECT, EXCEPT and VALUES statements",
             ));
         }
     };
@@ -522,6 +756,11 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
     };
     let order_by = order_by_items(query);
     let compiled = compile_select(session, select, &order_by)?;
+    let compiled_parameters: Vec<Option<usize>> = compiled
+        .outputs
+        .iter()
+        .map(|o| o.expression.parameter())
+        .collect();
     let (offset, limit) = limits(session, query.limit_clause.as_ref())?;
     let calc_found_rows = select
         .select_modifiers
@@ -654,17 +893,170 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
     } else {
         values.len() as u64
     };
-    let types = compiled
+    let mut types: Vec<SqlType> = compiled
         .outputs
         .iter()
         .map(|o| o.expression.sql_type().clone())
         .collect();
-    let columns = compiled.outputs.into_iter().map(|o| o.definition).collect();
+    let mut columns: Vec<ColumnDefinition> =
+        compiled.outputs.into_iter().map(|o| o.definition).collect();
+    // A bare `?` is typed by the value bound to it (MySQL types the column
+    // at execute time): an integer parameter comes back as an integer.
+    for (position, column) in columns.iter_mut().enumerate() {
+        let Some(index) = compiled_parameters[position] else {
+            continue;
+        };
+        if let Some(value) = session.parameters.get(index)
+            && let Some(sql_type) = type_of_value(value)
+        {
+            *column = expression_column(&column.name, &sql_type);
+            types[position] = sql_type;
+        }
+    }
     Ok(Outcome::Rows(ResultSet {
         columns,
         types,
         rows: values,
     }))
+}
+
+/// The rows of one side of a UNION, without ORDER BY or LIMIT of its own
+/// unless it is a parenthesized query.
+fn union_side(session: &mut Session, body: &SetExpr) -> Result<ResultSet, SqlError> {
+    let query = ast::Query {
+        with: None,
+        body: Box::new(body.clone()),
+        order_by: None,
+        limit_clause: None,
+        fetch: None,
+        locks: Vec::new(),
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+        pipe_operators: Vec::new(),
+    };
+    match body {
+        SetExpr::Query(inner) => match run(session, inner, false)? {
+            Outcome::Rows(result) => Ok(result),
+            Outcome::Done { .. } => Err(SqlError::syntax("a UNION side must return rows")),
+        },
+        SetExpr::SetOperation { .. } => union_rows(session, body),
+        _ => match run(session, &query, false)? {
+            Outcome::Rows(result) => Ok(result),
+            Outcome::Done { .. } => Err(SqlError::syntax("a UNION side must return rows")),
+        },
+    }
+}
+
+/// UNION [ALL|DISTINCT] of two sides: the left side's columns; DISTINCT
+/// (the default) drops repeated rows.
+fn union_rows(session: &mut Session, body: &SetExpr) -> Result<ResultSet, SqlError> {
+    let SetExpr::SetOperation {
+        op,
+        set_quantifier,
+        left,
+        right,
+    } = body
+    else {
+        return union_side(session, body);
+    };
+    if *op != ast::SetOperator::Union {
+        return Err(SqlError::unsupported(format!("{op}")));
+    }
+    let mut result = union_side(session, left)?;
+    let right = union_side(session, right)?;
+    if right.columns.len() != result.columns.len() {
+        return Err(SqlError::new(
+            1222,
+            "The used SELECT statements have a different number of columns",
+        ));
+    }
+    result.rows.extend(right.rows);
+    if result.rows.len() > STATEMENT_ROWS_MAX {
+        return Err(too_many_rows());
+    }
+    let distinct = !matches!(set_quantifier, ast::SetQuantifier::All);
+    if distinct {
+        let mut seen = std::collections::HashSet::new();
+        let mut key = Vec::new();
+        let types = result.types.clone();
+        result.rows.retain(|row| {
+            key.clear();
+            for (value, sql_type) in row.iter().zip(&types) {
+                expression::group_key(value, sql_type, &mut key);
+                key.push(0xff);
+            }
+            seen.insert(key.clone())
+        });
+    }
+    Ok(result)
+}
+
+/// A UNION query: its sides, then its ORDER BY (by position or output
+/// column name) and LIMIT.
+fn run_union(session: &mut Session, query: &ast::Query) -> StatementResult {
+    let mut result = union_rows(session, &query.body)?;
+    let order_by = order_by_items(query);
+    if !order_by.is_empty() {
+        let mut keys = Vec::with_capacity(order_by.len());
+        for item in &order_by {
+            let position = match &item.expr {
+                Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => {
+                        n.parse::<usize>().ok().and_then(|p| p.checked_sub(1))
+                    }
+                    _ => None,
+                },
+                Expr::Identifier(ident) => result
+                    .columns
+                    .iter()
+                    .position(|c| c.name.eq_ignore_ascii_case(&ident.value)),
+                _ => None,
+            };
+            let position = position
+                .filter(|p| *p < result.columns.len())
+                .ok_or_else(|| {
+                    SqlError::new(
+                        1054,
+                        format!("Unknown column '{}' in 'order clause'", item.expr),
+                    )
+                })?;
+            let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+            keys.push((position, result.types[position].collation, descending));
+        }
+        let orders: Vec<_> = keys.iter().map(|(_, c, d)| (*c, *d)).collect();
+        result.rows.sort_by(|a, b| {
+            let a: Vec<SqlValue> = keys.iter().map(|(p, _, _)| a[*p].clone()).collect();
+            let b: Vec<SqlValue> = keys.iter().map(|(p, _, _)| b[*p].clone()).collect();
+            compare_keys(&a, &b, &orders)
+        });
+    }
+    let (offset, limit) = limits(session, query.limit_clause.as_ref())?;
+    let start = (offset as usize).min(result.rows.len());
+    let end = match limit {
+        Some(limit) => start.saturating_add(limit as usize).min(result.rows.len()),
+        None => result.rows.len(),
+    };
+    result.rows = result.rows.drain(start..end).collect();
+    session.found_rows = result.rows.len() as u64;
+    Ok(Outcome::Rows(result))
+}
+
+/// The column type a value of its own calls for.
+fn type_of_value(value: &SqlValue) -> Option<SqlType> {
+    Some(match value {
+        SqlValue::Null => return None,
+        SqlValue::Int(_) => SqlType::integer(21, false),
+        SqlValue::UInt(_) => SqlType::integer(20, true),
+        SqlValue::Double(_) => SqlType::double(),
+        SqlValue::Decimal(d) => SqlType::decimal(38, d.scale, false),
+        SqlValue::String(bytes) => {
+            SqlType::string(bytes.len() as u32, expression::CONNECTION_COLLATION)
+        }
+        SqlValue::Date(_) => SqlType::date(),
+        SqlValue::Datetime(d) => SqlType::datetime(if d.microsecond == 0 { 0 } else { 6 }),
+        SqlValue::Time(_) => return None,
+    })
 }
 
 fn too_many_rows() -> SqlError {

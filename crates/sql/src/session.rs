@@ -282,6 +282,15 @@ impl Session {
     fn dispatch(&mut self, parsed: &Parsed) -> StatementResult {
         match parsed {
             Parsed::Account(statement) => crate::users::run(self, statement),
+            Parsed::Do(exprs) => {
+                for expr in exprs {
+                    crate::select::evaluate_constant(self, expr)?;
+                }
+                Ok(Outcome::done(0))
+            }
+            Parsed::ShowIndex { table, filter } => {
+                crate::show::index_rows(self, table, filter.as_deref())
+            }
             Parsed::Sql {
                 statement,
                 share_lock,
@@ -363,6 +372,7 @@ impl Session {
             | Statement::CreateIndex(_)
             | Statement::Drop { .. }
             | Statement::Truncate(_)
+            | Statement::AlterTable(_)
             | Statement::RenameTable(_) => {
                 // DDL commits the open transaction first, as in MySQL.
                 self.commit()?;
@@ -410,16 +420,26 @@ impl Session {
         mut transaction: Transaction,
         last: bool,
     ) -> Result<Transaction, SqlError> {
+        self.execute_in_place(&mut transaction, last)?;
+        Ok(transaction)
+    }
+
+    /// `execute_batch` on a borrowed transaction, which stays readable
+    /// after an error (which operation failed).
+    pub(crate) fn execute_in_place(
+        &mut self,
+        transaction: &mut Transaction,
+        last: bool,
+    ) -> Result<(), SqlError> {
         self.check_killed()?;
         let end = if last && self.statement_commits() {
             ExecuteEnd::Commit
         } else {
             ExecuteEnd::NoCommit
         };
-        match self.native.execute(&mut transaction, end) {
-            Ok(()) => Ok(transaction),
-            Err(e) => Err(self.cluster_error(e)),
-        }
+        self.native
+            .execute(transaction, end)
+            .map_err(|e| self.cluster_error(e))
     }
 
     /// Keeps `transaction` for the next statement unless it ended.

@@ -31,6 +31,48 @@ pub fn handles(statement: &Statement) -> bool {
     )
 }
 
+/// The columns of a SHOW result, by name, for its WHERE clause.
+struct ShowScope<'a> {
+    names: &'a [&'a str],
+}
+
+impl crate::expression::Scope for ShowScope<'_> {
+    fn column(
+        &self,
+        _qualifier: Option<&str>,
+        name: &str,
+    ) -> Result<(usize, crate::SqlType), SqlError> {
+        self.names
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(name))
+            .map(|i| (i, crate::outcome::text_type(64)))
+            .ok_or_else(|| {
+                SqlError::new(1054, format!("Unknown column '{name}' in 'where clause'"))
+            })
+    }
+
+    fn aggregate(&self, _call: &ast::Function) -> Option<(usize, crate::SqlType)> {
+        None
+    }
+}
+
+/// Keeps the rows `condition` holds for (SHOW ... WHERE).
+pub fn where_rows(
+    session: &mut Session,
+    condition: &ast::Expr,
+    names: &[&str],
+    rows: Vec<Vec<SqlValue>>,
+) -> Result<Vec<Vec<SqlValue>>, SqlError> {
+    let compiled = crate::expression::compile(condition, &ShowScope { names })?;
+    let mut kept = Vec::with_capacity(rows.len());
+    for row in rows {
+        if crate::plan::holds(session, &compiled, &row)? {
+            kept.push(row);
+        }
+    }
+    Ok(kept)
+}
+
 /// MySQL's LIKE for SHOW filters: `%`, `_`, `\` escapes, case-insensitive.
 pub fn like(text: &str, pattern: &str) -> bool {
     fn matches(text: &[char], pattern: &[char]) -> bool {
@@ -52,6 +94,7 @@ pub fn like(text: &str, pattern: &str) -> bool {
 /// Applies a SHOW filter (`LIKE 'p'` on the first column, or `WHERE
 /// Variable_name = 'x'`-style conditions on named columns) to rows.
 fn filter_rows(
+    session: &mut Session,
     filter: Option<&ast::ShowStatementFilter>,
     names: &[&str],
     rows: Vec<Vec<SqlValue>>,
@@ -70,61 +113,7 @@ fn filter_rows(
             .filter(|row| like(&as_text(&row[0]), pattern))
             .collect()),
         Some(ast::ShowStatementFilter::Where(condition)) => {
-            // Conditions on the SHOW's own columns: `col = 'x'`, `col LIKE 'x'`,
-            // joined by AND.
-            let mut kept = Vec::new();
-            'rows: for row in rows {
-                for conjunct in crate::plan::conjuncts(condition) {
-                    let (column, value, is_like) = match conjunct {
-                        ast::Expr::BinaryOp {
-                            left,
-                            op: ast::BinaryOperator::Eq,
-                            right,
-                        } => (left.as_ref(), right.as_ref(), false),
-                        ast::Expr::Like {
-                            expr,
-                            pattern,
-                            negated: false,
-                            ..
-                        } => (expr.as_ref(), pattern.as_ref(), true),
-                        _ => {
-                            return Err(SqlError::unsupported(format!(
-                                "SHOW ... WHERE {conjunct}"
-                            )));
-                        }
-                    };
-                    let ast::Expr::Identifier(column) = column else {
-                        return Err(SqlError::unsupported(format!("SHOW ... WHERE {conjunct}")));
-                    };
-                    let Some(position) = names
-                        .iter()
-                        .position(|n| n.eq_ignore_ascii_case(&column.value))
-                    else {
-                        return Err(SqlError::new(
-                            1054,
-                            format!("Unknown column '{}' in 'where clause'", column.value),
-                        ));
-                    };
-                    let expected = match value {
-                        ast::Expr::Value(v) => match &v.value {
-                            ast::Value::SingleQuotedString(s) => s.clone(),
-                            other => other.to_string(),
-                        },
-                        other => other.to_string(),
-                    };
-                    let actual = as_text(&row[position]);
-                    let ok = if is_like {
-                        like(&actual, &expected)
-                    } else {
-                        actual.eq_ignore_ascii_case(&expected)
-                    };
-                    if !ok {
-                        continue 'rows;
-                    }
-                }
-                kept.push(row);
-            }
-            Ok(kept)
+            where_rows(session, condition, names, rows)
         }
         Some(ast::ShowStatementFilter::NoKeyword(pattern)) => Ok(rows
             .into_iter()
@@ -172,7 +161,7 @@ pub fn run(session: &mut Session, statement: &Statement) -> StatementResult {
                 .into_iter()
                 .map(|(name, value)| vec![text(name), variable_text(name, &value)])
                 .collect();
-            let rows = filter_rows(filter.as_ref(), &["Variable_name", "Value"], rows)?;
+            let rows = filter_rows(session, filter.as_ref(), &["Variable_name", "Value"], rows)?;
             Ok(Outcome::Rows(text_result(
                 &["Variable_name", "Value"],
                 rows,
@@ -180,7 +169,7 @@ pub fn run(session: &mut Session, statement: &Statement) -> StatementResult {
         }
         Statement::ShowStatus { filter, global, .. } => {
             let rows = status_rows(session, *global);
-            let rows = filter_rows(filter.as_ref(), &["Variable_name", "Value"], rows)?;
+            let rows = filter_rows(session, filter.as_ref(), &["Variable_name", "Value"], rows)?;
             Ok(Outcome::Rows(text_result(
                 &["Variable_name", "Value"],
                 rows,
@@ -192,8 +181,14 @@ pub fn run(session: &mut Session, statement: &Statement) -> StatementResult {
                 .into_iter()
                 .map(|d| vec![text(d)])
                 .collect();
-            let rows = filter_rows(show_options_filter(show_options), &["Database"], rows)?;
-            Ok(Outcome::Rows(text_result(&["Database"], rows)))
+            let filter = show_options_filter(show_options);
+            let rows = filter_rows(session, filter, &["Database"], rows)?;
+            // MySQL names the column after the pattern: `Database (p%)`.
+            let header = match filter {
+                Some(ast::ShowStatementFilter::Like(pattern)) => format!("Database ({pattern})"),
+                _ => "Database".to_string(),
+            };
+            Ok(Outcome::Rows(text_result(&[header.as_str()], rows)))
         }
         Statement::ShowTables {
             full, show_options, ..
@@ -211,7 +206,12 @@ pub fn run(session: &mut Session, statement: &Statement) -> StatementResult {
             if let Err(e) = session.native.cluster().refresh_dictionary() {
                 return Err(crate::session::cluster_error(e));
             }
-            let column = format!("Tables_in_{database}");
+            let column = match show_options_filter(show_options) {
+                Some(ast::ShowStatementFilter::Like(pattern)) => {
+                    format!("Tables_in_{database} ({pattern})")
+                }
+                _ => format!("Tables_in_{database}"),
+            };
             let rows: Vec<Vec<SqlValue>> = crate::ddl::tables_of(session, &database)
                 .into_iter()
                 .map(|t| {
@@ -226,7 +226,7 @@ pub fn run(session: &mut Session, statement: &Statement) -> StatementResult {
             if *full {
                 names.push("Table_type");
             }
-            let rows = filter_rows(show_options_filter(show_options), &names, rows)?;
+            let rows = filter_rows(session, show_options_filter(show_options), &names, rows)?;
             Ok(Outcome::Rows(text_result(&names, rows)))
         }
         Statement::ShowColumns {
@@ -285,7 +285,7 @@ pub fn run(session: &mut Session, statement: &Statement) -> StatementResult {
                 "Sortlen",
                 "Pad_attribute",
             ];
-            let rows = filter_rows(filter.as_ref(), &names, rows)?;
+            let rows = filter_rows(session, filter.as_ref(), &names, rows)?;
             Ok(Outcome::Rows(text_result(&names, rows)))
         }
         Statement::ShowCharset(show) => {
@@ -305,7 +305,7 @@ pub fn run(session: &mut Session, statement: &Statement) -> StatementResult {
             })
             .collect();
             let names = ["Charset", "Description", "Default collation", "Maxlen"];
-            let rows = filter_rows(show.filter.as_ref(), &names, rows)?;
+            let rows = filter_rows(session, show.filter.as_ref(), &names, rows)?;
             Ok(Outcome::Rows(text_result(&names, rows)))
         }
         Statement::ShowVariable { variable } => {
@@ -412,7 +412,7 @@ fn show_words(session: &mut Session, words: &[String], raw: &[ast::Ident]) -> St
                 parts.insert(0, database.clone());
             }
             let name = ast::ObjectName::from(parts);
-            index_rows(session, &name)
+            index_rows(session, &name, None)
         }
         (Some("TABLE"), Some("STATUS")) => {
             let database = session.current_database()?.to_string();
@@ -639,10 +639,12 @@ pub fn columns(
             extra.push("on update CURRENT_TIMESTAMP");
         }
         let collation = column.column_type.collation();
-        let mut row = vec![
-            text(&column.name),
-            text(crate::ddl::type_text(&column.column_type)),
-        ];
+        let type_name = if metadata.boolean {
+            "tinyint(1)".to_string()
+        } else {
+            crate::ddl::type_text(&column.column_type)
+        };
+        let mut row = vec![text(&column.name), text(type_name)];
         if full {
             row.push(if collation == schema::Collation::Binary {
                 SqlValue::Null
@@ -675,13 +677,17 @@ pub fn columns(
     } else {
         vec!["Field", "Type", "Null", "Key", "Default", "Extra"]
     };
-    let rows = filter_rows(filter, &names, rows)?;
+    let rows = filter_rows(session, filter, &names, rows)?;
     let _ = catalog::PRIMARY_INDEX_NAME;
     Ok(Outcome::Rows(text_result(&names, rows)))
 }
 
 /// SHOW INDEX.
-fn index_rows(session: &mut Session, name: &ast::ObjectName) -> StatementResult {
+pub fn index_rows(
+    session: &mut Session,
+    name: &ast::ObjectName,
+    filter: Option<&ast::Expr>,
+) -> StatementResult {
     let table = session.table_by_object_name(name)?;
     let def = table.def();
     let mut rows = Vec::new();
@@ -729,6 +735,10 @@ fn index_rows(session: &mut Session, name: &ast::ObjectName) -> StatementResult 
         "Visible",
         "Expression",
     ];
+    let rows = match filter {
+        Some(condition) => where_rows(session, condition, &names, rows)?,
+        None => rows,
+    };
     let mut result = text_result(&names, rows);
     for i in [1, 3, 6] {
         result.types[i] = integer_type();

@@ -1533,13 +1533,30 @@ pub fn write_text(value: &SqlValue, ty: &SqlType, out: &mut Vec<u8>) {
             write_integer(double_to_i64(*double).0, out)
         }
         (SqlValue::Double(double), _) => write_real_typed(*double, ty, out),
-        (SqlValue::String(text), _) => out.extend_from_slice(text),
+        (SqlValue::String(text), _) => write_string(text, ty.collation, out),
         (SqlValue::Date(date), _) => date.write(out),
         (SqlValue::Datetime(datetime), FieldType::Date) => datetime.date.write(out),
         (SqlValue::Datetime(datetime), _) => {
             datetime.write(temporal_fsp(ty, datetime.microsecond), out)
         }
         (SqlValue::Time(time), _) => time.write(temporal_fsp(ty, time.microsecond), out),
+    }
+}
+
+/// Whether strings of this collation are sent converted to UTF-8: the
+/// results' character set is utf8mb4 (MySQL's default
+/// `character_set_results`), so latin1 text is converted on the way out
+/// while its value (LENGTH, HEX, comparisons) stays latin1 bytes.
+fn is_sent_converted(collation: Collation) -> bool {
+    matches!(collation, Collation::Latin1Bin | Collation::Latin1Ci)
+}
+
+/// A string's bytes as the client receives them (see [`is_sent_converted`]).
+fn write_string(text: &[u8], collation: Collation, out: &mut Vec<u8>) {
+    if is_sent_converted(collation) {
+        crate::convert::convert_charset(text, collation, Collation::Utf8mb4Bin, out);
+    } else {
+        out.extend_from_slice(text);
     }
 }
 
@@ -1620,7 +1637,9 @@ pub fn to_protocol<'a>(
             None => ProtocolValue::Null,
         },
         _ => match value {
-            SqlValue::String(text) => ProtocolValue::Bytes(text),
+            SqlValue::String(text) if !is_sent_converted(ty.collation) => {
+                ProtocolValue::Bytes(text)
+            }
             other => {
                 scratch.clear();
                 write_text(other, ty, scratch);

@@ -154,9 +154,15 @@ pub fn all() -> Vec<Variable> {
         v("system_time_zone", text("UTC"), Global, true),
         v("time_zone", text("SYSTEM"), Both, false),
         v("transaction_allow_batching", int(0), Session, false),
-        v("transaction_isolation", text("READ-COMMITTED"), Both, false),
+        // MySQL's default; NDB tables read committed whatever it says.
+        v(
+            "transaction_isolation",
+            text("REPEATABLE-READ"),
+            Both,
+            false,
+        ),
         v("transaction_read_only", int(0), Both, false),
-        v("tx_isolation", text("READ-COMMITTED"), Both, false),
+        v("tx_isolation", text("REPEATABLE-READ"), Both, false),
         v("tx_read_only", int(0), Both, false),
         v("unique_checks", int(1), Both, false),
         v("version", text(SERVER_VERSION), Global, true),

@@ -61,6 +61,29 @@ fn is_default_keyword(expr: &Expr) -> bool {
     matches!(expr, Expr::Identifier(ident) if ident.quote_style.is_none() && ident.value.eq_ignore_ascii_case("DEFAULT"))
 }
 
+/// Evaluates a value an INSERT or UPDATE writes. In strict mode with
+/// ERROR_FOR_DIVISION_BY_ZERO a division by zero is error 1365 here (a
+/// SELECT only warns).
+fn evaluate_for_write(
+    session: &mut Session,
+    expression: &Expression,
+    row: &[SqlValue],
+) -> Result<SqlValue, SqlError> {
+    let before = session.warnings.len();
+    let value = expression::evaluate(expression, row, session)?;
+    if session.warnings[before..].iter().any(|w| w.code == 1365)
+        && session.is_strict()
+        && session
+            .session_text("sql_mode")
+            .to_ascii_uppercase()
+            .contains("ERROR_FOR_DIVISION_BY_ZERO")
+    {
+        session.warnings.truncate(before);
+        return Err(SqlError::new(1365, "Division by 0"));
+    }
+    Ok(value)
+}
+
 /// The value of a column an INSERT does not give (or gives `DEFAULT`).
 fn default_value(
     session: &mut Session,
@@ -225,6 +248,78 @@ fn duplicate_error(table: &SqlTable, row: &StoredRow, ndb_code: u16) -> SqlError
     )
 }
 
+/// The value an INSERT gives column `position`: `DEFAULT`, or an
+/// expression (in which `DEFAULT(c)` is column c's default).
+fn insert_value(
+    session: &mut Session,
+    table: &SqlTable,
+    position: usize,
+    expr: &Expr,
+    row_number: u64,
+) -> Result<SqlValue, SqlError> {
+    if is_default_keyword(expr) {
+        return default_value(session, table, position, row_number);
+    }
+    let expr = replace_default_calls(session, table, expr, row_number)?;
+    let compiled = expression::compile(&expr, &ConstantScope::of(session))?;
+    evaluate_for_write(session, &compiled, &[])
+}
+
+/// `expr` with every `DEFAULT(column)` replaced by the column's default.
+fn replace_default_calls(
+    session: &mut Session,
+    table: &SqlTable,
+    expr: &Expr,
+    row_number: u64,
+) -> Result<Expr, SqlError> {
+    Ok(match expr {
+        Expr::Function(function) if function.name.to_string().eq_ignore_ascii_case("DEFAULT") => {
+            let column = match &function.args {
+                ast::FunctionArguments::List(list) => match list.args.as_slice() {
+                    [
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(Expr::Identifier(c))),
+                    ] => c.value.clone(),
+                    _ => return Err(SqlError::syntax("DEFAULT() takes one column")),
+                },
+                _ => return Err(SqlError::syntax("DEFAULT() takes one column")),
+            };
+            let position = table.column_position(&column).ok_or_else(|| {
+                SqlError::new(1054, format!("Unknown column '{column}' in 'field list'"))
+            })?;
+            let value = default_value(session, table, position, row_number)?;
+            let literal = match value {
+                SqlValue::Null => ast::Value::Null,
+                other => {
+                    let mut text = Vec::new();
+                    crate::value::write_text(&other, &table.column_types[position], &mut text);
+                    ast::Value::SingleQuotedString(String::from_utf8_lossy(&text).into_owned())
+                }
+            };
+            Expr::Value(literal.into())
+        }
+        Expr::Function(function) => {
+            let mut function = function.clone();
+            if let ast::FunctionArguments::List(list) = &mut function.args {
+                for argument in &mut list.args {
+                    if let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = argument {
+                        *e = replace_default_calls(session, table, e, row_number)?;
+                    }
+                }
+            }
+            Expr::Function(function)
+        }
+        Expr::BinaryOp { left, op, right } => Expr::BinaryOp {
+            left: Box::new(replace_default_calls(session, table, left, row_number)?),
+            op: op.clone(),
+            right: Box::new(replace_default_calls(session, table, right, row_number)?),
+        },
+        Expr::Nested(inner) => Expr::Nested(Box::new(replace_default_calls(
+            session, table, inner, row_number,
+        )?)),
+        other => other.clone(),
+    })
+}
+
 /// The rows an INSERT writes, as SQL values in `columns` order.
 fn source_rows(
     session: &mut Session,
@@ -233,8 +328,18 @@ fn source_rows(
     columns: &[usize],
 ) -> Result<Vec<Vec<SqlValue>>, SqlError> {
     if !insert.assignments.is_empty() {
-        // INSERT ... SET a = 1, b = 2.
-        return Err(SqlError::unsupported("INSERT ... SET (use VALUES)"));
+        // INSERT ... SET a = 1, b = 2: one row of the assigned columns.
+        let mut out = Vec::with_capacity(insert.assignments.len());
+        for (assignment, &position) in insert.assignments.iter().zip(columns) {
+            out.push(insert_value(
+                session,
+                table,
+                position,
+                &assignment.value,
+                1,
+            )?);
+        }
+        return Ok(vec![out]);
     }
     let Some(source) = &insert.source else {
         return Err(SqlError::syntax("INSERT needs VALUES or SELECT"));
@@ -252,12 +357,7 @@ fn source_rows(
                 }
                 let mut out = Vec::with_capacity(row.content.len());
                 for (expr, &position) in row.content.iter().zip(columns) {
-                    if is_default_keyword(expr) {
-                        out.push(default_value(session, table, position, row_number)?);
-                        continue;
-                    }
-                    let compiled = expression::compile(expr, &ConstantScope)?;
-                    out.push(expression::evaluate(&compiled, &[], session)?);
+                    out.push(insert_value(session, table, position, expr, row_number)?);
                 }
                 rows.push(out);
             }
@@ -281,7 +381,19 @@ fn source_rows(
 /// INSERT and REPLACE.
 pub fn insert(session: &mut Session, insert: &ast::Insert) -> StatementResult {
     let table = table_of(session, &insert.table)?;
-    let columns = target_columns(&table, &insert.columns)?;
+    let columns = if insert.assignments.is_empty() {
+        target_columns(&table, &insert.columns)?
+    } else {
+        let names: Vec<ast::ObjectName> = insert
+            .assignments
+            .iter()
+            .map(|a| match &a.target {
+                ast::AssignmentTarget::ColumnName(name) => Ok(name.clone()),
+                ast::AssignmentTarget::Tuple(_) => Err(SqlError::unsupported("tuple assignments")),
+            })
+            .collect::<Result<_, _>>()?;
+        target_columns(&table, &names)?
+    };
     let rows = source_rows(session, insert, &table, &columns)?;
     let on_duplicate = match &insert.on {
         Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) => Some(assignments.as_slice()),
@@ -290,10 +402,23 @@ pub fn insert(session: &mut Session, insert: &ast::Insert) -> StatementResult {
     };
     let mut built = Vec::with_capacity(rows.len());
     let mut first_generated = None;
+    // Without a generated value the OK packet carries the explicit
+    // AUTO_INCREMENT value given (mysql_insert_id()), LAST_INSERT_ID()
+    // stays.
+    let mut explicit_auto = None;
     for (i, values) in rows.into_iter().enumerate() {
         let (row, generated) = build_row(session, &table, &columns, values, i as u64 + 1)?;
         if first_generated.is_none() {
             first_generated = generated;
+        }
+        if generated.is_none()
+            && let Some(position) = table.auto_increment
+        {
+            explicit_auto = match &row[position] {
+                schema::Value::Int(v) if *v > 0 => Some(*v as u64),
+                schema::Value::UInt(v) if *v > 0 => Some(*v),
+                _ => explicit_auto,
+            };
         }
         built.push(row);
     }
@@ -324,7 +449,7 @@ pub fn insert(session: &mut Session, insert: &ast::Insert) -> StatementResult {
     };
     Ok(Outcome::Done {
         affected_rows: affected,
-        last_insert_id: first_generated.unwrap_or(0),
+        last_insert_id: first_generated.or(explicit_auto).unwrap_or(0),
         info,
     })
 }
@@ -397,13 +522,15 @@ fn insert_rows(
             operations.push((operation, i));
         }
         let last = batch + 1 == count;
-        transaction = match session.execute_batch(transaction, last) {
-            Ok(t) => t,
+        match session.execute_in_place(&mut transaction, last) {
+            Ok(()) => {}
             Err(error) if error.code == 1062 => {
-                return Err(first_duplicate(table, rows, &operations).unwrap_or(error));
+                return Err(
+                    first_duplicate(&transaction, table, rows, &operations).unwrap_or(error)
+                );
             }
             Err(error) => return Err(error),
-        };
+        }
         for (operation, i) in operations {
             match transaction.result(operation) {
                 Ok(()) => inserted += 1,
@@ -419,73 +546,126 @@ fn insert_rows(
     Ok(inserted)
 }
 
-/// The duplicate-key error naming the row that collided, when the
-/// failed batch's results say which.
+/// The duplicate-key error naming the row that collided: the first
+/// operation of the failed batch whose result says so.
 fn first_duplicate(
+    transaction: &Transaction,
     table: &SqlTable,
     rows: &[StoredRow],
     operations: &[(OperationId, usize)],
 ) -> Option<SqlError> {
-    let _ = operations;
-    // The transaction is gone with the error; the first row whose key
-    // repeats inside the batch, or the batch's first row, is named.
-    let key_columns = &table.def().primary_key;
-    let mut seen = std::collections::HashSet::new();
-    for (_, i) in operations {
-        let key: Vec<Value> = key_columns
-            .iter()
-            .map(|&c| rows[*i][c as usize].clone())
-            .collect();
-        if !seen.insert(format!("{key:?}")) {
-            return Some(duplicate_error(table, &rows[*i], 630));
-        }
-    }
-    None
+    operations
+        .iter()
+        .find_map(|(operation, i)| match transaction.result(*operation) {
+            Err(e) if e.ndb_code == 630 || e.ndb_code == 893 => {
+                Some(duplicate_error(table, &rows[*i], e.ndb_code))
+            }
+            _ => None,
+        })
 }
 
-/// REPLACE: each row read (locked) and written in one round trip; 1
-/// affected row for a new row, 2 for one that replaced another.
+/// The rows `row` collides with, each once, locked: the one with its
+/// primary key, then those holding one of its unique keys, in index order
+/// (NULLs are never duplicates). One round trip.
+fn conflicting_rows(
+    session: &mut Session,
+    transaction: &mut Transaction,
+    table: &SqlTable,
+    row: &StoredRow,
+) -> Result<Vec<StoredRow>, SqlError> {
+    let columns: Vec<ColumnId> = (0..table.def().columns.len() as u16).collect();
+    let mut reads = Vec::new();
+    let key = plan::primary_key_of(table, row);
+    reads.push(
+        transaction
+            .read(&table.route, &key, &columns, LockMode::Exclusive)
+            .map_err(crate::session::cluster_error)?,
+    );
+    for index in table.def().ordered_indexes.iter().filter(|i| i.unique) {
+        let key: Vec<(ColumnId, Value)> = index
+            .columns
+            .iter()
+            .map(|&c| (c, row[c as usize].clone()))
+            .collect();
+        if key.iter().any(|(_, v)| matches!(v, Value::Null)) {
+            continue;
+        }
+        reads.push(
+            transaction
+                .read_unique(
+                    &table.route,
+                    &index.name,
+                    &key,
+                    &columns,
+                    LockMode::Exclusive,
+                )
+                .map_err(crate::session::cluster_error)?,
+        );
+    }
+    for read in &reads {
+        transaction
+            .ignore_error(*read)
+            .map_err(crate::session::cluster_error)?;
+    }
+    session.execute_in_place(transaction, false)?;
+    let mut found: Vec<StoredRow> = Vec::new();
+    for read in reads {
+        match transaction.row(read) {
+            Ok(existing) => {
+                let mut old = vec![Value::Null; table.def().columns.len()];
+                for (column, value) in existing.values {
+                    old[column as usize] = value;
+                }
+                let old_key = plan::primary_key_of(table, &old);
+                if !found
+                    .iter()
+                    .any(|f| plan::primary_key_of(table, f) == old_key)
+                {
+                    found.push(old);
+                }
+            }
+            Err(e) if e.ndb_code == 626 => {}
+            Err(e) => return Err(crate::session::cluster_error(e)),
+        }
+    }
+    Ok(found)
+}
+
+/// REPLACE: every row a new row collides with (by primary or unique key)
+/// is deleted and the new row written; affected rows count 1 for the new
+/// row and 1 for each row it replaced, as MySQL counts them.
 fn replace_rows(
     session: &mut Session,
     table: &SqlTable,
     rows: &[StoredRow],
 ) -> Result<u64, SqlError> {
     let mut transaction = hint_transaction(session, table, rows.first())?;
-    let ranges = batches(rows);
-    let count = ranges.len();
     let mut affected = 0;
-    let key_only: Vec<ColumnId> = table.def().primary_key.clone();
-    for (batch, range) in ranges.into_iter().enumerate() {
-        let mut reads = Vec::with_capacity(range.len());
-        for i in range {
-            let key = plan::primary_key_of(table, &rows[i]);
-            let read = transaction
-                .read(&table.route, &key, &key_only, LockMode::Exclusive)
-                .map_err(crate::session::cluster_error)?;
-            transaction
-                .ignore_error(read)
-                .map_err(crate::session::cluster_error)?;
-            transaction
-                .write(&table.route, &pairs(&rows[i]))
-                .map_err(crate::session::cluster_error)?;
-            reads.push(read);
+    for (i, row) in rows.iter().enumerate() {
+        let conflicts = conflicting_rows(session, &mut transaction, table, row)?;
+        let key = plan::primary_key_of(table, row);
+        for old in &conflicts {
+            let old_key = plan::primary_key_of(table, old);
+            if old_key != key {
+                transaction
+                    .delete(&table.route, &old_key)
+                    .map_err(crate::session::cluster_error)?;
+            }
         }
-        transaction = session.execute_batch(transaction, batch + 1 == count)?;
-        for read in reads {
-            affected += if transaction.result(read).is_ok() {
-                2
-            } else {
-                1
-            };
-        }
+        transaction
+            .write(&table.route, &pairs(row))
+            .map_err(crate::session::cluster_error)?;
+        affected += 1 + conflicts.len() as u64;
+        transaction = session.execute_batch(transaction, i + 1 == rows.len())?;
     }
     session.finish_statement(transaction)?;
     Ok(affected)
 }
 
-/// INSERT ... ON DUPLICATE KEY UPDATE: rows whose primary key exists are
-/// updated by the assignments (2 affected rows when that changes the row,
-/// 0 when not), the others inserted (1).
+/// INSERT ... ON DUPLICATE KEY UPDATE: a row that collides with an
+/// existing one (by primary key, then unique keys) updates that row by the
+/// assignments (2 affected rows when that changes it, 0 when not); the
+/// others are inserted (1).
 fn upsert_rows(
     session: &mut Session,
     table: &Arc<SqlTable>,
@@ -494,23 +674,11 @@ fn upsert_rows(
 ) -> Result<u64, SqlError> {
     let compiled = compile_assignments(table, assignments, true)?;
     let mut transaction = hint_transaction(session, table, rows.first())?;
-    let columns: Vec<ColumnId> = (0..table.def().columns.len() as u16).collect();
     let mut affected = 0;
     for (i, row) in rows.iter().enumerate() {
-        let key = plan::primary_key_of(table, row);
-        let read = transaction
-            .read(&table.route, &key, &columns, LockMode::Exclusive)
-            .map_err(crate::session::cluster_error)?;
-        transaction
-            .ignore_error(read)
-            .map_err(crate::session::cluster_error)?;
-        transaction = session.execute_batch(transaction, false)?;
-        match transaction.row(read) {
-            Ok(existing) => {
-                let mut old = vec![Value::Null; table.def().columns.len()];
-                for (column, value) in existing.values {
-                    old[column as usize] = value;
-                }
+        let conflicts = conflicting_rows(session, &mut transaction, table, row)?;
+        match conflicts.into_iter().next() {
+            Some(old) => {
                 // VALUES(c) and the new row's columns come after the old
                 // row's in the row the assignments see.
                 let mut sql_row = Vec::new();
@@ -523,15 +691,16 @@ fn upsert_rows(
                 if changed {
                     write_changed(&mut transaction, table, &old, &new)?;
                     affected += 2;
+                } else if session.client_found_rows {
+                    affected += 1;
                 }
             }
-            Err(e) if e.ndb_code == 626 => {
+            None => {
                 transaction
                     .insert(&table.route, &pairs(row))
                     .map_err(crate::session::cluster_error)?;
                 affected += 1;
             }
-            Err(e) => return Err(crate::session::cluster_error(e)),
         }
     }
     session.finish_statement(transaction)?;
@@ -657,7 +826,7 @@ fn apply_assignments(
     let mut new = old.clone();
     let mut assigned = vec![false; new.len()];
     for (&position, expression) in assignments.targets.iter().zip(&assignments.values) {
-        let value = expression::evaluate(expression, sql_row, session)?;
+        let value = evaluate_for_write(session, expression, sql_row)?;
         let stored = store(session, table, position, &value, row_number)?;
         sql_row[position] = convert::from_stored(&stored, &table.column(position).column_type);
         new[position] = stored;

@@ -345,8 +345,11 @@ impl Routing {
         let mut problems = Vec::new();
         let mut tables = BTreeMap::new();
         for entry in &state.tables {
+            // A renamed table keeps its schema version: the name tells.
             let kept = self.tables.get(&entry.id).filter(|t| {
-                t.schema_version == entry.schema_version && t.fragments == entry.fragments
+                t.schema_version == entry.schema_version
+                    && t.fragments == entry.fragments
+                    && t.name == entry.name
             });
             match kept {
                 Some(route) => {

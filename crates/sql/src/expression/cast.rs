@@ -238,6 +238,29 @@ pub(crate) fn compile_cast(
     Ok(cast_expression(operand, target, text))
 }
 
+/// `CAST(operand AS CHAR(n) CHARACTER SET charset)` and
+/// `CONVERT(operand, CHAR(n) CHARACTER SET charset)`: the text in that
+/// character set (its default collation).
+pub(crate) fn compile_cast_with_charset(
+    operand: Expression,
+    data_type: &DataType,
+    charset: &str,
+    text: String,
+) -> Result<Expression, SqlError> {
+    let charset = charset.trim_matches(|character| matches!(character, '`' | '\'' | '"'));
+    let Some(to) = charset_collation(charset) else {
+        return Err(error(1115, format!("Unknown character set: '{charset}'")));
+    };
+    let target = match target_of(data_type)? {
+        CastTarget::Char { length, .. } => CastTarget::Char {
+            length,
+            collation: to,
+        },
+        _ => return Err(SqlError::syntax(format!("near 'CHARACTER SET {charset}'"))),
+    };
+    Ok(cast_expression(operand, target, text))
+}
+
 /// `CONVERT(operand USING charset)`.
 pub(crate) fn compile_convert_using(
     operand: Expression,

@@ -143,13 +143,29 @@ impl<'a> Compiler<'a> {
                     (None, Some(charset)) => {
                         cast::compile_convert_using(compiled, &charset.to_string())
                     }
+                    (Some(data_type), Some(charset)) => {
+                        let text = format!(
+                            "cast({} as {} charset {})",
+                            expr_text(operand),
+                            data_type,
+                            charset
+                        )
+                        .to_ascii_lowercase();
+                        cast::compile_cast_with_charset(
+                            compiled,
+                            data_type,
+                            &charset.to_string(),
+                            text,
+                        )
+                    }
                     _ => Err(SqlError::syntax(format!("near '{expr}'"))),
                 }
             }
             Expr::Collate { expr, collation } => {
                 let mut compiled = self.compile(expr)?;
                 let name = collation.to_string();
-                let Some(collation) = Collation::from_name(name.trim_matches('`')) else {
+                let name = name.trim_matches(|character| matches!(character, '`' | '\'' | '"'));
+                let Some(collation) = collation_named(name) else {
                     return Err(error(1273, format!("Unknown collation: '{name}'")));
                 };
                 if compiled.sql_type.is_string_type() || compiled.dynamic {
@@ -411,11 +427,36 @@ impl<'a> Compiler<'a> {
             B::PGBitwiseShiftLeft => self.bitwise(left, BitOperator::ShiftLeft, right),
             B::PGBitwiseShiftRight => self.bitwise(left, BitOperator::ShiftRight, right),
             B::Regexp => self.regexp(left, right, false),
-            B::Assignment => Err(SqlError::unsupported(
-                "assignments to user variables (:=) inside expressions",
-            )),
+            B::Assignment => self.assignment(left, right),
             other => Err(SqlError::unsupported(format!("the operator '{other}'"))),
         }
+    }
+
+    /// `@name := value`: the value's type; never a constant, since it
+    /// changes the session.
+    fn assignment(&mut self, target: &Expr, value: &Expr) -> Result<Expression, SqlError> {
+        let name = match target {
+            Expr::Identifier(ident) if ident.quote_style.is_none() => ident
+                .value
+                .strip_prefix('@')
+                .filter(|name| !name.starts_with('@') && !name.is_empty()),
+            _ => None,
+        };
+        let Some(name) = name else {
+            return Err(SqlError::syntax(format!("near ':= {value}'")));
+        };
+        let name = name
+            .trim_matches(|character| matches!(character, '`' | '\'' | '"'))
+            .to_ascii_lowercase();
+        let value = self.compile(value)?;
+        let mut expression = value.clone();
+        expression.node = Node::AssignUserVariable {
+            name,
+            value: Box::new(value),
+        };
+        expression.constant = false;
+        expression.hex_literal = false;
+        Ok(expression)
     }
 
     fn arithmetic(
@@ -469,6 +510,7 @@ impl<'a> Compiler<'a> {
     ) -> Result<Expression, SqlError> {
         let left = self.compile(left)?;
         let right = self.compile(right)?;
+        check_collation_mix(&[&left, &right], comparison_symbol(operator))?;
         Ok(comparison_expression(left, operator, right))
     }
 
@@ -535,6 +577,7 @@ impl<'a> Compiler<'a> {
         }
         let mut collation_sources: Vec<&Expression> = vec![&operand];
         collation_sources.extend(items.iter());
+        check_collation_mix(&collation_sources, "IN")?;
         let collation = aggregate_collation(&collation_sources);
         let not_null = !operand.sql_type.is_nullable()
             && items.iter().all(|item| !item.sql_type.is_nullable());
@@ -567,6 +610,7 @@ impl<'a> Compiler<'a> {
         } else if is_numeric_typed(&low) && is_numeric_typed(&high) {
             operand = numeric_operand(operand);
         }
+        check_collation_mix(&[&operand, &low, &high], "between")?;
         let collation = aggregate_collation(&[&operand, &low, &high]);
         let not_null = [&operand, &low, &high]
             .iter()
@@ -592,6 +636,7 @@ impl<'a> Compiler<'a> {
         let operand = self.compile(operand)?;
         let pattern = self.compile(pattern)?;
         let escape = escape.map(|escape| self.compile(escape)).transpose()?;
+        check_collation_mix(&[&operand, &pattern], "like")?;
         let collation = aggregate_collation(&[&operand, &pattern]);
         let not_null = !operand.sql_type.is_nullable() && !pattern.sql_type.is_nullable();
         let mut children = vec![&operand, &pattern];
@@ -1518,6 +1563,107 @@ pub(crate) fn comparison_expression(
         collation,
     };
     derived(node, boolean_type(not_null), &children)
+}
+
+/// The collation a name in `COLLATE name` stands for: Shoal's own, and
+/// the other common MySQL names the way CREATE TABLE stores them (the
+/// 5.7-era utf8mb4 collations as `utf8mb4_0900_ai_ci`, the `utf8`/`utf8mb3`
+/// ones as their utf8mb4 counterparts).
+pub(crate) fn collation_named(name: &str) -> Option<Collation> {
+    if let Some(collation) = Collation::from_name(name) {
+        return Some(collation);
+    }
+    match name.to_ascii_lowercase().as_str() {
+        "utf8mb4_general_ci"
+        | "utf8mb4_unicode_ci"
+        | "utf8mb4_unicode_520_ci"
+        | "utf8mb4_0900_as_ci"
+        | "utf8_general_ci"
+        | "utf8mb3_general_ci"
+        | "utf8_unicode_ci"
+        | "utf8mb3_unicode_ci" => Some(Collation::Utf8mb4AiCi),
+        "utf8_bin" | "utf8mb3_bin" => Some(Collation::Utf8mb4Bin),
+        "latin1_general_ci" => Some(Collation::Latin1Ci),
+        _ => None,
+    }
+}
+
+/// MySQL's name of a comparison in 1267 messages.
+fn comparison_symbol(operator: ComparisonOperator) -> &'static str {
+    match operator {
+        ComparisonOperator::Equal => "=",
+        ComparisonOperator::NullSafeEqual => "<=>",
+        ComparisonOperator::NotEqual => "<>",
+        ComparisonOperator::Less => "<",
+        ComparisonOperator::LessOrEqual => "<=",
+        ComparisonOperator::Greater => ">",
+        ComparisonOperator::GreaterOrEqual => ">=",
+    }
+}
+
+fn coercibility_name(coercibility: Coercibility) -> &'static str {
+    match coercibility {
+        Coercibility::Explicit => "EXPLICIT",
+        Coercibility::Implicit => "IMPLICIT",
+        Coercibility::SystemConstant => "SYSCONST",
+        Coercibility::Coercible => "COERCIBLE",
+        Coercibility::Numeric => "NUMERIC",
+    }
+}
+
+/// 1267 "Illegal mix of collations" where MySQL's collation aggregation
+/// finds no winner among string operands of one character set: two
+/// different explicit (`COLLATE`) collations, or two different columns'
+/// collations of which none is a `_bin` one (which would win).
+pub(crate) fn check_collation_mix(
+    sources: &[&Expression],
+    operation: &str,
+) -> Result<(), SqlError> {
+    let strings: Vec<&Expression> = sources
+        .iter()
+        .copied()
+        .filter(|source| {
+            source.sql_type.is_string_type()
+                && !source.hex_literal
+                && !source.dynamic
+                && source.sql_type.collation != Collation::Binary
+        })
+        .collect();
+    let Some(strongest) = strings.iter().map(|source| source.coercibility).min() else {
+        return Ok(());
+    };
+    if !matches!(strongest, Coercibility::Explicit | Coercibility::Implicit) {
+        return Ok(());
+    }
+    let contenders: Vec<&Expression> = strings
+        .iter()
+        .copied()
+        .filter(|source| source.coercibility == strongest)
+        .collect();
+    let is_bin =
+        |collation: Collation| matches!(collation, Collation::Utf8mb4Bin | Collation::Latin1Bin);
+    for (index, first) in contenders.iter().enumerate() {
+        for second in &contenders[index + 1..] {
+            let (a, b) = (first.sql_type.collation, second.sql_type.collation);
+            if a == b || a.charset_name() != b.charset_name() {
+                continue;
+            }
+            if strongest == Coercibility::Implicit && (is_bin(a) || is_bin(b)) {
+                continue;
+            }
+            return Err(error(
+                1267,
+                format!(
+                    "Illegal mix of collations ({},{}) and ({},{}) for operation '{operation}'",
+                    a.name(),
+                    coercibility_name(first.coercibility),
+                    b.name(),
+                    coercibility_name(second.coercibility),
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The collation two or more string operands compare under: the most

@@ -30,6 +30,11 @@ pub(crate) fn evaluate<'a>(
             None => Err(error(1210, "Incorrect arguments to mysqld_stmt_execute")),
         },
         Node::UserVariable(name) => Ok(Cow::Owned(env.user_variable(name))),
+        Node::AssignUserVariable { name, value } => {
+            let value = evaluate(value, row, env)?.into_owned();
+            env.set_user_variable(name, value.clone())?;
+            Ok(Cow::Owned(value))
+        }
         Node::SystemVariable { name, global } => env.system_variable(name, *global).map(Cow::Owned),
         Node::Negate { operand, text } => {
             let value = evaluate(operand, row, env)?;
@@ -375,10 +380,27 @@ fn and3(left: Option<bool>, right: Option<bool>) -> Option<bool> {
     }
 }
 
-/// The 1365 warning MySQL gives for a division by zero (NULL result).
+/// A division by zero: NULL, with warning 1365 only under
+/// ERROR_FOR_DIVISION_BY_ZERO (without it MySQL is silent). The statement
+/// that stores the value turns the warning into an error in strict mode.
 pub(crate) fn division_by_zero(env: &mut dyn Environment) -> SqlValue {
-    warn(env, 1365, "Division by 0".to_string());
+    if sql_mode_has(env, "ERROR_FOR_DIVISION_BY_ZERO") {
+        warn(env, 1365, "Division by 0".to_string());
+    }
     SqlValue::Null
+}
+
+/// Whether the session's `sql_mode` holds `mode`. A session that cannot
+/// tell counts as MySQL 8.0's default mode, which holds every mode asked
+/// about here.
+pub(crate) fn sql_mode_has(env: &mut dyn Environment, mode: &str) -> bool {
+    match env.system_variable("sql_mode", false) {
+        Ok(SqlValue::String(modes)) => modes
+            .split(|byte| *byte == b',')
+            .any(|name| name.trim_ascii().eq_ignore_ascii_case(mode.as_bytes())),
+        Ok(_) => false,
+        Err(_) => true,
+    }
 }
 
 fn out_of_range(kind: &str, text: &str) -> SqlError {

@@ -27,10 +27,10 @@
 //! `evaluate` never panics: every runtime failure is an `Err(SqlError)`
 //! with MySQL's code (1690 for overflows, 1365 when division by zero is an
 //! error, ...), and MySQL's warnings go to the [`Environment`]. Division by
-//! zero is NULL with warning 1365 here in every mode (MySQL makes it an
-//! error only in INSERT/UPDATE under ERROR_FOR_DIVISION_BY_ZERO and strict
-//! mode; the caller that stores the value can check `strict()` and the
-//! warning). Literals and column references evaluate without allocating
+//! zero is NULL, with warning 1365 when `sql_mode` has
+//! ERROR_FOR_DIVISION_BY_ZERO (MySQL makes it an error only in
+//! INSERT/UPDATE under that mode and strict mode; the caller that stores
+//! the value can check `strict()` and the warning). Literals and column references evaluate without allocating
 //! (except to clone a string out of the row), and [`evaluate_borrowed`]
 //! avoids even that.
 
@@ -94,6 +94,14 @@ pub trait Environment {
     fn parameter(&self, index: usize) -> Option<&SqlValue>;
     /// @x (NULL when unset).
     fn user_variable(&self, name: &str) -> SqlValue;
+    /// `@x := value` inside an expression (`name` lower-cased, without
+    /// the `@`). A session that keeps no user variables refuses it.
+    fn set_user_variable(&mut self, name: &str, value: SqlValue) -> Result<(), SqlError> {
+        let _ = (name, value);
+        Err(SqlError::unsupported(
+            "assignments to user variables (:=) inside expressions",
+        ))
+    }
     /// @@x / @@session.x / @@global.x; unknown → 1193.
     fn system_variable(&self, name: &str, global: bool) -> Result<SqlValue, SqlError>;
     fn last_insert_id(&self) -> u64;
@@ -196,6 +204,11 @@ pub(crate) enum Node {
     Aggregate(usize),
     Parameter(usize),
     UserVariable(String),
+    /// `@name := value`: stores the value and gives it.
+    AssignUserVariable {
+        name: String,
+        value: Box<Expression>,
+    },
     SystemVariable {
         name: String,
         global: bool,

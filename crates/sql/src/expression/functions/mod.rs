@@ -10,7 +10,8 @@ pub(crate) mod temporal;
 
 use super::compile::{
     Compiler, aggregate_type, all_not_null, arithmetic_expression, date_add_expression, derived,
-    integer_result, nullable_if, numeric_class, numeric_operand, string_result, text_length,
+    integer_result, literal_int, nullable_if, numeric_class, numeric_operand, string_literal,
+    string_result, text_length,
 };
 use super::evaluate::evaluate;
 use super::{
@@ -151,6 +152,8 @@ pub(crate) enum Function {
     TimeToSec,
     AddTime,
     SubTime,
+    PeriodAdd,
+    PeriodDiff,
     // Control flow.
     If,
     IfNull,
@@ -303,6 +306,8 @@ const REGISTRY: &[(&str, Function, usize, usize)] = &[
     ("TIME_TO_SEC", Function::TimeToSec, 1, 1),
     ("ADDTIME", Function::AddTime, 2, 2),
     ("SUBTIME", Function::SubTime, 2, 2),
+    ("PERIOD_ADD", Function::PeriodAdd, 2, 2),
+    ("PERIOD_DIFF", Function::PeriodDiff, 2, 2),
     ("IF", Function::If, 3, 3),
     ("IFNULL", Function::IfNull, 2, 2),
     ("NULLIF", Function::NullIf, 2, 2),
@@ -444,6 +449,13 @@ pub(crate) fn compile_call(
                 text,
             ));
         }
+        "CHARSET" | "COLLATION" | "COERCIBILITY" => {
+            if arguments.len() != 1 {
+                return Err(parameter_count_error(name));
+            }
+            let argument = compiler.compile(argument_expr(&arguments[0], name)?)?;
+            return Ok(describe_string(&upper, &argument));
+        }
         _ => {}
     }
     let mut compiled = Vec::with_capacity(arguments.len());
@@ -451,6 +463,39 @@ pub(crate) fn compile_call(
         compiled.push(compiler.compile(argument_expr(argument, name)?)?);
     }
     compile_named_with(compiler, name, compiled)
+}
+
+/// `CHARSET(x)`, `COLLATION(x)`, `COERCIBILITY(x)`: what the argument's
+/// static type says, so a constant (MySQL computes them from the type
+/// too; a NULL argument is `binary`, coercibility 6).
+fn describe_string(function: &str, argument: &Expression) -> Expression {
+    let collation = if argument.sql_type.is_string_type() {
+        argument.sql_type.collation
+    } else {
+        Collation::Binary
+    };
+    let is_null = argument.sql_type.field_type == FieldType::Null;
+    let mut expression = match function {
+        "COERCIBILITY" => {
+            /// MySQL's DERIVATION_IGNORABLE: NULL yields to anything.
+            const IGNORABLE: i64 = 6;
+            let value = if is_null {
+                IGNORABLE
+            } else {
+                argument.coercibility as i64
+            };
+            literal_int(value)
+        }
+        "CHARSET" => string_literal(
+            collation.charset_name().as_bytes().to_vec(),
+            CONNECTION_COLLATION,
+        ),
+        _ => string_literal(collation.name().as_bytes().to_vec(), CONNECTION_COLLATION),
+    };
+    if expression.sql_type.is_string_type() {
+        expression.coercibility = Coercibility::SystemConstant;
+    }
+    expression
 }
 
 /// A function by name with compiled arguments (also for the AST's own
@@ -876,6 +921,7 @@ fn result_type(function: Function, arguments: &[Expression]) -> Result<SqlType, 
         | F::ToSeconds
         | F::Extract(_)
         | F::TimeToSec => long_type(if function == F::Microsecond { 8 } else { 11 }),
+        F::PeriodAdd | F::PeriodDiff => nullable_if(long_type(6), !not_null),
         F::DayName | F::MonthName => SqlType::string(9, CONNECTION_COLLATION),
         F::TimeDiff | F::SecToTime | F::MakeTime => {
             let fsp = arguments.iter().map(temporal_fsp).max().unwrap_or(0);
