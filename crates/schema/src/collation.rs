@@ -27,8 +27,10 @@
 //!   after every character, each as itself.
 //!
 //! ## Sort keys (format version 1)
-//! - `binary`, `utf8mb4_bin`: the bytes with each 0x00 written 0x00 0xFF,
-//!   then 0x00 0x00.
+//! - `binary`: the bytes with each 0x00 written 0x00 0xFF, then 0x00 0x00.
+//! - `utf8mb4_bin` is PAD SPACE, as in MySQL 8.0 ('a' = 'a '): its key is
+//!   latin1_bin's below, over the UTF-8 bytes (byte order is code-point
+//!   order).
 //! - `utf8mb4_0900_ai_ci`: each weight as one byte (0x01..=0xBF: ASCII and
 //!   Latin letters) or three bytes big-endian (0xE0_0000 + code point, for
 //!   every other character), then 0x00.
@@ -45,8 +47,8 @@ use std::cmp::Ordering;
 /// Compares two strings (storage bytes) under the collation.
 pub fn compare(collation: Collation, a: &[u8], b: &[u8]) -> Ordering {
     match collation {
-        Collation::Binary | Collation::Utf8mb4Bin => a.cmp(b),
-        Collation::Latin1Bin => compare_pad_space(&IDENTITY_WEIGHTS, a, b),
+        Collation::Binary => a.cmp(b),
+        Collation::Latin1Bin | Collation::Utf8mb4Bin => compare_pad_space(&IDENTITY_WEIGHTS, a, b),
         Collation::Latin1Ci => compare_pad_space(&LATIN1_SWEDISH_WEIGHTS, a, b),
         Collation::Utf8mb4AiCi => compare_accent_insensitive(a, b),
     }
@@ -58,8 +60,10 @@ pub fn compare(collation: Collation, a: &[u8], b: &[u8]) -> Ordering {
 /// bytes that follow in a composite key do not change the order).
 pub fn sort_key(collation: Collation, text: &[u8], out: &mut Vec<u8>) {
     match collation {
-        Collation::Binary | Collation::Utf8mb4Bin => sort_key_bytes(text, out),
-        Collation::Latin1Bin => sort_key_pad_space(&IDENTITY_WEIGHTS, text, out),
+        Collation::Binary => sort_key_bytes(text, out),
+        Collation::Latin1Bin | Collation::Utf8mb4Bin => {
+            sort_key_pad_space(&IDENTITY_WEIGHTS, text, out)
+        }
         Collation::Latin1Ci => sort_key_pad_space(&LATIN1_SWEDISH_WEIGHTS, text, out),
         Collation::Utf8mb4AiCi => sort_key_accent_insensitive(text, out),
     }
@@ -732,7 +736,9 @@ mod tests {
     #[test]
     fn bin_collations_compare_bytes() {
         assert_eq!(check_consistent(Utf8mb4Bin, b"a", b"A"), Ordering::Greater);
-        assert_eq!(check_consistent(Utf8mb4Bin, b"a", b"a "), Ordering::Less);
+        // PAD SPACE, as MySQL 8.0's utf8mb4_bin: trailing spaces do not count.
+        assert_eq!(check_consistent(Utf8mb4Bin, b"a", b"a "), Ordering::Equal);
+        assert_eq!(check_consistent(Utf8mb4Bin, b"a", b"a"), Ordering::Less);
         assert_eq!(
             check_consistent(Utf8mb4Bin, "é".as_bytes(), "z".as_bytes()),
             Ordering::Greater

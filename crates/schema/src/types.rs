@@ -104,9 +104,13 @@ impl Collation {
         }
     }
 
-    /// Whether trailing spaces are ignored when comparing (MySQL's PAD SPACE).
+    /// Whether trailing spaces are ignored when comparing (MySQL's PAD
+    /// SPACE; `utf8mb4_bin` is PAD SPACE in MySQL 8.0 too).
     pub fn pad_space(self) -> bool {
-        matches!(self, Collation::Latin1Bin | Collation::Latin1Ci)
+        matches!(
+            self,
+            Collation::Latin1Bin | Collation::Latin1Ci | Collation::Utf8mb4Bin
+        )
     }
 
     pub fn is_case_insensitive(self) -> bool {

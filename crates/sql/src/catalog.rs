@@ -19,7 +19,7 @@
 //! | engine                 | 2 + n | string, the ENGINE the user named (`ndbcluster`)   |
 //! | comment                | 2 + n | string, the table COMMENT                          |
 //! | column count           | 2     | u16, equal to the definition's                     |
-//! | each column: flags     | 1     | bit 0 AUTO_INCREMENT, bit 1 has a default, bit 2 the default is CURRENT_TIMESTAMP, bit 3 ON UPDATE CURRENT_TIMESTAMP, bit 4 DEFAULT NULL, bit 5 TINYINT(1) (BOOLEAN) |
+//! | each column: flags     | 1     | bit 0 AUTO_INCREMENT, bit 1 has a default, bit 2 the default is CURRENT_TIMESTAMP, bit 3 ON UPDATE CURRENT_TIMESTAMP, bit 4 DEFAULT NULL, bit 5 TINYINT(1) (BOOLEAN), bit 6 UNSIGNED (DECIMAL, FLOAT, DOUBLE) |
 //! | each column: default   | 2 + n | string, the default's text (when bit 1 and not bit 2) |
 //! | each column: comment   | 2 + n | string                                             |
 //! | index count            | 2     | u16, equal to the definition's ordered indexes     |
@@ -110,6 +110,9 @@ pub struct ColumnMetadata {
     /// Declared BOOLEAN or TINYINT(1): shown as `tinyint(1)`, and drivers
     /// read it as a boolean (its display length is 1).
     pub boolean: bool,
+    /// A DECIMAL, FLOAT or DOUBLE declared UNSIGNED: negative values are
+    /// out of range (the engine's type has no sign flag for them).
+    pub unsigned: bool,
 }
 
 impl Default for ColumnMetadata {
@@ -120,6 +123,7 @@ impl Default for ColumnMetadata {
             on_update_current_timestamp: false,
             comment: String::new(),
             boolean: false,
+            unsigned: false,
         }
     }
 }
@@ -147,6 +151,7 @@ const COLUMN_DEFAULT_CURRENT_TIMESTAMP: u8 = 1 << 2;
 const COLUMN_ON_UPDATE_CURRENT_TIMESTAMP: u8 = 1 << 3;
 const COLUMN_DEFAULT_NULL: u8 = 1 << 4;
 const COLUMN_BOOLEAN: u8 = 1 << 5;
+const COLUMN_UNSIGNED: u8 = 1 << 6;
 
 impl SqlMetadata {
     /// Metadata for a table created through the native API: every column
@@ -187,6 +192,9 @@ impl SqlMetadata {
             }
             if column.boolean {
                 bits |= COLUMN_BOOLEAN;
+            }
+            if column.unsigned {
+                bits |= COLUMN_UNSIGNED;
             }
             let text = match &column.default {
                 ColumnDefault::None => "",
@@ -264,6 +272,7 @@ impl SqlMetadata {
                 on_update_current_timestamp: bits & COLUMN_ON_UPDATE_CURRENT_TIMESTAMP != 0,
                 comment: column_comment,
                 boolean: bits & COLUMN_BOOLEAN != 0,
+                unsigned: bits & COLUMN_UNSIGNED != 0,
             });
         }
         let index_count = reader.u16().ok_or_else(|| corrupt("index count"))? as usize;
@@ -370,6 +379,9 @@ impl SqlTable {
             }
             if column.boolean {
                 column_types[position].length = 1;
+            }
+            if column.unsigned {
+                column_types[position].flags |= flags::UNSIGNED;
             }
             if matches!(column.default, ColumnDefault::None)
                 && !def.columns[position].nullable

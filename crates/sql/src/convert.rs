@@ -427,6 +427,44 @@ pub fn to_stored_with_levels(
     }
 }
 
+/// MySQL's range check of a DECIMAL, FLOAT or DOUBLE column declared
+/// UNSIGNED (deprecated in MySQL 8.0, still honoured): a negative value is
+/// out of range, 1264 in strict mode, otherwise 0 with the warning. The
+/// schema's column types do not record UNSIGNED for these types, so the
+/// caller that knows it (the table's SQL metadata) calls this before
+/// [`to_stored`]; it gives the value to store in place of `value`.
+pub fn unsigned_real<'a>(
+    value: &'a SqlValue,
+    column: &ColumnDef,
+    strict: bool,
+    row: u64,
+    warnings: &mut dyn FnMut(WarningLevel, u16, String),
+) -> Result<std::borrow::Cow<'a, SqlValue>, SqlError> {
+    let negative = match value {
+        SqlValue::Null => false,
+        SqlValue::Int(number) => *number < 0,
+        SqlValue::UInt(_) => false,
+        SqlValue::Decimal(decimal) => decimal.is_negative() && !decimal.is_zero(),
+        other => other.to_double().0 < 0.0,
+    };
+    if !negative {
+        return Ok(std::borrow::Cow::Borrowed(value));
+    }
+    let mut store = Store {
+        name: &column.name,
+        strict,
+        row,
+        report: warnings,
+    };
+    store.out_of_range()?;
+    let zero = match column.column_type {
+        ColumnType::Decimal { scale, .. } => SqlValue::Decimal(Decimal::new(0, scale)),
+        ColumnType::Float | ColumnType::Double => SqlValue::Double(0.0),
+        _ => SqlValue::Int(0),
+    };
+    Ok(std::borrow::Cow::Owned(zero))
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum TextKind {
     /// CHAR: excess trailing spaces are cut silently, and trailing spaces are not stored.
@@ -497,14 +535,25 @@ impl Store<'_> {
         self.fail_or_warn(1366, message)
     }
 
+    /// A value that is no valid date or time for the column: strict mode
+    /// refuses it with 1292 "Incorrect date value"; otherwise MySQL
+    /// (`Field::set_datetime_warning`) warns 1265 "Data truncated", as for
+    /// any value cut to fit.
     fn incorrect_temporal(&mut self, what: &str, value: &SqlValue) -> Result<(), SqlError> {
-        let message = format!(
-            "Incorrect {what} value: '{}' for column '{}' at row {}",
-            quoted(value),
-            self.name,
-            self.row
-        );
-        self.fail_or_warn(1292, message)
+        if self.strict {
+            return Err(error(
+                1292,
+                format!(
+                    "Incorrect {what} value: '{}' for column '{}' at row {}",
+                    quoted(value),
+                    self.name,
+                    self.row
+                ),
+            ));
+        }
+        let message = self.truncated_message();
+        (self.report)(WarningLevel::Warning, 1265, message);
+        Ok(())
     }
 
     fn too_long(&mut self) -> Result<(), SqlError> {

@@ -875,7 +875,7 @@ fn create_table(
             }
         }
         let collation = collation_of(charset.as_deref(), collation.as_deref(), table_collation)?;
-        let (column_type, _) = column_type(data_type, collation, &name)?;
+        let (column_type, unsigned) = column_type(data_type, collation, &name)?;
         let binary_type = matches!(data_type, DataType::Binary(_) | DataType::Varbinary(_));
         let _ = binary_type;
         let mut nullable = true;
@@ -884,6 +884,11 @@ fn create_table(
                 data_type,
                 DataType::Bool | DataType::Boolean | DataType::TinyInt(Some(1))
             ),
+            unsigned: unsigned
+                && matches!(
+                    column_type,
+                    ColumnType::Decimal { .. } | ColumnType::Float | ColumnType::Double
+                ),
             ..ColumnMetadata::default()
         };
         let mut default_expr = None;
@@ -1688,6 +1693,8 @@ pub fn show_create_table(table: &SqlTable) -> String {
         let metadata = &table.metadata.columns[position];
         let type_name = if metadata.boolean {
             "tinyint(1)".to_string()
+        } else if metadata.unsigned {
+            format!("{} unsigned", type_text(&column.column_type))
         } else {
             type_text(&column.column_type)
         };

@@ -71,6 +71,8 @@ pub enum Parsed {
         statement: Box<Statement>,
         /// A trailing `LOCK IN SHARE MODE`.
         share_lock: bool,
+        /// `UPDATE IGNORE` (sqlparser drops the word; INSERT keeps it).
+        ignore: bool,
         partitioning: Option<Partitioning>,
     },
     Account(AccountStatement),
@@ -195,6 +197,19 @@ pub fn parse(statement: &StatementTokens) -> Result<Parsed, SqlError> {
         tokens.truncate(n - 4);
         share_lock = true;
     }
+    let mut ignore = false;
+    if tokens.len() > 2 && is_keyword(&tokens[0], "UPDATE") {
+        // `UPDATE [LOW_PRIORITY] [IGNORE] t`.
+        let at = if is_keyword(&tokens[1], "LOW_PRIORITY") {
+            2
+        } else {
+            1
+        };
+        if tokens.get(at).is_some_and(|t| is_keyword(t, "IGNORE")) {
+            tokens.remove(at);
+            ignore = true;
+        }
+    }
     let mut partitioning = None;
     if tokens.len() > 2 && is_keyword(&tokens[0], "CREATE") && is_keyword(&tokens[1], "TABLE") {
         partitioning = take_partitioning(&mut tokens)?;
@@ -219,6 +234,7 @@ pub fn parse(statement: &StatementTokens) -> Result<Parsed, SqlError> {
     Ok(Parsed::Sql {
         statement: Box::new(parsed),
         share_lock,
+        ignore,
         partitioning,
     })
 }

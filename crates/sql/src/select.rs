@@ -41,6 +41,16 @@ pub fn evaluate_constant(session: &mut Session, expr: &Expr) -> Result<SqlValue,
 
 /// A LIMIT or OFFSET value: a non-negative integer (a parameter may give it).
 fn row_count_value(session: &mut Session, expr: &Expr) -> Result<u64, SqlError> {
+    // A negative literal is not MySQL syntax there at all.
+    if let Expr::UnaryOp {
+        op: ast::UnaryOperator::Minus,
+        ..
+    } = expr
+    {
+        return Err(SqlError::syntax(format!(
+            "check the manual that corresponds to your MySQL server version for the right syntax to use near '{expr}'"
+        )));
+    }
     match evaluate_constant(session, expr)? {
         SqlValue::Int(v) if v >= 0 => Ok(v as u64),
         SqlValue::UInt(v) => Ok(v),
@@ -755,6 +765,14 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
         LockMode::Committed
     };
     let order_by = order_by_items(query);
+    // Uncorrelated subqueries run first; their results become literals.
+    let materialized;
+    let select = if select_has_subquery(select) {
+        materialized = materialize_select(session, select)?;
+        &materialized
+    } else {
+        select
+    };
     let compiled = compile_select(session, select, &order_by)?;
     let compiled_parameters: Vec<Option<usize>> = compiled
         .outputs
@@ -1042,6 +1060,189 @@ fn run_union(session: &mut Session, query: &ast::Query) -> StatementResult {
     Ok(Outcome::Rows(result))
 }
 
+/// Whether a SELECT's items, WHERE or HAVING hold a subquery.
+fn select_has_subquery(select: &ast::Select) -> bool {
+    let mut found = false;
+    let mut visit = |e: &Expr| {
+        if matches!(
+            e,
+            Expr::Subquery(_)
+                | Expr::Exists { .. }
+                | Expr::In {
+                    target: ast::InTarget::Subquery(_),
+                    ..
+                }
+        ) {
+            found = true;
+        }
+    };
+    for item in &select.projection {
+        if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+            walk(e, &mut visit);
+        }
+    }
+    if let Some(e) = &select.selection {
+        walk(e, &mut visit);
+    }
+    if let Some(e) = &select.having {
+        walk(e, &mut visit);
+    }
+    found
+}
+
+/// `select` with its subqueries run and replaced by their results.
+fn materialize_select(
+    session: &mut Session,
+    select: &ast::Select,
+) -> Result<ast::Select, SqlError> {
+    let mut select = select.clone();
+    for item in &mut select.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) => {
+                // The column keeps the subquery's text as its name.
+                let name = e.to_string();
+                let value = materialize_subqueries(session, e)?;
+                if value != *e {
+                    *item = SelectItem::ExprWithAlias {
+                        expr: value,
+                        alias: ast::Ident::new(name),
+                    };
+                }
+            }
+            SelectItem::ExprWithAlias { expr, .. } => {
+                *expr = materialize_subqueries(session, expr)?
+            }
+            _ => {}
+        }
+    }
+    if let Some(e) = &select.selection {
+        select.selection = Some(materialize_subqueries(session, e)?);
+    }
+    if let Some(e) = &select.having {
+        select.having = Some(materialize_subqueries(session, e)?);
+    }
+    Ok(select)
+}
+
+/// A literal of `value`, for a subquery's result.
+fn literal_of(value: &SqlValue, sql_type: &SqlType) -> Expr {
+    let literal = match value {
+        SqlValue::Null => ast::Value::Null,
+        SqlValue::Int(v) => ast::Value::Number(v.to_string(), false),
+        SqlValue::UInt(v) => ast::Value::Number(v.to_string(), false),
+        SqlValue::Decimal(_) | SqlValue::Double(_) => {
+            let mut text = Vec::new();
+            crate::value::write_text(value, sql_type, &mut text);
+            ast::Value::Number(String::from_utf8_lossy(&text).into_owned(), false)
+        }
+        _ => {
+            let mut text = Vec::new();
+            crate::value::write_text(value, sql_type, &mut text);
+            ast::Value::SingleQuotedString(String::from_utf8_lossy(&text).into_owned())
+        }
+    };
+    Expr::Value(literal.into())
+}
+
+fn subquery_rows(session: &mut Session, query: &ast::Query) -> Result<ResultSet, SqlError> {
+    match run(session, query, false)? {
+        Outcome::Rows(result) => {
+            if result.columns.len() != 1 {
+                return Err(SqlError::new(1241, "Operand should contain 1 column(s)"));
+            }
+            Ok(result)
+        }
+        Outcome::Done { .. } => Err(SqlError::syntax("a subquery must return rows")),
+    }
+}
+
+/// `expr` with each uncorrelated subquery run once and replaced by its
+/// result: a scalar subquery by its value (1242 for more than one row),
+/// `IN (SELECT ...)` by the list of values, `EXISTS` by TRUE or FALSE. A
+/// subquery that names the outer query's columns is refused by the
+/// subquery itself (1054): correlated subqueries come with the next
+/// planner.
+pub fn materialize_subqueries(session: &mut Session, expr: &Expr) -> Result<Expr, SqlError> {
+    let again = |session: &mut Session, e: &Expr| materialize_subqueries(session, e).map(Box::new);
+    Ok(match expr {
+        Expr::Subquery(query) => {
+            let result = subquery_rows(session, query)?;
+            match result.rows.len() {
+                0 => Expr::Value(ast::Value::Null.into()),
+                1 => literal_of(&result.rows[0][0], &result.types[0]),
+                _ => return Err(SqlError::new(1242, "Subquery returns more than 1 row")),
+            }
+        }
+        Expr::Exists { subquery, negated } => {
+            let found = match run(session, subquery, false)? {
+                Outcome::Rows(result) => !result.rows.is_empty(),
+                Outcome::Done { .. } => false,
+            };
+            Expr::Value(ast::Value::Boolean(found != *negated).into())
+        }
+        Expr::In {
+            expr: inner,
+            target: ast::InTarget::Subquery(query),
+            negated,
+            global,
+        } => {
+            let result = subquery_rows(session, query)?;
+            let inner = again(session, inner)?;
+            if result.rows.is_empty() {
+                // Nothing is IN an empty set.
+                return Ok(Expr::Value(ast::Value::Boolean(*negated).into()));
+            }
+            Expr::In {
+                expr: inner,
+                target: ast::InTarget::List(
+                    result
+                        .rows
+                        .iter()
+                        .map(|row| literal_of(&row[0], &result.types[0]))
+                        .collect(),
+                ),
+                negated: *negated,
+                global: *global,
+            }
+        }
+        Expr::BinaryOp { left, op, right } => Expr::BinaryOp {
+            left: again(session, left)?,
+            op: op.clone(),
+            right: again(session, right)?,
+        },
+        Expr::UnaryOp { op, expr: inner } => Expr::UnaryOp {
+            op: *op,
+            expr: again(session, inner)?,
+        },
+        Expr::Nested(inner) => Expr::Nested(again(session, inner)?),
+        Expr::IsNull(inner) => Expr::IsNull(again(session, inner)?),
+        Expr::IsNotNull(inner) => Expr::IsNotNull(again(session, inner)?),
+        Expr::Between {
+            expr: inner,
+            negated,
+            low,
+            high,
+        } => Expr::Between {
+            expr: again(session, inner)?,
+            negated: *negated,
+            low: again(session, low)?,
+            high: again(session, high)?,
+        },
+        Expr::Function(function) => {
+            let mut function = function.clone();
+            if let ast::FunctionArguments::List(list) = &mut function.args {
+                for argument in &mut list.args {
+                    if let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = argument {
+                        *e = materialize_subqueries(session, e)?;
+                    }
+                }
+            }
+            Expr::Function(function)
+        }
+        other => other.clone(),
+    })
+}
+
 /// The column type a value of its own calls for.
 fn type_of_value(value: &SqlValue) -> Option<SqlType> {
     Some(match value {
@@ -1165,6 +1366,10 @@ pub fn rows_to_change(
     order_by: &[ast::OrderByExpr],
     limit: Option<&Expr>,
 ) -> Result<(Vec<plan::StoredRow>, shoal_client::Transaction), SqlError> {
+    let materialized = selection
+        .map(|c| materialize_subqueries(session, c))
+        .transpose()?;
+    let selection = materialized.as_ref();
     let condition = selection
         .map(|c| plan::compile_condition(table, alias, c))
         .transpose()?;

@@ -64,6 +64,8 @@ pub struct Session {
     pub(crate) transaction: Option<Transaction>,
     /// `BEGIN`/`START TRANSACTION` was issued and not ended.
     explicit_transaction: bool,
+    /// `START TRANSACTION READ ONLY`: writes are 1792 until it ends.
+    read_only_transaction: bool,
     pub warnings: Vec<Warning>,
     /// Warnings beyond `WARNINGS_MAX` that were counted and not kept.
     warnings_dropped: u64,
@@ -84,6 +86,9 @@ pub struct Session {
     /// The client asked for CLIENT_FOUND_ROWS: UPDATE reports matched
     /// rows, not changed ones.
     pub client_found_rows: bool,
+    /// The statement is INSERT IGNORE or UPDATE IGNORE: conversion errors
+    /// become warnings, duplicate rows are skipped with a warning.
+    pub(crate) ignore_errors: bool,
 }
 
 /// The result of one statement of a query.
@@ -117,6 +122,7 @@ impl Session {
             user_variables: HashMap::new(),
             transaction: None,
             explicit_transaction: false,
+            read_only_transaction: false,
             warnings: Vec::new(),
             warnings_dropped: 0,
             last_insert_id: 0,
@@ -131,6 +137,7 @@ impl Session {
             query_killed: Arc::new(AtomicBool::new(false)),
             current_statement: None,
             client_found_rows: false,
+            ignore_errors: false,
         }
     }
 
@@ -294,8 +301,15 @@ impl Session {
             Parsed::Sql {
                 statement,
                 share_lock,
+                ignore,
                 partitioning,
-            } => self.dispatch_sql(statement, *share_lock, partitioning.as_ref()),
+            } => {
+                self.ignore_errors = *ignore
+                    || matches!(statement.as_ref(), Statement::Insert(insert) if insert.ignore);
+                let result = self.dispatch_sql(statement, *share_lock, partitioning.as_ref());
+                self.ignore_errors = false;
+                result
+            }
         }
     }
 
@@ -309,6 +323,16 @@ impl Session {
             Statement::Query(query) => {
                 self.server.count_command("select");
                 crate::select::run(self, query, share_lock)
+            }
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
+                if self.read_only_transaction
+                    || (!self.explicit_transaction
+                        && self.session_int("transaction_read_only") != 0) =>
+            {
+                Err(SqlError::new(
+                    1792,
+                    "Cannot execute statement in a READ ONLY transaction.",
+                ))
             }
             Statement::Insert(insert) => {
                 let command = if insert.replace_into {
@@ -333,10 +357,16 @@ impl Session {
                 self.server.count_command("delete");
                 crate::write::delete(self, delete)
             }
-            Statement::StartTransaction { .. } => {
+            Statement::StartTransaction { modes, .. } => {
                 self.server.count_command("begin");
                 self.commit()?;
                 self.explicit_transaction = true;
+                self.read_only_transaction = modes.iter().any(|m| {
+                    matches!(
+                        m,
+                        ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadOnly)
+                    )
+                }) || self.session_int("transaction_read_only") != 0;
                 Ok(Outcome::done(0))
             }
             Statement::Commit { .. } => {
@@ -469,6 +499,7 @@ impl Session {
 
     pub fn commit(&mut self) -> Result<(), SqlError> {
         self.explicit_transaction = false;
+        self.read_only_transaction = false;
         if let Some(mut transaction) = self.transaction.take()
             && transaction.status() == shoal_client::Status::Open
         {
@@ -481,6 +512,7 @@ impl Session {
 
     pub fn rollback(&mut self) -> Result<(), SqlError> {
         self.explicit_transaction = false;
+        self.read_only_transaction = false;
         if let Some(mut transaction) = self.transaction.take()
             && transaction.status() == shoal_client::Status::Open
         {

@@ -641,6 +641,8 @@ pub fn columns(
         let collation = column.column_type.collation();
         let type_name = if metadata.boolean {
             "tinyint(1)".to_string()
+        } else if metadata.unsigned {
+            format!("{} unsigned", crate::ddl::type_text(&column.column_type))
         } else {
             crate::ddl::type_text(&column.column_type)
         };

@@ -102,7 +102,7 @@ fn default_value(
         }
         ColumnDefault::None => {
             let message = format!("Field '{}' doesn't have a default value", column.name);
-            if session.is_strict() {
+            if session.is_strict() && !session.ignore_errors {
                 return Err(SqlError::new(1364, message));
             }
             session.warn(WarningLevel::Warning, 1364, message);
@@ -120,7 +120,23 @@ fn store(
     value: &SqlValue,
     row_number: u64,
 ) -> Result<Value, SqlError> {
-    let strict = session.is_strict();
+    // IGNORE turns conversion errors into warnings, as non-strict mode.
+    let strict = session.is_strict() && !session.ignore_errors;
+    let column = table.column(position);
+    if matches!(value, SqlValue::Null) && !column.nullable && session.ignore_errors {
+        session.warn(
+            WarningLevel::Warning,
+            1048,
+            format!("Column '{}' cannot be null", column.name),
+        );
+        return convert::to_stored(
+            &convert::default_for_type(&column.column_type),
+            column,
+            false,
+            row_number,
+            &mut |_, _| {},
+        );
+    }
     let mut warnings = Vec::new();
     let result = convert::to_stored(
         value,
@@ -134,7 +150,33 @@ fn store(
     for (code, message) in warnings {
         session.warn(WarningLevel::Warning, code, message);
     }
-    result
+    let stored = result?;
+    // DECIMAL/FLOAT/DOUBLE UNSIGNED: the engine's type has no sign, the
+    // SQL metadata does.
+    if table.metadata.columns[position].unsigned && is_negative(&stored) {
+        let message = format!(
+            "Out of range value for column '{}' at row {row_number}",
+            column.name
+        );
+        if strict {
+            return Err(SqlError::new(1264, message));
+        }
+        session.warn(WarningLevel::Warning, 1264, message);
+        return convert::to_stored(&SqlValue::Int(0), column, false, row_number, &mut |_, _| {});
+    }
+    Ok(stored)
+}
+
+fn is_negative(value: &Value) -> bool {
+    match value {
+        Value::Int(v) => *v < 0,
+        Value::Float(v) => *v < 0.0,
+        Value::Double(v) => *v < 0.0,
+        Value::Decimal(text) => {
+            text.starts_with('-') && text.bytes().any(|b| (b'1'..=b'9').contains(&b))
+        }
+        _ => false,
+    }
 }
 
 /// A full row for an INSERT: given values, defaults, auto-increment.
@@ -936,6 +978,26 @@ pub fn update(session: &mut Session, update: &ast::Update) -> StatementResult {
             &assignments,
             i as u64 + 1,
         )?;
+        if row_changed && session.ignore_errors {
+            // UPDATE IGNORE skips a row whose new primary key is taken.
+            let new_key = plan::primary_key_of(&table, &new);
+            if new_key != plan::primary_key_of(&table, old) {
+                let key_columns = table.def().primary_key.clone();
+                let read = transaction
+                    .read(&table.route, &new_key, &key_columns, LockMode::Exclusive)
+                    .map_err(crate::session::cluster_error)?;
+                transaction
+                    .ignore_error(read)
+                    .map_err(crate::session::cluster_error)?;
+                session.execute_in_place(&mut transaction, false)?;
+                pending = 0;
+                if transaction.result(read).is_ok() {
+                    let error = duplicate_error(&table, &new, 630);
+                    session.warn(WarningLevel::Warning, 1062, error.message);
+                    continue;
+                }
+            }
+        }
         if row_changed {
             write_changed(&mut transaction, &table, old, &new)?;
             changed += 1;

@@ -6,7 +6,9 @@
 //! gives NULL (COUNT gives 0, BIT_AND all ones, BIT_OR and BIT_XOR 0).
 
 use super::compare::{compare_values, group_key};
-use super::compile::{Compiler, aggregate_collation, decimal_shape, numeric_class, text_length};
+use super::compile::{
+    Compiler, aggregate_collation, decimal_shape, numeric_class, numeric_operand, text_length,
+};
 use super::evaluate::{bits_of, decimal_of, double_of, warn};
 use super::{Environment, Expression, NumericClass, Scope};
 use crate::convert::error;
@@ -125,6 +127,10 @@ impl Scope for RowScope<'_> {
     fn database(&self) -> Option<String> {
         self.inner.database()
     }
+
+    fn enum_members(&self, slot: usize) -> Option<std::sync::Arc<[String]>> {
+        self.inner.enum_members(slot)
+    }
 }
 
 /// Compiles an aggregate call; its arguments against `scope` (the row
@@ -184,7 +190,7 @@ pub fn compile_aggregate(
             ast::FunctionArgumentClause::OrderBy(orders) if upper == "GROUP_CONCAT" => {
                 for order in orders {
                     let index = arguments.len();
-                    arguments.push(compiler.compile(&order.expr)?);
+                    arguments.push(super::ordering_key(compiler.compile(&order.expr)?));
                     let descending = matches!(order.options.sort, Some(ast::OrderBySort::Desc));
                     order_by.push((index, descending));
                 }
@@ -290,6 +296,21 @@ pub fn compile_aggregate(
         )
     {
         return Err(SqlError::syntax(format!("near 'DISTINCT' in '{call}'")));
+    }
+    if matches!(
+        kind,
+        AggregateKind::Sum
+            | AggregateKind::SumDistinct
+            | AggregateKind::Avg
+            | AggregateKind::AvgDistinct
+            | AggregateKind::BitAnd
+            | AggregateKind::BitOr
+            | AggregateKind::BitXor
+            | AggregateKind::StandardDeviation { .. }
+            | AggregateKind::Variance { .. }
+    ) {
+        // Numeric aggregates read an ENUM as its index, a hex literal as a number.
+        arguments = arguments.into_iter().map(numeric_operand).collect();
     }
     let sql_type = result_type(&kind, &arguments);
     Ok(AggregateCall {

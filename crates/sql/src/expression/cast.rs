@@ -204,6 +204,20 @@ fn target_type(target: &CastTarget, operand: &Expression) -> SqlType {
 }
 
 fn cast_expression(operand: Expression, target: CastTarget, text: String) -> Expression {
+    let operand = if operand.enum_members.is_some()
+        && matches!(
+            target,
+            CastTarget::Signed
+                | CastTarget::Unsigned
+                | CastTarget::Decimal { .. }
+                | CastTarget::Double
+                | CastTarget::Float
+        ) {
+        // An ENUM cast to a number is its index.
+        super::compile::numeric_operand(operand)
+    } else {
+        operand
+    };
     let sql_type = target_type(&target, &operand);
     let children = [&operand];
     let mut expression = derived(

@@ -288,6 +288,7 @@ impl<'a> Compiler<'a> {
             coercibility: Coercibility::Coercible,
             dynamic: true,
             hex_literal: false,
+            enum_members: None,
         })
     }
 
@@ -305,7 +306,7 @@ impl<'a> Compiler<'a> {
             }
         }
         let (slot, sql_type) = self.scope.column(None, name)?;
-        Ok(column_expression(slot, sql_type))
+        Ok(column_expression(slot, sql_type, self.scope))
     }
 
     fn compound_identifier(&mut self, parts: &[ast::Ident]) -> Result<Expression, SqlError> {
@@ -329,12 +330,12 @@ impl<'a> Compiler<'a> {
         match parts {
             [table, column] => {
                 let (slot, sql_type) = self.scope.column(Some(&table.value), &column.value)?;
-                Ok(column_expression(slot, sql_type))
+                Ok(column_expression(slot, sql_type, self.scope))
             }
             [database, table, column] => {
                 let qualifier = format!("{}.{}", database.value, table.value);
                 let (slot, sql_type) = self.scope.column(Some(&qualifier), &column.value)?;
-                Ok(column_expression(slot, sql_type))
+                Ok(column_expression(slot, sql_type, self.scope))
             }
             _ => {
                 let text = parts
@@ -520,8 +521,8 @@ impl<'a> Compiler<'a> {
         operator: LogicalOperator,
         right: &Expr,
     ) -> Result<Expression, SqlError> {
-        let left = self.compile(left)?;
-        let right = self.compile(right)?;
+        let left = condition_operand(self.compile(left)?);
+        let right = condition_operand(self.compile(right)?);
         let not_null = !left.sql_type.is_nullable() && !right.sql_type.is_nullable();
         let sql_type = boolean_type(not_null);
         let children = [&left, &right];
@@ -549,7 +550,7 @@ impl<'a> Compiler<'a> {
         value: bool,
         negated: bool,
     ) -> Result<Expression, SqlError> {
-        let operand = self.compile(operand)?;
+        let operand = condition_operand(self.compile(operand)?);
         let children = [&operand];
         let node = Node::IsBoolean {
             operand: Box::new(operand.clone()),
@@ -689,6 +690,12 @@ impl<'a> Compiler<'a> {
         let mut branches = Vec::with_capacity(conditions.len());
         for when in conditions {
             let condition = self.compile(&when.condition)?;
+            // A searched CASE tests truth; a simple one compares values.
+            let condition = if operand.is_none() {
+                condition_operand(condition)
+            } else {
+                condition
+            };
             let result = self.compile(&when.result)?;
             branches.push((condition, result));
         }
@@ -783,6 +790,7 @@ impl<'a> Compiler<'a> {
                     coercibility: Coercibility::Implicit,
                     dynamic: false,
                     hex_literal: false,
+                    enum_members: None,
                 }),
                 None => Err(error(1111, "Invalid use of group function")),
             };
@@ -838,6 +846,7 @@ pub(crate) fn derived(node: Node, sql_type: SqlType, children: &[&Expression]) -
         coercibility,
         dynamic: false,
         hex_literal: false,
+        enum_members: None,
     }
 }
 
@@ -854,6 +863,7 @@ pub(crate) fn literal(value: SqlValue, sql_type: SqlType) -> Expression {
         coercibility,
         dynamic: false,
         hex_literal: false,
+        enum_members: None,
     }
 }
 
@@ -883,7 +893,12 @@ pub(crate) fn string_literal(bytes: Vec<u8>, collation: Collation) -> Expression
     )
 }
 
-fn column_expression(slot: usize, sql_type: SqlType) -> Expression {
+fn column_expression(slot: usize, sql_type: SqlType, scope: &dyn Scope) -> Expression {
+    let enum_members = if sql_type.flags & mysql_protocol::column::flags::ENUM != 0 {
+        scope.enum_members(slot)
+    } else {
+        None
+    };
     Expression {
         node: Node::Column(slot),
         sql_type,
@@ -891,7 +906,27 @@ fn column_expression(slot: usize, sql_type: SqlType) -> Expression {
         coercibility: Coercibility::Implicit,
         dynamic: false,
         hex_literal: false,
+        enum_members,
     }
+}
+
+/// MySQL's display length of an ENUM's index (at most 65535 members).
+const ENUM_INDEX_LENGTH: u32 = 5;
+
+/// An ENUM column in numeric context: its member's 1-based index (0 for
+/// the empty string an invalid value is stored as).
+fn enum_index_expression(column: Expression, members: std::sync::Arc<[String]>) -> Expression {
+    let not_null = !column.sql_type.is_nullable();
+    let sql_type = SqlType::integer(ENUM_INDEX_LENGTH, true).with_not_null(not_null);
+    let children = [&column];
+    derived(
+        Node::EnumIndex {
+            operand: Box::new(column.clone()),
+            members,
+        },
+        sql_type,
+        &children,
+    )
 }
 
 fn system_variable(name: &str, global: bool) -> Expression {
@@ -912,6 +947,7 @@ fn system_variable(name: &str, global: bool) -> Expression {
         coercibility: Coercibility::SystemConstant,
         dynamic: false,
         hex_literal: false,
+        enum_members: None,
     }
 }
 
@@ -925,6 +961,7 @@ fn user_variable(name: &str) -> Expression {
         coercibility: Coercibility::Implicit,
         dynamic: true,
         hex_literal: false,
+        enum_members: None,
     }
 }
 
@@ -951,6 +988,7 @@ pub(crate) fn boolean_type(not_null: bool) -> SqlType {
 }
 
 pub(crate) fn not(operand: Expression) -> Expression {
+    let operand = condition_operand(operand);
     let not_null = !operand.sql_type.is_nullable();
     let children = [&operand];
     derived(
@@ -974,7 +1012,10 @@ fn expr_of_cast(expr: &Expr) -> &Expr {
 
 /// A number in numeric context: a hex or bit literal becomes its
 /// unsigned integer (MySQL reads `0x41 + 0` as 65).
-pub(crate) fn numeric_operand(expression: Expression) -> Expression {
+pub(crate) fn numeric_operand(mut expression: Expression) -> Expression {
+    if let Some(members) = expression.enum_members.take() {
+        return enum_index_expression(expression, members);
+    }
     if !expression.hex_literal {
         return expression;
     }
@@ -998,6 +1039,16 @@ pub(crate) fn numeric_operand(expression: Expression) -> Expression {
         SqlValue::UInt(value),
         SqlType::integer(value.to_string().len() as u32, true).with_not_null(true),
     )
+}
+
+/// An operand whose truth is tested: an ENUM column is true by its
+/// index (every member is), not by its text.
+pub(crate) fn condition_operand(expression: Expression) -> Expression {
+    if expression.enum_members.is_some() {
+        numeric_operand(expression)
+    } else {
+        expression
+    }
 }
 
 fn is_numeric_typed(expression: &Expression) -> bool {

@@ -25,6 +25,13 @@ pub(crate) fn evaluate<'a>(
             .get(*slot)
             .map(Cow::Borrowed)
             .ok_or_else(|| error(1105, format!("internal error: no value in slot {slot}"))),
+        Node::EnumIndex { operand, members } => {
+            let value = evaluate(operand, row, env)?;
+            Ok(Cow::Owned(match value.as_ref() {
+                SqlValue::Null => SqlValue::Null,
+                other => SqlValue::UInt(enum_index(&other.to_text(), members)),
+            }))
+        }
         Node::Parameter(index) => match env.parameter(*index) {
             Some(value) => Ok(Cow::Owned(value.clone())),
             None => Err(error(1210, "Incorrect arguments to mysqld_stmt_execute")),
@@ -269,6 +276,22 @@ pub(crate) fn evaluate<'a>(
             arguments,
         } => functions::evaluate_function(*function, arguments, &expression.sql_type, row, env),
     }
+}
+
+/// The 1-based position of the member `text` names, 0 for none (MySQL
+/// stores an invalid value as the empty string, index 0). A row holds the
+/// member's text exactly; case is ignored as a fallback for values from
+/// elsewhere.
+pub(crate) fn enum_index(text: &[u8], members: &[String]) -> u64 {
+    let position = members
+        .iter()
+        .position(|member| member.as_bytes() == text)
+        .or_else(|| {
+            members
+                .iter()
+                .position(|member| member.as_bytes().eq_ignore_ascii_case(text))
+        });
+    position.map_or(0, |position| position as u64 + 1)
 }
 
 // ---------------------------------------------------------------------------

@@ -38,6 +38,7 @@ pub mod aggregate;
 mod cast;
 mod compare;
 mod compile;
+pub mod dialect;
 mod evaluate;
 mod functions;
 mod regexp;
@@ -49,12 +50,14 @@ pub use aggregate::{
     is_aggregate,
 };
 pub use compare::{compare, compare_strings, group_key};
+pub use dialect::ShoalDialect;
 
 use crate::error::SqlError;
 use crate::temporal::IntervalUnit;
 use crate::value::{Datetime, SqlType, SqlValue};
 use schema::Collation;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The collation of string literals and string results with no column in
 /// them: MySQL 8.0's default `collation_connection`.
@@ -79,6 +82,15 @@ pub trait Scope {
     /// An aggregate call the planner already gave a slot to (matched by
     /// `aggregate_key`), or None → error 1111 "Invalid use of group function".
     fn aggregate(&self, call: &sqlparser::ast::Function) -> Option<(usize, SqlType)>;
+
+    /// The members of the ENUM column in `slot` (a slot `column` gave
+    /// out with the ENUM flag), in order: the expression layer needs them
+    /// to read the member's text a row holds as its index. None (the
+    /// default) leaves such a column a string everywhere.
+    fn enum_members(&self, slot: usize) -> Option<Arc<[String]>> {
+        let _ = slot;
+        None
+    }
 
     /// The current database, for the message about an unknown function:
     /// 1305 "FUNCTION db.name does not exist", or 1046 "No database
@@ -150,6 +162,9 @@ pub struct Expression {
     pub(crate) dynamic: bool,
     /// A hexadecimal or bit literal, which is a number in numeric context.
     pub(crate) hex_literal: bool,
+    /// An ENUM column's members (when the scope knows them): in numeric
+    /// context and ORDER BY the column is its member's 1-based index.
+    pub(crate) enum_members: Option<Arc<[String]>>,
 }
 
 impl Expression {
@@ -201,6 +216,11 @@ impl Expression {
 pub(crate) enum Node {
     Literal(SqlValue),
     Column(usize),
+    /// An ENUM value (its member's text) as the member's 1-based index.
+    EnumIndex {
+        operand: Box<Expression>,
+        members: Arc<[String]>,
+    },
     Aggregate(usize),
     Parameter(usize),
     UserVariable(String),
@@ -380,6 +400,16 @@ pub fn evaluate_borrowed<'a>(
     evaluate::evaluate(expression, row, env)
 }
 
+/// An ORDER BY key: an ENUM column sorts by its member's index, as in
+/// MySQL (its members' order, not their text's); anything else as it is.
+pub fn ordering_key(expression: Expression) -> Expression {
+    if expression.enum_members.is_some() {
+        compile::numeric_operand(expression)
+    } else {
+        expression
+    }
+}
+
 /// A WHERE/HAVING/ON condition: true only when the value is TRUE (NULL and
 /// FALSE both reject the row).
 pub fn evaluate_condition(
@@ -388,6 +418,10 @@ pub fn evaluate_condition(
     env: &mut dyn Environment,
 ) -> Result<bool, SqlError> {
     let value = evaluate::evaluate(expression, row, env)?;
+    if let Some(members) = &expression.enum_members {
+        // A bare ENUM column as the condition: true for every member.
+        return Ok(!value.is_null() && evaluate::enum_index(&value.to_text(), members) != 0);
+    }
     Ok(evaluate::truth(&value, env) == Some(true))
 }
 

@@ -596,6 +596,13 @@ fn constant_int(argument: Option<&Expression>) -> Option<i64> {
 
 fn build(function: Function, arguments: Vec<Expression>) -> Result<Expression, SqlError> {
     use Function as F;
+    let mut arguments = arguments;
+    if function == F::If
+        && let Some(condition) = arguments.first_mut()
+    {
+        let taken = std::mem::replace(condition, super::compile::null_literal());
+        *condition = super::compile::condition_operand(taken);
+    }
     let arguments: Vec<Expression> = match function {
         // Numeric functions read hex literals as numbers.
         F::Abs
