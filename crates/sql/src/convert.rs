@@ -24,7 +24,8 @@
 //!   Lengths count characters of the column's character set (bytes for
 //!   binary strings and TEXT's byte limit).
 //! - Dates: 1292 "Incorrect date value: '...' for column 'c' at row N"
-//!   (datetime, time likewise); under the default `sql_mode` strict also
+//!   (datetime, time likewise; non-strict warns 1265 "Data truncated"
+//!   instead, as MySQL does); under the default `sql_mode` strict also
 //!   refuses the zero date and zero months or days (NO_ZERO_DATE,
 //!   NO_ZERO_IN_DATE); non-strict stores the zero date, and stores the zero
 //!   value (with the warning) for invalid dates and for dates with a zero
@@ -425,44 +426,6 @@ pub fn to_stored_with_levels(
         Type::Bit { width } => store.bit(value, *width),
         Type::Enum { variants } => store.enumeration(value, variants),
     }
-}
-
-/// MySQL's range check of a DECIMAL, FLOAT or DOUBLE column declared
-/// UNSIGNED (deprecated in MySQL 8.0, still honoured): a negative value is
-/// out of range, 1264 in strict mode, otherwise 0 with the warning. The
-/// schema's column types do not record UNSIGNED for these types, so the
-/// caller that knows it (the table's SQL metadata) calls this before
-/// [`to_stored`]; it gives the value to store in place of `value`.
-pub fn unsigned_real<'a>(
-    value: &'a SqlValue,
-    column: &ColumnDef,
-    strict: bool,
-    row: u64,
-    warnings: &mut dyn FnMut(WarningLevel, u16, String),
-) -> Result<std::borrow::Cow<'a, SqlValue>, SqlError> {
-    let negative = match value {
-        SqlValue::Null => false,
-        SqlValue::Int(number) => *number < 0,
-        SqlValue::UInt(_) => false,
-        SqlValue::Decimal(decimal) => decimal.is_negative() && !decimal.is_zero(),
-        other => other.to_double().0 < 0.0,
-    };
-    if !negative {
-        return Ok(std::borrow::Cow::Borrowed(value));
-    }
-    let mut store = Store {
-        name: &column.name,
-        strict,
-        row,
-        report: warnings,
-    };
-    store.out_of_range()?;
-    let zero = match column.column_type {
-        ColumnType::Decimal { scale, .. } => SqlValue::Decimal(Decimal::new(0, scale)),
-        ColumnType::Float | ColumnType::Double => SqlValue::Double(0.0),
-        _ => SqlValue::Int(0),
-    };
-    Ok(std::borrow::Cow::Owned(zero))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1353,6 +1316,23 @@ mod tests {
         assert_eq!(
             failure.message,
             "Incorrect date value: '2024-02-30' for column 'd' at row 1"
+        );
+        let (result, warnings) = store(text("2024-02-30"), &date, false);
+        assert_eq!(
+            result.unwrap(),
+            Value::Date {
+                year: 0,
+                month: 0,
+                day: 0
+            }
+        );
+        assert_eq!(
+            warnings,
+            vec![(
+                WarningLevel::Warning,
+                1265,
+                "Data truncated for column 'd' at row 1".to_string()
+            )]
         );
         let (result, _) = store(text("0000-00-00"), &date, true);
         assert_eq!(result.unwrap_err().code, 1292);

@@ -14,8 +14,8 @@
 //!
 //! and hands the rest to `sqlparser` as tokens.
 
+use crate::expression::ShoalDialect;
 use sqlparser::ast::Statement;
-use sqlparser::dialect::MySqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer, Word};
@@ -95,7 +95,7 @@ pub struct StatementTokens {
 /// Splits `text` into statements' tokens. Whitespace and comments are
 /// dropped; empty statements are skipped.
 pub fn split(text: &str) -> Result<Vec<StatementTokens>, SqlError> {
-    let dialect = MySqlDialect {};
+    let dialect = ShoalDialect::new();
     let tokens = Tokenizer::new(&dialect, text)
         .tokenize()
         .map_err(|e| SqlError::syntax(format!("{e} near '{}'", excerpt(text))))?;
@@ -171,7 +171,7 @@ pub fn parse(statement: &StatementTokens) -> Result<Parsed, SqlError> {
         return Ok(show);
     }
     if tokens.first().is_some_and(|t| is_keyword(t, "DO")) {
-        let dialect = MySqlDialect {};
+        let dialect = ShoalDialect::new();
         let mut parser = Parser::new(&dialect)
             .with_recursion_limit(RECURSION_LIMIT)
             .with_tokens(tokens[1..].to_vec());
@@ -214,7 +214,7 @@ pub fn parse(statement: &StatementTokens) -> Result<Parsed, SqlError> {
     if tokens.len() > 2 && is_keyword(&tokens[0], "CREATE") && is_keyword(&tokens[1], "TABLE") {
         partitioning = take_partitioning(&mut tokens)?;
     }
-    let dialect = MySqlDialect {};
+    let dialect = ShoalDialect::new();
     let mut parser = Parser::new(&dialect)
         .with_recursion_limit(RECURSION_LIMIT)
         .with_tokens(tokens);
@@ -365,7 +365,7 @@ fn parse_show_index(tokens: &[Token]) -> Result<Option<Parsed>, SqlError> {
     }
     let mut filter = None;
     if cursor.keyword("WHERE") {
-        let dialect = MySqlDialect {};
+        let dialect = ShoalDialect::new();
         let mut parser = Parser::new(&dialect)
             .with_recursion_limit(RECURSION_LIMIT)
             .with_tokens(tokens[cursor.position..].to_vec());
@@ -627,7 +627,7 @@ mod tests {
             panic!("not SQL");
         };
         assert!(share_lock);
-        assert_eq!(statement.to_string(), "SELECT c FROM t WHERE id = ?");
+        assert_eq!(statement.to_string(), "SELECT c FROM t WHERE id = ?1");
         let Parsed::Sql {
             partitioning,
             statement,

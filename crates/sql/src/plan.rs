@@ -74,6 +74,9 @@ pub struct TableScope<'a> {
     pub select_aliases: Vec<(String, usize, SqlType)>,
     /// The clause named in 1054 errors ("field list", "where clause"...).
     pub clause: &'static str,
+    /// The collation string literals take (the session's
+    /// `collation_connection`).
+    pub connection_collation: schema::Collation,
 }
 
 impl<'a> TableScope<'a> {
@@ -84,6 +87,7 @@ impl<'a> TableScope<'a> {
             aggregates: Vec::new(),
             select_aliases: Vec::new(),
             clause,
+            connection_collation: expression::CONNECTION_COLLATION,
         }
     }
 }
@@ -130,6 +134,17 @@ impl Scope for TableScope<'_> {
         Some(self.table.database.clone())
     }
 
+    fn connection_collation(&self) -> schema::Collation {
+        self.connection_collation
+    }
+
+    fn enum_members(&self, slot: usize) -> Option<std::sync::Arc<[String]>> {
+        match &self.table.def().columns.get(slot)?.column_type {
+            schema::ColumnType::Enum { variants } => Some(variants.as_slice().into()),
+            _ => None,
+        }
+    }
+
     fn aggregate(&self, call: &ast::Function) -> Option<(usize, SqlType)> {
         let key = expression::aggregate_key(call);
         self.aggregates
@@ -149,12 +164,15 @@ pub struct ConstantScope {
     /// The session's database: an unknown function is 1305 in it, 1046
     /// without one.
     pub database: Option<String>,
+    /// The collation string literals take.
+    pub connection_collation: schema::Collation,
 }
 
 impl ConstantScope {
     pub fn of(session: &Session) -> ConstantScope {
         ConstantScope {
             database: session.database.clone(),
+            connection_collation: session.connection_collation(),
         }
     }
 }
@@ -162,6 +180,10 @@ impl ConstantScope {
 impl Scope for ConstantScope {
     fn database(&self) -> Option<String> {
         self.database.clone()
+    }
+
+    fn connection_collation(&self) -> schema::Collation {
+        self.connection_collation
     }
 
     fn column(&self, qualifier: Option<&str>, name: &str) -> Result<(usize, SqlType), SqlError> {

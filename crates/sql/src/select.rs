@@ -547,6 +547,8 @@ fn compile_select(
     let Some(table_ref) = table.as_deref() else {
         return compile_without_table(
             session.database.clone(),
+            expression::collation_by_name(&session.session_text("collation_connection"))
+                .unwrap_or(expression::CONNECTION_COLLATION),
             items,
             aggregate_functions,
             select,
@@ -555,6 +557,7 @@ fn compile_select(
         );
     };
     let mut row_scope = TableScope::new(table_ref, alias.clone(), "where clause");
+    row_scope.connection_collation = session.connection_collation();
     let condition = select
         .selection
         .as_ref()
@@ -574,6 +577,7 @@ fn compile_select(
         .map(|e| expression::compile(e, &row_scope))
         .collect::<Result<Vec<_>, _>>()?;
     let mut scope = TableScope::new(table_ref, alias.clone(), "field list");
+    scope.connection_collation = session.connection_collation();
     scope.aggregates = aggregate_keys.clone();
     let mut outputs = Vec::with_capacity(items.len());
     for (expr, item_alias) in &items {
@@ -598,7 +602,9 @@ fn compile_select(
     scope.clause = "order clause";
     let order_by = order_by_exprs
         .iter()
-        .map(|(e, descending)| expression::compile(e, &scope).map(|c| (c, *descending)))
+        .map(|(e, descending)| {
+            expression::compile(e, &scope).map(|c| (expression::ordering_key(c), *descending))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(CompiledSelect {
         table,
@@ -617,6 +623,7 @@ fn compile_select(
 /// A SELECT without FROM: one row of constants (or one group).
 fn compile_without_table(
     database: Option<String>,
+    collation: schema::Collation,
     items: Vec<(Expr, Option<String>)>,
     aggregate_functions: Vec<ast::Function>,
     select: &ast::Select,
@@ -626,8 +633,12 @@ fn compile_without_table(
     struct NoTableScope {
         aggregates: Vec<(String, SqlType)>,
         database: Option<String>,
+        collation: schema::Collation,
     }
     impl Scope for NoTableScope {
+        fn connection_collation(&self) -> schema::Collation {
+            self.collation
+        }
         fn database(&self) -> Option<String> {
             self.database.clone()
         }
@@ -637,7 +648,11 @@ fn compile_without_table(
             qualifier: Option<&str>,
             name: &str,
         ) -> Result<(usize, SqlType), SqlError> {
-            ConstantScope { database: None }.column(qualifier, name)
+            ConstantScope {
+                database: None,
+                connection_collation: self.collation,
+            }
+            .column(qualifier, name)
         }
         fn aggregate(&self, call: &ast::Function) -> Option<(usize, SqlType)> {
             let key = expression::aggregate_key(call);
@@ -654,12 +669,14 @@ fn compile_without_table(
             function,
             &ConstantScope {
                 database: database.clone(),
+                connection_collation: collation,
             },
         )?;
         aggregate_keys.push((expression::aggregate_key(function), call.sql_type.clone()));
         aggregates.push(call);
     }
     let scope = NoTableScope {
+        collation,
         aggregates: aggregate_keys.clone(),
         database: database.clone(),
     };
@@ -671,6 +688,7 @@ fn compile_without_table(
                 c,
                 &ConstantScope {
                     database: database.clone(),
+                    connection_collation: collation,
                 },
             )
         })

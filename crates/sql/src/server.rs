@@ -39,16 +39,23 @@ pub const COMMAND_COUNTERS: [&str; 24] = [
     "update",
 ];
 
-/// A connection in the process list.
-pub struct Process {
-    pub user: String,
-    pub host: String,
+/// What a connection is doing, for SHOW PROCESSLIST. Each connection
+/// has its own lock, so a statement's start and end never wait on the
+/// others'.
+pub struct Activity {
     pub database: Option<String>,
     /// `Sleep`, `Query`, `Execute`...
     pub command: &'static str,
     /// When the current command began (or the connection went idle).
     pub since: Instant,
     pub info: Option<String>,
+}
+
+/// A connection in the process list.
+pub struct Process {
+    pub user: String,
+    pub host: String,
+    pub activity: Arc<Mutex<Activity>>,
     /// Interrupts the session's wait on the cluster (`KILL QUERY`).
     pub interrupter: Interrupter,
     /// Set by `KILL QUERY`: the statement ends with 1317.

@@ -44,7 +44,8 @@ pub struct Warning {
 /// A statement prepared with COM_STMT_PREPARE.
 #[derive(Debug, Clone)]
 pub struct PreparedStatement {
-    pub parsed: Parsed,
+    /// Shared, so an execution does not copy the statement's tree.
+    pub parsed: Arc<Parsed>,
     pub text: String,
     pub placeholders: usize,
     /// The result set's columns, as far as they are known at prepare time.
@@ -168,6 +169,12 @@ impl Session {
             Some(SqlValue::String(v)) => String::from_utf8_lossy(v).into_owned(),
             _ => String::new(),
         }
+    }
+
+    /// The collation string literals take (`collation_connection`).
+    pub fn connection_collation(&self) -> schema::Collation {
+        crate::expression::collation_by_name(&self.session_text("collation_connection"))
+            .unwrap_or(crate::expression::CONNECTION_COLLATION)
     }
 
     /// Whether the session's `sql_mode` is strict for transactional tables
@@ -849,7 +856,7 @@ impl Session {
         self.prepared.insert(
             id,
             PreparedStatement {
-                parsed,
+                parsed: Arc::new(parsed),
                 text: text.to_string(),
                 placeholders: tokens.placeholders,
                 columns,
@@ -873,7 +880,7 @@ impl Session {
             let error = SqlError::new(1210, "Incorrect arguments to mysqld_stmt_execute");
             return Err(self.fail(error));
         }
-        let parsed = statement.parsed.clone();
+        let parsed = Arc::clone(&statement.parsed);
         self.run_parsed(&parsed, parameters)
     }
 
@@ -900,22 +907,25 @@ impl Session {
         let rows = processes
             .iter()
             .map(|(id, p)| {
+                let activity = p.activity.lock().expect("activity");
                 vec![
                     SqlValue::UInt(*id),
                     crate::outcome::text(&p.user),
                     crate::outcome::text(&p.host),
-                    p.database
+                    activity
+                        .database
                         .as_ref()
                         .map(crate::outcome::text)
                         .unwrap_or(SqlValue::Null),
-                    crate::outcome::text(p.command),
-                    SqlValue::UInt(p.since.elapsed().as_secs()),
-                    crate::outcome::text(if p.command == "Sleep" {
+                    crate::outcome::text(activity.command),
+                    SqlValue::UInt(activity.since.elapsed().as_secs()),
+                    crate::outcome::text(if activity.command == "Sleep" {
                         ""
                     } else {
                         "executing"
                     }),
-                    p.info
+                    activity
+                        .info
                         .as_ref()
                         .map(crate::outcome::text)
                         .unwrap_or(SqlValue::Null),
@@ -992,6 +1002,20 @@ impl Environment for Session {
 
     fn warn(&mut self, level: WarningLevel, code: u16, message: String) {
         self.note(level, code, message);
+    }
+
+    fn set_user_variable(&mut self, name: &str, value: SqlValue) -> Result<(), SqlError> {
+        let name = name.to_ascii_lowercase();
+        if self.user_variables.len() >= USER_VARIABLES_MAX
+            && !self.user_variables.contains_key(&name)
+        {
+            return Err(SqlError::new(
+                1105,
+                format!("more than {USER_VARIABLES_MAX} user variables in one session"),
+            ));
+        }
+        self.user_variables.insert(name, value);
+        Ok(())
     }
 }
 

@@ -23,7 +23,7 @@ use mysql_protocol::{
     Account, AuthPlugin, ColumnDefinition, Command, Event, OkPacket, ServerConfig, ServerConnection,
 };
 use sql::outcome::Outcome;
-use sql::server::{Process, Server};
+use sql::server::{Activity, Process, Server};
 use sql::session::{Session, StatementResult};
 use sql::value::{SqlValue, to_protocol, write_text};
 use sql::{SqlError, SqlType};
@@ -174,6 +174,12 @@ pub fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
         killed: Arc::new(AtomicBool::new(false)),
         query_killed: Arc::new(AtomicBool::new(false)),
         multi_statements: false,
+        activity: Arc::new(std::sync::Mutex::new(Activity {
+            database: None,
+            command: "Connect",
+            since: Instant::now(),
+            info: None,
+        })),
     };
     let result = connection.run();
     if let Err(reason) = result
@@ -226,6 +232,7 @@ struct Connection {
     killed: Arc<AtomicBool>,
     query_killed: Arc<AtomicBool>,
     multi_statements: bool,
+    activity: Arc<std::sync::Mutex<Activity>>,
 }
 
 impl Connection {
@@ -469,15 +476,18 @@ impl Connection {
             return Ok(false);
         }
         let interrupter = session.native.interrupter();
+        *self.activity.lock().expect("activity") = Activity {
+            database: session.database.clone(),
+            command: "Sleep",
+            since: Instant::now(),
+            info: None,
+        };
         server.processes.lock().expect("processes").insert(
             self.connection_id,
             Process {
                 user: authenticated.user.clone(),
                 host: self.peer_host.clone(),
-                database: session.database.clone(),
-                command: "Sleep",
-                since: Instant::now(),
-                info: None,
+                activity: Arc::clone(&self.activity),
                 interrupter,
                 query_killed: Arc::clone(&self.query_killed),
                 connection_killed: Arc::clone(&self.killed),
@@ -501,14 +511,14 @@ impl Connection {
     }
 
     fn set_process(&self, command: &'static str, info: Option<String>) {
-        let mut processes = self.shared.server.processes.lock().expect("processes");
-        if let Some(process) = processes.get_mut(&self.connection_id) {
-            process.command = command;
-            process.since = Instant::now();
-            process.info = info;
-            if let Some(session) = &self.session {
-                process.database = session.database.clone();
-            }
+        let mut activity = self.activity.lock().expect("activity");
+        activity.command = command;
+        activity.since = Instant::now();
+        activity.info = info;
+        if let Some(session) = &self.session
+            && activity.database != session.database
+        {
+            activity.database = session.database.clone();
         }
     }
 

@@ -131,6 +131,10 @@ impl Scope for RowScope<'_> {
     fn enum_members(&self, slot: usize) -> Option<std::sync::Arc<[String]>> {
         self.inner.enum_members(slot)
     }
+
+    fn connection_collation(&self) -> schema::Collation {
+        self.inner.connection_collation()
+    }
 }
 
 /// Compiles an aggregate call; its arguments against `scope` (the row

@@ -254,7 +254,7 @@ impl<'a> Compiler<'a> {
             | Value::NationalStringLiteral(text)
             | Value::EscapedStringLiteral(text) => Ok(string_literal(
                 text.as_bytes().to_vec(),
-                CONNECTION_COLLATION,
+                self.scope.connection_collation(),
             )),
             Value::HexStringLiteral(digits) => hex_literal(digits),
             Value::SingleQuotedByteStringLiteral(bits)

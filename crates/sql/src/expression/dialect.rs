@@ -90,16 +90,30 @@ fn parse_interval(parser: &mut Parser) -> Result<Expr, ParserError> {
         Token::Word(word) if word.quote_style.is_none() => interval_field(&word.value),
         _ => None,
     };
-    match field {
-        Some(field) => Ok(Expr::Interval(Interval {
-            value: Box::new(value),
-            leading_field: Some(field),
-            leading_precision: None,
-            last_field: None,
-            fractional_seconds_precision: None,
-        })),
-        None => parser.expected("an INTERVAL unit", next),
-    }
+    let Some(field) = field else {
+        return parser.expected("an INTERVAL unit", next);
+    };
+    // The standard's `DAY TO SECOND` for MySQL's DAY_SECOND, as sqlparser
+    // took it before.
+    let last_field = if parser.parse_keyword(Keyword::TO) {
+        let next = parser.next_token();
+        match &next.token {
+            Token::Word(word) if word.quote_style.is_none() => match interval_field(&word.value) {
+                Some(field) => Some(field),
+                None => return parser.expected("an INTERVAL unit", next),
+            },
+            _ => return parser.expected("an INTERVAL unit", next),
+        }
+    } else {
+        None
+    };
+    Ok(Expr::Interval(Interval {
+        value: Box::new(value),
+        leading_field: Some(field),
+        leading_precision: None,
+        last_field,
+        fractional_seconds_precision: None,
+    }))
 }
 
 /// `CAST(expr AS type [CHARACTER SET charset])`, `CAST` already taken.

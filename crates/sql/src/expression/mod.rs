@@ -92,6 +92,13 @@ pub trait Scope {
         None
     }
 
+    /// `@@collation_connection`: the collation of string literals (so
+    /// that after `SET NAMES utf8mb4 COLLATE utf8mb4_bin`, `'a' = 'A'` is
+    /// false). The default is MySQL 8.0's.
+    fn connection_collation(&self) -> Collation {
+        CONNECTION_COLLATION
+    }
+
     /// The current database, for the message about an unknown function:
     /// 1305 "FUNCTION db.name does not exist", or 1046 "No database
     /// selected" when None (the default: implement it to get 1305).
@@ -423,6 +430,12 @@ pub fn evaluate_condition(
         return Ok(!value.is_null() && evaluate::enum_index(&value.to_text(), members) != 0);
     }
     Ok(evaluate::truth(&value, env) == Some(true))
+}
+
+/// The collation a `COLLATE` name stands for (also for
+/// `@@collation_connection`), as CREATE TABLE stores it; None if unknown.
+pub fn collation_by_name(name: &str) -> Option<Collation> {
+    compile::collation_named(name)
 }
 
 /// A canonical text of the call so the planner and Scope agree: the call

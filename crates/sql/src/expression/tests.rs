@@ -7,13 +7,20 @@ use mysql_protocol::FieldType;
 use mysql_protocol::column::flags;
 use proptest::prelude::*;
 use sqlparser::ast::Expr;
-use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
+use std::collections::HashMap;
 
 /// Columns c0 (INT), c1 (VARCHAR utf8mb4_0900_ai_ci), c2 (DECIMAL(10,2)),
 /// c3 (DATE), c4 (DOUBLE), c5 (VARCHAR utf8mb4_bin), c6 (DATETIME(3)), c7
-/// (INT UNSIGNED), c8 (TIME).
+/// (INT UNSIGNED), c8 (TIME), c9 (ENUM('red','green','blue')).
 struct TestScope;
+
+fn enum_type() -> SqlType {
+    let mut sql_type = SqlType::string(5, Collation::Utf8mb4AiCi);
+    sql_type.field_type = FieldType::String;
+    sql_type.flags |= flags::ENUM;
+    sql_type
+}
 
 fn column_types() -> Vec<(&'static str, SqlType)> {
     vec![
@@ -32,6 +39,7 @@ fn column_types() -> Vec<(&'static str, SqlType)> {
             SqlType::new(FieldType::Long, flags::UNSIGNED, 10, 0, Collation::Binary),
         ),
         ("c8", SqlType::time(0)),
+        ("c9", enum_type()),
     ]
 }
 
@@ -50,6 +58,10 @@ impl Scope for TestScope {
 
     fn database(&self) -> Option<String> {
         Some("test".to_string())
+    }
+
+    fn enum_members(&self, slot: usize) -> Option<std::sync::Arc<[String]>> {
+        (slot == 9).then(|| ["red", "green", "blue"].map(str::to_string).to_vec().into())
     }
 }
 
@@ -70,6 +82,7 @@ fn row() -> Vec<SqlValue> {
             seconds: 12,
             microsecond: 0,
         }),
+        SqlValue::String(b"blue".to_vec()),
     ]
 }
 
@@ -79,6 +92,10 @@ struct TestEnvironment {
     parameters: Vec<SqlValue>,
     last_insert_id: u64,
     strict: bool,
+    /// Variables set by `@x := value` (over the fixed `@x` = 10).
+    variables: HashMap<String, SqlValue>,
+    /// The session's `sql_mode`; None answers 1193 (an unknown variable).
+    sql_mode: Option<String>,
 }
 
 impl Environment for TestEnvironment {
@@ -86,7 +103,9 @@ impl Environment for TestEnvironment {
         self.parameters.get(index)
     }
     fn user_variable(&self, name: &str) -> SqlValue {
-        if name == "x" {
+        if let Some(value) = self.variables.get(name) {
+            value.clone()
+        } else if name == "x" {
             SqlValue::Int(10)
         } else {
             SqlValue::Null
@@ -96,11 +115,18 @@ impl Environment for TestEnvironment {
         match name {
             "version" => Ok(SqlValue::String(b"8.0.40-shoal".to_vec())),
             "autocommit" => Ok(SqlValue::Int(1)),
+            "sql_mode" if self.sql_mode.is_some() => Ok(SqlValue::String(
+                self.sql_mode.clone().unwrap_or_default().into_bytes(),
+            )),
             _ => Err(SqlError::new(
                 1193,
                 format!("Unknown system variable '{name}'"),
             )),
         }
+    }
+    fn set_user_variable(&mut self, name: &str, value: SqlValue) -> Result<(), SqlError> {
+        self.variables.insert(name.to_string(), value);
+        Ok(())
     }
     fn last_insert_id(&self) -> u64 {
         self.last_insert_id
@@ -135,7 +161,7 @@ impl Environment for TestEnvironment {
 }
 
 fn parse(sql: &str) -> Expr {
-    Parser::new(&MySqlDialect {})
+    Parser::new(&ShoalDialect::new())
         .try_with_sql(sql)
         .and_then(|mut parser| parser.parse_expr())
         .unwrap_or_else(|error| panic!("{sql}: {error}"))
@@ -918,7 +944,7 @@ fn compile_errors_are_mysqls() {
     assert_eq!(failure("SUM(c0)").code, 1111);
     assert_eq!(failure("c0 COLLATE nonsense").code, 1273);
     assert_eq!(failure("_nonsense'x'").code, 1115);
-    assert_eq!(failure("@x := 1").code, 1235);
+    assert_eq!(failure("1 := 1").code, 1064);
     assert_eq!(failure("(SELECT 1)").code, 1235);
     assert_eq!(failure("SUM(c0) OVER ()").code, 1235);
     assert_eq!(failure("'[' REGEXP '['").code, 3696);
@@ -1147,7 +1173,7 @@ fn leaf() -> impl Strategy<Value = String> {
         Just("'é'".to_string()),
         Just("?".to_string()),
         Just("@x".to_string()),
-        (0usize..9).prop_map(|column| format!("c{column}")),
+        (0usize..10).prop_map(|column| format!("c{column}")),
     ]
 }
 
@@ -1301,7 +1327,7 @@ proptest! {
         values in prop::collection::vec(value_strategy(), 9),
         parameter in value_strategy(),
     ) {
-        let Ok(expr) = Parser::new(&MySqlDialect {}).try_with_sql(&sql).and_then(|mut parser| parser.parse_expr()) else {
+        let Ok(expr) = Parser::new(&ShoalDialect::new()).try_with_sql(&sql).and_then(|mut parser| parser.parse_expr()) else {
             return Ok(());
         };
         let Ok(expression) = compile(&expr, &TestScope) else {
@@ -1334,4 +1360,211 @@ proptest! {
         let _ = crate::temporal::Interval::parse_compound(crate::temporal::IntervalUnit::DayMicrosecond, &text);
         let _ = compare(&value, &string, CONNECTION_COLLATION);
     }
+}
+
+// ---------------------------------------------------------------------------
+// MySQL syntax and semantics added with the SQL behaviour tests
+
+#[test]
+fn mysql_operators_from_the_dialect() {
+    check(&[
+        ("7 MOD 3", "1"),
+        ("-7 MOD 3", "-1"),
+        ("7.5 MOD 2", "1.5"),
+        ("!1", "0"),
+        ("!0 + 1", "2"),
+        ("BINARY 'a' = 'A'", "0"),
+        ("'a' = 'A'", "1"),
+        ("CAST('é' AS CHAR CHARACTER SET utf8mb4)", "é"),
+        ("HEX(CONVERT('é', CHAR CHARACTER SET latin1))", "E9"),
+        (
+            "DATE_ADD('2024-01-01 00:00:00', INTERVAL '1:30' HOUR_MINUTE)",
+            "2024-01-01 01:30:00",
+        ),
+        ("EXTRACT(YEAR_MONTH FROM '2024-02-29')", "202402"),
+    ]);
+    assert_eq!(warnings("5 MOD 0"), vec![1365]);
+}
+
+#[test]
+fn division_by_zero_warns_only_under_its_sql_mode() {
+    for sql in ["1 / 0", "5 MOD 0", "5 DIV 0", "1.5 / 0", "1e0 / 0"] {
+        let mut default_mode = TestEnvironment {
+            sql_mode: Some("STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO".to_string()),
+            ..Default::default()
+        };
+        assert_eq!(run_with(sql, &mut default_mode).unwrap(), None, "{sql}");
+        assert_eq!(default_mode.warnings.len(), 1, "{sql}");
+        let mut empty_mode = TestEnvironment {
+            sql_mode: Some(String::new()),
+            ..Default::default()
+        };
+        assert_eq!(run_with(sql, &mut empty_mode).unwrap(), None, "{sql}");
+        assert!(empty_mode.warnings.is_empty(), "{sql}");
+    }
+}
+
+#[test]
+fn user_variable_assignment_in_expressions() {
+    let mut env = TestEnvironment::default();
+    assert_eq!(
+        run_with("@y := c0 + 1", &mut env).unwrap().as_deref(),
+        Some("43")
+    );
+    assert_eq!(env.variables.get("y"), Some(&SqlValue::Int(43)));
+    assert_eq!(run_with("@Y * 2", &mut env).unwrap().as_deref(), Some("86"));
+    assert!(!compiled("@y := 1").is_constant());
+    assert_eq!(failure("c0 := 1").code, 1064);
+}
+
+#[test]
+fn character_set_functions() {
+    check(&[
+        ("CHARSET('abc')", "utf8mb4"),
+        ("CHARSET(CONVERT('abc' USING latin1))", "latin1"),
+        ("CHARSET(X'41')", "binary"),
+        ("CHARSET(123)", "binary"),
+        ("CHARSET(NULL)", "binary"),
+        ("COLLATION(c5)", "utf8mb4_bin"),
+        ("COLLATION('a' COLLATE utf8mb4_bin)", "utf8mb4_bin"),
+        ("COLLATION(c1)", "utf8mb4_0900_ai_ci"),
+        ("COERCIBILITY('a' COLLATE utf8mb4_bin)", "0"),
+        ("COERCIBILITY(c1)", "2"),
+        ("COERCIBILITY('a')", "4"),
+        ("COERCIBILITY(1)", "5"),
+        ("COERCIBILITY(NULL)", "6"),
+    ]);
+    assert_eq!(failure("CHARSET(1, 2)").code, 1582);
+}
+
+#[test]
+fn collation_names_and_illegal_mixes() {
+    check(&[
+        ("'abc' COLLATE utf8mb4_general_ci = 'ABC'", "1"),
+        ("'a' COLLATE 'utf8mb4_bin' = 'A'", "0"),
+        ("c1 = c5", "0"),
+    ]);
+    assert_eq!(
+        compile(
+            &parse("'abc' COLLATE utf8mb4_0900_ai_ci = 'ABC' COLLATE utf8mb4_bin"),
+            &TestScope
+        )
+        .unwrap_err()
+        .code,
+        1267
+    );
+    assert_eq!(
+        compile(
+            &parse("'a' COLLATE utf8mb4_bin IN ('b' COLLATE utf8mb4_0900_ai_ci)"),
+            &TestScope
+        )
+        .unwrap_err()
+        .code,
+        1267
+    );
+    assert_eq!(failure("'a' COLLATE nonsense_ci").code, 1273);
+}
+
+#[test]
+fn periods() {
+    check(&[
+        ("PERIOD_ADD(202401, 2)", "202403"),
+        ("PERIOD_ADD(202412, 1)", "202501"),
+        ("PERIOD_ADD(2401, -1)", "202312"),
+        ("PERIOD_ADD(9912, 1)", "200001"),
+        ("PERIOD_ADD(0, 5)", "0"),
+        ("PERIOD_DIFF(202403, 202312)", "3"),
+        ("PERIOD_DIFF(9801, 200001)", "-24"),
+        ("PERIOD_ADD(NULL, 1)", "NULL"),
+    ]);
+    assert_eq!(failure("PERIOD_ADD(202413, 1)").code, 1210);
+    assert_eq!(failure("PERIOD_DIFF(202400, 202401)").code, 1210);
+}
+
+#[test]
+fn enum_columns_are_their_index_in_numeric_context() {
+    check(&[
+        ("c9", "blue"),
+        ("c9 + 0", "3"),
+        ("c9 = 3", "1"),
+        ("c9 = 'blue'", "1"),
+        ("c9 IN (1, 3)", "1"),
+        ("CAST(c9 AS SIGNED)", "3"),
+        ("CONCAT(c9, '!')", "blue!"),
+        ("IF(c9, 'yes', 'no')", "yes"),
+        ("NOT c9", "0"),
+        ("c9 LIKE 'bl%'", "1"),
+    ]);
+    let key = ordering_key(compiled("c9"));
+    let value = evaluate(&key, &row(), &mut TestEnvironment::default()).unwrap();
+    assert_eq!(value, SqlValue::UInt(3));
+    let condition = compiled("c9");
+    assert!(evaluate_condition(&condition, &row(), &mut TestEnvironment::default()).unwrap());
+    assert_eq!(
+        ordering_key(compiled("c1")).column(),
+        Some(1),
+        "other columns order as they are"
+    );
+}
+
+#[test]
+fn latin1_text_is_sent_as_utf8() {
+    let latin1 = SqlType::string(10, Collation::Latin1Ci);
+    let value = SqlValue::String(vec![b'c', b'a', b'f', 0xE9]);
+    let mut out = Vec::new();
+    write_text(&value, &latin1, &mut out);
+    assert_eq!(out, "café".as_bytes());
+    let mut scratch = Vec::new();
+    assert_eq!(
+        crate::value::to_protocol(&value, &latin1, &mut scratch),
+        mysql_protocol::ProtocolValue::Bytes("café".as_bytes())
+    );
+    check(&[
+        ("CONVERT('é' USING latin1)", "é"),
+        ("LENGTH(CONVERT('é' USING latin1))", "1"),
+    ]);
+}
+
+#[test]
+fn uuids_are_version_one_and_unique() {
+    let first = text("UUID()");
+    let second = text("UUID()");
+    assert_ne!(first, second);
+    assert_eq!(first.len(), 36);
+    let parts: Vec<&str> = first.split('-').collect();
+    assert_eq!(
+        parts.iter().map(|part| part.len()).collect::<Vec<_>>(),
+        vec![8, 4, 4, 4, 12]
+    );
+    assert!(parts[2].starts_with('1'), "version 1: {first}");
+    assert!(!compiled("UUID()").is_constant());
+    check(&[("LENGTH(UUID())", "36"), ("UUID() <> UUID()", "1")]);
+}
+
+#[test]
+fn string_literals_take_the_connection_collation() {
+    struct BinaryConnection;
+    impl Scope for BinaryConnection {
+        fn column(
+            &self,
+            qualifier: Option<&str>,
+            name: &str,
+        ) -> Result<(usize, SqlType), SqlError> {
+            TestScope.column(qualifier, name)
+        }
+        fn aggregate(&self, _call: &sqlparser::ast::Function) -> Option<(usize, SqlType)> {
+            None
+        }
+        fn connection_collation(&self) -> Collation {
+            Collation::Utf8mb4Bin
+        }
+    }
+    let expression = compile(&parse("'a' = 'A'"), &BinaryConnection).unwrap();
+    let value = evaluate(&expression, &row(), &mut TestEnvironment::default()).unwrap();
+    assert_eq!(value, SqlValue::Int(0));
+    assert_eq!(text("'a' = 'A'"), "1");
+    assert_eq!(
+        collation_by_name("utf8mb4_bin"),
+        Some(Collation::Utf8mb4Bin)
+    );
 }

@@ -130,6 +130,7 @@ pub(super) fn information(
         },
         Function::RowCount => SqlValue::Int(env.row_count()),
         Function::FoundRows => SqlValue::Int(i64::try_from(env.found_rows()).unwrap_or(i64::MAX)),
+        Function::Uuid => SqlValue::String(uuid().into_bytes()),
         other => {
             return Err(error(
                 1105,
@@ -137,4 +138,50 @@ pub(super) fn information(
             ));
         }
     })
+}
+
+/// 100-nanosecond intervals from the Gregorian reform (1582-10-15) to the
+/// Unix epoch: a version 1 UUID counts time from there.
+const UUID_EPOCH_OFFSET: u64 = 0x01B2_1DD2_1381_4000;
+
+/// The last timestamp handed out, so that every UUID of the process is
+/// unique even within one clock tick (MySQL steps the time the same way).
+static UUID_LAST_TIME: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// `UUID()`: a version 1 UUID as MySQL makes it (time, clock sequence,
+/// node), with a random node and clock sequence per process, since the
+/// SQL node has no MAC address of its own to give.
+fn uuid() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::OnceLock;
+    use std::sync::atomic::Ordering as AtomicOrdering;
+    static NODE_AND_SEQUENCE: OnceLock<(u64, u64)> = OnceLock::new();
+    let (node, sequence) = *NODE_AND_SEQUENCE.get_or_init(|| {
+        let random = |salt: u64| {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u64(salt);
+            hasher.finish()
+        };
+        // A random node sets the multicast bit, as RFC 4122 asks.
+        let node = (random(1) & 0xFFFF_FFFF_FFFF) | 0x0100_0000_0000;
+        (node, random(2) & 0x3FFF)
+    });
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| (elapsed.as_nanos() / 100) as u64)
+        .wrapping_add(UUID_EPOCH_OFFSET);
+    let previous = UUID_LAST_TIME.fetch_max(now, AtomicOrdering::Relaxed);
+    let time = if previous >= now {
+        UUID_LAST_TIME.fetch_add(1, AtomicOrdering::Relaxed) + 1
+    } else {
+        now
+    };
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        time & 0xFFFF_FFFF,
+        (time >> 32) & 0xFFFF,
+        ((time >> 48) & 0x0FFF) | 0x1000,
+        sequence | 0x8000,
+        node
+    )
 }

@@ -172,6 +172,7 @@ pub(crate) enum Function {
     LastInsertId,
     RowCount,
     FoundRows,
+    Uuid,
 }
 
 /// Any number of arguments.
@@ -327,6 +328,7 @@ const REGISTRY: &[(&str, Function, usize, usize)] = &[
     ("LAST_INSERT_ID", Function::LastInsertId, 0, 1),
     ("ROW_COUNT", Function::RowCount, 0, 0),
     ("FOUND_ROWS", Function::FoundRows, 0, 0),
+    ("UUID", Function::Uuid, 0, 0),
 ];
 
 fn lookup(name: &str) -> Option<(Function, usize, usize)> {
@@ -565,6 +567,7 @@ fn is_non_deterministic(function: Function) -> bool {
             | F::LastInsertId
             | F::RowCount
             | F::FoundRows
+            | F::Uuid
     ) || (function == F::UnixTimestamp)
 }
 
@@ -986,6 +989,7 @@ fn result_type(function: Function, arguments: &[Expression]) -> Result<SqlType, 
         F::Version => SqlType::string(64, CONNECTION_COLLATION).with_not_null(true),
         F::ConnectionId | F::LastInsertId => integer_result(21, true).with_not_null(true),
         F::RowCount | F::FoundRows => long_type(21).with_not_null(true),
+        F::Uuid => SqlType::string(36, CONNECTION_COLLATION).with_not_null(true),
     };
     Ok(sql_type)
 }
@@ -1189,7 +1193,8 @@ pub(crate) fn evaluate_function<'a>(
         | F::Version
         | F::LastInsertId
         | F::RowCount
-        | F::FoundRows => control::information(function, values, env)?,
+        | F::FoundRows
+        | F::Uuid => control::information(function, values, env)?,
         _ => temporal::evaluate(function, values, arguments, sql_type, env)?,
     };
     Ok(Cow::Owned(result))
