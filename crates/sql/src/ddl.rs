@@ -1472,6 +1472,42 @@ fn alter_table(session: &mut Session, alter: &ast::AlterTable) -> StatementResul
     Ok(Outcome::done(0))
 }
 
+/// ALTER TABLE t PARTITION BY KEY (...) [PARTITIONS n]: the table is
+/// rebuilt with the new distribution key (hashed in primary-key order, as
+/// NDB does), its rows moving to their new partitions.
+pub fn alter_partitioning(
+    session: &mut Session,
+    name: &ast::ObjectName,
+    partitioning: &Partitioning,
+) -> StatementResult {
+    let table = session.table_by_object_name(name)?;
+    let def = table.def().clone();
+    let mut key = Vec::with_capacity(partitioning.columns.len());
+    for column in &partitioning.columns {
+        let id = def.column_id(column).ok_or_else(|| {
+            SqlError::new(
+                1488,
+                format!(
+                    "Field in list of fields for partition function not found in table: '{column}'"
+                ),
+            )
+        })?;
+        key.push(id);
+    }
+    key.sort_by_key(|id| {
+        def.primary_key
+            .iter()
+            .position(|k| k == id)
+            .unwrap_or(usize::MAX)
+    });
+    let mut options = table.route.options.clone();
+    options.distribution_key = key;
+    options.partitions = partitioning.partitions;
+    options.validate_for(&def).map_err(schema_error)?;
+    rebuild(session, &table, def, options)?;
+    Ok(Outcome::done(0))
+}
+
 /// Replaces `table` by a table of `def` holding the same rows: they are
 /// copied into a new table, the old table is dropped and the new one
 /// takes its name.

@@ -76,6 +76,11 @@ pub enum Parsed {
         partitioning: Option<Partitioning>,
     },
     Account(AccountStatement),
+    /// `ALTER TABLE t PARTITION BY KEY (columns) [PARTITIONS n]`.
+    AlterPartitioning {
+        table: sqlparser::ast::ObjectName,
+        partitioning: Partitioning,
+    },
     /// `DO expr, ...`: evaluated, results discarded.
     Do(Vec<sqlparser::ast::Expr>),
     /// `SHOW {INDEX|INDEXES|KEYS} {FROM|IN} table [{FROM|IN} db] [WHERE ...]`.
@@ -208,6 +213,30 @@ pub fn parse(statement: &StatementTokens) -> Result<Parsed, SqlError> {
         if tokens.get(at).is_some_and(|t| is_keyword(t, "IGNORE")) {
             tokens.remove(at);
             ignore = true;
+        }
+    }
+    if tokens.len() > 3 && is_keyword(&tokens[0], "ALTER") && is_keyword(&tokens[1], "TABLE") {
+        let mut rest = tokens.clone();
+        if let Some(partitioning) = take_partitioning(&mut rest)? {
+            // Only `ALTER TABLE name` may be left: other changes in the same
+            // statement are not taken together with a new partitioning.
+            let name: Vec<sqlparser::ast::Ident> = rest[2..]
+                .iter()
+                .filter(|t| **t != Token::Period)
+                .map(|t| word_text(t).map(sqlparser::ast::Ident::new))
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    SqlError::unsupported("ALTER TABLE with PARTITION BY and other changes")
+                })?;
+            if name.is_empty() || name.len() > 2 {
+                return Err(SqlError::unsupported(
+                    "ALTER TABLE with PARTITION BY and other changes",
+                ));
+            }
+            return Ok(Parsed::AlterPartitioning {
+                table: sqlparser::ast::ObjectName::from(name),
+                partitioning,
+            });
         }
     }
     let mut partitioning = None;

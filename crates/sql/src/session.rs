@@ -296,6 +296,13 @@ impl Session {
     fn dispatch(&mut self, parsed: &Parsed) -> StatementResult {
         match parsed {
             Parsed::Account(statement) => crate::users::run(self, statement),
+            Parsed::AlterPartitioning {
+                table,
+                partitioning,
+            } => {
+                self.commit()?;
+                crate::ddl::alter_partitioning(self, table, partitioning)
+            }
             Parsed::Do(exprs) => {
                 for expr in exprs {
                     crate::select::evaluate_constant(self, expr)?;
