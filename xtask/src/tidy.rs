@@ -647,7 +647,14 @@ mod tests {
             "//! Storage.\n// std::fs in a comment is fine\nuse std::fs;\n#[cfg(test)]\nmod tests {\n    use proptest::prelude::*;\n    fn f() { let _ = std::time::Instant::now(); }\n}\n",
         );
         write("crates/schema/Cargo.toml", "[dependencies]\n");
-        for clean in ["config", "protocol", "cluster", "transaction", "node"] {
+        for clean in [
+            "config",
+            "protocol",
+            "cluster",
+            "transaction",
+            "node",
+            "mysql-protocol",
+        ] {
             write(&format!("crates/{clean}/Cargo.toml"), "[dependencies]\n");
             write(&format!("crates/{clean}/src/lib.rs"), "//! Clean.\n");
         }

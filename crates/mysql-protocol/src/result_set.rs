@@ -213,17 +213,21 @@ impl TextRowWriter<'_> {
     }
 
     /// Completes the row's packet.
-    pub fn finish(self) {}
+    ///
+    /// # Panics
+    /// When the row does not have one value per column.
+    pub fn finish(self) {
+        assert_eq!(
+            self.pushed, self.expected,
+            "a text row needs one value per column"
+        );
+    }
 }
 
 impl Drop for TextRowWriter<'_> {
     fn drop(&mut self) {
-        if !std::thread::panicking() {
-            assert_eq!(
-                self.pushed, self.expected,
-                "a text row needs one value per column"
-            );
-        }
+        // The packet is completed whatever happened, so the buffer's framing
+        // stays whole; the column count is checked in `finish`.
         finish_packet(self.out, self.start, self.sequence);
     }
 }
@@ -263,18 +267,22 @@ impl BinaryRowWriter<'_> {
     }
 
     /// Completes the row's packet.
-    pub fn finish(self) {}
+    ///
+    /// # Panics
+    /// When the row does not have one value per column.
+    pub fn finish(self) {
+        assert_eq!(
+            self.pushed,
+            self.column_types.len(),
+            "a binary row needs one value per column"
+        );
+    }
 }
 
 impl Drop for BinaryRowWriter<'_> {
     fn drop(&mut self) {
-        if !std::thread::panicking() {
-            assert_eq!(
-                self.pushed,
-                self.column_types.len(),
-                "a binary row needs one value per column"
-            );
-        }
+        // The packet is completed whatever happened, so the buffer's framing
+        // stays whole; the column count is checked in `finish`.
         finish_packet(self.out, self.start, self.sequence);
     }
 }

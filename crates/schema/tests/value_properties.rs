@@ -381,6 +381,8 @@ fn natural_order(column_type: &ColumnType, a: &Value, b: &Value) -> Option<Order
                 pad(a).cmp(&pad(b))
             }
             ColumnType::Varbinary { .. } | ColumnType::Blob { .. } => a.cmp(b),
+            // utf8mb4_bin is PAD SPACE (MySQL 8.0): the strings compare as
+            // if the shorter were padded with spaces.
             ColumnType::Char {
                 collation: Collation::Utf8mb4Bin,
                 ..
@@ -388,7 +390,15 @@ fn natural_order(column_type: &ColumnType, a: &Value, b: &Value) -> Option<Order
             | ColumnType::Varchar {
                 collation: Collation::Utf8mb4Bin,
                 ..
-            } => a.cmp(b),
+            } => {
+                let width = a.len().max(b.len());
+                let pad = |bytes: &[u8]| {
+                    let mut padded = bytes.to_vec();
+                    padded.resize(width, b' ');
+                    padded
+                };
+                pad(a).cmp(&pad(b))
+            }
             _ => return None,
         },
         (
