@@ -113,22 +113,11 @@ pub fn database_exists(session: &mut Session, name: &str) -> Result<bool, SqlErr
         .native
         .table(catalog::SCHEMATA_TABLE)
         .map_err(crate::session::cluster_error)?;
-    let mut transaction = session
-        .native
-        .start_transaction(None)
-        .map_err(crate::session::cluster_error)?;
     let key = [(0, Value::Bytes(name.as_bytes().to_vec()))];
-    let read = transaction
-        .read(&route, &key, &[0], LockMode::Committed)
-        .map_err(crate::session::cluster_error)?;
-    transaction
-        .ignore_error(read)
-        .map_err(crate::session::cluster_error)?;
-    session
-        .native
-        .execute(&mut transaction, ExecuteEnd::Commit)
-        .map_err(crate::session::cluster_error)?;
-    match transaction.result(read) {
+    let read = crate::session::single_operation(&mut session.native, |t| {
+        t.read(&route, &key, &[0], LockMode::Committed)
+    })?;
+    match read {
         Ok(()) => Ok(true),
         Err(e) if e.ndb_code == 626 => Ok(false),
         Err(e) => Err(crate::session::cluster_error(e)),
@@ -272,20 +261,13 @@ fn drop_database(session: &mut Session, name: &str, if_exists: bool) -> Statemen
         .native
         .table(catalog::SCHEMATA_TABLE)
         .map_err(crate::session::cluster_error)?;
-    let mut transaction = session
-        .native
-        .start_transaction(None)
-        .map_err(crate::session::cluster_error)?;
-    let delete = transaction
-        .delete(&route, &[(0, Value::Bytes(name.as_bytes().to_vec()))])
-        .map_err(crate::session::cluster_error)?;
-    transaction
-        .ignore_error(delete)
-        .map_err(crate::session::cluster_error)?;
-    session
-        .native
-        .execute(&mut transaction, ExecuteEnd::Commit)
-        .map_err(crate::session::cluster_error)?;
+    let key = [(0, Value::Bytes(name.as_bytes().to_vec()))];
+    match crate::session::single_operation(&mut session.native, |t| t.delete(&route, &key))? {
+        // Another SQL node dropped it meanwhile: it is gone either way.
+        Ok(()) => {}
+        Err(e) if e.ndb_code == 626 => {}
+        Err(e) => return Err(crate::session::cluster_error(e)),
+    }
     session.forget_tables();
     if session.database.as_deref() == Some(name) {
         session.database = None;

@@ -1064,6 +1064,23 @@ fn civil_from_days(days: i64) -> (u16, u8, u8) {
     (year as u16, month as u8, day as u8)
 }
 
+/// Runs the one operation `define` defines in a transaction of its own,
+/// committed in one round trip, and gives the operation's own outcome (626
+/// "no such row", 630 "duplicate", ...) for the caller to judge; a failure
+/// of the transaction itself is the error.
+pub fn single_operation(
+    native: &mut shoal_client::Session,
+    define: impl FnOnce(&mut Transaction) -> Result<shoal_client::OperationId, ClientError>,
+) -> Result<Result<(), ClientError>, SqlError> {
+    let mut transaction = native.start_transaction(None).map_err(cluster_error)?;
+    let operation = define(&mut transaction).map_err(cluster_error)?;
+    transaction.ignore_error(operation).map_err(cluster_error)?;
+    native
+        .execute(&mut transaction, ExecuteEnd::Commit)
+        .map_err(cluster_error)?;
+    Ok(transaction.result(operation))
+}
+
 /// A cluster error as MySQL's NDB handler reports it: MySQL's own code
 /// where there is one (1062, 1205, 1146, 1114...), else 1297 for a
 /// temporary error and 1296 for a permanent one, the NDB code in the text.

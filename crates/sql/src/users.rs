@@ -17,7 +17,7 @@ use crate::error::SqlError;
 use crate::expression::WarningLevel;
 use crate::outcome::Outcome;
 use crate::parse::{Account, AccountStatement};
-use crate::session::{Session, StatementResult};
+use crate::session::{Session, StatementResult, single_operation};
 
 /// Bytes of the stored digests of a user with a password.
 const AUTHENTICATION_BYTES: usize = 20 + 32;
@@ -185,26 +185,13 @@ pub fn run(session: &mut Session, statement: &AccountStatement) -> StatementResu
             let mut failed = Vec::new();
             for (account, password) in accounts {
                 check_account(account)?;
-                let mut transaction = session
-                    .native
-                    .start_transaction(None)
-                    .map_err(crate::session::cluster_error)?;
                 let row = user_row(
                     &account.host,
                     &account.user,
                     password.as_deref().unwrap_or(""),
                 );
-                let insert = transaction
-                    .insert(&route, &row)
-                    .map_err(crate::session::cluster_error)?;
-                transaction
-                    .ignore_error(insert)
-                    .map_err(crate::session::cluster_error)?;
-                session
-                    .native
-                    .execute(&mut transaction, ExecuteEnd::Commit)
-                    .map_err(crate::session::cluster_error)?;
-                match transaction.result(insert) {
+                let insert = single_operation(&mut session.native, |t| t.insert(&route, &row))?;
+                match insert {
                     Ok(()) => {}
                     Err(e) if e.ndb_code == 630 => {
                         if *if_not_exists {
@@ -268,21 +255,9 @@ pub fn run(session: &mut Session, statement: &AccountStatement) -> StatementResu
             session.server.count_command("drop_user");
             let mut failed = Vec::new();
             for account in accounts {
-                let mut transaction = session
-                    .native
-                    .start_transaction(None)
-                    .map_err(crate::session::cluster_error)?;
-                let delete = transaction
-                    .delete(&route, &key_of(account))
-                    .map_err(crate::session::cluster_error)?;
-                transaction
-                    .ignore_error(delete)
-                    .map_err(crate::session::cluster_error)?;
-                session
-                    .native
-                    .execute(&mut transaction, ExecuteEnd::Commit)
-                    .map_err(crate::session::cluster_error)?;
-                match transaction.result(delete) {
+                let key = key_of(account);
+                let delete = single_operation(&mut session.native, |t| t.delete(&route, &key))?;
+                match delete {
                     Ok(()) => {}
                     Err(e) if e.ndb_code == 626 => {
                         if *if_exists {
@@ -332,25 +307,9 @@ fn set_password(
     account: &Account,
     password: &str,
 ) -> Result<bool, SqlError> {
-    let mut transaction = session
-        .native
-        .start_transaction(None)
-        .map_err(crate::session::cluster_error)?;
-    let update = transaction
-        .update(
-            route,
-            &key_of(account),
-            &[(3, Value::Bytes(authentication_string(password)))],
-        )
-        .map_err(crate::session::cluster_error)?;
-    transaction
-        .ignore_error(update)
-        .map_err(crate::session::cluster_error)?;
-    session
-        .native
-        .execute(&mut transaction, ExecuteEnd::Commit)
-        .map_err(crate::session::cluster_error)?;
-    match transaction.result(update) {
+    let key = key_of(account);
+    let values = [(3, Value::Bytes(authentication_string(password)))];
+    match single_operation(&mut session.native, |t| t.update(route, &key, &values))? {
         Ok(()) => Ok(true),
         Err(e) if e.ndb_code == 626 => Ok(false),
         Err(e) => Err(crate::session::cluster_error(e)),
