@@ -1,17 +1,122 @@
 //! Blocking request/reply over one connection, for short-lived clients:
-//! `shoal mgm`, `shoal up`'s readiness check, and tests. Every read has a
-//! timeout, so a silent peer gives an error instead of a hang.
+//! `shoal mgm`, `shoal up`'s readiness check, and tests; and the opening of
+//! the native API's links to data nodes. Every read has a timeout, so a
+//! silent peer gives an error instead of a hang.
 
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use protocol::identity::{ClusterSecret, Nonce, hello_proof, proof_holds};
 use protocol::{FrameDecoder, Message, NodeId, NodeRole, encode_frame};
 
+/// A blocking socket: TCP, or the local socket of a data node on this host
+/// (see `datad`'s module notes). Reads and writes go through `&self` as on
+/// the standard sockets, so one thread can read while others write.
+#[derive(Debug)]
+pub enum BlockingStream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl BlockingStream {
+    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            BlockingStream::Tcp(stream) => stream.set_read_timeout(timeout),
+            BlockingStream::Unix(stream) => stream.set_read_timeout(timeout),
+        }
+    }
+
+    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            BlockingStream::Tcp(stream) => stream.set_write_timeout(timeout),
+            BlockingStream::Unix(stream) => stream.set_write_timeout(timeout),
+        }
+    }
+
+    pub fn shutdown(&self, how: Shutdown) -> std::io::Result<()> {
+        match self {
+            BlockingStream::Tcp(stream) => stream.shutdown(how),
+            BlockingStream::Unix(stream) => stream.shutdown(how),
+        }
+    }
+
+    pub fn try_clone(&self) -> std::io::Result<BlockingStream> {
+        Ok(match self {
+            BlockingStream::Tcp(stream) => BlockingStream::Tcp(stream.try_clone()?),
+            BlockingStream::Unix(stream) => BlockingStream::Unix(stream.try_clone()?),
+        })
+    }
+
+    /// Whether this is a data node's local socket rather than TCP.
+    pub fn is_local(&self) -> bool {
+        matches!(self, BlockingStream::Unix(_))
+    }
+}
+
+impl From<TcpStream> for BlockingStream {
+    fn from(stream: TcpStream) -> BlockingStream {
+        BlockingStream::Tcp(stream)
+    }
+}
+
+impl Read for &BlockingStream {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            BlockingStream::Tcp(stream) => (&*stream).read(buffer),
+            BlockingStream::Unix(stream) => (&*stream).read(buffer),
+        }
+    }
+}
+
+impl Write for &BlockingStream {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self {
+            BlockingStream::Tcp(stream) => (&*stream).write(bytes),
+            BlockingStream::Unix(stream) => (&*stream).write(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Read for BlockingStream {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        (&*self).read(buffer)
+    }
+}
+
+impl Write for BlockingStream {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        (&*self).write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The abstract Unix-socket name of the data node listening on TCP
+/// `address`: abstract names belong to the host's network namespace, as the
+/// loopback addresses do, and vanish with the process that bound them.
+#[cfg(target_os = "linux")]
+pub fn local_socket_address(address: SocketAddr) -> Option<std::os::unix::net::SocketAddr> {
+    use std::os::linux::net::SocketAddrExt;
+    std::os::unix::net::SocketAddr::from_abstract_name(format!("shoal-datad-{address}")).ok()
+}
+
+/// Other platforms have no abstract names: data nodes use TCP only.
+#[cfg(not(target_os = "linux"))]
+pub fn local_socket_address(_address: SocketAddr) -> Option<std::os::unix::net::SocketAddr> {
+    None
+}
+
 /// A connection that sends messages and waits for replies.
 pub struct BlockingConnection {
-    stream: TcpStream,
+    stream: BlockingStream,
     decoder: FrameDecoder,
     pending: std::collections::VecDeque<Message>,
     pub peer: String,
@@ -51,6 +156,42 @@ impl BlockingConnection {
             .ok_or_else(|| ConnectionError(format!("cannot resolve {address}")))?;
         let stream = TcpStream::connect_timeout(&target, timeout).map_err(unreachable)?;
         stream.set_nodelay(true).map_err(unreachable)?;
+        BlockingConnection::introduce(stream.into(), address, node, role)
+    }
+
+    /// Connects to the data node listening on `address` through its local
+    /// socket when it runs on this host (only it can have bound the name),
+    /// else over TCP, and introduces itself. The bytes are the same; the
+    /// loopback TCP/IP stack is skipped.
+    pub fn connect_local_first(
+        address: &str,
+        node: NodeId,
+        role: NodeRole,
+        timeout: Duration,
+    ) -> Result<BlockingConnection, ConnectionError> {
+        let local = address
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut addresses| addresses.next())
+            .and_then(local_socket_address)
+            .and_then(|name| UnixStream::connect_addr(&name).ok());
+        match local {
+            Some(stream) => BlockingConnection::introduce(
+                BlockingStream::Unix(stream),
+                &format!("{address} (local socket)"),
+                node,
+                role,
+            ),
+            None => BlockingConnection::connect(address, node, role, timeout),
+        }
+    }
+
+    fn introduce(
+        stream: BlockingStream,
+        address: &str,
+        node: NodeId,
+        role: NodeRole,
+    ) -> Result<BlockingConnection, ConnectionError> {
         let nonce = crate::random_bytes().map_err(ConnectionError)?;
         let incarnation = crate::incarnation_now();
         let mut connection = BlockingConnection {
@@ -126,7 +267,7 @@ impl BlockingConnection {
 
     /// The socket, the bytes read but not yet decoded, and messages decoded
     /// but not yet returned: for handing the connection to an event loop.
-    pub fn into_parts(self) -> (TcpStream, FrameDecoder, Vec<Message>) {
+    pub fn into_parts(self) -> (BlockingStream, FrameDecoder, Vec<Message>) {
         (
             self.stream,
             self.decoder,

@@ -31,7 +31,7 @@ use protocol::{Address, Message, NodeId, NodeRole};
 use transaction::{CoordinatorConfig, QueryHandler};
 
 use crate::angel::Reporter;
-use crate::blocking::BlockingConnection;
+use crate::blocking::{BlockingConnection, BlockingStream, local_socket_address};
 use crate::exit::StopKind;
 use crate::transport::{
     Connection, IDENTIFICATION_TIMEOUT, Peer, ReceiveMemory, SlotLimits, Stream,
@@ -436,21 +436,6 @@ fn allocate(options: &DatadOptions) -> Result<Allocated, AllocateError> {
     }
 }
 
-/// The abstract Unix-socket name of the data node listening on TCP
-/// `address`: abstract names belong to the host's network namespace, as the
-/// loopback addresses do, and vanish with the process that bound them.
-#[cfg(target_os = "linux")]
-fn local_socket_address(address: SocketAddr) -> Option<std::os::unix::net::SocketAddr> {
-    use std::os::linux::net::SocketAddrExt;
-    std::os::unix::net::SocketAddr::from_abstract_name(format!("shoal-datad-{address}")).ok()
-}
-
-/// Other platforms have no abstract names: data nodes use TCP only.
-#[cfg(not(target_os = "linux"))]
-fn local_socket_address(_address: SocketAddr) -> Option<std::os::unix::net::SocketAddr> {
-    None
-}
-
 impl Runtime {
     fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
@@ -459,6 +444,9 @@ impl Runtime {
     /// Takes over the connection the start-up allocation used.
     fn adopt_management(&mut self, connection: BlockingConnection) -> Result<(), String> {
         let (stream, decoder, pending) = connection.into_parts();
+        let BlockingStream::Tcp(stream) = stream else {
+            return Err("the management connection is not TCP".to_string());
+        };
         self.management_socket_address = stream.peer_addr().ok();
         stream.set_nonblocking(true).map_err(|e| e.to_string())?;
         let mut connection = Connection::new(

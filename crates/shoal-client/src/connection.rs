@@ -10,14 +10,16 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::Shutdown;
+#[cfg(test)]
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use protocol::identity::ClusterSecret;
 use protocol::{ClusterState, FrameDecoder, Message, NodeId, NodeRole, SchemaChange, encode_frame};
-use runtime::blocking::BlockingConnection;
+use runtime::blocking::{BlockingConnection, BlockingStream};
 use schema::TableDef;
 use schema::distribution::TableOptions;
 use transaction::{Routing, TableRoute};
@@ -111,10 +113,11 @@ pub(crate) struct Link {
     /// The data node's incarnation, from its handshake: a takeover of it
     /// names it (`Delivery::TakeoverDone`).
     pub(crate) incarnation: u64,
-    /// The socket; writes go through `&TcpStream`, one session at a time
-    /// (see `writing`), so a session waiting for its turn is not stuck
+    /// The socket (the data node's local socket when it runs on this host,
+    /// else TCP); writes go through `&BlockingStream`, one session at a
+    /// time (see `writing`), so a session waiting for its turn is not stuck
     /// behind a lock it cannot time out of.
-    stream: TcpStream,
+    stream: BlockingStream,
     /// A session is writing a frame; the others wait on `writable`, each
     /// until its own deadline.
     writing: Mutex<bool>,
@@ -142,7 +145,12 @@ impl Link {
 
     /// A link over `stream` to data node `node`. `None` if the socket
     /// refuses its send timeout.
-    fn new(node: NodeId, incarnation: u64, stream: TcpStream, refusals: Refusals) -> Option<Link> {
+    fn new(
+        node: NodeId,
+        incarnation: u64,
+        stream: BlockingStream,
+        refusals: Refusals,
+    ) -> Option<Link> {
         stream.set_write_timeout(Some(WRITE_SLICE)).ok()?;
         Some(Link {
             node,
@@ -597,6 +605,17 @@ impl Cluster {
         self.inner.node
     }
 
+    /// The data nodes this connection reaches through their local socket
+    /// (those on this host) rather than TCP.
+    pub fn local_links(&self) -> Vec<NodeId> {
+        self.inner
+            .data_nodes
+            .iter()
+            .filter(|n| self.link(**n).is_some_and(|link| link.stream.is_local()))
+            .copied()
+            .collect()
+    }
+
     /// The configured data nodes, and whether each is connected.
     pub fn data_nodes(&self) -> Vec<(NodeId, bool)> {
         self.inner
@@ -839,9 +858,13 @@ impl Cluster {
     /// Connects to data node `node` at `address` and starts its receiving
     /// thread; `None` if it cannot be reached within `CONNECT_TIMEOUT`.
     fn open_link(&self, node: NodeId, address: &str) -> Option<Arc<Link>> {
-        let mut opened =
-            BlockingConnection::connect(address, self.inner.node, NodeRole::Api, CONNECT_TIMEOUT)
-                .ok()?;
+        let mut opened = BlockingConnection::connect_local_first(
+            address,
+            self.inner.node,
+            NodeRole::Api,
+            CONNECT_TIMEOUT,
+        )
+        .ok()?;
         // Each side proves its claim before anything else; a peer that
         // cannot is not the data node it says it is.
         let incarnation = match opened.prove(&self.inner.secret, CONNECT_TIMEOUT) {
@@ -1318,7 +1341,7 @@ const RECEIVE_BYTES_MIN: usize = 256 * 1024;
 
 /// Reads one data-node connection until it fails, dispatching answers.
 fn receive_loop(
-    mut reader: TcpStream,
+    mut reader: BlockingStream,
     mut decoder: FrameDecoder,
     link: Arc<Link>,
     shared: Arc<Shared>,
@@ -1499,8 +1522,13 @@ pub(crate) fn attach_link(cluster: &Cluster, node: NodeId) -> TcpStream {
     let stream = TcpStream::connect(listener.local_addr().expect("address")).expect("connect");
     let (server, _) = listener.accept().expect("accept");
     let link = Arc::new(
-        Link::new(node, 1, stream, Arc::clone(&cluster.inner.shared.refusals))
-            .expect("a send timeout"),
+        Link::new(
+            node,
+            1,
+            stream.into(),
+            Arc::clone(&cluster.inner.shared.refusals),
+        )
+        .expect("a send timeout"),
     );
     let (_, slot) = cluster
         .inner
@@ -1575,7 +1603,7 @@ mod tests {
             Link::new(
                 2,
                 1,
-                client.try_clone().expect("clone"),
+                client.try_clone().expect("clone").into(),
                 Arc::clone(&shared.refusals),
             )
             .expect("link"),
@@ -1583,7 +1611,7 @@ mod tests {
         let receiving = Arc::clone(&link);
         std::thread::spawn(move || {
             receive_loop(
-                client,
+                client.into(),
                 FrameDecoder::new(),
                 receiving,
                 shared,
