@@ -82,13 +82,20 @@ impl Session {
             range.0 = range.0.max(used.saturating_add(1));
         }
         let floor = used.checked_add(1).ok_or_else(|| exhausted(table))?;
+        if self
+            .auto_increment_floors
+            .get(&table.id)
+            .is_some_and(|known| *known >= floor)
+        {
+            return Ok(());
+        }
         self.move_counter(table, |next| Ok(next.max(floor)))?;
         Ok(())
     }
 
     /// Runs one transaction that moves `table`'s counter from its value
-    /// `next` to `to(next)`; returns `next`. Retries what may succeed on
-    /// retry.
+    /// `next` to `to(next)`; returns `next`, and remembers that the counter
+    /// reached `to(next)`. Retries what may succeed on retry.
     fn move_counter(
         &mut self,
         table: &Arc<TableRoute>,
@@ -109,7 +116,11 @@ impl Session {
         let mut last_error = None;
         for _ in 0..FETCH_ATTEMPTS_MAX {
             match self.try_move_counter(&sequence, &key, &to) {
-                Ok(next) => return Ok(next),
+                Ok((next, moved)) => {
+                    let known = self.auto_increment_floors.entry(table.id).or_default();
+                    *known = (*known).max(moved);
+                    return Ok(next);
+                }
                 Err(error) => {
                     let retry = error.ndb_code == DUPLICATE_KEY
                         || matches!(
@@ -131,7 +142,7 @@ impl Session {
         sequence: &Arc<TableRoute>,
         key: &[(ColumnId, Value)],
         to: &impl Fn(u64) -> Result<u64, ClientError>,
-    ) -> Result<u64, ClientError> {
+    ) -> Result<(u64, u64), ClientError> {
         let mut transaction = self.start_transaction(Some(Hint {
             table: sequence,
             key,
@@ -173,7 +184,7 @@ impl Session {
             return Err(error);
         }
         self.execute(&mut transaction, ExecuteEnd::Commit)?;
-        Ok(next)
+        Ok((next, moved))
     }
 }
 

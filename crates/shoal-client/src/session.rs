@@ -690,6 +690,10 @@ pub struct Session {
     pub(crate) auto_increment_ranges: Map<u32, (u64, u64)>,
     /// Values fetched per round trip (`ndb_autoincrement_prefetch_sz`).
     pub(crate) auto_increment_prefetch: u32,
+    /// Per table, a value its counter is known to have reached (this
+    /// session moved it there, and counters only grow): raising it to
+    /// anything below needs no round trip.
+    pub(crate) auto_increment_floors: Map<u32, u64>,
     /// How long one call may wait for the cluster.
     timeout: Duration,
     /// A deadline no call passes, until cleared (a statement timeout).
@@ -738,6 +742,7 @@ impl Session {
             ended_with_scans: VecDeque::new(),
             auto_increment_ranges: Map::default(),
             auto_increment_prefetch: crate::auto_increment::PREFETCH_DEFAULT,
+            auto_increment_floors: Map::default(),
             timeout: REQUEST_TIMEOUT,
             deadline: None,
             interrupted: Arc::new(AtomicBool::new(false)),

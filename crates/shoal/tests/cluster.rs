@@ -629,6 +629,19 @@ fn auto_increment_on_a_running_cluster(cluster: &Cluster, connectstring: &str) {
         .raise_auto_increment(&accounts, 1_000_000)
         .expect("raise");
     assert!(session.auto_increment(&accounts).expect("value") > 1_000_000);
+    // The counter is known to be past a smaller explicit value: raising
+    // to it is no round trip, and the next value still comes after.
+    let before = session.counters().execute_count;
+    session
+        .raise_auto_increment(&accounts, 999_000)
+        .expect("raise below the counter");
+    assert_eq!(session.counters().execute_count, before);
+    // One it has not reached is moved in the cluster.
+    session
+        .raise_auto_increment(&accounts, 2_000_000)
+        .expect("raise");
+    assert!(session.counters().execute_count > before);
+    assert!(session.auto_increment(&accounts).expect("value") > 2_000_000);
     assert!(session.set_auto_increment_prefetch(0).is_err());
     assert!(session.set_auto_increment_prefetch(65_537).is_err());
 }

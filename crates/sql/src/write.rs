@@ -227,6 +227,9 @@ fn build_row(
                 Value::UInt(v) if *v > 0 => Some(*v),
                 _ => None,
             };
+            // Before the row is written, so no session is handed the value
+            // meanwhile, and before the next row's generated value, which
+            // then follows it. A counter known to be past it costs nothing.
             if let Some(used) = used {
                 session
                     .native
@@ -442,6 +445,20 @@ pub fn insert(session: &mut Session, insert: &ast::Insert) -> StatementResult {
         Some(_) => return Err(SqlError::unsupported("ON CONFLICT")),
         None => None,
     };
+    if table.auto_increment.is_some() {
+        // NDB takes `ndb_autoincrement_prefetch_sz` values per fetch, and
+        // at least 32 within a statement of several rows.
+        let mut prefetch = session
+            .session_int("ndb_autoincrement_prefetch_sz")
+            .clamp(1, i64::from(shoal_client::AUTO_INCREMENT_PREFETCH_MAX));
+        if rows.len() > 1 {
+            prefetch = prefetch.max(32);
+        }
+        session
+            .native
+            .set_auto_increment_prefetch(prefetch as u32)
+            .map_err(crate::session::cluster_error)?;
+    }
     let mut built = Vec::with_capacity(rows.len());
     let mut first_generated = None;
     // Without a generated value the OK packet carries the explicit
