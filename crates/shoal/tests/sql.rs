@@ -92,6 +92,22 @@ fn the_mysql_cli_creates_loads_and_queries_tables() {
          price\n4.50\n\
          name\npear\napple\n"
     );
+    // Statements of one shape are parsed once per connection: the second
+    // and third point selects come from the statement cache.
+    let (ok, out, err) = cli(
+        port,
+        "root",
+        None,
+        "SELECT name FROM shop.items WHERE id = 1; SELECT name FROM shop.items WHERE id = 2; \
+         SELECT name FROM shop.items WHERE id = 3; \
+         SHOW SESSION STATUS LIKE 'Shoal_statement_cache_%';",
+    );
+    assert!(ok, "stdout {out}\nstderr {err}");
+    assert_eq!(
+        out,
+        "name\napple\nname\npear\n\
+         Variable_name\tValue\nShoal_statement_cache_hits\t2\nShoal_statement_cache_misses\t1\n"
+    );
     // A duplicate is 1062 and the connection goes on; an unknown table 1146.
     let (ok, _, err) = cli(
         port,

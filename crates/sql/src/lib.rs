@@ -15,6 +15,7 @@ pub mod select;
 pub mod server;
 pub mod session;
 pub mod show;
+pub mod statement_cache;
 pub mod temporal;
 pub mod users;
 pub mod value;

@@ -22,6 +22,7 @@ use crate::expression::{Environment, WarningLevel};
 use crate::outcome::{Outcome, ResultSet};
 use crate::parse::{self, Parsed, StatementTokens};
 use crate::server::Server;
+use crate::statement_cache::{self, StatementCache};
 use crate::value::{Date, Datetime, SqlValue};
 use crate::variables::{self, Scope as VariableScope};
 
@@ -78,6 +79,8 @@ pub struct Session {
     tables: HashMap<String, Arc<SqlTable>>,
     statement_start: Datetime,
     pub(crate) parameters: Vec<SqlValue>,
+    /// Text statements parsed before, by their shape (`statement_cache`).
+    pub statement_cache: StatementCache,
     pub prepared: HashMap<u32, PreparedStatement>,
     next_statement_id: u32,
     /// Set by `KILL QUERY` from another session.
@@ -133,6 +136,7 @@ impl Session {
             tables: HashMap::new(),
             statement_start: now_utc(),
             parameters: Vec::new(),
+            statement_cache: StatementCache::default(),
             prepared: HashMap::new(),
             next_statement_id: 1,
             query_killed: Arc::new(AtomicBool::new(false)),
@@ -217,6 +221,26 @@ impl Session {
     }
 
     fn run_tokens(&mut self, tokens: &StatementTokens) -> StatementResult {
+        if let Some(stripped) = statement_cache::strip(tokens) {
+            let cached = match self.statement_cache.get(&stripped.key) {
+                Some(parsed) => Some(parsed),
+                // Marked tokens that do not parse run the ordinary way,
+                // which gives the statement's own error.
+                None => parse::parse(&stripped.marked_tokens(tokens))
+                    .ok()
+                    .map(|parsed| {
+                        let parsed = Arc::new(parsed);
+                        self.statement_cache
+                            .insert(stripped.key.clone(), Arc::clone(&parsed));
+                        parsed
+                    }),
+            };
+            if let Some(parsed) = cached {
+                return statement_cache::with_literals(stripped.literals, || {
+                    self.run_parsed(&parsed, Vec::new())
+                });
+            }
+        }
         let parsed = match parse::parse(tokens) {
             Ok(p) => p,
             Err(e) => return Err(self.fail(e)),

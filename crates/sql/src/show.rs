@@ -585,6 +585,16 @@ fn status_rows(session: &Session, global: bool) -> Vec<Vec<SqlValue>> {
         server.started.elapsed().as_secs().to_string(),
     ));
     rows.push(("Ssl_cipher".into(), String::new()));
+    // This session's text statements found parsed in its statement cache,
+    // and those parsed and added (`statement_cache`).
+    rows.push((
+        "Shoal_statement_cache_hits".into(),
+        session.statement_cache.hits.to_string(),
+    ));
+    rows.push((
+        "Shoal_statement_cache_misses".into(),
+        session.statement_cache.misses.to_string(),
+    ));
     rows.sort();
     rows.into_iter()
         .map(|(n, v)| vec![text(n), text(v)])

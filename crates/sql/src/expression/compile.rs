@@ -261,6 +261,15 @@ impl<'a> Compiler<'a> {
             | Value::DoubleQuotedByteStringLiteral(bits) => bit_literal(bits),
             Value::Boolean(value) => Ok(literal_int(i64::from(*value))),
             Value::Null => Ok(null_literal()),
+            Value::Placeholder(text)
+                if text.starts_with(crate::statement_cache::LITERAL_MARKER) =>
+            {
+                // A literal the statement cache took out: compiled as the
+                // literal itself.
+                let literal = crate::statement_cache::literal(text)
+                    .ok_or_else(|| SqlError::syntax(format!("near '{text}'")))?;
+                self.value(&literal)
+            }
             Value::Placeholder(text) => self.placeholder(text),
             other => Err(SqlError::syntax(format!("near '{other}'"))),
         }
