@@ -56,6 +56,8 @@ pub struct Counters {
     pub trans_commit_count: u64,
     pub trans_abort_count: u64,
     pub bytes_sent_count: u64,
+    /// Bytes received: whole frames for a cluster connection, the answers'
+    /// row data for a session.
     pub bytes_received_count: u64,
     /// Operations a coordinator had to send to another data node: the extra
     /// round trips inside the cluster that distribution awareness avoids.
@@ -1004,6 +1006,10 @@ impl Session {
         executed: Executed,
     ) -> Result<(), ClientError> {
         self.count(DATA_NODE_HOPS, u64::from(executed.hops));
+        // A session's own received bytes are the answers' row data (the
+        // connection's counter, summed over sessions, counts whole frames).
+        let data: usize = executed.results.iter().map(|r| r.data.len()).sum();
+        self.counters[BYTES_RECEIVED] += data as u64;
         let outcome = transaction.absorb(end, executed);
         match transaction.status {
             Status::Committed => self.count(COMMITTED, 1),
@@ -1419,6 +1425,8 @@ impl Session {
     }
 
     fn absorb_scan_rows(&mut self, rows: ScanRows) {
+        // The session's share only (see `finish_execute`).
+        self.counters[BYTES_RECEIVED] += rows.data.len() as u64;
         let Some(state) = self.scans.get_mut(&(rows.transaction, rows.scan)) else {
             return;
         };

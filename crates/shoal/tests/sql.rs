@@ -108,6 +108,43 @@ fn the_mysql_cli_creates_loads_and_queries_tables() {
         "name\napple\nname\npear\n\
          Variable_name\tValue\nShoal_statement_cache_hits\t2\nShoal_statement_cache_misses\t1\n"
     );
+    // A query fetches only the columns it reads: counting ids of rows with
+    // a 2000-byte column brings a fraction of what counting that column
+    // does, and both count the same rows.
+    let status = "SHOW SESSION STATUS LIKE 'Ndb_api_bytes_received_count';";
+    let (ok, out, err) = cli(
+        port,
+        "root",
+        None,
+        &format!(
+            "CREATE TABLE shop.wide (id INT PRIMARY KEY, pad VARCHAR(2000)) ENGINE=NDB; \
+             INSERT INTO shop.wide VALUES (1, REPEAT('x', 2000)), (2, REPEAT('y', 2000)), \
+               (3, REPEAT('z', 2000)), (4, REPEAT('w', 2000)); \
+             {status} SELECT COUNT(id) FROM shop.wide; {status} \
+             SELECT COUNT(pad) FROM shop.wide; {status}"
+        ),
+    );
+    assert!(ok, "stdout {out}\nstderr {err}");
+    let received: Vec<u64> = out
+        .lines()
+        .filter_map(|line| line.strip_prefix("Ndb_api_bytes_received_count\t"))
+        .map(|value| value.parse().expect("a count"))
+        .collect();
+    assert_eq!(received.len(), 3, "{out}");
+    assert!(
+        out.contains("COUNT(id)\n4\n") && out.contains("COUNT(pad)\n4\n"),
+        "{out}"
+    );
+    let narrow = received[1] - received[0];
+    let wide = received[2] - received[1];
+    assert!(
+        wide > 8_000,
+        "the wide column came back: {wide} bytes\n{out}"
+    );
+    assert!(
+        narrow * 4 < wide,
+        "ids only: {narrow} bytes, with pad: {wide}"
+    );
     // A duplicate is 1062 and the connection goes on; an unknown table 1146.
     let (ok, _, err) = cli(
         port,

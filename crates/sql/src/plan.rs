@@ -592,7 +592,8 @@ fn mirror(op: &BinaryOperator) -> BinaryOperator {
     }
 }
 
-/// Fetches the rows `access` names, every column, in `transaction`;
+/// Fetches the rows `access` names in `transaction`: the columns
+/// `projection` lists, or every column (the others are NULL in the rows);
 /// `commit` ends the transaction with the read when it is a key lookup
 /// (one round trip for an autocommit point select). Returns the rows and
 /// the transaction (ended if committed). `limit` stops a scan early.
@@ -605,10 +606,18 @@ pub fn fetch(
     mut transaction: Transaction,
     last: bool,
     limit: Option<usize>,
+    projection: Option<&[ColumnId]>,
     rows: &mut Vec<StoredRow>,
 ) -> Result<Transaction, SqlError> {
     let route = &table.route;
-    let columns: Vec<ColumnId> = (0..route.def.columns.len() as u16).collect();
+    let all: Vec<ColumnId>;
+    let columns = match projection {
+        Some(columns) => columns,
+        None => {
+            all = (0..route.def.columns.len() as u16).collect();
+            &all
+        }
+    };
     match access {
         Access::Nothing => Ok(transaction),
         Access::PrimaryKey(keys) | Access::Unique { keys, .. } => {
@@ -616,9 +625,9 @@ pub fn fetch(
             for key in keys {
                 let operation = match access {
                     Access::Unique { index, .. } => {
-                        transaction.read_unique(route, index, key, &columns, lock)
+                        transaction.read_unique(route, index, key, columns, lock)
                     }
-                    _ => transaction.read(route, key, &columns, lock),
+                    _ => transaction.read(route, key, columns, lock),
                 }
                 .map_err(|e| session.cluster_error(e))?;
                 transaction
@@ -649,6 +658,7 @@ pub fn fetch(
                 lock: (lock != LockMode::Committed).then_some(lock),
                 partition_key: partition_key.clone(),
                 batch_rows: SCAN_BATCH_ROWS,
+                columns: columns.to_vec(),
                 ..ScanOptions::default()
             };
             scan(session, table, &options, transaction, limit, rows)
@@ -658,6 +668,7 @@ pub fn fetch(
                 lock: (lock != LockMode::Committed).then_some(lock),
                 partition_key: partition_key.clone(),
                 batch_rows: SCAN_BATCH_ROWS,
+                columns: columns.to_vec(),
                 ..ScanOptions::default()
             };
             transaction = scan(session, table, &options, transaction, limit, rows)?;

@@ -384,6 +384,38 @@ struct CompiledSelect {
     order_by: Vec<(Expression, bool)>,
 }
 
+impl CompiledSelect {
+    /// The columns of `table` the query reads: only they are fetched. At
+    /// least one, so a `COUNT(*)` still gets a row per row.
+    fn columns_read(&self, table: &SqlTable) -> Vec<schema::table::ColumnId> {
+        let mut used = vec![false; table.def().columns.len()];
+        for output in &self.outputs {
+            output.expression.mark_columns(&mut used);
+        }
+        for aggregate in &self.aggregates {
+            for argument in &aggregate.arguments {
+                argument.mark_columns(&mut used);
+            }
+        }
+        for expression in self
+            .group_by
+            .iter()
+            .chain(&self.having)
+            .chain(&self.condition)
+            .chain(self.order_by.iter().map(|(expression, _)| expression))
+        {
+            expression.mark_columns(&mut used);
+        }
+        let mut columns: Vec<schema::table::ColumnId> = (0..used.len() as u16)
+            .filter(|column| used[*column as usize])
+            .collect();
+        if columns.is_empty() {
+            columns.push(table.def().primary_key[0]);
+        }
+        columns
+    }
+}
+
 fn column_definition(
     table: &SqlTable,
     alias: Option<&str>,
@@ -838,6 +870,7 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
                     table: &table.route,
                     key,
                 }))?;
+            let projection = compiled.columns_read(table);
             let mut stored = Vec::new();
             let transaction = plan::fetch(
                 session,
@@ -847,6 +880,7 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
                 transaction,
                 true,
                 early_limit,
+                Some(&projection),
                 &mut stored,
             )?;
             session.finish_statement(transaction)?;
@@ -1418,6 +1452,7 @@ pub fn rows_to_change(
         LockMode::Exclusive,
         transaction,
         false,
+        None,
         None,
         &mut stored,
     )?;

@@ -216,6 +216,94 @@ impl Expression {
             _ => None,
         }
     }
+
+    /// Marks in `used` every row slot the expression reads (slots beyond
+    /// `used` are ignored): what a query must fetch of a table's row.
+    pub fn mark_columns(&self, used: &mut [bool]) {
+        let mut mark = |expression: &Expression| expression.mark_columns(used);
+        // Exhaustive on purpose: a new node that reads columns must say
+        // so here, or its columns would not be fetched.
+        match &self.node {
+            Node::Column(slot) => {
+                if let Some(flag) = used.get_mut(*slot) {
+                    *flag = true;
+                }
+            }
+            Node::Literal(_)
+            | Node::Aggregate(_)
+            | Node::Parameter(_)
+            | Node::UserVariable(_)
+            | Node::SystemVariable { .. } => {}
+            Node::EnumIndex { operand, .. }
+            | Node::Negate { operand, .. }
+            | Node::BitNot(operand)
+            | Node::Not(operand)
+            | Node::IsNull { operand, .. }
+            | Node::IsBoolean { operand, .. }
+            | Node::Cast { operand, .. } => mark(operand),
+            Node::AssignUserVariable { value, .. } => mark(value),
+            Node::Arithmetic { left, right, .. }
+            | Node::Bitwise { left, right, .. }
+            | Node::Comparison { left, right, .. }
+            | Node::Logical { left, right, .. } => {
+                mark(left);
+                mark(right);
+            }
+            Node::In { operand, list, .. } => {
+                mark(operand);
+                list.iter().for_each(mark);
+            }
+            Node::Between {
+                operand, low, high, ..
+            } => {
+                mark(operand);
+                mark(low);
+                mark(high);
+            }
+            Node::Like {
+                operand,
+                pattern,
+                escape,
+                ..
+            } => {
+                mark(operand);
+                mark(pattern);
+                if let Some(escape) = escape {
+                    mark(escape);
+                }
+            }
+            Node::Regexp {
+                operand, pattern, ..
+            } => {
+                mark(operand);
+                mark(pattern);
+            }
+            Node::Case {
+                operand,
+                branches,
+                otherwise,
+                ..
+            } => {
+                if let Some(operand) = operand {
+                    mark(operand);
+                }
+                for (when, then) in branches {
+                    mark(when);
+                    mark(then);
+                }
+                if let Some(otherwise) = otherwise {
+                    mark(otherwise);
+                }
+            }
+            Node::DateAdd {
+                operand, interval, ..
+            } => {
+                mark(operand);
+                mark(interval);
+            }
+            Node::Function { arguments, .. } => arguments.iter().for_each(mark),
+        }
+    }
 }
 
 /// The tree. Children are boxed expressions with their own types.
