@@ -54,10 +54,14 @@ pub enum Access {
         lower: Option<(Vec<(ColumnId, Value)>, bool)>,
         upper: Option<(Vec<(ColumnId, Value)>, bool)>,
         partition_key: Option<Vec<(ColumnId, Value)>>,
+        /// The pushed condition (`pushed_filter`), or empty.
+        filter: Vec<u8>,
     },
     /// Every row, of one partition when the key is given.
     Scan {
         partition_key: Option<Vec<(ColumnId, Value)>>,
+        /// The pushed condition (`pushed_filter`), or empty.
+        filter: Vec<u8>,
     },
     /// No row can match (a key constant that no value of the column equals).
     Nothing,
@@ -322,6 +326,33 @@ fn exact_key(value: &SqlValue, column: &schema::ColumnDef) -> Option<Value> {
     same.then_some(stored)
 }
 
+/// Whether comparing column `column` with `value` compares as the column
+/// does (its collation), so the cluster's indexes and filters, which
+/// compare as the column does, find what the comparison matches. A string
+/// column compared with anything but a plain literal or parameter may
+/// compare under another collation (`COLLATE`, `BINARY`, a column's), and
+/// is left to the SQL node.
+fn compares_as_column(column: &schema::ColumnDef, value: &Expr) -> bool {
+    let string_column = matches!(
+        column.column_type,
+        ColumnType::Char { .. }
+            | ColumnType::Varchar { .. }
+            | ColumnType::Text { .. }
+            | ColumnType::Enum { .. }
+    );
+    let mut value = value;
+    while let Expr::Nested(inner) = value {
+        value = inner;
+    }
+    !string_column || matches!(value, Expr::Value(_))
+}
+
+/// Whether the column's stored order is SQL's order of its values: not an
+/// ENUM, stored as its member's index but compared as text.
+fn orders_as_stored(column: &schema::ColumnDef) -> bool {
+    !matches!(column.column_type, ColumnType::Enum { .. })
+}
+
 /// Picks the access path for `condition` on `table`.
 pub fn choose_access(
     session: &mut Session,
@@ -428,9 +459,76 @@ pub fn choose_access(
             lower: (!lower_open).then_some((lower_values, lower_inclusive)),
             upper: (!upper_open).then_some((upper_values, upper_inclusive)),
             partition_key,
+            filter: pushed_filter(def, &constraints),
         });
     }
-    Ok(Access::Scan { partition_key })
+    Ok(Access::Scan {
+        partition_key,
+        filter: pushed_filter(def, &constraints),
+    })
+}
+
+/// The condition a scan pushes to the data nodes, so rows that cannot
+/// match never leave them: every column's constraint (`=`, `IN`, the range
+/// bounds), ANDed. Each is implied by the WHERE clause (the constraints
+/// hold only exact conversions, compared as the column compares), and the
+/// SQL node still evaluates the whole WHERE on every row it gets, so the
+/// filter only ever takes away rows the WHERE would. Empty when there is
+/// nothing to push, or when the program would be too large (the scan then
+/// brings every row, as without pushdown).
+fn pushed_filter(def: &schema::TableDef, constraints: &[ColumnConstraint]) -> Vec<u8> {
+    let mut builder = storage::filter::FilterBuilder::new();
+    let mut leaves = 0;
+    let mut bytes = Vec::new();
+    let mut encode = |value: &Value, column: usize| -> Option<Vec<u8>> {
+        bytes.clear();
+        value
+            .encode(&def.columns[column].column_type, &mut bytes)
+            .ok()?;
+        Some(bytes.clone())
+    };
+    for (column, constraint) in constraints.iter().enumerate() {
+        let id = column as ColumnId;
+        if let Some(values) = &constraint.values {
+            let encoded: Option<Vec<Vec<u8>>> =
+                values.iter().map(|value| encode(value, column)).collect();
+            let Some(encoded) = encoded else {
+                continue;
+            };
+            match encoded.as_slice() {
+                [one] => builder.eq(id, one),
+                many => {
+                    let slices: Vec<&[u8]> = many.iter().map(Vec::as_slice).collect();
+                    builder.in_list(id, &slices)
+                }
+            };
+            leaves += 1;
+        }
+        if let Some((value, inclusive)) = &constraint.lower
+            && let Some(encoded) = encode(value, column)
+        {
+            if *inclusive {
+                builder.ge(id, &encoded);
+            } else {
+                builder.gt(id, &encoded);
+            }
+            leaves += 1;
+        }
+        if let Some((value, inclusive)) = &constraint.upper
+            && let Some(encoded) = encode(value, column)
+        {
+            if *inclusive {
+                builder.le(id, &encoded);
+            } else {
+                builder.lt(id, &encoded);
+            }
+            leaves += 1;
+        }
+    }
+    if leaves == 0 {
+        return Vec::new();
+    }
+    builder.finish().unwrap_or_default()
 }
 
 /// Every combination of the fixed values of `columns`, or `None` when
@@ -495,10 +593,13 @@ fn constrain(
                 (None, Some(c)) => (c, left.as_ref(), mirror(op)),
                 _ => return,
             };
+            let column_def = &def.columns[column];
+            if !compares_as_column(column_def, value_expr) {
+                return;
+            }
             let Some(value) = constant(session, value_expr) else {
                 return;
             };
-            let column_def = &def.columns[column];
             let constraint = &mut constraints[column];
             match op {
                 BinaryOperator::Eq => {
@@ -515,12 +616,12 @@ fn constrain(
                         None => constraint.values = Some(vec![key]),
                     }
                 }
-                BinaryOperator::Gt | BinaryOperator::GtEq => {
+                BinaryOperator::Gt | BinaryOperator::GtEq if orders_as_stored(column_def) => {
                     if let Some(key) = exact_key(&value, column_def) {
                         constraint.lower = Some((key, op == BinaryOperator::GtEq));
                     }
                 }
-                BinaryOperator::Lt | BinaryOperator::LtEq => {
+                BinaryOperator::Lt | BinaryOperator::LtEq if orders_as_stored(column_def) => {
                     if let Some(key) = exact_key(&value, column_def) {
                         constraint.upper = Some((key, op == BinaryOperator::LtEq));
                     }
@@ -543,6 +644,9 @@ fn constrain(
             let column_def = &def.columns[column];
             let mut keys = Vec::with_capacity(list.len());
             for item in list {
+                if !compares_as_column(column_def, item) {
+                    return;
+                }
                 let Some(value) = constant(session, item) else {
                     return;
                 };
@@ -568,6 +672,12 @@ fn constrain(
                 return;
             };
             let column_def = &def.columns[column];
+            if !orders_as_stored(column_def)
+                || !compares_as_column(column_def, low)
+                || !compares_as_column(column_def, high)
+            {
+                return;
+            }
             let low = constant(session, low).and_then(|v| exact_key(&v, column_def));
             let high = constant(session, high).and_then(|v| exact_key(&v, column_def));
             if let Some(low) = low {
@@ -650,6 +760,7 @@ pub fn fetch(
             lower,
             upper,
             partition_key,
+            filter,
         } => {
             let options = ScanOptions {
                 index: Some(*index),
@@ -659,16 +770,21 @@ pub fn fetch(
                 partition_key: partition_key.clone(),
                 batch_rows: SCAN_BATCH_ROWS,
                 columns: columns.to_vec(),
+                filter: filter.clone(),
                 ..ScanOptions::default()
             };
             scan(session, table, &options, transaction, limit, rows)
         }
-        Access::Scan { partition_key } => {
+        Access::Scan {
+            partition_key,
+            filter,
+        } => {
             let options = ScanOptions {
                 lock: (lock != LockMode::Committed).then_some(lock),
                 partition_key: partition_key.clone(),
                 batch_rows: SCAN_BATCH_ROWS,
                 columns: columns.to_vec(),
+                filter: filter.clone(),
                 ..ScanOptions::default()
             };
             transaction = scan(session, table, &options, transaction, limit, rows)?;
