@@ -8,7 +8,7 @@
 //! (`prepare_async` + `send_poll`, NDB's `executeAsynchPrepare` and
 //! `sendPollNdb`) keeps many transactions in flight from one thread.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -624,6 +624,8 @@ const ENDED_TRANSACTIONS_REMEMBERED: usize = 64;
 #[derive(Default)]
 struct ScanState {
     batches: VecDeque<ScanRows>,
+    /// An ordered scan of several fragments: their rows, merged.
+    merge: Option<Merge>,
     /// Fragments whose last batch was handed out and that have more rows.
     consumed: Vec<u32>,
     fragments_expected: u32,
@@ -631,6 +633,93 @@ struct ScanState {
     /// Byte position in the front batch.
     position: usize,
     error: Option<ClientError>,
+}
+
+/// The rows of an ordered index scan of several fragments, merged into
+/// the index's order (NDB's `SF_OrderBy`): each fragment returns its rows
+/// in index order, and the next row handed out is the first (or, for a
+/// descending scan, the last) of the fragments' first rows. A row is
+/// handed out only when every fragment still scanning has one waiting, so
+/// none of them can have an earlier row to come.
+struct Merge {
+    table: Arc<TableRoute>,
+    /// The index's columns, in order.
+    index_columns: Vec<ColumnId>,
+    descending: bool,
+    /// Each fragment heard from: its rows not yet handed out, with their
+    /// sortable keys.
+    queues: BTreeMap<u32, VecDeque<(Vec<u8>, Row)>>,
+    finished: BTreeSet<u32>,
+}
+
+impl Merge {
+    /// Queues a batch's rows under their fragment.
+    fn absorb(&mut self, rows: &ScanRows) -> Result<(), ClientError> {
+        let queue = self.queues.entry(rows.fragment).or_default();
+        let mut position = 0;
+        let mut bytes = Vec::new();
+        while position < rows.data.len() {
+            let (data, used) = split_row(&rows.data[position..])?;
+            position += used;
+            let row = decode_row(&self.table, data)?;
+            let mut key = Vec::new();
+            for &column in &self.index_columns {
+                let column_type = &self.table.def.columns[column as usize].column_type;
+                match row.get(column) {
+                    Some(Value::Null) | None => {
+                        schema::key::encode_sortable(column_type, None, &mut key)
+                    }
+                    Some(value) => {
+                        bytes.clear();
+                        value
+                            .encode(column_type, &mut bytes)
+                            .map_err(|e| ClientError::schema(e.code, e.detail))?;
+                        schema::key::encode_sortable(column_type, Some(&bytes), &mut key);
+                    }
+                }
+            }
+            queue.push_back((key, row));
+        }
+        if rows.finished {
+            self.finished.insert(rows.fragment);
+        }
+        Ok(())
+    }
+
+    /// The next row in index order: `Ok(Some((row, fragment)))`, `Ok(None)`
+    /// when every fragment is done, `Err(())` when a fragment still
+    /// scanning has no row waiting (its next batch is needed first).
+    fn next(&mut self, fragments_expected: u32) -> Result<Option<(Row, u32)>, ()> {
+        if (self.queues.len() as u32) < fragments_expected {
+            return Err(());
+        }
+        let mut best: Option<(u32, &[u8])> = None;
+        for (&fragment, queue) in &self.queues {
+            let Some((key, _)) = queue.front() else {
+                if self.finished.contains(&fragment) {
+                    continue;
+                }
+                return Err(());
+            };
+            let better = match best {
+                None => true,
+                Some((_, best_key)) if self.descending => key.as_slice() > best_key,
+                Some((_, best_key)) => key.as_slice() < best_key,
+            };
+            if better {
+                best = Some((fragment, key));
+            }
+        }
+        let Some((fragment, _)) = best else {
+            return Ok(None);
+        };
+        let (_, row) = self
+            .queues
+            .get_mut(&fragment)
+            .and_then(VecDeque::pop_front)
+            .expect("the chosen fragment has a row");
+        Ok(Some((row, fragment)))
+    }
 }
 
 /// An open scan of a transaction (NDB's `NdbScanOperation`).
@@ -661,6 +750,10 @@ pub struct ScanOptions {
     pub partition_key: Option<Vec<(ColumnId, Value)>>,
     /// Rows per batch and fragment; 0 for the default.
     pub batch_rows: u32,
+    /// Return the rows in the index's order (descending with
+    /// `descending`), merging the fragments' rows; needs `index`, and the
+    /// index's columns among `columns`.
+    pub ordered: bool,
 }
 
 /// Rows per scan batch and fragment when the options say 0.
@@ -1370,6 +1463,37 @@ impl Session {
             ),
             None => None,
         };
+        let fragments_expected = if partition.is_some() {
+            1
+        } else {
+            table.partition_count
+        };
+        let merge = match options.index {
+            Some(index) if options.ordered && fragments_expected > 1 => {
+                let index_columns = table
+                    .def
+                    .ordered_indexes
+                    .get(index as usize)
+                    .map(|index| index.columns.clone())
+                    .ok_or_else(|| {
+                        ClientError::usage(format!("table {} has no index {index}", table.name))
+                    })?;
+                if let Some(missing) = index_columns.iter().find(|c| !columns.contains(c)) {
+                    return Err(ClientError::usage(format!(
+                        "an ordered scan must return the index's columns (column {missing} is \
+                         not asked for)"
+                    )));
+                }
+                Some(Merge {
+                    table: Arc::clone(table),
+                    index_columns,
+                    descending: options.descending,
+                    queues: BTreeMap::new(),
+                    finished: BTreeSet::new(),
+                })
+            }
+            _ => None,
+        };
         let scan = transaction.next_scan;
         transaction.next_scan += 1;
         let start = !transaction.started;
@@ -1403,11 +1527,8 @@ impl Session {
         self.scans.insert(
             (transaction.id, scan),
             ScanState {
-                fragments_expected: if partition.is_some() {
-                    1
-                } else {
-                    table.partition_count
-                },
+                fragments_expected,
+                merge,
                 ..ScanState::default()
             },
         );
@@ -1436,6 +1557,12 @@ impl Session {
         if rows.finished {
             state.fragments_finished += 1;
         }
+        if let Some(merge) = &mut state.merge {
+            if let Err(error) = merge.absorb(&rows) {
+                state.error = Some(error);
+            }
+            return;
+        }
         state.batches.push_back(rows);
     }
 
@@ -1452,7 +1579,23 @@ impl Session {
                 self.scans.remove(&key);
                 return Err(error);
             }
-            if let Some(front) = state.batches.front() {
+            if let Some(merge) = &mut state.merge {
+                match merge.next(state.fragments_expected) {
+                    Ok(Some((row, fragment))) => {
+                        let drained = merge.queues.get(&fragment).is_some_and(VecDeque::is_empty);
+                        if drained && !merge.finished.contains(&fragment) {
+                            state.consumed.push(fragment);
+                        }
+                        return Ok(Some(row));
+                    }
+                    Ok(None) => {
+                        self.scans.remove(&key);
+                        return Ok(None);
+                    }
+                    // A fragment's next batch is needed: asked for below.
+                    Err(()) => {}
+                }
+            } else if let Some(front) = state.batches.front() {
                 if state.position < front.data.len() {
                     let (row, used) = split_row(&front.data[state.position..])?;
                     state.position += used;

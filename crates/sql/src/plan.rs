@@ -702,11 +702,26 @@ fn mirror(op: &BinaryOperator) -> BinaryOperator {
     }
 }
 
-/// Fetches the rows `access` names in `transaction`: the columns
-/// `projection` lists, or every column (the others are NULL in the rows);
-/// `commit` ends the transaction with the read when it is a key lookup
-/// (one round trip for an autocommit point select). Returns the rows and
-/// the transaction (ended if committed). `limit` stops a scan early.
+/// How `fetch` reads.
+#[derive(Default)]
+pub struct FetchOptions<'a> {
+    /// The columns to read (the others are NULL in the rows); all when
+    /// `None`.
+    pub projection: Option<&'a [ColumnId]>,
+    /// Stop after this many rows (kept rows when `condition` is given).
+    pub limit: Option<usize>,
+    /// A range's rows in its index's order, descending when true (the
+    /// projection must hold the index's columns).
+    pub ordered: Option<bool>,
+    /// Keep only the rows this holds for; without it every row fetched
+    /// is returned and the caller checks its condition.
+    pub condition: Option<&'a Expression>,
+}
+
+/// Fetches the rows `access` names in `transaction`; `last` ends the
+/// transaction with the read when it is a key lookup (one round trip for
+/// an autocommit point select). Returns the rows and the transaction
+/// (ended if committed).
 #[allow(clippy::too_many_arguments)]
 pub fn fetch(
     session: &mut Session,
@@ -715,10 +730,10 @@ pub fn fetch(
     lock: LockMode,
     mut transaction: Transaction,
     last: bool,
-    limit: Option<usize>,
-    projection: Option<&[ColumnId]>,
+    fetch_options: &FetchOptions<'_>,
     rows: &mut Vec<StoredRow>,
 ) -> Result<Transaction, SqlError> {
+    let projection = fetch_options.projection;
     let route = &table.route;
     let all: Vec<ColumnId>;
     let columns = match projection {
@@ -746,9 +761,19 @@ pub fn fetch(
                 operations.push(operation);
             }
             let transaction = session.execute_batch(transaction, last)?;
+            let mut sql = Vec::new();
             for operation in operations {
                 match transaction.row(operation) {
-                    Ok(row) => rows.push(stored_row(table, row)),
+                    Ok(row) => {
+                        let row = stored_row(table, row);
+                        if let Some(condition) = fetch_options.condition {
+                            sql_row(table, &row, &mut sql);
+                            if !holds(session, condition, &sql)? {
+                                continue;
+                            }
+                        }
+                        rows.push(row);
+                    }
                     Err(e) if e.ndb_code == 626 => {}
                     Err(e) => return Err(session.cluster_error(e)),
                 }
@@ -771,9 +796,10 @@ pub fn fetch(
                 batch_rows: SCAN_BATCH_ROWS,
                 columns: columns.to_vec(),
                 filter: filter.clone(),
-                ..ScanOptions::default()
+                descending: fetch_options.ordered == Some(true),
+                ordered: fetch_options.ordered.is_some(),
             };
-            scan(session, table, &options, transaction, limit, rows)
+            scan(session, table, &options, transaction, fetch_options, rows)
         }
         Access::Scan {
             partition_key,
@@ -787,7 +813,7 @@ pub fn fetch(
                 filter: filter.clone(),
                 ..ScanOptions::default()
             };
-            transaction = scan(session, table, &options, transaction, limit, rows)?;
+            transaction = scan(session, table, &options, transaction, fetch_options, rows)?;
             Ok(transaction)
         }
     }
@@ -798,7 +824,7 @@ fn scan(
     table: &Arc<SqlTable>,
     options: &ScanOptions,
     mut transaction: Transaction,
-    limit: Option<usize>,
+    fetch_options: &FetchOptions<'_>,
     rows: &mut Vec<StoredRow>,
 ) -> Result<Transaction, SqlError> {
     let scan = session
@@ -806,13 +832,26 @@ fn scan(
         .scan(&mut transaction, &table.route, options)
         .map_err(cluster_error_of)?;
     let start = rows.len();
+    let mut sql = Vec::new();
     loop {
         session.check_killed()?;
-        if limit.is_some_and(|limit| rows.len() - start >= limit) {
+        if fetch_options
+            .limit
+            .is_some_and(|limit| rows.len() - start >= limit)
+        {
             break;
         }
         match session.native.next_row(&scan) {
-            Ok(Some(row)) => rows.push(stored_row(table, row)),
+            Ok(Some(row)) => {
+                let row = stored_row(table, row);
+                if let Some(condition) = fetch_options.condition {
+                    sql_row(table, &row, &mut sql);
+                    if !holds(session, condition, &sql)? {
+                        continue;
+                    }
+                }
+                rows.push(row);
+            }
             Ok(None) => break,
             Err(e) => return Err(cluster_error_of(e)),
         }

@@ -384,6 +384,54 @@ struct CompiledSelect {
     order_by: Vec<(Expression, bool)>,
 }
 
+/// When ORDER BY names leading columns of an ordered index, all in one
+/// direction, and the access reads a range of that index or scans the
+/// table: the index's order is the ORDER BY's, and `access` becomes a
+/// range of that index (the whole index for a scan). Returns the direction
+/// (true for descending).
+fn index_order(
+    table: &SqlTable,
+    order_by: &[(Expression, bool)],
+    access: &mut Access,
+) -> Option<bool> {
+    let (_, descending) = order_by.first()?;
+    let columns: Vec<usize> = order_by
+        .iter()
+        .map(|(expression, item_descending)| {
+            (item_descending == descending)
+                .then(|| expression.column())
+                .flatten()
+        })
+        .collect::<Option<_>>()?;
+    let leads = |index: &schema::table::IndexDef| {
+        index.columns.len() >= columns.len()
+            && index
+                .columns
+                .iter()
+                .zip(&columns)
+                .all(|(&a, &b)| a as usize == b)
+    };
+    let indexes = &table.def().ordered_indexes;
+    match access {
+        Access::Range { index, .. } => leads(&indexes[*index as usize]).then_some(*descending),
+        Access::Scan {
+            partition_key,
+            filter,
+        } => {
+            let position = indexes.iter().position(leads)?;
+            *access = Access::Range {
+                index: position as u16,
+                lower: None,
+                upper: None,
+                partition_key: partition_key.take(),
+                filter: std::mem::take(filter),
+            };
+            Some(*descending)
+        }
+        _ => None,
+    }
+}
+
 impl CompiledSelect {
     /// The columns of `table` the query reads: only they are fetched. At
     /// least one, so a `COUNT(*)` still gets a row per row.
@@ -837,6 +885,8 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
     let distinct = matches!(select.distinct, Some(ast::Distinct::Distinct));
     // Base rows: the table's (filtered), or one empty row.
     let mut base_rows: Vec<Vec<SqlValue>> = Vec::new();
+    // The rows came in ORDER BY order from an ordered index.
+    let mut sorted_by_index = false;
     match &compiled.table {
         None => {
             let keep = match &compiled.condition {
@@ -848,19 +898,27 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
             }
         }
         Some(table) => {
-            let access = plan::choose_access(
+            let mut access = plan::choose_access(
                 session,
                 table,
                 compiled.alias.as_deref(),
                 select.selection.as_ref(),
             )?;
-            let early_limit = (compiled.condition.is_none()
-                && !compiled.grouped
-                && compiled.order_by.is_empty()
-                && !distinct
-                && !calc_found_rows)
+            let simple =
+                !compiled.grouped && compiled.having.is_none() && !distinct && !calc_found_rows;
+            // ORDER BY an ordered index's leading columns: the index gives
+            // the order, and a LIMIT stops the scan.
+            let ordered = if simple {
+                index_order(table, &compiled.order_by, &mut access)
+            } else {
+                None
+            };
+            let early_limit = (simple && (compiled.order_by.is_empty() || ordered.is_some()))
                 .then(|| limit.map(|l| (l + offset) as usize))
                 .flatten();
+            if ordered.is_some() {
+                sorted_by_index = true;
+            }
             let hint_key = match &access {
                 Access::PrimaryKey(keys) if keys.len() == 1 => Some(keys[0].clone()),
                 _ => None,
@@ -870,7 +928,20 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
                     table: &table.route,
                     key,
                 }))?;
-            let projection = compiled.columns_read(table);
+            let mut projection = compiled.columns_read(table);
+            if let Access::Range { index, .. } = &access
+                && ordered.is_some()
+            {
+                // The merge of the fragments' rows orders by them.
+                for &column in &table.def().ordered_indexes[*index as usize].columns {
+                    if !projection.contains(&column) {
+                        projection.push(column);
+                    }
+                }
+            }
+            // With a limit the condition is checked as rows arrive, so the
+            // scan stops after enough rows that hold; otherwise below.
+            let condition_in_fetch = early_limit.is_some();
             let mut stored = Vec::new();
             let transaction = plan::fetch(
                 session,
@@ -879,8 +950,12 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
                 lock,
                 transaction,
                 true,
-                early_limit,
-                Some(&projection),
+                &plan::FetchOptions {
+                    projection: Some(&projection),
+                    limit: early_limit,
+                    ordered,
+                    condition: compiled.condition.as_ref().filter(|_| condition_in_fetch),
+                },
                 &mut stored,
             )?;
             session.finish_statement(transaction)?;
@@ -891,8 +966,10 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
             for stored_row in &stored {
                 plan::sql_row(table, stored_row, &mut row);
                 let keep = match &compiled.condition {
-                    Some(condition) => plan::holds(session, condition, &row)?,
-                    None => true,
+                    Some(condition) if !condition_in_fetch => {
+                        plan::holds(session, condition, &row)?
+                    }
+                    _ => true,
                 };
                 if keep {
                     base_rows.push(std::mem::take(&mut row));
@@ -925,7 +1002,7 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
         }
         projected.push((values, keys));
     }
-    if !compiled.order_by.is_empty() {
+    if !compiled.order_by.is_empty() && !sorted_by_index {
         let collations: Vec<_> = compiled
             .order_by
             .iter()
@@ -1452,8 +1529,7 @@ pub fn rows_to_change(
         LockMode::Exclusive,
         transaction,
         false,
-        None,
-        None,
+        &plan::FetchOptions::default(),
         &mut stored,
     )?;
     if stored.len() > STATEMENT_ROWS_MAX {
