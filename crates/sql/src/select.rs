@@ -604,10 +604,7 @@ fn compile_select(
         .map(|h| map_identifiers(&h, &alias_of));
     if (!group_by_exprs.is_empty() || items.iter().any(|(e, _)| contains_aggregate(e)))
         && let Some(table) = &table
-        && session
-            .session_text("sql_mode")
-            .to_ascii_uppercase()
-            .contains("ONLY_FULL_GROUP_BY")
+        && session.sql_mode_has("ONLY_FULL_GROUP_BY")
     {
         check_full_group_by(table, alias.as_deref(), &items, &group_by_exprs)?;
     }

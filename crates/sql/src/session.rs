@@ -184,11 +184,17 @@ impl Session {
     /// Whether the session's `sql_mode` is strict for transactional tables
     /// (every cluster table is).
     pub fn is_strict(&self) -> bool {
-        let mode = self.session_text("sql_mode");
-        mode.split(',').any(|m| {
-            m.eq_ignore_ascii_case("STRICT_TRANS_TABLES")
-                || m.eq_ignore_ascii_case("STRICT_ALL_TABLES")
-        })
+        self.sql_mode_has("STRICT_TRANS_TABLES") || self.sql_mode_has("STRICT_ALL_TABLES")
+    }
+
+    /// Whether `sql_mode` holds `mode` (asked per row: no allocation).
+    pub fn sql_mode_has(&self, mode: &str) -> bool {
+        match self.variables.get("sql_mode") {
+            Some(SqlValue::String(modes)) => modes
+                .split(|byte| *byte == b',')
+                .any(|one| one.eq_ignore_ascii_case(mode.as_bytes())),
+            _ => false,
+        }
     }
 
     /// Runs every statement of a COM_QUERY; stops after the first error,

@@ -73,10 +73,7 @@ fn evaluate_for_write(
     let value = expression::evaluate(expression, row, session)?;
     if session.warnings[before..].iter().any(|w| w.code == 1365)
         && session.is_strict()
-        && session
-            .session_text("sql_mode")
-            .to_ascii_uppercase()
-            .contains("ERROR_FOR_DIVISION_BY_ZERO")
+        && session.sql_mode_has("ERROR_FOR_DIVISION_BY_ZERO")
     {
         session.warnings.truncate(before);
         return Err(SqlError::new(1365, "Division by 0"));
@@ -203,9 +200,7 @@ fn build_row(
         };
         if table.auto_increment == Some(position) {
             let zero = matches!(value, SqlValue::Int(0) | SqlValue::UInt(0))
-                && !session
-                    .session_text("sql_mode")
-                    .contains("NO_AUTO_VALUE_ON_ZERO");
+                && !session.sql_mode_has("NO_AUTO_VALUE_ON_ZERO");
             if matches!(value, SqlValue::Null) || zero {
                 let next = session
                     .native

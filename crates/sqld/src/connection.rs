@@ -252,6 +252,9 @@ impl Connection {
         self.flush()?;
         let mut buffer = vec![0u8; READ_BUFFER_BYTES];
         let started = Instant::now();
+        // The socket's read timeout as last set: once logged in it stays
+        // wait_timeout, and is not set again before every read.
+        let mut timeout_set = None;
         loop {
             let timeout = if self.protocol.is_authenticated() {
                 self.shared.wait_timeout
@@ -260,10 +263,13 @@ impl Connection {
                     .saturating_sub(started.elapsed())
                     .max(Duration::from_millis(1))
             };
-            self.stream
-                .tcp()
-                .set_read_timeout(Some(timeout))
-                .map_err(|e| format!("set timeout: {e}"))?;
+            if timeout_set != Some(timeout) {
+                self.stream
+                    .tcp()
+                    .set_read_timeout(Some(timeout))
+                    .map_err(|e| format!("set timeout: {e}"))?;
+                timeout_set = Some(timeout);
+            }
             let read = match self.stream.read(&mut buffer) {
                 Ok(0) => return Ok(()),
                 Ok(n) => n,
