@@ -187,6 +187,98 @@ fn the_mysql_cli_creates_loads_and_queries_tables() {
     );
 }
 
+/// A SQL node killed with SIGKILL while a client's transaction holds a
+/// lock: `shoal up` starts it again, the dead node's transaction is rolled
+/// back by the data nodes (its change is gone and its lock is free), and
+/// what was committed before is all there.
+#[test]
+fn a_sql_node_killed_mid_transaction_leaves_no_change_or_lock_behind() {
+    let sandbox = Sandbox::start("sql-kill", 2, 2);
+    let port = sql_port(&sandbox);
+    let (ok, out, err) = cli(
+        port,
+        "root",
+        None,
+        "CREATE DATABASE bank; CREATE TABLE bank.acct (id INT PRIMARY KEY, bal INT NOT NULL) \
+         ENGINE=NDB; INSERT INTO bank.acct VALUES (1, 100), (2, 100);",
+    );
+    assert!(ok, "{out} {err}");
+    // A client in the middle of a transfer: row 1 changed and locked, the
+    // transaction open (the client waits for more input).
+    let mut holder = Command::new("mariadb")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &port.to_string(),
+            "-u",
+            "root",
+            "--batch",
+            "--skip-ssl",
+            "--skip-reconnect",
+            "--unbuffered",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the mariadb client runs");
+    let mut input = holder.stdin.take().expect("stdin");
+    input
+        .write_all(b"BEGIN; UPDATE bank.acct SET bal = bal - 30 WHERE id = 1; SELECT 'held';\n")
+        .expect("write to the client");
+    input.flush().expect("flush");
+    let mut output = std::io::BufReader::new(holder.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while !line.contains("held") {
+        line.clear();
+        let read = std::io::BufRead::read_line(&mut output, &mut line).expect("read");
+        assert!(read > 0, "the client ended before its transaction was open");
+    }
+    // The lock is held: another client's update of row 1 waits and times out.
+    let (ok, _, err) = cli(
+        port,
+        "root",
+        None,
+        "UPDATE bank.acct SET bal = bal + 1 WHERE id = 1",
+    );
+    assert!(!ok && err.contains("ERROR 1205"), "{err}");
+
+    let sqld = sandbox.processes("sqld");
+    assert_eq!(sqld.len(), 1, "one SQL node: {sqld:?}");
+    assert!(support::signal(sqld[0], rustix::process::Signal::KILL));
+    // `shoal up` starts the SQL node again on the same port.
+    let restarted = support::eventually(Duration::from_secs(90), || {
+        let pids = sandbox.processes("sqld");
+        let (ok, _, _) = cli(port, "root", None, "SELECT 1");
+        (ok && !pids.is_empty() && pids[0] != sqld[0]).then(|| pids[0])
+    });
+    assert!(restarted.is_some(), "the SQL node did not come back");
+    // The killed node's transaction was rolled back: its change is gone,
+    // and its lock no longer stops anyone.
+    let (ok, out, err) = cli(
+        port,
+        "root",
+        None,
+        "SELECT id, bal FROM bank.acct ORDER BY id; \
+         UPDATE bank.acct SET bal = bal + 1 WHERE id = 1; \
+         SELECT id, bal FROM bank.acct ORDER BY id;",
+    );
+    assert!(ok, "{out} {err}");
+    assert_eq!(out, "id\tbal\n1\t100\n2\t100\nid\tbal\n1\t101\n2\t100\n");
+    // The client that lost its server says so and commits nothing.
+    let _ = input.write_all(b"COMMIT;\n");
+    drop(input);
+    let status = holder.wait().expect("the client ends");
+    assert!(
+        !status.success(),
+        "a client whose server died reported success"
+    );
+    let (ok, out, err) = cli(port, "root", None, "SELECT SUM(bal) FROM bank.acct");
+    assert!(ok, "{out} {err}");
+    assert_eq!(out, "SUM(bal)\n201\n");
+}
+
 #[test]
 fn users_are_stored_in_the_cluster_and_a_wrong_password_is_1045() {
     let sandbox = Sandbox::start("sql-users", 2, 2);
