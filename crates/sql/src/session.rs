@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use shoal_client::{ClientError, ErrorClass, ExecuteEnd, Hint, Transaction};
-use sqlparser::ast::{self, Statement};
+use sqlparser::ast::{self, Expr, Statement};
 
 use crate::catalog::{self, SqlTable};
 use crate::error::SqlError;
@@ -1284,15 +1284,33 @@ fn keeps_diagnostics(parsed: &Parsed) -> bool {
             let word = w.value.to_ascii_uppercase();
             word == "WARNINGS" || word == "ERRORS" || word == "COUNT"
         }),
+        // `SELECT @@warning_count` (looked for without formatting the
+        // query: this runs before every statement).
         Statement::Query(query) => {
-            query
-                .to_string()
-                .to_ascii_lowercase()
-                .contains("@@warning_count")
-                || query
-                    .to_string()
-                    .to_ascii_lowercase()
-                    .contains("@@error_count")
+            let ast::SetExpr::Select(select) = query.body.as_ref() else {
+                return false;
+            };
+            let mut reads = false;
+            for item in &select.projection {
+                let (ast::SelectItem::UnnamedExpr(expr)
+                | ast::SelectItem::ExprWithAlias { expr, .. }) = item
+                else {
+                    continue;
+                };
+                crate::select::walk(expr, &mut |e| {
+                    let names: &[ast::Ident] = match e {
+                        Expr::Identifier(ident) => std::slice::from_ref(ident),
+                        Expr::CompoundIdentifier(parts) => parts,
+                        _ => &[],
+                    };
+                    reads |= names.iter().any(|ident| {
+                        ["@@warning_count", "@@error_count"]
+                            .iter()
+                            .any(|name| ident.value.eq_ignore_ascii_case(name))
+                    });
+                });
+            }
+            reads
         }
         _ => false,
     }
