@@ -21,6 +21,7 @@ use std::sync::Arc;
 use schema::{Collation, ColumnId, ColumnType, Value};
 use shoal_client::{LockMode, ScanOptions, Transaction};
 use sqlparser::ast::{self, BinaryOperator, Expr};
+use storage::filter::FilterBuilder;
 
 use crate::catalog::SqlTable;
 use crate::convert;
@@ -468,6 +469,11 @@ pub fn choose_access(
     })
 }
 
+/// A filter leaf of one column and value (`FilterBuilder::ge`, ...).
+type Leaf = for<'a> fn(&'a mut FilterBuilder, ColumnId, &[u8]) -> &'a mut FilterBuilder;
+/// A constraint's bound, with its leaf when inclusive and when not.
+type Bound<'c> = (&'c Option<(Value, bool)>, Leaf, Leaf);
+
 /// The condition a scan pushes to the data nodes, so rows that cannot
 /// match never leave them: every column's constraint (`=`, `IN`, the range
 /// bounds), ANDed. Each is implied by the WHERE clause (the constraints
@@ -477,7 +483,7 @@ pub fn choose_access(
 /// nothing to push, or when the program would be too large (the scan then
 /// brings every row, as without pushdown).
 fn pushed_filter(def: &schema::TableDef, constraints: &[ColumnConstraint]) -> Vec<u8> {
-    let mut builder = storage::filter::FilterBuilder::new();
+    let mut builder = FilterBuilder::new();
     let mut leaves = 0;
     let mut bytes = Vec::new();
     let mut encode = |value: &Value, column: usize| -> Option<Vec<u8>> {
@@ -504,25 +510,23 @@ fn pushed_filter(def: &schema::TableDef, constraints: &[ColumnConstraint]) -> Ve
             };
             leaves += 1;
         }
-        if let Some((value, inclusive)) = &constraint.lower
-            && let Some(encoded) = encode(value, column)
-        {
-            if *inclusive {
-                builder.ge(id, &encoded);
-            } else {
-                builder.gt(id, &encoded);
+        // Each bound with its leaf when inclusive, and when not.
+        let bounds: [Bound<'_>; 2] = [
+            (&constraint.lower, FilterBuilder::ge, FilterBuilder::gt),
+            (&constraint.upper, FilterBuilder::le, FilterBuilder::lt),
+        ];
+        for (bound, inclusive_leaf, exclusive_leaf) in bounds {
+            if let Some((value, inclusive)) = bound
+                && let Some(encoded) = encode(value, column)
+            {
+                let leaf = if *inclusive {
+                    inclusive_leaf
+                } else {
+                    exclusive_leaf
+                };
+                leaf(&mut builder, id, &encoded);
+                leaves += 1;
             }
-            leaves += 1;
-        }
-        if let Some((value, inclusive)) = &constraint.upper
-            && let Some(encoded) = encode(value, column)
-        {
-            if *inclusive {
-                builder.le(id, &encoded);
-            } else {
-                builder.lt(id, &encoded);
-            }
-            leaves += 1;
         }
     }
     if leaves == 0 {
