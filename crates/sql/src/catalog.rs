@@ -28,7 +28,7 @@
 use std::sync::Arc;
 
 use mysql_protocol::column::flags;
-use schema::{ColumnDef, ColumnType, TableDef};
+use schema::{ColumnDef, ColumnId, ColumnType, TableDef};
 use shoal_client::TableRoute;
 
 use crate::convert;
@@ -334,6 +334,12 @@ impl Reader<'_> {
     }
 }
 
+/// The column NDB adds as the primary key of a table created without one:
+/// an unsigned BIGINT the SQL node fills from the table's auto-increment
+/// counter, last among the columns and never shown (`SELECT *`, SHOW,
+/// INSERT without a column list, name lookups all skip it).
+pub const HIDDEN_PRIMARY_KEY: &str = "$PK";
+
 /// A SQL table: the dictionary's route and what SQL adds.
 #[derive(Debug)]
 pub struct SqlTable {
@@ -345,6 +351,8 @@ pub struct SqlTable {
     pub column_types: Vec<SqlType>,
     /// The AUTO_INCREMENT column, if any.
     pub auto_increment: Option<usize>,
+    /// The columns users see: all but a hidden primary key.
+    pub visible_columns: usize,
 }
 
 impl SqlTable {
@@ -390,6 +398,11 @@ impl SqlTable {
                 column_types[position].flags |= flags::NO_DEFAULT_VALUE;
             }
         }
+        let hidden = def.columns.last().is_some_and(|last| {
+            last.name == HIDDEN_PRIMARY_KEY
+                && def.primary_key == [(def.columns.len() - 1) as ColumnId]
+        });
+        let visible_columns = def.columns.len() - usize::from(hidden);
         Ok(SqlTable {
             database,
             name,
@@ -397,17 +410,29 @@ impl SqlTable {
             metadata,
             column_types,
             auto_increment,
+            visible_columns,
         })
+    }
+
+    /// The hidden primary key's position, when the table has one.
+    pub fn hidden_primary_key(&self) -> Option<usize> {
+        (self.visible_columns < self.def().columns.len()).then_some(self.visible_columns)
+    }
+
+    /// The columns users see, with their positions.
+    pub fn visible(&self) -> impl Iterator<Item = (usize, &ColumnDef)> {
+        self.def().columns[..self.visible_columns]
+            .iter()
+            .enumerate()
     }
 
     pub fn def(&self) -> &TableDef {
         &self.route.def
     }
 
+    /// A visible column's position by name.
     pub fn column_position(&self, name: &str) -> Option<usize> {
-        self.route
-            .def
-            .columns
+        self.route.def.columns[..self.visible_columns]
             .iter()
             .position(|c| c.name.eq_ignore_ascii_case(name))
     }

@@ -842,6 +842,13 @@ fn create_table(
     for (position, column) in create.columns.iter().enumerate() {
         let name = column.name.value.clone();
         catalog::check_identifier(&name, "column")?;
+        if name.eq_ignore_ascii_case(catalog::HIDDEN_PRIMARY_KEY) {
+            // The name of NDB's hidden primary key.
+            return Err(SqlError::new(
+                1166,
+                format!("Incorrect column name '{name}'"),
+            ));
+        }
         let mut charset = None;
         let mut collation = None;
         let mut data_type = &column.data_type;
@@ -983,11 +990,20 @@ fn create_table(
             "Incorrect table definition; there can be only one auto column and it must be defined as a key",
         ));
     }
-    let Some(primary_key) = table.primary_key.clone() else {
-        return Err(SqlError::new(
-            1173,
-            "This table type requires a primary key (Shoal has no hidden primary key yet)",
-        ));
+    let primary_key = match table.primary_key.clone() {
+        Some(primary_key) => primary_key,
+        None => {
+            // As NDB: a hidden BIGINT UNSIGNED key, last, filled from the
+            // table's counter (`catalog::HIDDEN_PRIMARY_KEY`).
+            let position = table.columns.len() as ColumnId;
+            table.columns.push(ColumnDef {
+                name: catalog::HIDDEN_PRIMARY_KEY.into(),
+                column_type: ColumnType::BigInt { unsigned: true },
+                nullable: false,
+            });
+            table.metadata.push(ColumnMetadata::default());
+            vec![position]
+        }
     };
     // Primary-key columns are NOT NULL, as MySQL makes them.
     for &column in &primary_key {
@@ -1707,7 +1723,7 @@ pub fn show_create_table(table: &SqlTable) -> String {
     let def = table.def();
     let table_collation = Collation::Utf8mb4AiCi;
     let mut lines = Vec::new();
-    for (position, column) in def.columns.iter().enumerate() {
+    for (position, column) in table.visible() {
         let metadata = &table.metadata.columns[position];
         let type_name = if metadata.boolean {
             "tinyint(1)".to_string()
@@ -1768,7 +1784,9 @@ pub fn show_create_table(table: &SqlTable) -> String {
             .collect::<Vec<_>>()
             .join(",")
     };
-    lines.push(format!("  PRIMARY KEY ({})", key_list(&def.primary_key)));
+    if table.hidden_primary_key().is_none() {
+        lines.push(format!("  PRIMARY KEY ({})", key_list(&def.primary_key)));
+    }
     for (index, kind) in def.ordered_indexes.iter().zip(&table.metadata.indexes) {
         match kind {
             IndexKind::Primary => {}

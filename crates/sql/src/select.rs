@@ -523,7 +523,7 @@ fn compile_select(
                 let Some(table) = &table else {
                     return Err(SqlError::new(1096, "No tables used"));
                 };
-                for column in &table.def().columns {
+                for (_, column) in table.visible() {
                     items.push((Expr::Identifier(ast::Ident::new(column.name.clone())), None));
                 }
             }

@@ -612,7 +612,7 @@ pub fn columns(
     let table = session.table_by_object_name(name)?;
     let def = table.def();
     let mut rows = Vec::with_capacity(def.columns.len());
-    for (position, column) in def.columns.iter().enumerate() {
+    for (position, column) in table.visible() {
         let metadata = &table.metadata.columns[position];
         let id = position as u16;
         let key = if def.primary_key.contains(&id) {
@@ -704,6 +704,10 @@ pub fn index_rows(
     let def = table.def();
     let mut rows = Vec::new();
     for (index, kind) in def.ordered_indexes.iter().zip(&table.metadata.indexes) {
+        // A hidden primary key is not shown, nor its index.
+        if *kind == IndexKind::Primary && table.hidden_primary_key().is_some() {
+            continue;
+        }
         let non_unique = if matches!(kind, IndexKind::Primary | IndexKind::Unique) {
             0
         } else {

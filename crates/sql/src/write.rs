@@ -34,7 +34,7 @@ fn table_of(session: &mut Session, object: &ast::TableObject) -> Result<Arc<SqlT
 /// The positions of the named columns (all columns when none are named).
 fn target_columns(table: &SqlTable, columns: &[ast::ObjectName]) -> Result<Vec<usize>, SqlError> {
     if columns.is_empty() {
-        return Ok((0..table.def().columns.len()).collect());
+        return Ok((0..table.visible_columns).collect());
     }
     let mut positions = Vec::with_capacity(columns.len());
     for column in columns {
@@ -194,6 +194,15 @@ fn build_row(
     let mut row = Vec::with_capacity(width);
     let mut generated = None;
     for (position, value) in given.into_iter().enumerate() {
+        if table.hidden_primary_key() == Some(position) {
+            // NDB's hidden key: the next value of the table's counter.
+            let next = session
+                .native
+                .auto_increment(&table.route)
+                .map_err(crate::session::cluster_error)?;
+            row.push(Value::UInt(next));
+            continue;
+        }
         let value = match value {
             Some(value) => value,
             None => default_value(session, table, position, row_number)?,
@@ -440,7 +449,7 @@ pub fn insert(session: &mut Session, insert: &ast::Insert) -> StatementResult {
         Some(_) => return Err(SqlError::unsupported("ON CONFLICT")),
         None => None,
     };
-    if table.auto_increment.is_some() {
+    if table.auto_increment.is_some() || table.hidden_primary_key().is_some() {
         // NDB takes `ndb_autoincrement_prefetch_sz` values per fetch, and
         // at least 32 within a statement of several rows.
         let mut prefetch = session

@@ -581,10 +581,7 @@ impl Connection {
                 match result {
                     Ok(table) => {
                         let columns: Vec<ColumnDefinition> = table
-                            .def()
-                            .columns
-                            .iter()
-                            .enumerate()
+                            .visible()
                             .filter(|(_, c)| {
                                 wildcard.is_empty() || sql::show::like(&c.name, &wildcard)
                             })
