@@ -831,6 +831,11 @@ fn scan(
     fetch_options: &FetchOptions<'_>,
     rows: &mut Vec<StoredRow>,
 ) -> Result<Transaction, SqlError> {
+    if session.deferred_writes > 0 {
+        // Rows kept unsent by transaction_allow_batching go first, so the
+        // scan sees them (a scan sends none of the defined operations).
+        session.execute_in_place(&mut transaction, false)?;
+    }
     let scan = session
         .native
         .scan(&mut transaction, &table.route, options)

@@ -81,6 +81,9 @@ pub struct Session {
     pub(crate) parameters: Vec<SqlValue>,
     /// Text statements parsed before, by their shape (`statement_cache`).
     pub statement_cache: StatementCache,
+    /// Rows inserted under `transaction_allow_batching` whose operations
+    /// are defined in the open transaction but not yet sent.
+    pub(crate) deferred_writes: usize,
     pub prepared: HashMap<u32, PreparedStatement>,
     next_statement_id: u32,
     /// Set by `KILL QUERY` from another session.
@@ -137,6 +140,7 @@ impl Session {
             statement_start: now_utc(),
             parameters: Vec::new(),
             statement_cache: StatementCache::default(),
+            deferred_writes: 0,
             prepared: HashMap::new(),
             next_statement_id: 1,
             query_killed: Arc::new(AtomicBool::new(false)),
@@ -307,6 +311,7 @@ impl Session {
     /// aborts it on any error); forget it so the next statement starts a
     /// new one.
     fn abort_statement(&mut self) {
+        self.deferred_writes = 0;
         if let Some(mut transaction) = self.transaction.take()
             && transaction.status() == shoal_client::Status::Open
         {
@@ -506,6 +511,8 @@ impl Session {
         last: bool,
     ) -> Result<(), SqlError> {
         self.check_killed()?;
+        // Whatever was deferred goes with this execute.
+        self.deferred_writes = 0;
         let end = if last && self.statement_commits() {
             ExecuteEnd::Commit
         } else {
@@ -530,6 +537,7 @@ impl Session {
         mut transaction: Transaction,
     ) -> Result<(), SqlError> {
         if self.statement_commits() {
+            self.deferred_writes = 0;
             if transaction.status() == shoal_client::Status::Open {
                 self.native
                     .execute(&mut transaction, ExecuteEnd::Commit)
@@ -542,6 +550,7 @@ impl Session {
     }
 
     pub fn commit(&mut self) -> Result<(), SqlError> {
+        self.deferred_writes = 0;
         self.explicit_transaction = false;
         self.read_only_transaction = false;
         if let Some(mut transaction) = self.transaction.take()
@@ -555,6 +564,7 @@ impl Session {
     }
 
     pub fn rollback(&mut self) -> Result<(), SqlError> {
+        self.deferred_writes = 0;
         self.explicit_transaction = false;
         self.read_only_transaction = false;
         if let Some(mut transaction) = self.transaction.take()

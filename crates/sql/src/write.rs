@@ -557,6 +557,11 @@ fn hint_transaction(
     }))
 }
 
+/// Most rows `transaction_allow_batching` keeps unsent in a transaction:
+/// beyond them an INSERT is sent at once (with what was kept), so the
+/// batch stays within one execute's limits.
+const DEFERRED_WRITES_MAX: usize = 256;
+
 fn insert_rows(
     session: &mut Session,
     table: &SqlTable,
@@ -569,6 +574,26 @@ fn insert_rows(
     if ranges.is_empty() {
         session.finish_statement(transaction)?;
         return Ok(0);
+    }
+    // NDB's transaction_allow_batching (with autocommit off): a plain
+    // INSERT is defined in the transaction and sent with the next
+    // statement that goes to the cluster, or the COMMIT; its rows count as
+    // inserted, and an error (a duplicate key) comes with that later
+    // statement, which then rolls the transaction back, as in NDB.
+    if !ignore
+        && !session.autocommit()
+        && session.session_int("transaction_allow_batching") != 0
+        && ranges.len() == 1
+        && session.deferred_writes + rows.len() <= DEFERRED_WRITES_MAX
+    {
+        for row in rows {
+            transaction
+                .insert(&table.route, &pairs(row))
+                .map_err(crate::session::cluster_error)?;
+        }
+        session.deferred_writes += rows.len();
+        session.keep_transaction(transaction);
+        return Ok(rows.len() as u64);
     }
     let count = ranges.len();
     for (batch, range) in ranges.into_iter().enumerate() {
