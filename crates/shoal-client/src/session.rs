@@ -254,6 +254,11 @@ impl Transaction {
         self.status
     }
 
+    /// Operations defined and not yet sent (the next execute sends them).
+    pub fn unsent(&self) -> usize {
+        self.defined.len()
+    }
+
     /// Why the transaction aborted, if it did for an error.
     pub fn error(&self) -> Option<&ClientError> {
         self.error.as_ref()

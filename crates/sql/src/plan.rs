@@ -768,16 +768,7 @@ pub fn fetch(
             let mut sql = Vec::new();
             for operation in operations {
                 match transaction.row(operation) {
-                    Ok(row) => {
-                        let row = stored_row(table, row);
-                        if let Some(condition) = fetch_options.condition {
-                            sql_row(table, &row, &mut sql);
-                            if !holds(session, condition, &sql)? {
-                                continue;
-                            }
-                        }
-                        rows.push(row);
-                    }
+                    Ok(row) => keep_row(session, table, fetch_options, row, &mut sql, rows)?,
                     Err(e) if e.ndb_code == 626 => {}
                     Err(e) => return Err(session.cluster_error(e)),
                 }
@@ -831,7 +822,7 @@ fn scan(
     fetch_options: &FetchOptions<'_>,
     rows: &mut Vec<StoredRow>,
 ) -> Result<Transaction, SqlError> {
-    if session.deferred_writes > 0 {
+    if transaction.unsent() > 0 {
         // Rows kept unsent by transaction_allow_batching go first, so the
         // scan sees them (a scan sends none of the defined operations).
         session.execute_in_place(&mut transaction, false)?;
@@ -851,22 +842,34 @@ fn scan(
             break;
         }
         match session.native.next_row(&scan) {
-            Ok(Some(row)) => {
-                let row = stored_row(table, row);
-                if let Some(condition) = fetch_options.condition {
-                    sql_row(table, &row, &mut sql);
-                    if !holds(session, condition, &sql)? {
-                        continue;
-                    }
-                }
-                rows.push(row);
-            }
+            Ok(Some(row)) => keep_row(session, table, fetch_options, row, &mut sql, rows)?,
             Ok(None) => break,
             Err(e) => return Err(cluster_error_of(e)),
         }
     }
     session.native.close_scan(scan).map_err(cluster_error_of)?;
     Ok(transaction)
+}
+
+/// Adds a fetched row to `rows` unless the fetch's condition rejects it
+/// (`sql` is scratch for the row as SQL values).
+fn keep_row(
+    session: &mut Session,
+    table: &SqlTable,
+    fetch_options: &FetchOptions<'_>,
+    row: shoal_client::Row,
+    sql: &mut Vec<SqlValue>,
+    rows: &mut Vec<StoredRow>,
+) -> Result<(), SqlError> {
+    let row = stored_row(table, row);
+    if let Some(condition) = fetch_options.condition {
+        sql_row(table, &row, sql);
+        if !holds(session, condition, sql)? {
+            return Ok(());
+        }
+    }
+    rows.push(row);
+    Ok(())
 }
 
 fn cluster_error_of(error: shoal_client::ClientError) -> SqlError {

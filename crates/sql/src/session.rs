@@ -81,9 +81,6 @@ pub struct Session {
     pub(crate) parameters: Vec<SqlValue>,
     /// Text statements parsed before, by their shape (`statement_cache`).
     pub statement_cache: StatementCache,
-    /// Rows inserted under `transaction_allow_batching` whose operations
-    /// are defined in the open transaction but not yet sent.
-    pub(crate) deferred_writes: usize,
     pub prepared: HashMap<u32, PreparedStatement>,
     next_statement_id: u32,
     /// Set by `KILL QUERY` from another session.
@@ -140,7 +137,6 @@ impl Session {
             statement_start: now_utc(),
             parameters: Vec::new(),
             statement_cache: StatementCache::default(),
-            deferred_writes: 0,
             prepared: HashMap::new(),
             next_statement_id: 1,
             query_killed: Arc::new(AtomicBool::new(false)),
@@ -232,20 +228,9 @@ impl Session {
 
     fn run_tokens(&mut self, tokens: &StatementTokens) -> StatementResult {
         if let Some(stripped) = statement_cache::strip(tokens) {
-            let cached = match self.statement_cache.get(&stripped.key) {
-                Some(parsed) => Some(parsed),
-                // Marked tokens that do not parse run the ordinary way,
-                // which gives the statement's own error.
-                None => parse::parse(&stripped.marked_tokens(tokens))
-                    .ok()
-                    .map(|parsed| {
-                        let parsed = Arc::new(parsed);
-                        self.statement_cache
-                            .insert(stripped.key.clone(), Arc::clone(&parsed));
-                        parsed
-                    }),
-            };
-            if let Some(parsed) = cached {
+            // A shape whose marked tokens do not parse runs the ordinary
+            // way below, which gives the statement's own error.
+            if let Some(parsed) = self.statement_cache.parsed(&stripped, tokens) {
                 return statement_cache::with_literals(stripped.literals, || {
                     self.run_parsed(&parsed, Vec::new())
                 });
@@ -311,7 +296,6 @@ impl Session {
     /// aborts it on any error); forget it so the next statement starts a
     /// new one.
     fn abort_statement(&mut self) {
-        self.deferred_writes = 0;
         if let Some(mut transaction) = self.transaction.take()
             && transaction.status() == shoal_client::Status::Open
         {
@@ -511,8 +495,6 @@ impl Session {
         last: bool,
     ) -> Result<(), SqlError> {
         self.check_killed()?;
-        // Whatever was deferred goes with this execute.
-        self.deferred_writes = 0;
         let end = if last && self.statement_commits() {
             ExecuteEnd::Commit
         } else {
@@ -537,7 +519,6 @@ impl Session {
         mut transaction: Transaction,
     ) -> Result<(), SqlError> {
         if self.statement_commits() {
-            self.deferred_writes = 0;
             if transaction.status() == shoal_client::Status::Open {
                 self.native
                     .execute(&mut transaction, ExecuteEnd::Commit)
@@ -550,7 +531,6 @@ impl Session {
     }
 
     pub fn commit(&mut self) -> Result<(), SqlError> {
-        self.deferred_writes = 0;
         self.explicit_transaction = false;
         self.read_only_transaction = false;
         if let Some(mut transaction) = self.transaction.take()
@@ -564,7 +544,6 @@ impl Session {
     }
 
     pub fn rollback(&mut self) -> Result<(), SqlError> {
-        self.deferred_writes = 0;
         self.explicit_transaction = false;
         self.read_only_transaction = false;
         if let Some(mut transaction) = self.transaction.take()

@@ -190,35 +190,34 @@ fn stripped_after(tokens: &[Token], position: usize) -> bool {
 /// A session's parsed statements by key.
 #[derive(Default)]
 pub struct StatementCache {
-    entries: HashMap<String, Arc<Parsed>>,
+    /// `None` for a shape whose marked tokens do not parse: it runs the
+    /// ordinary way without being tried again.
+    entries: HashMap<String, Option<Arc<Parsed>>>,
     pub hits: u64,
     pub misses: u64,
 }
 
 impl StatementCache {
-    pub fn get(&mut self, key: &str) -> Option<Arc<Parsed>> {
-        let found = self.entries.get(key).cloned();
-        if found.is_some() {
+    /// The tree of `stripped`'s shape, parsed now if it is new; `None`
+    /// when the shape cannot run from the cache.
+    pub fn parsed(
+        &mut self,
+        stripped: &Stripped,
+        statement: &StatementTokens,
+    ) -> Option<Arc<Parsed>> {
+        if let Some(entry) = self.entries.get(&stripped.key) {
             self.hits += 1;
-        } else {
-            self.misses += 1;
+            return entry.clone();
         }
-        found
-    }
-
-    pub fn insert(&mut self, key: String, parsed: Arc<Parsed>) {
+        self.misses += 1;
+        let parsed = crate::parse::parse(&stripped.marked_tokens(statement))
+            .ok()
+            .map(Arc::new);
         if self.entries.len() >= STATEMENT_CACHE_ENTRIES_MAX {
             self.entries.clear();
         }
-        self.entries.insert(key, parsed);
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.insert(stripped.key.clone(), parsed.clone());
+        parsed
     }
 }
 

@@ -584,14 +584,13 @@ fn insert_rows(
         && !session.autocommit()
         && session.session_int("transaction_allow_batching") != 0
         && ranges.len() == 1
-        && session.deferred_writes + rows.len() <= DEFERRED_WRITES_MAX
+        && transaction.unsent() + rows.len() <= DEFERRED_WRITES_MAX
     {
         for row in rows {
             transaction
                 .insert(&table.route, &pairs(row))
                 .map_err(crate::session::cluster_error)?;
         }
-        session.deferred_writes += rows.len();
         session.keep_transaction(transaction);
         return Ok(rows.len() as u64);
     }
