@@ -195,6 +195,19 @@ def main() -> int:
         pcur.execute("UPDATE items SET qty = ? WHERE id IN (?, ?)", (10, 1, 3))
         expect_equal(pcur.rowcount, 1, "rows changed by a prepared UPDATE")
 
+        step("a prepared SELECT re-executed after its table is made again with other columns")
+        moving = "SELECT name, qty FROM moving WHERE id = ?"
+        cur.execute("CREATE TABLE moving (id INT PRIMARY KEY, name VARCHAR(20), qty INT)")
+        cur.execute("INSERT INTO moving VALUES (1, 'first', 5)")
+        for _ in range(2):
+            pcur.execute(moving, (1,))
+            expect_equal(pcur.fetchall(), [("first", 5)], "prepared SELECT before the change")
+        cur.execute("DROP TABLE moving")
+        cur.execute("CREATE TABLE moving (id INT PRIMARY KEY, qty INT, extra INT, name VARCHAR(20))")
+        cur.execute("INSERT INTO moving VALUES (1, 7, 0, 'second')")
+        pcur.execute(moving, (1,))
+        expect_equal(pcur.fetchall(), [("second", 7)], "prepared SELECT after the change")
+
         step("transaction with COMMIT")
         other = connect(host, port, user, password, DB)
         ocur = other.cursor()

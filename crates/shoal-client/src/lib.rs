@@ -32,4 +32,4 @@ pub use session::{
     Counters, Hint, Interrupter, LockMode, OperationId, Row, SCAN_BATCH_ROWS_DEFAULT, Scan,
     ScanOptions, Session, Status, Transaction,
 };
-pub use transaction::TableRoute;
+pub use transaction::{Routing, TableRoute};

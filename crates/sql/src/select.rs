@@ -485,16 +485,38 @@ fn column_definition(
     }
 }
 
-fn compile_select(
-    session: &mut Session,
-    select: &ast::Select,
-    order_by: &[ast::OrderByExpr],
-) -> Result<CompiledSelect, SqlError> {
+/// A prepared SELECT's compiled form, kept with the statement for its
+/// next execution: valid while its table, the current database, the
+/// connection's collation and ONLY_FULL_GROUP_BY are those it was compiled
+/// under (nothing else the compiler reads can change between executions;
+/// parameters are read when the statement runs).
+#[derive(Clone)]
+pub struct CachedSelect {
+    compiled: Arc<CompiledSelect>,
+    database: Option<String>,
+    collation: schema::Collation,
+    only_full_group_by: bool,
+}
+
+impl std::fmt::Debug for CachedSelect {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("CachedSelect")
+            .field("database", &self.database)
+            .field("collation", &self.collation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The table a SELECT reads and its alias (none for no FROM or FROM DUAL).
+type SelectTable = (Option<Arc<SqlTable>>, Option<String>);
+
+fn select_table(session: &mut Session, select: &ast::Select) -> Result<SelectTable, SqlError> {
     let dual = |from: &ast::TableWithJoins| {
         matches!(&from.relation, ast::TableFactor::Table { name, alias: None, .. }
             if from.joins.is_empty() && name.0.len() == 1 && name.to_string().eq_ignore_ascii_case("DUAL"))
     };
-    let (table, alias) = match select.from.as_slice() {
+    Ok(match select.from.as_slice() {
         [] => (None, None),
         // FROM DUAL: no table, as MySQL.
         [from] if dual(from) => (None, None),
@@ -510,7 +532,47 @@ fn compile_select(
                 "joins (they come with the next planner)",
             ));
         }
-    };
+    })
+}
+
+/// `select` compiled, or taken from `cached` when that is still valid.
+fn compile_select_cached(
+    session: &mut Session,
+    select: &ast::Select,
+    order_by: &[ast::OrderByExpr],
+    cached: Option<CachedSelect>,
+) -> Result<CachedSelect, SqlError> {
+    let (table, alias) = select_table(session, select)?;
+    let database = session.database.clone();
+    let collation = session.connection_collation();
+    let only_full_group_by = session.sql_mode_has("ONLY_FULL_GROUP_BY");
+    if let Some(cached) = cached
+        && match (&cached.compiled.table, &table) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+        && cached.database == database
+        && cached.collation == collation
+        && cached.only_full_group_by == only_full_group_by
+    {
+        return Ok(cached);
+    }
+    Ok(CachedSelect {
+        compiled: Arc::new(compile_select(session, select, order_by, table, alias)?),
+        database,
+        collation,
+        only_full_group_by,
+    })
+}
+
+fn compile_select(
+    session: &mut Session,
+    select: &ast::Select,
+    order_by: &[ast::OrderByExpr],
+    table: Option<Arc<SqlTable>>,
+    alias: Option<String>,
+) -> Result<CompiledSelect, SqlError> {
     // Expand * into the table's columns.
     let mut items: Vec<(Expr, Option<String>)> = Vec::new();
     for item in &select.projection {
@@ -814,7 +876,8 @@ pub fn prepared_columns(session: &mut Session, parsed: &Parsed) -> Option<Vec<Co
         return None;
     };
     let order_by = order_by_items(query);
-    let compiled = compile_select(session, select, &order_by).ok()?;
+    let (table, alias) = select_table(session, select).ok()?;
+    let compiled = compile_select(session, select, &order_by, table, alias).ok()?;
     Some(compiled.outputs.into_iter().map(|o| o.definition).collect())
 }
 
@@ -830,6 +893,10 @@ fn order_by_items(query: &ast::Query) -> Vec<ast::OrderByExpr> {
 
 /// Runs a query.
 pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> StatementResult {
+    // A prepared statement's outermost SELECT keeps its compiled form
+    // (`Session::prepared_select`); the slot is taken first, so no nested
+    // query sees it.
+    let slot = session.prepared_select.take();
     if query.with.is_some() {
         return Err(SqlError::unsupported("WITH (common table expressions)"));
     }
@@ -862,13 +929,25 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
     let order_by = order_by_items(query);
     // Uncorrelated subqueries run first; their results become literals.
     let materialized;
-    let select = if select_has_subquery(select) {
+    let has_subquery = select_has_subquery(select);
+    let select = if has_subquery {
         materialized = materialize_select(session, select)?;
         &materialized
     } else {
         select
     };
-    let compiled = compile_select(session, select, &order_by)?;
+    let compiled = match slot {
+        Some(cached) if !has_subquery => {
+            let cached = compile_select_cached(session, select, &order_by, cached)?;
+            let compiled = Arc::clone(&cached.compiled);
+            session.prepared_select = Some(Some(cached));
+            compiled
+        }
+        _ => {
+            let (table, alias) = select_table(session, select)?;
+            Arc::new(compile_select(session, select, &order_by, table, alias)?)
+        }
+    };
     let compiled_parameters: Vec<Option<usize>> = compiled
         .outputs
         .iter()
@@ -1042,8 +1121,11 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
         .iter()
         .map(|o| o.expression.sql_type().clone())
         .collect();
-    let mut columns: Vec<ColumnDefinition> =
-        compiled.outputs.into_iter().map(|o| o.definition).collect();
+    let mut columns: Vec<ColumnDefinition> = compiled
+        .outputs
+        .iter()
+        .map(|o| o.definition.clone())
+        .collect();
     // A bare `?` is typed by the value bound to it (MySQL types the column
     // at execute time): an integer parameter comes back as an integer.
     for (position, column) in columns.iter_mut().enumerate() {

@@ -48,7 +48,17 @@ pub struct Activity {
     pub command: &'static str,
     /// When the current command began (or the connection went idle).
     pub since: Instant,
+    /// The statement's text, shown while `info_shown`; kept between
+    /// statements so the next one reuses its buffer.
     pub info: Option<String>,
+    pub info_shown: bool,
+}
+
+impl Activity {
+    /// The process list's `Info`: the statement running, if one is.
+    pub fn info(&self) -> Option<&str> {
+        self.info.as_deref().filter(|_| self.info_shown)
+    }
 }
 
 /// A connection in the process list.

@@ -51,6 +51,8 @@ pub struct PreparedStatement {
     pub placeholders: usize,
     /// The result set's columns, as far as they are known at prepare time.
     pub columns: Vec<mysql_protocol::ColumnDefinition>,
+    /// A SELECT's compiled form from its last execution.
+    compiled: Option<crate::select::CachedSelect>,
 }
 
 /// One client connection's SQL state.
@@ -77,6 +79,15 @@ pub struct Session {
     pub(crate) row_count: i64,
     pub(crate) found_rows: u64,
     tables: HashMap<String, Arc<SqlTable>>,
+    /// The routing view `routed` was read from, and the tables a name
+    /// meant in it: while the cluster connection's view is this one, a
+    /// name means the same table without a search of the dictionary.
+    routing_seen: Option<Arc<shoal_client::Routing>>,
+    routed: HashMap<String, Arc<SqlTable>>,
+    /// While a prepared statement runs: `Some`, holding its SELECT's
+    /// compiled form if it has one; `select::run` takes it, uses it when
+    /// still valid and leaves the form to keep.
+    pub(crate) prepared_select: Option<Option<crate::select::CachedSelect>>,
     statement_start: Datetime,
     pub(crate) parameters: Vec<SqlValue>,
     /// Text statements parsed before, by their shape (`statement_cache`).
@@ -134,6 +145,9 @@ impl Session {
             row_count: -1,
             found_rows: 0,
             tables: HashMap::new(),
+            routing_seen: None,
+            routed: HashMap::new(),
+            prepared_select: None,
             statement_start: now_utc(),
             parameters: Vec::new(),
             statement_cache: StatementCache::default(),
@@ -202,6 +216,31 @@ impl Session {
     /// it a second statement is a syntax error.
     pub fn run_query(&mut self, text: &str, multi_statements: bool) -> Vec<StatementResult> {
         self.server.questions.fetch_add(1, Ordering::Relaxed);
+        // A statement whose shape ran before skips the tokenizer too.
+        let quick = statement_cache::quick_strip(text);
+        if let Some(quick) = quick {
+            match self.statement_cache.quick(&quick) {
+                Some(Some(parsed)) => {
+                    return vec![statement_cache::with_literals(quick.literals, || {
+                        self.run_parsed(&parsed, Vec::new())
+                    })];
+                }
+                // Known to run the ordinary way.
+                Some(None) => return self.run_statements(text, None, multi_statements),
+                None => return self.run_statements(text, Some(quick), multi_statements),
+            }
+        }
+        self.run_statements(text, None, multi_statements)
+    }
+
+    /// Splits and runs a query's statements (`quick`: the shape of a
+    /// single statement, new to the statement cache).
+    fn run_statements(
+        &mut self,
+        text: &str,
+        mut quick: Option<statement_cache::QuickStripped>,
+        multi_statements: bool,
+    ) -> Vec<StatementResult> {
         let statements = match parse::split(text) {
             Ok(s) => s,
             Err(e) => return vec![Err(self.fail(e))],
@@ -216,7 +255,7 @@ impl Session {
         }
         let mut results = Vec::with_capacity(statements.len());
         for tokens in &statements {
-            let result = self.run_tokens(tokens);
+            let result = self.run_tokens(tokens, quick.take());
             let failed = result.is_err();
             results.push(result);
             if failed {
@@ -226,15 +265,27 @@ impl Session {
         results
     }
 
-    fn run_tokens(&mut self, tokens: &StatementTokens) -> StatementResult {
-        if let Some(stripped) = statement_cache::strip(tokens) {
-            // A shape whose marked tokens do not parse runs the ordinary
-            // way below, which gives the statement's own error.
-            if let Some(parsed) = self.statement_cache.parsed(&stripped, tokens) {
-                return statement_cache::with_literals(stripped.literals, || {
-                    self.run_parsed(&parsed, Vec::new())
-                });
-            }
+    /// Runs one statement of a query; `quick` is its shape as
+    /// `quick_strip` read it, new to the cache.
+    fn run_tokens(
+        &mut self,
+        tokens: &StatementTokens,
+        quick: Option<statement_cache::QuickStripped>,
+    ) -> StatementResult {
+        let stripped = statement_cache::strip(tokens);
+        let parsed = stripped
+            .as_ref()
+            .and_then(|stripped| self.statement_cache.parsed(stripped, tokens));
+        if let Some(quick) = quick {
+            self.statement_cache
+                .remember_quick(quick, stripped.as_ref(), parsed.clone());
+        }
+        // A shape whose marked tokens do not parse runs the ordinary way
+        // below, which gives the statement's own error.
+        if let (Some(stripped), Some(parsed)) = (stripped, parsed) {
+            return statement_cache::with_literals(stripped.literals, || {
+                self.run_parsed(&parsed, Vec::new())
+            });
         }
         let parsed = match parse::parse(tokens) {
             Ok(p) => p,
@@ -612,12 +663,20 @@ impl Session {
     /// The table `database.name`, or 1146.
     pub fn table(&mut self, database: &str, name: &str) -> Result<Arc<SqlTable>, SqlError> {
         let dictionary_name = catalog::dictionary_name(database, name);
-        let route = self
-            .native
-            .cluster()
-            .routing()
-            .table_by_name(&dictionary_name)
-            .cloned();
+        let routing = self.native.cluster().routing();
+        if !self
+            .routing_seen
+            .as_ref()
+            .is_some_and(|seen| Arc::ptr_eq(seen, &routing))
+        {
+            self.routed.clear();
+            self.routing_seen = Some(Arc::clone(&routing));
+        }
+        if let Some(table) = self.routed.get(&dictionary_name) {
+            return Ok(Arc::clone(table));
+        }
+        let route = routing.table_by_name(&dictionary_name).cloned();
+        let routed = route.is_some();
         let route = match route {
             Some(route) => route,
             None => match self.native.table(&dictionary_name) {
@@ -631,13 +690,18 @@ impl Session {
                 Err(e) => return Err(self.cluster_error(e)),
             },
         };
-        if let Some(table) = self.tables.get(&dictionary_name)
-            && Arc::ptr_eq(&table.route, &route)
-        {
-            return Ok(Arc::clone(table));
+        let table = match self.tables.get(&dictionary_name) {
+            Some(table) if Arc::ptr_eq(&table.route, &route) => Arc::clone(table),
+            _ => {
+                let table = Arc::new(SqlTable::new(route)?);
+                self.tables
+                    .insert(dictionary_name.clone(), Arc::clone(&table));
+                table
+            }
+        };
+        if routed {
+            self.routed.insert(dictionary_name, Arc::clone(&table));
         }
-        let table = Arc::new(SqlTable::new(route)?);
-        self.tables.insert(dictionary_name, Arc::clone(&table));
         Ok(table)
     }
 
@@ -653,6 +717,7 @@ impl Session {
     /// Forgets cached SQL tables (after DDL).
     pub(crate) fn forget_tables(&mut self) {
         self.tables.clear();
+        self.routed.clear();
     }
 
     pub fn use_database(&mut self, name: &str) -> Result<(), SqlError> {
@@ -886,6 +951,7 @@ impl Session {
                 text: text.to_string(),
                 placeholders: tokens.placeholders,
                 columns,
+                compiled: None,
             },
         );
         Ok((id, &self.prepared[&id]))
@@ -907,7 +973,13 @@ impl Session {
             return Err(self.fail(error));
         }
         let parsed = Arc::clone(&statement.parsed);
-        self.run_parsed(&parsed, parameters)
+        self.prepared_select = Some(statement.compiled.clone());
+        let result = self.run_parsed(&parsed, parameters);
+        let compiled = self.prepared_select.take().flatten();
+        if let Some(statement) = self.prepared.get_mut(&id) {
+            statement.compiled = compiled;
+        }
+        result
     }
 
     // ---- KILL ----
@@ -951,8 +1023,7 @@ impl Session {
                         "executing"
                     }),
                     activity
-                        .info
-                        .as_ref()
+                        .info()
                         .map(crate::outcome::text)
                         .unwrap_or(SqlValue::Null),
                 ]

@@ -187,6 +187,216 @@ fn stripped_after(tokens: &[Token], position: usize) -> bool {
     }
 }
 
+/// Starts the key of a statement read by `quick_strip`, so its keys and
+/// `strip`'s never meet.
+const QUICK_KEY_PREFIX: char = '\u{2}';
+
+/// A statement's text with its literals taken out, read without the
+/// parser's tokenizer (which was most of a cached INSERT's cost).
+pub struct QuickStripped {
+    pub key: String,
+    pub literals: Vec<ast::Value>,
+}
+
+/// What the previous token of `quick_strip` was, for `stripped_after`'s
+/// rule.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Previous {
+    /// A word or operator after which any operand may stand.
+    OperandFollows,
+    Other,
+}
+
+/// The key and literals of a single statement read straight from its
+/// text, or `None` when the text holds anything this reader does not take
+/// as sure as the tokenizer (comments, escapes, quotes doubled, hex or
+/// exponent numbers, `?`, a second statement, names not in ASCII).
+///
+/// The key is the text itself with every taken literal replaced by
+/// `LITERAL_MARKER`, so two statements share a key only when they differ
+/// in those literals alone. Which literals are taken follows `strip`'s
+/// rules; a shape is used from the cache only after `strip` took the same
+/// literals from it (see `Session::run_query`), so the two readers never
+/// disagree on a shape that runs.
+pub fn quick_strip(text: &str) -> Option<QuickStripped> {
+    let bytes = text.as_bytes();
+    let mut key = String::with_capacity(text.len() + 1);
+    key.push(QUICK_KEY_PREFIX);
+    let mut literals = Vec::new();
+    let mut zone = Zone::Keep;
+    let mut previous = Previous::Other;
+    let mut first_word = true;
+    let mut position = 0;
+    while position < bytes.len() {
+        let byte = bytes[position];
+        match byte {
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                key.push(byte as char);
+                position += 1;
+            }
+            b'\'' | b'"' => {
+                let end = position + 1 + bytes[position + 1..].iter().position(|&b| b == byte)?;
+                let content = &text[position + 1..end];
+                if content.contains('\\') || bytes.get(end + 1) == Some(&byte) {
+                    return None;
+                }
+                if zone == Zone::Strip && previous == Previous::OperandFollows {
+                    key.push(LITERAL_MARKER);
+                    literals.push(ast::Value::SingleQuotedString(content.to_string()));
+                } else {
+                    key.push_str(&text[position..=end]);
+                }
+                previous = Previous::Other;
+                position = end + 1;
+            }
+            b'`' => {
+                let end = position + 1 + bytes[position + 1..].iter().position(|&b| b == b'`')?;
+                if bytes.get(end + 1) == Some(&b'`') {
+                    return None;
+                }
+                key.push_str(&text[position..=end]);
+                previous = Previous::Other;
+                position = end + 1;
+            }
+            b'0'..=b'9' => {
+                let mut end = position;
+                while end < bytes.len() && bytes[end].is_ascii_digit() {
+                    end += 1;
+                }
+                if bytes.get(end) == Some(&b'.') {
+                    end += 1;
+                    let digits = end;
+                    while end < bytes.len() && bytes[end].is_ascii_digit() {
+                        end += 1;
+                    }
+                    if end == digits {
+                        return None;
+                    }
+                }
+                // `1e5`, `0x1F`, `1abc` (a name), `1.2.3`: the tokenizer's.
+                if bytes
+                    .get(end)
+                    .is_some_and(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.'))
+                {
+                    return None;
+                }
+                if zone == Zone::Strip && previous == Previous::OperandFollows {
+                    key.push(LITERAL_MARKER);
+                    literals.push(ast::Value::Number(text[position..end].to_string(), false));
+                } else {
+                    key.push_str(&text[position..end]);
+                }
+                previous = Previous::Other;
+                position = end;
+            }
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
+                let mut end = position;
+                while end < bytes.len()
+                    && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_')
+                {
+                    end += 1;
+                }
+                // `x'1F'`, `_utf8mb4'a'`, `N'a'`, `a$b`: the tokenizer's.
+                if bytes
+                    .get(end)
+                    .is_some_and(|&b| matches!(b, b'\'' | b'"' | b'$') || !b.is_ascii())
+                {
+                    return None;
+                }
+                let word = &text[position..end];
+                if first_word {
+                    if !["SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE"]
+                        .iter()
+                        .any(|w| word.eq_ignore_ascii_case(w))
+                    {
+                        return None;
+                    }
+                    first_word = false;
+                } else {
+                    if word.eq_ignore_ascii_case("SELECT") || word.eq_ignore_ascii_case("UNION") {
+                        return None;
+                    }
+                    if ["WHERE", "LIMIT", "VALUES", "VALUE", "SET", "UPDATE"]
+                        .iter()
+                        .any(|w| word.eq_ignore_ascii_case(w))
+                    {
+                        zone = Zone::Strip;
+                    } else if ["ORDER", "GROUP", "HAVING", "FOR", "LOCK", "INTO"]
+                        .iter()
+                        .any(|w| word.eq_ignore_ascii_case(w))
+                    {
+                        zone = Zone::Keep;
+                    }
+                }
+                previous = if operand_follows(word) {
+                    Previous::OperandFollows
+                } else {
+                    Previous::Other
+                };
+                key.push_str(word);
+                position = end;
+            }
+            // Comments, `?`, `.5`, a second statement, user variables'
+            // quoting and everything else not plain: the tokenizer's.
+            b'#' | b'?' | b'$' | b'\\' | b'{' | b'}' => return None,
+            b'-' if bytes.get(position + 1) == Some(&b'-') => return None,
+            b'/' if bytes.get(position + 1) == Some(&b'*') => return None,
+            b'.' if bytes.get(position + 1).is_some_and(u8::is_ascii_digit) => return None,
+            b';' => {
+                if !bytes[position + 1..].iter().all(u8::is_ascii_whitespace) {
+                    return None;
+                }
+                break;
+            }
+            b'(' | b')' | b',' | b'.' | b'+' | b'-' | b'*' | b'/' | b'%' | b'=' | b'<' | b'>'
+            | b'!' | b'|' | b'&' | b'^' | b'~' | b':' | b'@' => {
+                // The operator's whole spelling, for `stripped_after`'s list.
+                let mut end = position + 1;
+                if matches!(byte, b'<' | b'>' | b'!' | b'|' | b'&' | b':' | b'=' | b'-') {
+                    while end < bytes.len()
+                        && end - position < 3
+                        && matches!(bytes[end], b'<' | b'>' | b'=' | b'|' | b'&')
+                    {
+                        end += 1;
+                    }
+                }
+                let operator = &text[position..end];
+                previous = if matches!(
+                    operator,
+                    "(" | ","
+                        | "="
+                        | "!="
+                        | "<>"
+                        | "<"
+                        | ">"
+                        | "<="
+                        | ">="
+                        | "<=>"
+                        | "+"
+                        | "-"
+                        | "*"
+                        | "/"
+                        | "%"
+                ) {
+                    Previous::OperandFollows
+                } else {
+                    Previous::Other
+                };
+                key.push_str(operator);
+                position = end;
+            }
+            _ => return None,
+        }
+        if key.len() > STATEMENT_CACHE_KEY_BYTES_MAX {
+            return None;
+        }
+    }
+    if first_word || literals.is_empty() {
+        return None;
+    }
+    Some(QuickStripped { key, literals })
+}
+
 /// A session's parsed statements by key.
 #[derive(Default)]
 pub struct StatementCache {
@@ -218,6 +428,32 @@ impl StatementCache {
         }
         self.entries.insert(stripped.key.clone(), parsed.clone());
         parsed
+    }
+
+    /// The tree of a `quick_strip` shape: `None` when the shape is new,
+    /// `Some(None)` when it runs the ordinary way.
+    pub fn quick(&mut self, quick: &QuickStripped) -> Option<Option<Arc<Parsed>>> {
+        let entry = self.entries.get(&quick.key)?.clone();
+        if entry.is_some() {
+            self.hits += 1;
+        }
+        Some(entry)
+    }
+
+    /// Remembers a `quick_strip` shape: its tree when `strip` took the
+    /// same literals from it (so the marker numbers agree), else `None`.
+    pub fn remember_quick(
+        &mut self,
+        quick: QuickStripped,
+        stripped: Option<&Stripped>,
+        parsed: Option<Arc<Parsed>>,
+    ) {
+        let agrees = stripped.is_some_and(|stripped| stripped.literals == quick.literals);
+        if self.entries.len() >= STATEMENT_CACHE_ENTRIES_MAX {
+            self.entries.clear();
+        }
+        self.entries
+            .insert(quick.key, if agrees { parsed } else { None });
     }
 }
 
@@ -308,5 +544,85 @@ mod tests {
         assert_eq!(key("INSERT INTO t SELECT * FROM u WHERE a = 1"), None);
         assert_eq!(key("SET @a = 1"), None);
         assert_eq!(key("SELECT 1"), None);
+    }
+
+    /// `quick_strip` takes exactly the literals `strip` takes, wherever it
+    /// reads a statement at all.
+    #[test]
+    fn the_quick_reader_agrees_with_the_tokenizer() {
+        let statements = [
+            "INSERT INTO sbtest1 (id, k, c, pad) VALUES (0, 5033, '6837-91', '2239-2')",
+            "INSERT INTO t VALUES (1, \"two\", 3.25), (-4, '', 5)",
+            "SELECT c FROM sbtest1 WHERE id=10 LIMIT 5",
+            "SELECT 1, 'a' FROM t WHERE id = 2 ORDER BY 1",
+            "SELECT c FROM t WHERE d = DATE '2020-01-01' AND e = 3",
+            "SELECT `a`, t.b FROM `t` WHERE t.c IN (1, 2, 3) AND b <> 'x' OR c <= 7",
+            "SELECT a FROM t WHERE a <=> 5 AND b != 6 AND c >= 7 AND d > 8 AND e < 9",
+            "UPDATE t SET k = k + 1, c = 'z' WHERE id BETWEEN 3 AND 9 LIMIT 2",
+            "DELETE FROM t WHERE id = 3 ORDER BY id LIMIT 1",
+            "REPLACE INTO t (a) VALUE (7);",
+            "INSERT INTO t (a, b) VALUES (1, 2) ON DUPLICATE KEY UPDATE b = 3",
+            "SELECT a FROM t WHERE b LIKE 'a%' AND c IS NOT NULL AND d = 1 * 2 / 3 % 4",
+            "SELECT a FROM t WHERE b = 'é' GROUP BY a HAVING COUNT(*) > 1",
+            "SELECT a FROM t WHERE b = 1 FOR UPDATE",
+            "SELECT a FROM t WHERE b = 1 LOCK IN SHARE MODE",
+            "SELECT a FROM t WHERE b := 1 || 2 && 3 AND c = 4",
+        ];
+        for text in statements {
+            let quick = quick_strip(text).unwrap_or_else(|| panic!("quick: {text}"));
+            let split = split(text).expect("tokens");
+            assert_eq!(split.len(), 1);
+            let stripped = strip(&split[0]).unwrap_or_else(|| panic!("strip: {text}"));
+            assert_eq!(quick.literals, stripped.literals, "{text}");
+        }
+        // Not read: what the tokenizer reads in its own way.
+        for text in [
+            "SELECT a FROM t WHERE b = 'it''s'",
+            "SELECT a FROM t WHERE b = 'a\\'b'",
+            "SELECT a FROM t WHERE b = 0x1F",
+            "SELECT a FROM t WHERE b = 1e5",
+            "SELECT a FROM t WHERE b = .5",
+            "SELECT a FROM t WHERE b = x'1F'",
+            "SELECT a FROM t WHERE b = _utf8mb4'a'",
+            "SELECT a FROM t WHERE b = 1 -- c",
+            "SELECT a FROM t WHERE b = 1 # c",
+            "SELECT a FROM t WHERE b = /* c */ 1",
+            "SELECT a FROM t WHERE b = ?",
+            "SELECT a FROM t WHERE b = 1; SELECT 2",
+            "SELECT a FROM t WHERE b IN (SELECT 1)",
+            "SELECT a FROM t WHERE b = 1 UNION SELECT 2",
+            "SET @a = 1",
+            "SELECT 1",
+            "SELECT a FROM t WHERE b = 'unterminated",
+        ] {
+            assert!(quick_strip(text).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn quick_keys_differ_in_everything_but_taken_literals() {
+        let key = |text| quick_strip(text).expect("read").key;
+        assert_eq!(
+            key("SELECT c FROM t WHERE id = 1"),
+            key("SELECT c FROM t WHERE id = 'abc'")
+        );
+        assert_ne!(
+            key("SELECT c FROM t WHERE id = 1"),
+            key("SELECT c FROM t WHERE id =  1")
+        );
+        assert_ne!(
+            key("SELECT 1, c FROM t WHERE id = 1"),
+            key("SELECT 2, c FROM t WHERE id = 1")
+        );
+        assert_ne!(
+            key("SELECT c FROM t WHERE id = 1"),
+            key("SELECT c FROM u WHERE id = 1")
+        );
+        // Never a key of `strip`'s.
+        let split = split("SELECT c FROM t WHERE id = 1").expect("tokens");
+        assert_ne!(
+            strip(&split[0]).expect("stripped").key,
+            key("SELECT c FROM t WHERE id = 1")
+        );
     }
 }

@@ -41,6 +41,10 @@ const FLUSH_BYTES: usize = 256 * 1024;
 /// Long data one prepared statement may accumulate (`max_allowed_packet`
 /// bounds each piece; this bounds their sum).
 const LONG_DATA_BYTES_MAX: usize = 64 << 20;
+/// How much of a statement's text the process list shows (MySQL keeps the
+/// whole text for `SHOW FULL PROCESSLIST`; a bulk INSERT's megabytes are
+/// not worth a copy per statement).
+const PROCESS_INFO_BYTES_MAX: usize = 4096;
 
 /// What every connection shares.
 pub struct Shared {
@@ -179,6 +183,7 @@ pub fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
             command: "Connect",
             since: Instant::now(),
             info: None,
+            info_shown: false,
         })),
     };
     let result = connection.run();
@@ -487,6 +492,7 @@ impl Connection {
             command: "Sleep",
             since: Instant::now(),
             info: None,
+            info_shown: false,
         };
         server.processes.lock().expect("processes").insert(
             self.connection_id,
@@ -516,11 +522,27 @@ impl Connection {
             .write_error(error.code, &state, &error.message, &mut self.out);
     }
 
-    fn set_process(&self, command: &'static str, info: Option<String>) {
+    /// What the process list shows of this connection; `info`'s first
+    /// `PROCESS_INFO_BYTES_MAX` bytes are copied into the buffer the last
+    /// one left (a statement's text, once per statement).
+    fn set_process(&self, command: &'static str, info: Option<&str>) {
         let mut activity = self.activity.lock().expect("activity");
         activity.command = command;
         activity.since = Instant::now();
-        activity.info = info;
+        match info {
+            Some(text) => {
+                let mut end = text.len().min(PROCESS_INFO_BYTES_MAX);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                let slot = activity.info.get_or_insert_with(String::new);
+                slot.clear();
+                slot.push_str(&text[..end]);
+                activity.info_shown = true;
+            }
+            // The buffer stays for the next statement.
+            None => activity.info_shown = false,
+        }
         if let Some(session) = &self.session
             && activity.database != session.database
         {
@@ -536,8 +558,9 @@ impl Connection {
         }
         match command {
             Command::Query(text) => {
-                let text = String::from_utf8_lossy(&text).into_owned();
-                self.set_process("Query", Some(text.chars().take(1024).collect()));
+                let text = String::from_utf8(text)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                self.set_process("Query", Some(&text));
                 let multi = self.multi_statements;
                 let results = self
                     .session
@@ -736,7 +759,7 @@ impl Connection {
                         return true;
                     }
                 };
-                self.set_process("Execute", Some(text.chars().take(1024).collect()));
+                self.set_process("Execute", Some(&text));
                 let result = self
                     .session
                     .as_mut()
