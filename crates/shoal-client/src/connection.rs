@@ -74,28 +74,45 @@ pub(crate) enum Delivery {
 
 #[derive(Default)]
 pub(crate) struct Mailbox {
-    queue: Mutex<VecDeque<Delivery>>,
+    queue: Mutex<Queue>,
     ready: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    deliveries: VecDeque<Delivery>,
+    /// The session waits on `Mailbox::ready`: a delivery wakes it (a wake
+    /// is a system call, saved when nobody waits).
+    waiting: bool,
 }
 
 impl Mailbox {
     pub(crate) fn push(&self, delivery: Delivery) {
-        self.queue.lock().expect("mailbox").push_back(delivery);
-        self.ready.notify_one();
+        let waiting = {
+            let mut queue = self.queue.lock().expect("mailbox");
+            queue.deliveries.push_back(delivery);
+            queue.waiting
+        };
+        if waiting {
+            self.ready.notify_one();
+        }
     }
 
     /// Takes everything delivered, waiting until `deadline` for the first.
     pub(crate) fn take(&self, deadline: Instant, into: &mut VecDeque<Delivery>) -> bool {
         let mut queue = self.queue.lock().expect("mailbox");
         loop {
-            if !queue.is_empty() {
-                into.append(&mut queue);
+            if !queue.deliveries.is_empty() {
+                queue.waiting = false;
+                into.append(&mut queue.deliveries);
                 return true;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
+                queue.waiting = false;
                 return false;
             }
+            queue.waiting = true;
             queue = self.ready.wait_timeout(queue, left).expect("mailbox").0;
         }
     }
@@ -120,12 +137,20 @@ pub(crate) struct Link {
     stream: BlockingStream,
     /// A session is writing a frame; the others wait on `writable`, each
     /// until its own deadline.
-    writing: Mutex<bool>,
+    writing: Mutex<Writing>,
     writable: Condvar,
     pub(crate) alive: AtomicBool,
     /// The connection's refusals (see `Shared::refusals`), so a send on a
     /// link its data node refused says why.
     refusals: Refusals,
+}
+
+/// Whose turn it is to write on a link.
+#[derive(Default)]
+struct Writing {
+    busy: bool,
+    /// Sessions waiting on `Link::writable` for their turn.
+    waiting: usize,
 }
 
 /// The last refusal of each data node (see `Shared::refusals`).
@@ -156,7 +181,7 @@ impl Link {
             node,
             incarnation,
             stream,
-            writing: Mutex::new(false),
+            writing: Mutex::new(Writing::default()),
             writable: Condvar::new(),
             alive: AtomicBool::new(true),
             refusals,
@@ -174,7 +199,7 @@ impl Link {
         }
         {
             let mut writing = self.writing.lock().expect("link writing");
-            while *writing {
+            while writing.busy {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     return Err(ClientError::new(
@@ -186,17 +211,26 @@ impl Link {
                         ),
                     ));
                 }
+                writing.waiting += 1;
                 writing = self
                     .writable
                     .wait_timeout(writing, left)
                     .expect("link writing")
                     .0;
+                writing.waiting -= 1;
             }
-            *writing = true;
+            writing.busy = true;
         }
         let result = self.write_by(bytes, deadline);
-        *self.writing.lock().expect("link writing") = false;
-        self.writable.notify_one();
+        let waiting = {
+            let mut writing = self.writing.lock().expect("link writing");
+            writing.busy = false;
+            writing.waiting
+        };
+        // A wake is a system call: only when a session waits for its turn.
+        if waiting > 0 {
+            self.writable.notify_one();
+        }
         result
     }
 

@@ -590,7 +590,8 @@ fn encode_columns(
 
 /// Decodes one row's AttrInfo; a value that does not fit its column is an error.
 fn decode_row(table: &TableRoute, data: &[u8]) -> Result<Row, ClientError> {
-    let mut values = Vec::new();
+    // At most every column once: one allocation per row.
+    let mut values = Vec::with_capacity(table.def.columns.len());
     for entry in AttrInfoReader::new(data) {
         let (column, bytes) = entry.map_err(|e| ClientError::new(4000, e.detail.to_string()))?;
         let definition = table

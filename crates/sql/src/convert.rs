@@ -242,6 +242,15 @@ fn blob_display_length(length_max: u32) -> u32 {
 /// text, TIMESTAMP seconds a UTC datetime (0 is the zero datetime, as in
 /// MySQL), BIT an unsigned integer, YEAR an integer, DECIMAL text a
 /// `Decimal` (a DOUBLE approximation beyond 38 digits).
+/// `from_stored` of a value no longer needed: its bytes move instead of
+/// being copied.
+pub fn from_stored_owned(value: Value, column_type: &ColumnType) -> SqlValue {
+    match value {
+        Value::Bytes(bytes) => SqlValue::String(bytes),
+        other => from_stored(&other, column_type),
+    }
+}
+
 pub fn from_stored(value: &Value, column_type: &ColumnType) -> SqlValue {
     match value {
         Value::Null => SqlValue::Null,

@@ -895,6 +895,15 @@ pub fn sql_row(table: &SqlTable, row: &StoredRow, out: &mut Vec<SqlValue>) {
     }
 }
 
+/// `sql_row` of a row no longer needed: strings move instead of being
+/// copied.
+pub fn sql_row_owned(table: &SqlTable, row: StoredRow, out: &mut Vec<SqlValue>) {
+    out.clear();
+    for (value, column) in row.into_iter().zip(&table.def().columns) {
+        out.push(convert::from_stored_owned(value, &column.column_type));
+    }
+}
+
 /// The primary key of a stored row.
 pub fn primary_key_of(table: &SqlTable, row: &StoredRow) -> Vec<(ColumnId, Value)> {
     table

@@ -1039,8 +1039,9 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
                 return Err(too_many_rows());
             }
             let mut row = Vec::new();
-            for stored_row in &stored {
-                plan::sql_row(table, stored_row, &mut row);
+            base_rows.reserve(stored.len());
+            for stored_row in stored {
+                plan::sql_row_owned(table, stored_row, &mut row);
                 let keep = match &compiled.condition {
                     Some(condition) if !condition_in_fetch => {
                         plan::holds(session, condition, &row)?
