@@ -108,6 +108,38 @@ fn the_mysql_cli_creates_loads_and_queries_tables() {
         "name\napple\nname\npear\n\
          Variable_name\tValue\nShoal_statement_cache_hits\t2\nShoal_statement_cache_misses\t1\n"
     );
+    // An UPDATE of constants and a DELETE by a whole integer primary key
+    // take one round trip each (NDB's read before write removal); an
+    // UPDATE that reads the row first takes two.
+    let executes = "SHOW SESSION STATUS LIKE 'Ndb_execute_count';";
+    let (ok, out, err) = cli(
+        port,
+        "root",
+        None,
+        &format!(
+            "{executes} UPDATE shop.items SET price = 9 WHERE id = 1; {executes} \
+             DELETE FROM shop.items WHERE id = 99; {executes} \
+             UPDATE shop.items SET price = price + 1 WHERE id = 2; {executes} \
+             SELECT id, name FROM shop.items ORDER BY id;"
+        ),
+    );
+    assert!(ok, "stdout {out}\nstderr {err}");
+    let counts: Vec<u64> = out
+        .lines()
+        .filter_map(|line| line.strip_prefix("Ndb_execute_count\t"))
+        .map(|count| count.parse().expect("a count"))
+        .collect();
+    assert_eq!(counts.len(), 4, "{out}");
+    assert_eq!(
+        [
+            counts[1] - counts[0],
+            counts[2] - counts[1],
+            counts[3] - counts[2]
+        ],
+        [1, 1, 2],
+        "{out}"
+    );
+    assert!(out.ends_with("id\tname\n1\tapple\n2\tpear\n"), "{out}");
     // A query fetches only the columns it reads: counting ids of rows with
     // a 2000-byte column brings a fraction of what counting that column
     // does, and both count the same rows.

@@ -237,6 +237,76 @@ struct ColumnConstraint {
     upper: Option<(Value, bool)>,
 }
 
+/// The one primary key `condition` names when it is nothing but an
+/// equality with a constant for each column of an all-integer primary key
+/// (`id = 5`, `a = 1 AND b = ?`): the row it names is the only row it can
+/// match, so a write by that key needs no read first (NDB's read before
+/// write removal). Integers only: a string key's collation and padding
+/// rules are left to the path that checks the WHERE on the row fetched.
+pub fn exact_primary_key(
+    session: &mut Session,
+    table: &SqlTable,
+    alias: Option<&str>,
+    condition: Option<&Expr>,
+) -> Result<Option<Vec<(ColumnId, Value)>>, SqlError> {
+    let Some(condition) = condition else {
+        return Ok(None);
+    };
+    let def = table.def();
+    let primary_key = &def.primary_key;
+    let integer = |column: usize| {
+        matches!(
+            def.columns[column].column_type,
+            ColumnType::TinyInt { .. }
+                | ColumnType::SmallInt { .. }
+                | ColumnType::MediumInt { .. }
+                | ColumnType::Int { .. }
+                | ColumnType::BigInt { .. }
+        )
+    };
+    let constant_side = |expr: &Expr| match expr {
+        Expr::Value(_) => true,
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => matches!(expr.as_ref(), Expr::Value(_)),
+        _ => false,
+    };
+    let parts = conjuncts(condition);
+    if parts.len() != primary_key.len() || !primary_key.iter().all(|&c| integer(c as usize)) {
+        return Ok(None);
+    }
+    let mut named = vec![false; def.columns.len()];
+    for part in &parts {
+        let Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } = part
+        else {
+            return Ok(None);
+        };
+        let column = match (
+            column_of(table, alias, left),
+            column_of(table, alias, right),
+        ) {
+            (Some(column), None) if constant_side(right) => column,
+            (None, Some(column)) if constant_side(left) => column,
+            _ => return Ok(None),
+        };
+        if !primary_key.contains(&(column as ColumnId)) || named[column] {
+            return Ok(None);
+        }
+        named[column] = true;
+    }
+    Ok(
+        match choose_access(session, table, alias, Some(condition))? {
+            Access::PrimaryKey(mut keys) if keys.len() == 1 => keys.pop(),
+            _ => None,
+        },
+    )
+}
+
 /// The column a bare column reference names, if `expr` is one.
 fn column_of(table: &SqlTable, alias: Option<&str>, expr: &Expr) -> Option<usize> {
     let scope = TableScope::new(table, alias.map(str::to_string), "where clause");

@@ -301,6 +301,7 @@ fn duplicate_error(table: &SqlTable, row: &StoredRow, ndb_code: u16) -> SqlError
 /// expression (in which `DEFAULT(c)` is column c's default).
 fn insert_value(
     session: &mut Session,
+    scope: &ConstantScope,
     table: &SqlTable,
     position: usize,
     expr: &Expr,
@@ -309,9 +310,35 @@ fn insert_value(
     if is_default_keyword(expr) {
         return default_value(session, table, position, row_number);
     }
-    let expr = replace_default_calls(session, table, expr, row_number)?;
-    let compiled = expression::compile(&expr, &ConstantScope::of(session))?;
+    let compiled = if has_default_call(expr) {
+        let expr = replace_default_calls(session, table, expr, row_number)?;
+        expression::compile(&expr, scope)?
+    } else {
+        // Most values: compiled as written, without a copy of the tree.
+        expression::compile(expr, scope)?
+    };
     evaluate_for_write(session, &compiled, &[])
+}
+
+/// Whether `expr` holds a `DEFAULT(column)` that `replace_default_calls`
+/// would replace (it looks where that function does).
+fn has_default_call(expr: &Expr) -> bool {
+    match expr {
+        Expr::Function(function) => {
+            function.name.to_string().eq_ignore_ascii_case("DEFAULT")
+                || match &function.args {
+                    ast::FunctionArguments::List(list) => list.args.iter().any(|argument| {
+                        matches!(argument,
+                            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))
+                                if has_default_call(e))
+                    }),
+                    _ => false,
+                }
+        }
+        Expr::BinaryOp { left, right, .. } => has_default_call(left) || has_default_call(right),
+        Expr::Nested(inner) => has_default_call(inner),
+        _ => false,
+    }
 }
 
 /// `expr` with every `DEFAULT(column)` replaced by the column's default.
@@ -378,10 +405,12 @@ fn source_rows(
 ) -> Result<Vec<Vec<SqlValue>>, SqlError> {
     if !insert.assignments.is_empty() {
         // INSERT ... SET a = 1, b = 2: one row of the assigned columns.
+        let scope = ConstantScope::of(session);
         let mut out = Vec::with_capacity(insert.assignments.len());
         for (assignment, &position) in insert.assignments.iter().zip(columns) {
             out.push(insert_value(
                 session,
+                &scope,
                 table,
                 position,
                 &assignment.value,
@@ -395,6 +424,7 @@ fn source_rows(
     };
     match source.body.as_ref() {
         ast::SetExpr::Values(values) => {
+            let scope = ConstantScope::of(session);
             let mut rows = Vec::with_capacity(values.rows.len());
             for (i, row) in values.rows.iter().enumerate() {
                 let row_number = i as u64 + 1;
@@ -406,7 +436,9 @@ fn source_rows(
                 }
                 let mut out = Vec::with_capacity(row.content.len());
                 for (expr, &position) in row.content.iter().zip(columns) {
-                    out.push(insert_value(session, table, position, expr, row_number)?);
+                    out.push(insert_value(
+                        session, &scope, table, position, expr, row_number,
+                    )?);
                 }
                 rows.push(out);
             }
@@ -994,6 +1026,36 @@ pub fn update(session: &mut Session, update: &ast::Update) -> StatementResult {
         .iter()
         .map(|a| is_default_keyword(&a.value))
         .collect();
+    // Constants into columns of the row one primary key names: the read
+    // goes with the write, in one round trip.
+    let constants = update.assignments.iter().all(|a| is_constant(&a.value));
+    let distinct = assignments
+        .targets
+        .iter()
+        .enumerate()
+        .all(|(i, t)| !assignments.targets[..i].contains(t));
+    let key_untouched = assignments
+        .targets
+        .iter()
+        .all(|&t| !table.def().primary_key.contains(&(t as ColumnId)));
+    let stamped = table
+        .metadata
+        .columns
+        .iter()
+        .any(|c| c.on_update_current_timestamp);
+    if constants
+        && distinct
+        && key_untouched
+        && !stamped
+        && update.order_by.is_empty()
+        && update.limit.is_none()
+        && !session.ignore_errors
+        && let Some(key) =
+            plan::exact_primary_key(session, &table, alias.as_deref(), update.selection.as_ref())?
+        && let Some(outcome) = update_by_key(session, &table, key, &assignments)?
+    {
+        return Ok(outcome);
+    }
     let (rows, mut transaction) = crate::select::rows_to_change(
         session,
         &table,
@@ -1072,6 +1134,117 @@ pub fn update(session: &mut Session, update: &ast::Update) -> StatementResult {
     })
 }
 
+/// A literal or a parameter: what a SET may write without reading the row.
+fn is_constant(expr: &Expr) -> bool {
+    match expr {
+        Expr::Value(_) => !is_default_keyword(expr),
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => matches!(expr.as_ref(), Expr::Value(_)),
+        _ => false,
+    }
+}
+
+/// The outcome of an operation whose error was ignored: whether it found
+/// its row (626, no such row, is the only error that is an answer).
+fn found_row(outcome: Result<(), shoal_client::ClientError>) -> Result<bool, SqlError> {
+    match outcome {
+        Ok(()) => Ok(true),
+        Err(e) if e.ndb_code == NO_SUCH_ROW => Ok(false),
+        Err(e) => Err(crate::session::cluster_error(e)),
+    }
+}
+
+/// NDB's error 626: the row of the key does not exist.
+const NO_SUCH_ROW: u16 = 626;
+
+/// UPDATE of the row `key` names with constants (NDB's read before write
+/// removal, with MySQL's counts kept): the exclusive read of the assigned
+/// columns and the update go in one batch, the read answering with the
+/// row as it was, so "Changed" compares old and new as MySQL does. `None`
+/// when a value does not convert cleanly: a warning or an error is only
+/// MySQL's when a row matches, which the ordinary path finds out first.
+fn update_by_key(
+    session: &mut Session,
+    table: &SqlTable,
+    key: Vec<(ColumnId, Value)>,
+    assignments: &Assignments,
+) -> Result<Option<Outcome>, SqlError> {
+    let warnings = session.warnings.len();
+    let mut values = Vec::with_capacity(assignments.targets.len());
+    for (&position, expression) in assignments.targets.iter().zip(&assignments.values) {
+        let stored = evaluate_for_write(session, expression, &[])
+            .and_then(|value| store(session, table, position, &value, 1));
+        match stored {
+            Ok(stored) if session.warnings.len() == warnings => {
+                values.push((position as ColumnId, stored));
+            }
+            _ => {
+                session.warnings.truncate(warnings);
+                return Ok(None);
+            }
+        }
+    }
+    let columns: Vec<ColumnId> = values.iter().map(|(column, _)| *column).collect();
+    let mut transaction = session.take_transaction(Some(shoal_client::Hint {
+        table: &table.route,
+        key: &key,
+    }))?;
+    let read = transaction
+        .read(&table.route, &key, &columns, LockMode::Exclusive)
+        .map_err(crate::session::cluster_error)?;
+    transaction
+        .ignore_error(read)
+        .map_err(crate::session::cluster_error)?;
+    let write = transaction
+        .update(&table.route, &key, &values)
+        .map_err(crate::session::cluster_error)?;
+    transaction
+        .ignore_error(write)
+        .map_err(crate::session::cluster_error)?;
+    let transaction = session.execute_batch(transaction, true)?;
+    let old = transaction.row(read);
+    let written = transaction.result(write);
+    session.finish_statement(transaction)?;
+    let old = match old {
+        Ok(row) => Some(row),
+        Err(e) if e.ndb_code == NO_SUCH_ROW => None,
+        Err(e) => return Err(crate::session::cluster_error(e)),
+    };
+    let wrote = found_row(written)?;
+    if old.is_some() != wrote {
+        // One key, one batch, the row locked by the read: a data node
+        // that answers otherwise is wrong, and the answer is not trusted.
+        return Err(SqlError::new(
+            1105,
+            "the read and the update of one key in one batch disagree on whether the row exists",
+        ));
+    }
+    let matched = u64::from(wrote);
+    let changed = u64::from(old.is_some_and(|row| {
+        values.iter().any(|(column, value)| {
+            row.values
+                .iter()
+                .find(|(c, _)| c == column)
+                .is_none_or(|(_, old)| old != value)
+        })
+    }));
+    let affected = if session.client_found_rows {
+        matched
+    } else {
+        changed
+    };
+    Ok(Some(Outcome::Done {
+        affected_rows: affected,
+        last_insert_id: 0,
+        info: format!(
+            "Rows matched: {matched}  Changed: {changed}  Warnings: {}",
+            session.warning_count()
+        ),
+    }))
+}
+
 /// DELETE.
 pub fn delete(session: &mut Session, delete: &ast::Delete) -> StatementResult {
     let from = match &delete.from {
@@ -1081,6 +1254,29 @@ pub fn delete(session: &mut Session, delete: &ast::Delete) -> StatementResult {
         return Err(SqlError::unsupported("multi-table DELETE"));
     }
     let (table, alias) = single_table(session, &from[0])?;
+    // The row one primary key names: deleted without a read first (NDB's
+    // read before write removal); the delete says whether it was there.
+    if delete.order_by.is_empty()
+        && delete.limit.is_none()
+        && !session.ignore_errors
+        && let Some(key) =
+            plan::exact_primary_key(session, &table, alias.as_deref(), delete.selection.as_ref())?
+    {
+        let mut transaction = session.take_transaction(Some(shoal_client::Hint {
+            table: &table.route,
+            key: &key,
+        }))?;
+        let operation = transaction
+            .delete(&table.route, &key)
+            .map_err(crate::session::cluster_error)?;
+        transaction
+            .ignore_error(operation)
+            .map_err(crate::session::cluster_error)?;
+        let transaction = session.execute_batch(transaction, true)?;
+        let outcome = transaction.result(operation);
+        session.finish_statement(transaction)?;
+        return Ok(Outcome::done(u64::from(found_row(outcome)?)));
+    }
     let (rows, mut transaction) = crate::select::rows_to_change(
         session,
         &table,
