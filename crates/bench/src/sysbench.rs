@@ -62,6 +62,9 @@ pub struct SysbenchOptions {
     pub tables: u32,
     pub table_size: u64,
     pub seconds: u32,
+    /// Rounds per cell, targets alternating within each; the cell shows
+    /// each target's median round (by tps).
+    pub runs: u32,
     pub json: bool,
 }
 
@@ -240,6 +243,17 @@ fn sysbench(
     Ok(text)
 }
 
+/// A target's median round by tps (the lower of the two middle ones for
+/// an even count), with the errors of every round.
+pub fn median_cell(mut samples: Vec<Cell>) -> Cell {
+    assert!(!samples.is_empty(), "a cell has at least one round");
+    let errors = samples.iter().map(|cell| cell.errors).sum();
+    samples.sort_by(|a, b| a.transactions_per_s.total_cmp(&b.transactions_per_s));
+    let mut median = samples.swap_remove((samples.len() - 1) / 2);
+    median.errors = errors;
+    median
+}
+
 /// The figures of a `sysbench ... run` output.
 pub fn parse_run(text: &str) -> Option<Cell> {
     let number_after = |prefix: &str| -> Option<f64> {
@@ -299,34 +313,37 @@ pub fn run(options: &SysbenchOptions) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     for test in &options.tests {
         for &threads in &options.threads {
-            let mut cells = Vec::new();
-            for target in &targets {
-                let text = sysbench(target, options, test, "run", threads)?;
-                let cell = parse_run(&text).ok_or_else(|| {
-                    format!("{}: no figures in sysbench's output:\n{text}", target.name)
-                })?;
-                eprintln!(
-                    "{test} {threads} threads on {}: {:.0} tps, {:.0} qps, p95 {:.2} ms, {} errors",
-                    target.name,
-                    cell.transactions_per_s,
-                    cell.queries_per_s,
-                    cell.latency_p95_ms,
-                    cell.errors
-                );
-                cells.push(cell);
+            let mut rounds: Vec<Vec<Cell>> = vec![Vec::new(); targets.len()];
+            for round in 1..=options.runs.max(1) {
+                for (target, samples) in targets.iter().zip(&mut rounds) {
+                    let text = sysbench(target, options, test, "run", threads)?;
+                    let cell = parse_run(&text).ok_or_else(|| {
+                        format!("{}: no figures in sysbench's output:\n{text}", target.name)
+                    })?;
+                    eprintln!(
+                        "{test} {threads} threads on {} (round {round}): {:.0} tps, {:.0} qps, \
+                         p95 {:.2} ms, {} errors",
+                        target.name,
+                        cell.transactions_per_s,
+                        cell.queries_per_s,
+                        cell.latency_p95_ms,
+                        cell.errors
+                    );
+                    samples.push(cell);
+                }
+                // oltp_insert grows the tables; the next round and test
+                // start from the same data on every target.
+                if test == "oltp_insert" {
+                    for target in &targets {
+                        prepare(target, options)?;
+                    }
+                }
             }
             rows.push(Row {
                 test: test.clone(),
                 threads,
-                cells,
+                cells: rounds.into_iter().map(median_cell).collect(),
             });
-            // oltp_insert grows the tables; the next test starts from the
-            // same data on every target.
-            if test == "oltp_insert" {
-                for target in &targets {
-                    prepare(target, options)?;
-                }
-            }
         }
     }
     for target in &targets {
@@ -417,5 +434,28 @@ mod tests {
         assert_eq!(cell.latency_p95_ms, 22.69);
         assert_eq!(cell.errors, 3);
         assert!(parse_run("nothing here").is_none());
+    }
+
+    #[test]
+    fn a_cell_is_the_median_round_with_every_rounds_errors() {
+        let cell = |tps: f64, errors: u64| Cell {
+            transactions_per_s: tps,
+            queries_per_s: tps * 2.0,
+            latency_p95_ms: 1000.0 / tps,
+            errors,
+        };
+        let median = median_cell(vec![cell(300.0, 0), cell(100.0, 2), cell(200.0, 1)]);
+        assert_eq!(median.transactions_per_s, 200.0);
+        assert_eq!(median.queries_per_s, 400.0);
+        assert_eq!(median.errors, 3);
+        // An even count: the lower middle round.
+        let median = median_cell(vec![
+            cell(400.0, 0),
+            cell(100.0, 0),
+            cell(300.0, 0),
+            cell(200.0, 0),
+        ]);
+        assert_eq!(median.transactions_per_s, 200.0);
+        assert_eq!(median_cell(vec![cell(7.0, 0)]).transactions_per_s, 7.0);
     }
 }

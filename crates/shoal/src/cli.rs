@@ -375,6 +375,11 @@ pub struct BenchSysbenchArgs {
     #[arg(long, value_name = "S", default_value_t = 20)]
     pub time: u32,
 
+    /// Rounds per cell, the servers alternating in each; each server's
+    /// median round is shown (runs on a shared machine vary).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub runs: u32,
+
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -249,8 +249,15 @@ fn bench_sysbench(args: &crate::cli::BenchSysbenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if args.threads.is_empty() || args.threads.contains(&0) || args.tables == 0 || args.time == 0 {
-        eprintln!("shoal bench sysbench: --threads, --tables and --time take numbers above 0");
+    if args.threads.is_empty()
+        || args.threads.contains(&0)
+        || args.tables == 0
+        || args.time == 0
+        || args.runs == 0
+    {
+        eprintln!(
+            "shoal bench sysbench: --threads, --tables, --time and --runs take numbers above 0"
+        );
         return ExitCode::from(2);
     }
     let options = bench::sysbench::SysbenchOptions {
@@ -262,6 +269,7 @@ fn bench_sysbench(args: &crate::cli::BenchSysbenchArgs) -> ExitCode {
         tables: args.tables,
         table_size: args.table_size.max(1),
         seconds: args.time,
+        runs: args.runs,
         json: args.json,
     };
     match bench::sysbench::run(&options) {

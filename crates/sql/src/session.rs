@@ -191,8 +191,14 @@ impl Session {
 
     /// The collation string literals take (`collation_connection`).
     pub fn connection_collation(&self) -> schema::Collation {
-        crate::expression::collation_by_name(&self.session_text("collation_connection"))
-            .unwrap_or(crate::expression::CONNECTION_COLLATION)
+        // Asked several times per statement: read in place, no copy.
+        match self.variables.get("collation_connection") {
+            Some(SqlValue::String(name)) => std::str::from_utf8(name)
+                .ok()
+                .and_then(crate::expression::collation_by_name),
+            _ => None,
+        }
+        .unwrap_or(crate::expression::CONNECTION_COLLATION)
     }
 
     /// Whether the session's `sql_mode` is strict for transactional tables
