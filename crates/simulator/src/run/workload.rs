@@ -1103,17 +1103,19 @@ impl Simulation {
             && operations
                 .iter()
                 .any(|op| op.kind.is_write() && op.table == WorkTable::Coded);
-        // A write to a READ_BACKUP table whose backups all crashed: the
-        // coordinator may answer after the complete phase (which reaches
-        // the primary) or before it; either is true.
-        let lone_read_backup_write = workload.replicas > 1
-            && operations
+        // A write to a READ_BACKUP table whose backups all crashed, or
+        // that has none (NoOfReplicas=1): the coordinator may answer after
+        // the complete phase (which reaches the primary) or before it;
+        // either is true.
+        let lone_read_backup_write =
+            operations
                 .iter()
                 .zip(&protocol_operations)
                 .any(|(op, operation)| {
                     op.kind.is_write()
                         && workload.tables[op.table as usize].read_backup
-                        && !self.has_live_backup(operation.table, &operation.key)
+                        && (workload.replicas == 1
+                            || !self.has_live_backup(operation.table, &operation.key))
                 });
         let workload = self.workload_mut();
         let session = &mut workload.sessions[index];
