@@ -264,14 +264,6 @@ pub fn exact_primary_key(
                 | ColumnType::BigInt { .. }
         )
     };
-    let constant_side = |expr: &Expr| match expr {
-        Expr::Value(_) => true,
-        Expr::UnaryOp {
-            op: ast::UnaryOperator::Minus,
-            expr,
-        } => matches!(expr.as_ref(), Expr::Value(_)),
-        _ => false,
-    };
     let parts = conjuncts(condition);
     if parts.len() != primary_key.len() || !primary_key.iter().all(|&c| integer(c as usize)) {
         return Ok(None);
@@ -290,8 +282,8 @@ pub fn exact_primary_key(
             column_of(table, alias, left),
             column_of(table, alias, right),
         ) {
-            (Some(column), None) if constant_side(right) => column,
-            (None, Some(column)) if constant_side(left) => column,
+            (Some(column), None) if is_literal(right) => column,
+            (None, Some(column)) if is_literal(left) => column,
             _ => return Ok(None),
         };
         if !primary_key.contains(&(column as ColumnId)) || named[column] {
@@ -305,6 +297,19 @@ pub fn exact_primary_key(
             _ => None,
         },
     )
+}
+
+/// A literal, a negated literal or a parameter: a value known without
+/// reading any row.
+pub fn is_literal(expr: &Expr) -> bool {
+    match expr {
+        Expr::Value(_) => true,
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => matches!(expr.as_ref(), Expr::Value(_)),
+        _ => false,
+    }
 }
 
 /// The column a bare column reference names, if `expr` is one.

@@ -50,14 +50,14 @@ pub struct Activity {
     pub since: Instant,
     /// The statement's text, shown while `info_shown`; kept between
     /// statements so the next one reuses its buffer.
-    pub info: Option<String>,
+    pub info: String,
     pub info_shown: bool,
 }
 
 impl Activity {
     /// The process list's `Info`: the statement running, if one is.
     pub fn info(&self) -> Option<&str> {
-        self.info.as_deref().filter(|_| self.info_shown)
+        self.info_shown.then_some(self.info.as_str())
     }
 }
 

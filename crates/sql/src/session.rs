@@ -223,20 +223,20 @@ impl Session {
     pub fn run_query(&mut self, text: &str, multi_statements: bool) -> Vec<StatementResult> {
         self.server.questions.fetch_add(1, Ordering::Relaxed);
         // A statement whose shape ran before skips the tokenizer too.
-        let quick = statement_cache::quick_strip(text);
-        if let Some(quick) = quick {
-            match self.statement_cache.quick(&quick) {
-                Some(Some(parsed)) => {
-                    return vec![statement_cache::with_literals(quick.literals, || {
-                        self.run_parsed(&parsed, Vec::new())
-                    })];
-                }
-                // Known to run the ordinary way.
-                Some(None) => return self.run_statements(text, None, multi_statements),
-                None => return self.run_statements(text, Some(quick), multi_statements),
+        let mut quick = statement_cache::quick_strip(text);
+        match quick.as_ref().and_then(|q| self.statement_cache.quick(q)) {
+            Some(Some(parsed)) => {
+                let literals = quick.take().map(|q| q.literals).unwrap_or_default();
+                return vec![statement_cache::with_literals(literals, || {
+                    self.run_parsed(&parsed, Vec::new())
+                })];
             }
+            // Known to run the ordinary way.
+            Some(None) => quick = None,
+            // New to the cache (or not read quickly).
+            None => {}
         }
-        self.run_statements(text, None, multi_statements)
+        self.run_statements(text, quick, multi_statements)
     }
 
     /// Splits and runs a query's statements (`quick`: the shape of a

@@ -1028,7 +1028,10 @@ pub fn update(session: &mut Session, update: &ast::Update) -> StatementResult {
         .collect();
     // Constants into columns of the row one primary key names: the read
     // goes with the write, in one round trip.
-    let constants = update.assignments.iter().all(|a| is_constant(&a.value));
+    let constants = update
+        .assignments
+        .iter()
+        .all(|a| plan::is_literal(&a.value));
     let distinct = assignments
         .targets
         .iter()
@@ -1132,18 +1135,6 @@ pub fn update(session: &mut Session, update: &ast::Update) -> StatementResult {
             session.warning_count()
         ),
     })
-}
-
-/// A literal or a parameter: what a SET may write without reading the row.
-fn is_constant(expr: &Expr) -> bool {
-    match expr {
-        Expr::Value(_) => !is_default_keyword(expr),
-        Expr::UnaryOp {
-            op: ast::UnaryOperator::Minus,
-            expr,
-        } => matches!(expr.as_ref(), Expr::Value(_)),
-        _ => false,
-    }
 }
 
 /// The outcome of an operation whose error was ignored: whether it found

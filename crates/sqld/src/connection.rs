@@ -182,7 +182,7 @@ pub fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
             database: None,
             command: "Connect",
             since: Instant::now(),
-            info: None,
+            info: String::new(),
             info_shown: false,
         })),
     };
@@ -491,7 +491,7 @@ impl Connection {
             database: session.database.clone(),
             command: "Sleep",
             since: Instant::now(),
-            info: None,
+            info: String::new(),
             info_shown: false,
         };
         server.processes.lock().expect("processes").insert(
@@ -535,9 +535,8 @@ impl Connection {
                 while !text.is_char_boundary(end) {
                     end -= 1;
                 }
-                let slot = activity.info.get_or_insert_with(String::new);
-                slot.clear();
-                slot.push_str(&text[..end]);
+                activity.info.clear();
+                activity.info.push_str(&text[..end]);
                 activity.info_shown = true;
             }
             // The buffer stays for the next statement.
