@@ -6,8 +6,9 @@
 //! - FLOAT/DOUBLE: IEEE little-endian; NaN and infinities are refused;
 //! - DECIMAL(p,s): MySQL's packed binary decimal (memcomparable); too many
 //!   integer digits is `WrongValue`; extra fraction digits are rounded half up;
-//! - CHAR(n): the text in the column's character set, right-padded with
-//!   spaces to n × bytes_per_char_max; decode strips the padding;
+//! - CHAR(n): the text in the column's character set without trailing
+//!   spaces (MySQL returns CHAR values so, and every comparison ignores them),
+//!   at most n × bytes_per_char_max bytes;
 //! - VARCHAR/TEXT: the text as is; more than n characters is `DataTooLong`;
 //!   utf8mb4 text must be valid UTF-8 (`WrongValue`);
 //! - BINARY(n): right-padded with zero bytes; VARBINARY/BLOB as is;
@@ -162,10 +163,7 @@ impl Value {
             Type::Char { length, collation } => {
                 let text = self.bytes(column_type)?;
                 let text = check_text(text, *collation, u64::from(*length), true)?;
-                let size = usize::from(*length) * collation.bytes_per_char_max() as usize;
-                let start = out.len();
-                out.extend_from_slice(text);
-                out.resize(start + size, b' ');
+                out.extend_from_slice(strip_trailing_spaces(text));
                 Ok(())
             }
             Type::Varchar { length, collation } => {
@@ -1257,16 +1255,15 @@ mod tests {
     }
 
     #[test]
-    fn char_pads_counts_characters_and_strips() {
+    fn char_stores_without_trailing_spaces_and_counts_characters() {
         let char3 = ColumnType::Char {
             length: 3,
             collation: Collation::Utf8mb4AiCi,
         };
-        let bytes = encode(&Value::from("é"), &char3).unwrap();
-        assert_eq!(bytes.len(), 12);
-        assert_eq!(&bytes[..2], "é".as_bytes());
-        assert!(bytes[2..].iter().all(|&byte| byte == b' '));
-        assert_eq!(Value::decode(&char3, &bytes), Value::from("é"));
+        assert_eq!(encode(&Value::from("é"), &char3).unwrap(), "é".as_bytes());
+        assert_eq!(encode(&Value::from("é  "), &char3).unwrap(), "é".as_bytes());
+        assert_eq!(encode(&Value::from(" é"), &char3).unwrap(), " é".as_bytes());
+        assert_eq!(Value::decode(&char3, "é".as_bytes()), Value::from("é"));
         assert!(encode(&Value::from("ééé"), &char3).is_ok());
         assert_eq!(
             error_code(Value::from("abcd"), &char3),
@@ -1277,18 +1274,15 @@ mod tests {
             ErrorCode::WrongValue
         );
         // Excess trailing spaces are cut, as in MySQL.
-        assert_eq!(
-            Value::decode(&char3, &encode(&Value::from("ab    "), &char3).unwrap()),
-            Value::from("ab")
-        );
+        assert_eq!(encode(&Value::from("ab    "), &char3).unwrap(), b"ab");
+        assert_eq!(encode(&Value::from("   "), &char3).unwrap(), b"");
         let latin = ColumnType::Char {
             length: 2,
             collation: Collation::Latin1Ci,
         };
-        assert_eq!(
-            encode(&Value::Bytes(vec![0xE9]), &latin).unwrap(),
-            [0xE9, b' ']
-        );
+        assert_eq!(encode(&Value::Bytes(vec![0xE9]), &latin).unwrap(), [0xE9]);
+        // Stored CHAR is variable: at most length × bytes per character.
+        assert_eq!(char3.storage(), Storage::Var(12));
     }
 
     #[test]

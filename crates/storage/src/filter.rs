@@ -42,8 +42,9 @@
 //! - A **value** is a length (u16) and that many bytes: a non-NULL value in
 //!   the column's storage encoding (`schema::value`, the same bytes the
 //!   column holds in a stored row). A fixed-size column's value is exactly
-//!   the column's size (CHAR(n) padded with spaces, BINARY(n) with zero
-//!   bytes); a variable-size column's value is at most the column's maximum.
+//!   the column's size (BINARY(n) padded with zero bytes); a variable-size
+//!   column's value (CHAR without trailing spaces, VARCHAR, …) is at most the
+//!   column's maximum.
 //!   There is no NULL constant: SQL's `c = NULL` is UNKNOWN on every row and
 //!   is not worth pushing down.
 //! - A **pattern** is a length (u16) and that many bytes of text in the

@@ -414,10 +414,13 @@ fn strings_compare_under_their_collation() {
         truth(&table, &abc, |b| b.between(NAME, &name("AA"), &name("ABZ"))),
         Truth::True
     );
-    // CHAR values are compared with their pad spaces in storage encoding.
-    let code = encode(&table, CODE, text("ABC"));
-    assert_eq!(code.len(), 16, "CHAR(4) utf8mb4 stores 16 bytes");
+    // CHAR values are stored without pad spaces, and compare ignoring
+    // trailing spaces, so a constant sent with them still matches.
+    let code = encode(&table, CODE, text("ABC  "));
+    assert_eq!(code, b"ABC", "CHAR stores no trailing spaces");
     assert_eq!(truth(&table, &abc, |b| b.eq(CODE, &code)), Truth::True);
+    assert_eq!(truth(&table, &abc, |b| b.eq(CODE, b"abc ")), Truth::True);
+    assert_eq!(truth(&table, &abc, |b| b.lt(CODE, b"abc!")), Truth::True);
     // Byte strings compare bytewise: case matters.
     let bytes = row(&table, 1, &[(BYTES, Value::Bytes(b"abc".to_vec()))]);
     let upper = encode(&table, BYTES, Value::Bytes(b"ABC".to_vec()));
@@ -1021,12 +1024,11 @@ fn compile_checks_value_lengths() {
         &program(&in_list),
         "0 bytes for column 'tiny', which stores exactly 1",
     );
-    // CHAR(4) utf8mb4 is exactly 16 bytes, padding included.
-    assert_invalid(
-        &table,
-        &program(&[tag::EQ, 8, 0, 3, 0, b'a', b'b', b'c']),
-        "stores exactly 16",
-    );
+    // CHAR(4) utf8mb4 is at most 16 bytes, stored without pad spaces.
+    let mut long = vec![tag::EQ, 8, 0, 17, 0];
+    long.extend_from_slice(&[b'a'; 17]);
+    assert_invalid(&table, &program(&long), "stores at most 16");
+    Filter::compile(&table, &program(&[tag::EQ, 8, 0, 3, 0, b'a', b'b', b'c'])).unwrap();
     // VARBINARY(8) is at most 8 bytes; VARCHAR(20) utf8mb4 at most 80.
     let mut long = vec![tag::EQ, 9, 0, 9, 0];
     long.extend_from_slice(&[0; 9]);
