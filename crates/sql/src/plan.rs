@@ -810,7 +810,7 @@ pub fn fetch(
     mut transaction: Transaction,
     last: bool,
     fetch_options: &FetchOptions<'_>,
-    rows: &mut Vec<StoredRow>,
+    rows: &mut Vec<impl FetchedRow>,
 ) -> Result<Transaction, SqlError> {
     let projection = fetch_options.projection;
     let route = &table.route;
@@ -895,7 +895,7 @@ fn scan(
     options: &ScanOptions,
     mut transaction: Transaction,
     fetch_options: &FetchOptions<'_>,
-    rows: &mut Vec<StoredRow>,
+    rows: &mut Vec<impl FetchedRow>,
 ) -> Result<Transaction, SqlError> {
     if transaction.unsent() > 0 {
         // Rows kept unsent by transaction_allow_batching go first, so the
@@ -928,23 +928,63 @@ fn scan(
 
 /// Adds a fetched row to `rows` unless the fetch's condition rejects it
 /// (`sql` is scratch for the row as SQL values).
-fn keep_row(
+fn keep_row<R: FetchedRow>(
     session: &mut Session,
     table: &SqlTable,
     fetch_options: &FetchOptions<'_>,
     row: shoal_client::Row,
     sql: &mut Vec<SqlValue>,
-    rows: &mut Vec<StoredRow>,
+    rows: &mut Vec<R>,
 ) -> Result<(), SqlError> {
-    let row = stored_row(table, row);
-    if let Some(condition) = fetch_options.condition {
-        sql_row(table, &row, sql);
-        if !holds(session, condition, sql)? {
-            return Ok(());
-        }
+    let row = R::from_fetched(table, row);
+    if let Some(condition) = fetch_options.condition
+        && !holds(session, condition, row.as_sql(table, sql))?
+    {
+        return Ok(());
     }
     rows.push(row);
     Ok(())
+}
+
+/// A row as `fetch` collects it: stored values, for statements that write
+/// them back, or SQL values, for a SELECT (made straight from the fetched
+/// values, without a stored row between them).
+pub trait FetchedRow: Sized {
+    /// Every column of the table in order; the ones not fetched are NULL.
+    fn from_fetched(table: &SqlTable, row: shoal_client::Row) -> Self;
+    /// The row as SQL values, converted into `scratch` when it must be.
+    fn as_sql<'a>(&'a self, table: &SqlTable, scratch: &'a mut Vec<SqlValue>) -> &'a [SqlValue];
+}
+
+impl FetchedRow for StoredRow {
+    fn from_fetched(table: &SqlTable, row: shoal_client::Row) -> Self {
+        stored_row(table, row)
+    }
+
+    fn as_sql<'a>(&'a self, table: &SqlTable, scratch: &'a mut Vec<SqlValue>) -> &'a [SqlValue] {
+        sql_row(table, self, scratch);
+        scratch
+    }
+}
+
+impl FetchedRow for Vec<SqlValue> {
+    fn from_fetched(table: &SqlTable, row: shoal_client::Row) -> Self {
+        let columns = &table.def().columns;
+        let mut values = vec![SqlValue::Null; columns.len()];
+        for (column, value) in row.values {
+            if let (Some(slot), Some(definition)) = (
+                values.get_mut(column as usize),
+                columns.get(column as usize),
+            ) {
+                *slot = convert::from_stored_owned(value, &definition.column_type);
+            }
+        }
+        values
+    }
+
+    fn as_sql<'a>(&'a self, _: &SqlTable, _: &'a mut Vec<SqlValue>) -> &'a [SqlValue] {
+        self
+    }
 }
 
 fn cluster_error_of(error: shoal_client::ClientError) -> SqlError {
@@ -967,15 +1007,6 @@ pub fn sql_row(table: &SqlTable, row: &StoredRow, out: &mut Vec<SqlValue>) {
     out.clear();
     for (value, column) in row.iter().zip(&table.def().columns) {
         out.push(convert::from_stored(value, &column.column_type));
-    }
-}
-
-/// `sql_row` of a row no longer needed: strings move instead of being
-/// copied.
-pub fn sql_row_owned(table: &SqlTable, row: StoredRow, out: &mut Vec<SqlValue>) {
-    out.clear();
-    for (value, column) in row.into_iter().zip(&table.def().columns) {
-        out.push(convert::from_stored_owned(value, &column.column_type));
     }
 }
 

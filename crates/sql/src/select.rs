@@ -514,7 +514,8 @@ type SelectTable = (Option<Arc<SqlTable>>, Option<String>);
 fn select_table(session: &mut Session, select: &ast::Select) -> Result<SelectTable, SqlError> {
     let dual = |from: &ast::TableWithJoins| {
         matches!(&from.relation, ast::TableFactor::Table { name, alias: None, .. }
-            if from.joins.is_empty() && name.0.len() == 1 && name.to_string().eq_ignore_ascii_case("DUAL"))
+            if from.joins.is_empty() && name.0.len() == 1
+                && name.0[0].as_ident().is_some_and(|i| i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DUAL")))
     };
     Ok(match select.from.as_slice() {
         [] => (None, None),
@@ -1018,7 +1019,7 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
             // With a limit the condition is checked as rows arrive, so the
             // scan stops after enough rows that hold; otherwise below.
             let condition_in_fetch = early_limit.is_some();
-            let mut stored = Vec::new();
+            let mut fetched: Vec<Vec<SqlValue>> = Vec::new();
             let transaction = plan::fetch(
                 session,
                 table,
@@ -1032,25 +1033,22 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
                     ordered,
                     condition: compiled.condition.as_ref().filter(|_| condition_in_fetch),
                 },
-                &mut stored,
+                &mut fetched,
             )?;
             session.finish_statement(transaction)?;
-            if stored.len() > STATEMENT_ROWS_MAX {
+            if fetched.len() > STATEMENT_ROWS_MAX {
                 return Err(too_many_rows());
             }
-            let mut row = Vec::new();
-            base_rows.reserve(stored.len());
-            for stored_row in stored {
-                plan::sql_row_owned(table, stored_row, &mut row);
-                let keep = match &compiled.condition {
-                    Some(condition) if !condition_in_fetch => {
-                        plan::holds(session, condition, &row)?
+            match &compiled.condition {
+                Some(condition) if !condition_in_fetch => {
+                    base_rows.reserve(fetched.len());
+                    for row in fetched {
+                        if plan::holds(session, condition, &row)? {
+                            base_rows.push(row);
+                        }
                     }
-                    _ => true,
-                };
-                if keep {
-                    base_rows.push(std::mem::take(&mut row));
                 }
+                _ => base_rows = fetched,
             }
         }
     }
@@ -1062,20 +1060,24 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
         base_rows
     };
     // HAVING, projection and sort keys.
+    let moved = moved_columns(&compiled);
     let mut projected: Vec<(Vec<SqlValue>, Vec<SqlValue>)> = Vec::with_capacity(rows.len());
-    for row in &rows {
+    for mut row in rows {
         if let Some(having) = &compiled.having
-            && !plan::holds(session, having, row)?
+            && !plan::holds(session, having, &row)?
         {
             continue;
         }
         let mut values = Vec::with_capacity(compiled.outputs.len());
-        for output in &compiled.outputs {
-            values.push(expression::evaluate(&output.expression, row, session)?);
+        for (output, moved) in compiled.outputs.iter().zip(&moved) {
+            values.push(match *moved {
+                Some(slot) => std::mem::replace(&mut row[slot], SqlValue::Null),
+                None => expression::evaluate(&output.expression, &row, session)?,
+            });
         }
         let mut keys = Vec::with_capacity(compiled.order_by.len());
         for (expression, _) in &compiled.order_by {
-            keys.push(expression::evaluate(expression, row, session)?);
+            keys.push(expression::evaluate(expression, &row, session)?);
         }
         projected.push((values, keys));
     }
@@ -1145,6 +1147,41 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
         types,
         rows: values,
     }))
+}
+
+/// For each output, the row slot it can take its value from instead of a
+/// copy: a bare column of a table row that nothing else of the query reads
+/// (no other output, sort key or HAVING). A grouped row's slots are the
+/// group's, so grouped queries copy.
+fn moved_columns(compiled: &CompiledSelect) -> Vec<Option<usize>> {
+    let width = match &compiled.table {
+        Some(table) if !compiled.grouped => table.def().columns.len(),
+        _ => return vec![None; compiled.outputs.len()],
+    };
+    let mut read_elsewhere = vec![false; width];
+    let mut bare = vec![0u32; width];
+    for output in &compiled.outputs {
+        match output.expression.column() {
+            Some(slot) if slot < width => bare[slot] += 1,
+            _ => output.expression.mark_columns(&mut read_elsewhere),
+        }
+    }
+    for (expression, _) in &compiled.order_by {
+        expression.mark_columns(&mut read_elsewhere);
+    }
+    if let Some(having) = &compiled.having {
+        having.mark_columns(&mut read_elsewhere);
+    }
+    compiled
+        .outputs
+        .iter()
+        .map(|output| {
+            output
+                .expression
+                .column()
+                .filter(|&slot| slot < width && bare[slot] == 1 && !read_elsewhere[slot])
+        })
+        .collect()
 }
 
 /// The rows of one side of a UNION, without ORDER BY or LIMIT of its own
