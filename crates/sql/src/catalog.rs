@@ -54,7 +54,17 @@ pub const VIRTUAL_DATABASES: [&str; 2] = ["information_schema", "performance_sch
 
 /// The dictionary name of SQL table `table` in `database`.
 pub fn dictionary_name(database: &str, table: &str) -> String {
-    format!("{database}/def/{table}")
+    let mut name = String::new();
+    write_dictionary_name(database, table, &mut name);
+    name
+}
+
+/// `dictionary_name` written into `out` (cleared first).
+pub fn write_dictionary_name(database: &str, table: &str, out: &mut String) {
+    out.clear();
+    out.push_str(database);
+    out.push_str("/def/");
+    out.push_str(table);
 }
 
 /// The database and table of a dictionary name, if it names a SQL table.

@@ -616,6 +616,18 @@ fn key_combinations(
     columns: &[ColumnId],
     constraints: &[ColumnConstraint],
 ) -> Option<Vec<Vec<(ColumnId, Value)>>> {
+    // One value per column (a point lookup): one key, built without the
+    // product below.
+    let single: Option<Vec<(ColumnId, Value)>> = columns
+        .iter()
+        .map(|&column| match constraints[column as usize].values.as_deref() {
+            Some([value]) => Some((column, value.clone())),
+            _ => None,
+        })
+        .collect();
+    if let Some(key) = single {
+        return Some(vec![key]);
+    }
     let mut keys: Vec<Vec<(ColumnId, Value)>> = vec![Vec::new()];
     for &column in columns {
         let values = constraints[column as usize].values.as_ref()?;

@@ -84,6 +84,9 @@ pub struct Session {
     /// name means the same table without a search of the dictionary.
     routing_seen: Option<Arc<shoal_client::Routing>>,
     routed: HashMap<String, Arc<SqlTable>>,
+    /// Scratch for a table's dictionary name, so a lookup that hits
+    /// `routed` allocates nothing.
+    table_key: String,
     /// While a prepared statement runs: `Some`, holding its SELECT's
     /// compiled form if it has one; `select::run` takes it, uses it when
     /// still valid and leaves the form to keep.
@@ -147,6 +150,7 @@ impl Session {
             tables: HashMap::new(),
             routing_seen: None,
             routed: HashMap::new(),
+            table_key: String::new(),
             prepared_select: None,
             statement_start: now_utc(),
             parameters: Vec::new(),
@@ -668,7 +672,18 @@ impl Session {
 
     /// The table `database.name`, or 1146.
     pub fn table(&mut self, database: &str, name: &str) -> Result<Arc<SqlTable>, SqlError> {
-        let dictionary_name = catalog::dictionary_name(database, name);
+        let mut key = std::mem::take(&mut self.table_key);
+        catalog::write_dictionary_name(database, name, &mut key);
+        let table = self.table_by_dictionary_name(&key);
+        self.table_key = key;
+        table
+    }
+
+    /// The table of a dictionary name (`catalog::dictionary_name`), or 1146.
+    fn table_by_dictionary_name(
+        &mut self,
+        dictionary_name: &str,
+    ) -> Result<Arc<SqlTable>, SqlError> {
         let routing = self.native.cluster().routing();
         if !self
             .routing_seen
@@ -678,16 +693,18 @@ impl Session {
             self.routed.clear();
             self.routing_seen = Some(Arc::clone(&routing));
         }
-        if let Some(table) = self.routed.get(&dictionary_name) {
+        if let Some(table) = self.routed.get(dictionary_name) {
             return Ok(Arc::clone(table));
         }
-        let route = routing.table_by_name(&dictionary_name).cloned();
+        let route = routing.table_by_name(dictionary_name).cloned();
         let routed = route.is_some();
         let route = match route {
             Some(route) => route,
-            None => match self.native.table(&dictionary_name) {
+            None => match self.native.table(dictionary_name) {
                 Ok(route) => route,
                 Err(e) if e.mysql_code == 1146 => {
+                    let (database, name) = catalog::split_dictionary_name(dictionary_name)
+                        .unwrap_or(("", dictionary_name));
                     return Err(SqlError::new(
                         1146,
                         format!("Table '{database}.{name}' doesn't exist"),
@@ -696,17 +713,18 @@ impl Session {
                 Err(e) => return Err(self.cluster_error(e)),
             },
         };
-        let table = match self.tables.get(&dictionary_name) {
+        let table = match self.tables.get(dictionary_name) {
             Some(table) if Arc::ptr_eq(&table.route, &route) => Arc::clone(table),
             _ => {
                 let table = Arc::new(SqlTable::new(route)?);
                 self.tables
-                    .insert(dictionary_name.clone(), Arc::clone(&table));
+                    .insert(dictionary_name.to_string(), Arc::clone(&table));
                 table
             }
         };
         if routed {
-            self.routed.insert(dictionary_name, Arc::clone(&table));
+            self.routed
+                .insert(dictionary_name.to_string(), Arc::clone(&table));
         }
         Ok(table)
     }
@@ -716,8 +734,33 @@ impl Session {
         &mut self,
         name: &ast::ObjectName,
     ) -> Result<Arc<SqlTable>, SqlError> {
-        let (database, table) = self.resolve_name(name)?;
-        self.table(&database, &table)
+        // Plain names, the common case, are read without copies.
+        let mut key = std::mem::take(&mut self.table_key);
+        let written = match name.0.as_slice() {
+            [table] => match (table.as_ident(), self.current_database()) {
+                (Some(table), Ok(database)) => {
+                    catalog::write_dictionary_name(database, &table.value, &mut key);
+                    true
+                }
+                _ => false,
+            },
+            [database, table] => match (database.as_ident(), table.as_ident()) {
+                (Some(database), Some(table)) => {
+                    catalog::write_dictionary_name(&database.value, &table.value, &mut key);
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
+        };
+        let table = if written {
+            self.table_by_dictionary_name(&key)
+        } else {
+            self.resolve_name(name)
+                .and_then(|(database, table)| self.table(&database, &table))
+        };
+        self.table_key = key;
+        table
     }
 
     /// Forgets cached SQL tables (after DDL).
