@@ -620,10 +620,12 @@ fn key_combinations(
     // product below.
     let single: Option<Vec<(ColumnId, Value)>> = columns
         .iter()
-        .map(|&column| match constraints[column as usize].values.as_deref() {
-            Some([value]) => Some((column, value.clone())),
-            _ => None,
-        })
+        .map(
+            |&column| match constraints[column as usize].values.as_deref() {
+                Some([value]) => Some((column, value.clone())),
+                _ => None,
+            },
+        )
         .collect();
     if let Some(key) = single {
         return Some(vec![key]);

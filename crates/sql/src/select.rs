@@ -382,6 +382,8 @@ struct CompiledSelect {
     having: Option<Expression>,
     condition: Option<Expression>,
     order_by: Vec<(Expression, bool)>,
+    /// `moved_columns`, worked out once.
+    moved: Vec<Option<usize>>,
 }
 
 /// When ORDER BY names leading columns of an ordered index, all in one
@@ -746,7 +748,7 @@ fn compile_select(
             expression::compile(e, &scope).map(|c| (expression::ordering_key(c), *descending))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(CompiledSelect {
+    let mut compiled = CompiledSelect {
         table,
         alias,
         outputs,
@@ -757,7 +759,10 @@ fn compile_select(
         having,
         condition,
         order_by,
-    })
+        moved: Vec::new(),
+    };
+    compiled.moved = moved_columns(&compiled);
+    Ok(compiled)
 }
 
 /// A SELECT without FROM: one row of constants (or one group).
@@ -851,6 +856,7 @@ fn compile_without_table(
         .iter()
         .map(|(e, d)| expression::compile(e, &scope).map(|c| (c, *d)))
         .collect::<Result<Vec<_>, _>>()?;
+    let outputs_len = outputs.len();
     Ok(CompiledSelect {
         table: None,
         alias: None,
@@ -862,6 +868,8 @@ fn compile_without_table(
         having,
         condition,
         order_by,
+        // Without a table there is no row to take values from.
+        moved: vec![None; outputs_len],
     })
 }
 
@@ -949,11 +957,6 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
             Arc::new(compile_select(session, select, &order_by, table, alias)?)
         }
     };
-    let compiled_parameters: Vec<Option<usize>> = compiled
-        .outputs
-        .iter()
-        .map(|o| o.expression.parameter())
-        .collect();
     let (offset, limit) = limits(session, query.limit_clause.as_ref())?;
     let calc_found_rows = select
         .select_modifiers
@@ -1060,7 +1063,6 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
         base_rows
     };
     // HAVING, projection and sort keys.
-    let moved = moved_columns(&compiled);
     let mut projected: Vec<(Vec<SqlValue>, Vec<SqlValue>)> = Vec::with_capacity(rows.len());
     for mut row in rows {
         if let Some(having) = &compiled.having
@@ -1069,7 +1071,7 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
             continue;
         }
         let mut values = Vec::with_capacity(compiled.outputs.len());
-        for (output, moved) in compiled.outputs.iter().zip(&moved) {
+        for (output, moved) in compiled.outputs.iter().zip(&compiled.moved) {
             values.push(match *moved {
                 Some(slot) => std::mem::replace(&mut row[slot], SqlValue::Null),
                 None => expression::evaluate(&output.expression, &row, session)?,
@@ -1131,15 +1133,15 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
         .collect();
     // A bare `?` is typed by the value bound to it (MySQL types the column
     // at execute time): an integer parameter comes back as an integer.
-    for (position, column) in columns.iter_mut().enumerate() {
-        let Some(index) = compiled_parameters[position] else {
+    for ((column, output), sql_type) in columns.iter_mut().zip(&compiled.outputs).zip(&mut types) {
+        let Some(index) = output.expression.parameter() else {
             continue;
         };
         if let Some(value) = session.parameters.get(index)
-            && let Some(sql_type) = type_of_value(value)
+            && let Some(value_type) = type_of_value(value)
         {
-            *column = expression_column(&column.name, &sql_type);
-            types[position] = sql_type;
+            *column = expression_column(&column.name, &value_type);
+            *sql_type = value_type;
         }
     }
     Ok(Outcome::Rows(ResultSet {
