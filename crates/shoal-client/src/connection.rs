@@ -84,36 +84,80 @@ struct Queue {
     /// The session waits on `Mailbox::ready`: a delivery wakes it (a wake
     /// is a system call, saved when nobody waits).
     waiting: bool,
+    /// The session waits as a suspended task (`crate::task`): a delivery
+    /// wakes it through this.
+    task: Option<std::task::Waker>,
 }
 
 impl Mailbox {
     pub(crate) fn push(&self, delivery: Delivery) {
-        let waiting = {
+        let (waiting, task) = {
             let mut queue = self.queue.lock().expect("mailbox");
             queue.deliveries.push_back(delivery);
-            queue.waiting
+            (queue.waiting, queue.task.take())
         };
         if waiting {
             self.ready.notify_one();
+        }
+        if let Some(task) = task {
+            task.wake();
         }
     }
 
     /// Takes everything delivered, waiting until `deadline` for the first.
     pub(crate) fn take(&self, deadline: Instant, into: &mut VecDeque<Delivery>) -> bool {
+        self.take_waiting(deadline, into, true)
+    }
+
+    /// `take`, blocking the thread even when it runs a task: for a wait
+    /// made while holding a lock other tasks of the thread may need.
+    pub(crate) fn take_on_thread(&self, deadline: Instant, into: &mut VecDeque<Delivery>) -> bool {
+        self.take_waiting(deadline, into, false)
+    }
+
+    fn take_waiting(
+        &self,
+        deadline: Instant,
+        into: &mut VecDeque<Delivery>,
+        suspend: bool,
+    ) -> bool {
         let mut queue = self.queue.lock().expect("mailbox");
         loop {
             if !queue.deliveries.is_empty() {
                 queue.waiting = false;
+                queue.task = None;
                 into.append(&mut queue.deliveries);
                 return true;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 queue.waiting = false;
+                queue.task = None;
                 return false;
             }
-            queue.waiting = true;
-            queue = self.ready.wait_timeout(queue, left).expect("mailbox").0;
+            let waker = if suspend {
+                crate::task::with_current(|task| task.map(|task| task.waker()))
+            } else {
+                None
+            };
+            match waker {
+                Some(waker) => {
+                    // A task suspends instead of blocking its thread; the
+                    // lock is not held meanwhile, as the delivery needs it.
+                    queue.task = Some(waker);
+                    drop(queue);
+                    crate::task::with_current(|task| {
+                        if let Some(task) = task {
+                            task.suspend(Some(deadline));
+                        }
+                    });
+                    queue = self.queue.lock().expect("mailbox");
+                }
+                None => {
+                    queue.waiting = true;
+                    queue = self.ready.wait_timeout(queue, left).expect("mailbox").0;
+                }
+            }
         }
     }
 }
@@ -603,7 +647,7 @@ impl Cluster {
                     }
                 }));
             }
-            std::thread::sleep(Duration::from_millis(20));
+            crate::task::pause(Duration::from_millis(20));
         }
     }
 
@@ -1020,7 +1064,10 @@ impl Cluster {
         let deadline = Instant::now() + REQUEST_TIMEOUT;
         link.send(&bytes, deadline)?;
         loop {
-            if !mailbox.take(deadline, &mut received) {
+            // `admin` is held: a task that suspended here could leave
+            // another task of its thread blocked on `admin`, and the thread
+            // with it, so the wait blocks the thread instead.
+            if !mailbox.take_on_thread(deadline, &mut received) {
                 return Err(ClientError::new(
                     crate::error::NODE_FAILURE,
                     format!("data node {node} did not answer within {REQUEST_TIMEOUT:?}"),
@@ -1123,7 +1170,7 @@ impl Cluster {
             if Instant::now() + pause >= deadline {
                 break error;
             }
-            std::thread::sleep(pause);
+            crate::task::pause(pause);
             pause = (pause * 2).min(SCHEMA_RETRY_PAUSE_MAX);
             let next = president
                 .filter(|n| self.inner.data_nodes.contains(n))

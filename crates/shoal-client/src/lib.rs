@@ -18,6 +18,7 @@ mod connection;
 mod error;
 mod pool;
 mod session;
+pub mod task;
 
 pub use auto_increment::{
     PREFETCH_DEFAULT as AUTO_INCREMENT_PREFETCH_DEFAULT,

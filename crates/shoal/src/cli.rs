@@ -289,6 +289,12 @@ pub struct SqldArgs {
     /// (mysqld's ndb-wait-connected).
     #[arg(long, value_name = "SECONDS", default_value_t = 120)]
     pub ndb_wait_connected: u64,
+
+    /// Threads that serve the client connections, each many at once as
+    /// tasks (default: one per core); 0 gives each connection a thread of
+    /// its own.
+    #[arg(long, value_name = "N", default_value_t = sqld::default_worker_threads())]
+    pub worker_threads: usize,
 }
 
 #[derive(Debug, Args)]

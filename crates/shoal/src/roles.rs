@@ -62,6 +62,7 @@ fn sqld(args: &crate::cli::SqldArgs) -> ExitCode {
         max_allowed_packet: args.max_allowed_packet,
         wait_timeout_seconds: args.wait_timeout,
         cluster_wait_seconds: args.ndb_wait_connected,
+        worker_threads: args.worker_threads,
     };
     match sqld::run(settings, stop) {
         Ok(()) => ExitCode::SUCCESS,

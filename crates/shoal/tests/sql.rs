@@ -35,23 +35,19 @@ fn sql_port(sandbox: &Sandbox) -> u16 {
         .unwrap_or_else(|| panic!("no port in {line:?}"))
 }
 
+/// The stock `mariadb` CLI for `port` as `user`, in batch mode, without TLS.
+fn mariadb(port: u16, user: &str) -> Command {
+    let mut command = Command::new("mariadb");
+    command.args(["-h", "127.0.0.1", "-P", &port.to_string(), "-u", user]);
+    command.args(["--batch", "--skip-ssl", "--connect-timeout=10"]);
+    command
+}
+
 /// Runs `sql` through the stock `mariadb` CLI in batch mode; returns
 /// (success, stdout, stderr).
 fn cli(port: u16, user: &str, password: Option<&str>, sql: &str) -> (bool, String, String) {
-    let mut command = Command::new("mariadb");
-    command.args([
-        "-h",
-        "127.0.0.1",
-        "-P",
-        &port.to_string(),
-        "-u",
-        user,
-        "--batch",
-        "--skip-ssl",
-        "--connect-timeout=10",
-        "-e",
-        sql,
-    ]);
+    let mut command = mariadb(port, user);
+    command.args(["-e", sql]);
     if let Some(password) = password {
         command.arg(format!("--password={password}"));
     }
@@ -406,4 +402,135 @@ fn sql_behaviour_files_pass() {
         output.status.success(),
         "behaviour tests failed:\n{stdout}\n{stderr}"
     );
+}
+
+/// The mariadb CLI started on `port` with `sql` on its stdin, left
+/// running (its stdin stays open until the caller drops or closes it).
+fn cli_session(port: u16, sql: &str) -> std::process::Child {
+    let mut child = mariadb(port, "root")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the mariadb client runs (scripts/install-sql-tools installs it)");
+    child
+        .stdin
+        .as_mut()
+        .expect("stdin")
+        .write_all(sql.as_bytes())
+        .expect("the client takes its statements");
+    child
+}
+
+/// Both ways the SQL node serves connections: worker threads that run
+/// each connection as a task (the default; here one worker, so every
+/// connection shares it) and a thread per connection (`--worker-threads
+/// 0`). In each, a statement waiting for a row lock does not hold up the
+/// other connections, the waiter gets 1205 when the lock stays taken, TLS
+/// works, and an idle session is closed after its `wait_timeout`.
+#[test]
+fn both_serving_modes_wait_without_holding_up_others() {
+    let sandbox = Sandbox::start("sql-modes", 2, 2);
+    let main_port = sql_port(&sandbox);
+    let (ok, out, err) = cli(
+        main_port,
+        "root",
+        None,
+        "CREATE DATABASE modes; CREATE TABLE modes.t (id INT PRIMARY KEY, v INT) ENGINE=NDB; \
+         INSERT INTO modes.t VALUES (1, 0), (2, 0);",
+    );
+    assert!(ok, "{out} {err}");
+    let mut nodes = support::Processes::default();
+    for (name, workers) in [("workers", "1"), ("threads", "0")] {
+        let port = support::free_port();
+        let dir = support::scratch_dir(&format!("sql-modes-{name}"));
+        nodes.spawn(
+            name,
+            &[
+                "sqld",
+                "--ndb-connectstring",
+                &sandbox.connectstring(),
+                "--port",
+                &port.to_string(),
+                "--bind-address",
+                "127.0.0.1",
+                "--data-dir",
+                &dir.display().to_string(),
+                "--worker-threads",
+                workers,
+            ],
+            &dir.join("sqld.log"),
+        );
+        support::eventually(SQL_READY_TIMEOUT, || {
+            cli(port, "root", None, "SELECT 1").0.then_some(())
+        })
+        .unwrap_or_else(|| panic!("{name}: the SQL node did not start"));
+
+        // A holds row 1; B waits for it; C, meanwhile, is answered.
+        let (ok, out, err) = cli(port, "root", None, "UPDATE modes.t SET v = 0 WHERE id = 1");
+        assert!(ok, "{name}: {out} {err}");
+        let mut holder = cli_session(port, "BEGIN; UPDATE modes.t SET v = v + 1 WHERE id = 1;\n");
+        // The lock is taken once another writer of the row times out.
+        support::eventually(Duration::from_secs(60), || {
+            let (_, _, err) = cli(port, "root", None, "UPDATE modes.t SET v = v WHERE id = 1");
+            err.contains("1205").then_some(())
+        })
+        .unwrap_or_else(|| panic!("{name}: the holder never took the lock"));
+        let processes = |port| cli(port, "root", None, "SHOW PROCESSLIST").1;
+        let mut waiter = cli_session(port, "UPDATE modes.t SET v = v + 10 WHERE id = 1;\n");
+        drop(waiter.stdin.take());
+        support::eventually(Duration::from_secs(30), || {
+            processes(port).contains("v = v + 10").then_some(())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{name}: the waiting UPDATE never showed: {:?} {}",
+                waiter.try_wait(),
+                processes(port)
+            )
+        });
+        let (ok, out, err) = cli(port, "root", None, "SELECT v FROM modes.t WHERE id = 2");
+        assert!(ok, "{name}: {out} {err}");
+        assert_eq!(out, "v\n0\n", "{name}");
+        assert!(
+            waiter.try_wait().expect("wait").is_none(),
+            "{name}: the other connection was answered only after the lock wait ended"
+        );
+        let waited = waiter.wait_with_output().expect("the waiter ends");
+        assert!(
+            String::from_utf8_lossy(&waited.stderr).contains("1205"),
+            "{name}: {waited:?}"
+        );
+        let stdin = holder.stdin.as_mut().expect("stdin");
+        stdin.write_all(b"COMMIT;\n").expect("the holder commits");
+        drop(holder.stdin.take());
+        let held = holder.wait_with_output().expect("the holder ends");
+        assert!(held.status.success(), "{name}: {held:?}");
+
+        // TLS, through the server's self-signed certificate.
+        let tls = Command::new("mariadb")
+            .args(["-h", "127.0.0.1", "-P", &port.to_string(), "-u", "root"])
+            .args(["--batch", "--ssl", "--skip-ssl-verify-server-cert"])
+            .args(["-e", "SELECT v FROM modes.t WHERE id = 1"])
+            .output()
+            .expect("mariadb runs");
+        assert!(tls.status.success(), "{name}: {tls:?}");
+        assert_eq!(String::from_utf8_lossy(&tls.stdout), "v\n1\n", "{name}");
+
+        // An idle session is closed after its wait_timeout, with MySQL's
+        // 4031 (or, if the client reads no more, as a lost connection).
+        let mut idle = cli_session(port, "SET SESSION wait_timeout = 1; SELECT 1;\n");
+        std::thread::sleep(Duration::from_secs(4));
+        let stdin = idle.stdin.as_mut().expect("stdin");
+        let _ = stdin.write_all(b"SELECT 2;\n");
+        drop(idle.stdin.take());
+        let idled = idle.wait_with_output().expect("the idle client ends");
+        let said = String::from_utf8_lossy(&idled.stderr);
+        assert!(
+            ["4031", "2006", "2013"]
+                .iter()
+                .any(|code| said.contains(code)),
+            "{name}: the idle session was not closed: {idled:?}"
+        );
+    }
 }

@@ -30,6 +30,7 @@ use sql::{SqlError, SqlType};
 
 use crate::Settings;
 use crate::keys::Keys;
+use crate::worker::WaitFor;
 
 /// How long a client has to finish the handshake and log in.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,6 +39,9 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// A response is written out once its buffer holds this much, so a big
 /// result set does not sit in memory whole.
 const FLUSH_BYTES: usize = 256 * 1024;
+/// How long a response may wait for the client to take it (MySQL's
+/// `net_write_timeout` default).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Long data one prepared statement may accumulate (`max_allowed_packet`
 /// bounds each piece; this bounds their sum).
 const LONG_DATA_BYTES_MAX: usize = 64 << 20;
@@ -142,7 +146,9 @@ pub fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     if let Err(e) = stream.set_nodelay(true) {
         eprintln!("sqld: connection {connection_id}: TCP_NODELAY: {e}");
     }
-    if stream.set_nonblocking(false).is_err() {
+    // A thread blocks on its socket; a worker's task waits for it instead
+    // (`worker.rs` makes the socket non-blocking).
+    if !shoal_client::task::in_task() && stream.set_nonblocking(false).is_err() {
         return;
     }
     let mut stream = Stream::Plain(stream);
@@ -161,7 +167,7 @@ pub fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
     // MySQL allows max_connections, plus one for an administrator.
     if connected as usize > shared.max_connections + 1 {
         protocol.write_error(1040, "08004", "Too many connections", &mut out);
-        let _ = stream.write_all(&out);
+        let _ = write_all(&mut stream, &out);
         server.aborted_connects.fetch_add(1, Ordering::Relaxed);
         return;
     }
@@ -202,6 +208,43 @@ pub fn serve(shared: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
         .expect("processes")
         .remove(&connection_id);
     let _ = connection.stream.tcp().shutdown(std::net::Shutdown::Both);
+}
+
+/// After a socket said "would block": a task (a worker's connection, whose
+/// socket is non-blocking) waits for it until `deadline`; on a thread the
+/// socket blocks, so "would block" was its timeout and stays an error.
+fn wait_io(error: std::io::Error, wait_for: WaitFor, deadline: Instant) -> std::io::Result<()> {
+    if error.kind() != ErrorKind::WouldBlock {
+        return Err(error);
+    }
+    if Instant::now() >= deadline {
+        return Err(ErrorKind::TimedOut.into());
+    }
+    if crate::worker::wait_for_socket(wait_for, deadline) {
+        Ok(())
+    } else {
+        Err(error)
+    }
+}
+
+/// `write_all` and `flush`, waiting as `wait_io` does.
+fn write_all(stream: &mut Stream, mut bytes: &[u8]) -> std::io::Result<()> {
+    let deadline = Instant::now() + WRITE_TIMEOUT;
+    while !bytes.is_empty() {
+        match stream.write(bytes) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(written) => bytes = &bytes[written..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => wait_io(e, WaitFor::Writable, deadline)?,
+        }
+    }
+    loop {
+        match stream.flush() {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => wait_io(e, WaitFor::Writable, deadline)?,
+        }
+    }
 }
 
 /// 20 random bytes without NUL (the handshake's scramble is NUL-terminated).
@@ -245,10 +288,7 @@ impl Connection {
         if self.out.is_empty() {
             return Ok(());
         }
-        let result = self
-            .stream
-            .write_all(&self.out)
-            .and_then(|()| self.stream.flush());
+        let result = write_all(&mut self.stream, &self.out);
         self.out.clear();
         result.map_err(|e| format!("write: {e}"))
     }
@@ -260,22 +300,41 @@ impl Connection {
         // The socket's read timeout as last set: once logged in it stays
         // wait_timeout, and is not set again before every read.
         let mut timeout_set = None;
+        let in_task = shoal_client::task::in_task();
         loop {
             let timeout = if self.protocol.is_authenticated() {
-                self.shared.wait_timeout
+                // The session's own wait_timeout, as MySQL's (it starts as
+                // the global one, which --wait-timeout sets).
+                match &self.session {
+                    Some(session) => {
+                        Duration::from_secs(session.session_int("wait_timeout").max(1) as u64)
+                    }
+                    None => self.shared.wait_timeout,
+                }
             } else {
                 CONNECT_TIMEOUT
                     .saturating_sub(started.elapsed())
                     .max(Duration::from_millis(1))
             };
-            if timeout_set != Some(timeout) {
+            if timeout_set != Some(timeout) && !in_task {
                 self.stream
                     .tcp()
                     .set_read_timeout(Some(timeout))
                     .map_err(|e| format!("set timeout: {e}"))?;
                 timeout_set = Some(timeout);
             }
-            let read = match self.stream.read(&mut buffer) {
+            let deadline = Instant::now() + timeout;
+            let read = loop {
+                match self.stream.read(&mut buffer) {
+                    Err(e) if e.kind() == ErrorKind::WouldBlock && in_task => {
+                        if let Err(e) = wait_io(e, WaitFor::Readable, deadline) {
+                            break Err(e);
+                        }
+                    }
+                    other => break other,
+                }
+            };
+            let read = match read {
                 Ok(0) => return Ok(()),
                 Ok(n) => n,
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
@@ -402,11 +461,21 @@ impl Connection {
             tls.process_new_packets().map_err(|e| format!("TLS: {e}"))?;
         }
         let mut stream = rustls::StreamOwned::new(tls, tcp);
+        let deadline = Instant::now() + CONNECT_TIMEOUT;
         while stream.conn.is_handshaking() {
-            stream
-                .conn
-                .complete_io(&mut stream.sock)
-                .map_err(|e| format!("TLS handshake: {e}"))?;
+            match stream.conn.complete_io(&mut stream.sock) {
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // The handshake both reads and writes: whichever it needs.
+                Err(e) => {
+                    let wait_for = if stream.conn.wants_write() {
+                        WaitFor::Writable
+                    } else {
+                        WaitFor::Readable
+                    };
+                    wait_io(e, wait_for, deadline).map_err(|e| format!("TLS handshake: {e}"))?
+                }
+            }
         }
         self.stream = Stream::Tls(Box::new(stream));
         self.protocol.tls_established();
@@ -954,7 +1023,7 @@ impl Connection {
             if out.len() >= FLUSH_BYTES {
                 // A big result set goes out as it is built rather than
                 // sitting in memory whole.
-                if let Err(e) = self.stream.write_all(&out) {
+                if let Err(e) = write_all(&mut self.stream, &out) {
                     write_failed = Some(format!("write: {e}"));
                     break;
                 }

@@ -12,6 +12,7 @@
 
 pub mod connection;
 pub mod keys;
+mod worker;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -29,6 +30,8 @@ const CLUSTER_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 const ACCEPT_POLL_INTERVAL: Duration = Duration::from_millis(5);
 /// Most cluster connections one SQL node opens (`--ndb-cluster-connection-pool`).
 pub const CONNECTION_POOL_MAX: usize = 63;
+/// Most `--worker-threads`: past a few per core they only take turns.
+pub const WORKER_THREADS_MAX: usize = 256;
 
 /// How the SQL node runs.
 #[derive(Debug, Clone)]
@@ -48,6 +51,9 @@ pub struct Settings {
     /// Seconds to keep trying to reach the cluster at start
     /// (`ndb-wait-connected`, 120 as in mysqld).
     pub cluster_wait_seconds: u64,
+    /// Worker threads serving the connections as tasks (`worker.rs`); 0
+    /// serves each connection on a thread of its own.
+    pub worker_threads: usize,
 }
 
 impl Default for Settings {
@@ -64,8 +70,15 @@ impl Default for Settings {
             max_allowed_packet: sql::variables::MAX_ALLOWED_PACKET_DEFAULT as usize,
             wait_timeout_seconds: sql::variables::WAIT_TIMEOUT_DEFAULT as u64,
             cluster_wait_seconds: 120,
+            worker_threads: default_worker_threads(),
         }
     }
+}
+
+/// One worker per core: a worker runs whenever one of its connections can,
+/// so more would only take turns on the same cores.
+pub fn default_worker_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// Connects to the cluster, retrying while it starts (a sandbox starts
@@ -102,6 +115,12 @@ pub fn run(settings: Settings, stop: Arc<AtomicBool>) -> Result<(), String> {
         return Err(format!(
             "--ndb-cluster-connection-pool must be 1 to {CONNECTION_POOL_MAX}, not {}",
             settings.pool_size
+        ));
+    }
+    if settings.worker_threads > WORKER_THREADS_MAX {
+        return Err(format!(
+            "--worker-threads must be 0 to {WORKER_THREADS_MAX}, not {}",
+            settings.worker_threads
         ));
     }
     let keys = keys::load_or_generate(
@@ -154,8 +173,17 @@ pub fn run(settings: Settings, stop: Arc<AtomicBool>) -> Result<(), String> {
         server.pool.connections()[0].node_id(),
         settings.pool_size
     );
+    let workers = match settings.worker_threads {
+        0 => None,
+        count => Some(worker::Workers::start(count, Arc::clone(&shared))?),
+    };
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
+            Ok((stream, peer)) if workers.is_some() => {
+                if let Some(workers) = &workers {
+                    workers.assign(stream, peer);
+                }
+            }
             Ok((stream, peer)) => {
                 let shared = Arc::clone(&shared);
                 let spawned = std::thread::Builder::new()
