@@ -135,22 +135,13 @@ impl Mailbox {
                 queue.task = None;
                 return false;
             }
-            let waker = if suspend {
-                crate::task::with_current(|task| task.map(|task| task.waker()))
-            } else {
-                None
-            };
-            match waker {
+            match crate::task::current_waker().filter(|_| suspend) {
                 Some(waker) => {
                     // A task suspends instead of blocking its thread; the
                     // lock is not held meanwhile, as the delivery needs it.
                     queue.task = Some(waker);
                     drop(queue);
-                    crate::task::with_current(|task| {
-                        if let Some(task) = task {
-                            task.suspend(Some(deadline));
-                        }
-                    });
+                    crate::task::suspend(deadline);
                     queue = self.queue.lock().expect("mailbox");
                 }
                 None => {

@@ -51,6 +51,11 @@ pub(crate) fn with_current<R>(with: impl FnOnce(Option<&dyn Task>) -> R) -> R {
     with(task.map(|task| unsafe { &*task }))
 }
 
+/// The waker of the task running on this thread, if there is one.
+pub(crate) fn current_waker() -> Option<std::task::Waker> {
+    with_current(|task| task.map(Task::waker))
+}
+
 /// Whether this thread runs a task now.
 pub fn in_task() -> bool {
     CURRENT.with(Cell::get).is_some()

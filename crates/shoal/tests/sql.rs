@@ -35,18 +35,24 @@ fn sql_port(sandbox: &Sandbox) -> u16 {
         .unwrap_or_else(|| panic!("no port in {line:?}"))
 }
 
-/// The stock `mariadb` CLI for `port` as `user`, in batch mode, without TLS.
-fn mariadb(port: u16, user: &str) -> Command {
+/// The stock `mariadb` CLI for `port` as `user`, in batch mode, with TLS
+/// (the server's certificate is self-signed, so not verified) or without.
+fn mariadb(port: u16, user: &str, tls: bool) -> Command {
     let mut command = Command::new("mariadb");
     command.args(["-h", "127.0.0.1", "-P", &port.to_string(), "-u", user]);
-    command.args(["--batch", "--skip-ssl", "--connect-timeout=10"]);
+    command.args(["--batch", "--connect-timeout=10"]);
+    if tls {
+        command.args(["--ssl", "--skip-ssl-verify-server-cert"]);
+    } else {
+        command.arg("--skip-ssl");
+    }
     command
 }
 
 /// Runs `sql` through the stock `mariadb` CLI in batch mode; returns
 /// (success, stdout, stderr).
 fn cli(port: u16, user: &str, password: Option<&str>, sql: &str) -> (bool, String, String) {
-    let mut command = mariadb(port, user);
+    let mut command = mariadb(port, user, false);
     command.args(["-e", sql]);
     if let Some(password) = password {
         command.arg(format!("--password={password}"));
@@ -233,28 +239,11 @@ fn a_sql_node_killed_mid_transaction_leaves_no_change_or_lock_behind() {
     assert!(ok, "{out} {err}");
     // A client in the middle of a transfer: row 1 changed and locked, the
     // transaction open (the client waits for more input).
-    let mut holder = Command::new("mariadb")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-P",
-            &port.to_string(),
-            "-u",
-            "root",
-            "--batch",
-            "--skip-ssl",
-            "--skip-reconnect",
-            "--unbuffered",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("the mariadb client runs");
+    let mut holder = cli_session(
+        port,
+        "BEGIN; UPDATE bank.acct SET bal = bal - 30 WHERE id = 1; SELECT 'held';\n",
+    );
     let mut input = holder.stdin.take().expect("stdin");
-    input
-        .write_all(b"BEGIN; UPDATE bank.acct SET bal = bal - 30 WHERE id = 1; SELECT 'held';\n")
-        .expect("write to the client");
     input.flush().expect("flush");
     let mut output = std::io::BufReader::new(holder.stdout.take().expect("stdout"));
     let mut line = String::new();
@@ -405,9 +394,11 @@ fn sql_behaviour_files_pass() {
 }
 
 /// The mariadb CLI started on `port` with `sql` on its stdin, left
-/// running (its stdin stays open until the caller drops or closes it).
+/// running (its stdin stays open until the caller drops or closes it);
+/// it prints each result at once and does not reconnect.
 fn cli_session(port: u16, sql: &str) -> std::process::Child {
-    let mut child = mariadb(port, "root")
+    let mut child = mariadb(port, "root", false)
+        .args(["--skip-reconnect", "--unbuffered"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -508,9 +499,7 @@ fn both_serving_modes_wait_without_holding_up_others() {
         assert!(held.status.success(), "{name}: {held:?}");
 
         // TLS, through the server's self-signed certificate.
-        let tls = Command::new("mariadb")
-            .args(["-h", "127.0.0.1", "-P", &port.to_string(), "-u", "root"])
-            .args(["--batch", "--ssl", "--skip-ssl-verify-server-cert"])
+        let tls = mariadb(port, "root", true)
             .args(["-e", "SELECT v FROM modes.t WHERE id = 1"])
             .output()
             .expect("mariadb runs");

@@ -703,7 +703,9 @@ impl Session {
             None => match self.native.table(dictionary_name) {
                 Ok(route) => route,
                 Err(e) if e.mysql_code == 1146 => {
-                    let (database, name) = catalog::split_dictionary_name(dictionary_name)
+                    // A database name holds no '/': the first "/def/" ends it.
+                    let (database, name) = dictionary_name
+                        .split_once("/def/")
                         .unwrap_or(("", dictionary_name));
                     return Err(SqlError::new(
                         1146,

@@ -324,9 +324,11 @@ impl Connection {
                 timeout_set = Some(timeout);
             }
             let deadline = Instant::now() + timeout;
+            // On a thread, "would block" is the read timeout: `wait_io`
+            // returns it as the error it is.
             let read = loop {
                 match self.stream.read(&mut buffer) {
-                    Err(e) if e.kind() == ErrorKind::WouldBlock && in_task => {
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
                         if let Err(e) = wait_io(e, WaitFor::Readable, deadline) {
                             break Err(e);
                         }

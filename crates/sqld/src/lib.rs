@@ -179,20 +179,18 @@ pub fn run(settings: Settings, stop: Arc<AtomicBool>) -> Result<(), String> {
     };
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((stream, peer)) if workers.is_some() => {
-                if let Some(workers) = &workers {
-                    workers.assign(stream, peer);
+            Ok((stream, peer)) => match &workers {
+                Some(workers) => workers.assign(stream, peer),
+                None => {
+                    let shared = Arc::clone(&shared);
+                    let spawned = std::thread::Builder::new()
+                        .name("sql-connection".into())
+                        .spawn(move || connection::serve(shared, stream, peer));
+                    if let Err(e) = spawned {
+                        eprintln!("sqld: cannot start a connection thread: {e}");
+                    }
                 }
-            }
-            Ok((stream, peer)) => {
-                let shared = Arc::clone(&shared);
-                let spawned = std::thread::Builder::new()
-                    .name("sql-connection".into())
-                    .spawn(move || connection::serve(shared, stream, peer));
-                if let Err(e) = spawned {
-                    eprintln!("sqld: cannot start a connection thread: {e}");
-                }
-            }
+            },
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(ACCEPT_POLL_INTERVAL)
             }
