@@ -26,8 +26,9 @@ use sql::server::Server;
 
 /// How long one attempt to connect waits for the data nodes.
 const CLUSTER_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often the listener looks at the stop flag while no client connects.
-const ACCEPT_POLL_INTERVAL: Duration = Duration::from_millis(5);
+/// How often the listener looks at the stop flag while no client connects
+/// (a client that connects is accepted at once).
+const ACCEPT_POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// Most cluster connections one SQL node opens (`--ndb-cluster-connection-pool`).
 pub const CONNECTION_POOL_MAX: usize = 63;
 /// Most `--worker-threads`: past a few per core they only take turns.
@@ -177,6 +178,20 @@ pub fn run(settings: Settings, stop: Arc<AtomicBool>) -> Result<(), String> {
         0 => None,
         count => Some(worker::Workers::start(count, Arc::clone(&shared))?),
     };
+    // The listener is non-blocking: wait for a client in epoll, waking at
+    // least every ACCEPT_POLL_INTERVAL to look at the stop flag.
+    let mut poll = mio::Poll::new().map_err(|e| format!("cannot create a poller: {e}"))?;
+    {
+        use std::os::fd::AsRawFd;
+        poll.registry()
+            .register(
+                &mut mio::unix::SourceFd(&listener.as_raw_fd()),
+                mio::Token(0),
+                mio::Interest::READABLE,
+            )
+            .map_err(|e| format!("cannot watch the listener: {e}"))?;
+    }
+    let mut events = mio::Events::with_capacity(4);
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, peer)) => match &workers {
@@ -192,7 +207,15 @@ pub fn run(settings: Settings, stop: Arc<AtomicBool>) -> Result<(), String> {
                 }
             },
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(ACCEPT_POLL_INTERVAL)
+                // Edge-triggered: a client that came before this wait is
+                // accepted by the next `accept` (it is tried after every
+                // wake, timeout or not).
+                if let Err(e) = poll.poll(&mut events, Some(ACCEPT_POLL_INTERVAL))
+                    && e.kind() != std::io::ErrorKind::Interrupted
+                {
+                    eprintln!("sqld: waiting for clients failed: {e}");
+                    std::thread::sleep(ACCEPT_POLL_INTERVAL);
+                }
             }
             Err(e) => {
                 eprintln!("sqld: accept failed: {e}");
