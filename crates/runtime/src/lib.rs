@@ -3,7 +3,8 @@
 //! processes' event loops (mio, one thread each for now); `transport` turns
 //! messages into batched frames on TCP; `blocking` is the simple client
 //! side used by `shoal mgm`, `shoal up` and tests. `angel` supervises a
-//! data node's worker process, with the exit codes of `exit`.
+//! data node's worker process, with the exit codes of `exit`. `redo_files`
+//! are the redo log's files (`disk::RedoLog`'s requests done for real).
 
 pub mod angel;
 pub mod blocking;
@@ -11,6 +12,7 @@ pub mod datad;
 pub mod exit;
 pub mod machine;
 pub mod mgmd;
+pub mod redo_files;
 pub mod transport;
 
 use std::time::{SystemTime, UNIX_EPOCH};
