@@ -14,7 +14,7 @@ pub mod memory;
 pub mod ordered_index;
 
 pub use engine::{
-    Completion, Engine, EngineConfig, MemoryReport, NO_TRANSACTION, OperationKind,
-    OperationRequest, Outcome, ReadMode, ScanBatch, ScanBound, ScanRequest, TableId, TableMemory,
-    TransactionId,
+    CHANGE_DELETE, CHANGE_PUT, Completion, Engine, EngineConfig, MemoryReport, NO_TRANSACTION,
+    OperationKind, OperationRequest, Outcome, ReadMode, ScanBatch, ScanBound, ScanRequest, TableId,
+    TableMemory, TransactionId, changes,
 };

@@ -15,6 +15,43 @@ use schema::{Error, ErrorCode};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+/// A change as `Engine::prepared_changes` writes it: a kind byte, the
+/// length of the AttrInfo that follows (u32, little-endian), the AttrInfo.
+/// `CHANGE_PUT`: every column of the row's new version (replayed as a
+/// `Write`); `CHANGE_DELETE`: the deleted row's primary key.
+pub const CHANGE_PUT: u8 = 1;
+pub const CHANGE_DELETE: u8 = 2;
+
+/// The changes in `bytes` (as `Engine::prepared_changes` wrote them):
+/// each kind and AttrInfo, or an error for bytes that are not whole
+/// changes.
+pub fn changes(bytes: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), Error>> {
+    let mut rest = bytes;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let truncated = || Error::new(ErrorCode::WrongValue, "a truncated change");
+        if rest.len() < 5 {
+            rest = &[];
+            return Some(Err(truncated()));
+        }
+        let kind = rest[0];
+        let length = u32::from_le_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
+        if rest.len() < 5 + length || !matches!(kind, CHANGE_PUT | CHANGE_DELETE) {
+            rest = &[];
+            return Some(Err(if matches!(kind, CHANGE_PUT | CHANGE_DELETE) {
+                truncated()
+            } else {
+                Error::new(ErrorCode::WrongValue, format!("unknown change kind {kind}"))
+            }));
+        }
+        let attrinfo = &rest[5..5 + length];
+        rest = &rest[5 + length..];
+        Some(Ok((kind, attrinfo)))
+    })
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum State {
     Active,
@@ -177,6 +214,71 @@ impl Engine {
         }
         self.finish(index, Engine::commit_record);
         Ok(())
+    }
+
+    /// The changes a prepared transaction makes when it commits, appended
+    /// to `out` in the order it made them, for the redo log (see
+    /// `CHANGE_PUT`): a row it inserted or updated as AttrInfo of every
+    /// column of its new version, a committed row it deleted as AttrInfo
+    /// of its primary key. Rows it only read, and rows it inserted and then
+    /// deleted, are not changes. Returns how many were appended.
+    pub fn prepared_changes(
+        &self,
+        transaction: TransactionId,
+        out: &mut Vec<u8>,
+    ) -> Result<u32, Error> {
+        let index = self
+            .transactions
+            .lookup(transaction)
+            .ok_or(ErrorCode::NoSuchTransaction)?;
+        if self.transactions.state(index) != State::Prepared {
+            return Err(Error::new(
+                ErrorCode::WrongTransactionState,
+                "the changes of a transaction are known once it is prepared",
+            ));
+        }
+        // Records are linked newest first; the log wants them in order.
+        let mut order = Vec::new();
+        let mut at = self.transactions.first(index);
+        while at != NO_RECORD {
+            order.push(at);
+            at = self.records[at as usize].next_in_transaction;
+        }
+        let mut count = 0;
+        for &record_index in order.iter().rev() {
+            let record = self.records[record_index as usize];
+            let table = self.tables[record.table as usize]
+                .as_ref()
+                .expect("a record's table exists");
+            let (_, flags) = table::header(&table.rows, &self.pool, record.row);
+            let (kind, version, columns): (u8, _, &[schema::ColumnId]) = if record.deleted {
+                if flags & COMMITTED == 0 {
+                    continue;
+                }
+                (CHANGE_DELETE, record.row, &table.def.primary_key)
+            } else if !record.image.is_none() {
+                (CHANGE_PUT, record.image, &[])
+            } else if record.inserted {
+                (CHANGE_PUT, record.row, &[])
+            } else {
+                continue;
+            };
+            let view = table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
+            out.push(kind);
+            let length_at = out.len();
+            out.extend_from_slice(&[0; 4]);
+            if columns.is_empty() {
+                let all: Vec<schema::ColumnId> =
+                    (0..table.def.columns.len() as schema::ColumnId).collect();
+                schema::row::project(&table.def.layout, view, &all, out);
+            } else {
+                schema::row::project(&table.def.layout, view, columns, out);
+            }
+            let length = u32::try_from(out.len() - length_at - 4).expect("a row under 4 GiB");
+            out[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
+            count += 1;
+        }
+        Ok(count)
     }
 
     /// The abort step: undoes every change of the transaction, in any state,
