@@ -245,6 +245,9 @@ pub struct RedoLog {
     synced: Lsn,
     /// The bytes from `written` to `head`.
     buffer: VecDeque<u8>,
+    /// Bytes promised to prepared operations (`reserve`): counted as used
+    /// in the files and in the buffer, so their commits always fit.
+    reserved: u64,
     write: Option<InFlight>,
     sync: Option<InFlight>,
     /// The furthest a caller asked to have durable.
@@ -280,6 +283,7 @@ impl RedoLog {
             written: end,
             synced: end,
             buffer: VecDeque::new(),
+            reserved: 0,
             write: None,
             sync: None,
             durable_wanted: end,
@@ -330,6 +334,66 @@ impl RedoLog {
         self.write.is_some() || self.sync.is_some()
     }
 
+    /// Bytes promised to prepared operations and not yet appended.
+    pub fn reserved_bytes(&self) -> u64 {
+        self.reserved
+    }
+
+    /// Whether `length` more bytes fit in the files and the buffer, beside
+    /// what is reserved.
+    fn room_for(&self, length: u64) -> Result<(), RedoError> {
+        let free = self.config.capacity_bytes() - self.used_bytes() - self.reserved;
+        if length > free {
+            return Err(RedoError::LogFull {
+                needed: length,
+                free,
+            });
+        }
+        if self.buffered_bytes() + self.reserved + length > self.config.buffer_bytes {
+            return Err(RedoError::BufferFull {
+                buffered: self.buffered_bytes() + self.reserved,
+                needed: length,
+            });
+        }
+        Ok(())
+    }
+
+    /// Promises `bytes` to a prepared operation, whose commit then appends
+    /// its records with `append_reserved` and cannot be refused: a write
+    /// is refused (410, 1234) when it is prepared, never once it commits,
+    /// as NDB refuses it. `unreserve` gives back what an abort does not
+    /// use.
+    pub fn reserve(&mut self, bytes: u64) -> Result<(), RedoError> {
+        self.room_for(bytes)?;
+        self.reserved += bytes;
+        Ok(())
+    }
+
+    /// Gives back reserved bytes no record will use.
+    pub fn unreserve(&mut self, bytes: u64) {
+        assert!(
+            bytes <= self.reserved,
+            "unreserved {bytes} of {}",
+            self.reserved
+        );
+        self.reserved -= bytes;
+    }
+
+    /// Appends one record from `reserved` bytes promised before (at most
+    /// the record's length is used; the rest stays reserved for the
+    /// caller to use or give back). Never refused.
+    pub fn append_reserved(&mut self, epoch: u64, kind: u8, payload: &[u8], reserved: u64) -> Lsn {
+        let length = (RECORD_HEADER_BYTES + payload.len()) as u64;
+        assert!(payload.len() <= RECORD_PAYLOAD_BYTES_MAX);
+        assert!(
+            length <= reserved && reserved <= self.reserved,
+            "a record of {length} bytes from {reserved} reserved (of {})",
+            self.reserved
+        );
+        self.reserved -= length;
+        self.push(epoch, kind, payload)
+    }
+
     /// Appends one record; returns its `Lsn`. Nothing is appended on an
     /// error.
     pub fn append(&mut self, epoch: u64, kind: u8, payload: &[u8]) -> Result<Lsn, RedoError> {
@@ -338,20 +402,12 @@ impl RedoLog {
                 bytes: payload.len(),
             });
         }
+        self.room_for((RECORD_HEADER_BYTES + payload.len()) as u64)?;
+        Ok(self.push(epoch, kind, payload))
+    }
+
+    fn push(&mut self, epoch: u64, kind: u8, payload: &[u8]) -> Lsn {
         let length = (RECORD_HEADER_BYTES + payload.len()) as u64;
-        let free = self.config.capacity_bytes() - self.used_bytes();
-        if length > free {
-            return Err(RedoError::LogFull {
-                needed: length,
-                free,
-            });
-        }
-        if self.buffered_bytes() + length > self.config.buffer_bytes {
-            return Err(RedoError::BufferFull {
-                buffered: self.buffered_bytes(),
-                needed: length,
-            });
-        }
         let lsn = self.head;
         encode_record(
             lsn,
@@ -365,7 +421,8 @@ impl RedoLog {
         self.buffer.extend(self.scratch.iter().copied());
         self.head += length;
         assert_eq!(self.head - self.written, self.buffered_bytes());
-        Ok(lsn)
+        assert!(self.used_bytes() + self.reserved <= self.config.capacity_bytes());
+        lsn
     }
 
     /// Asks for everything up to `lsn` (at most `head()`) to be made

@@ -429,3 +429,47 @@ fn a_stale_record_of_an_earlier_run_ends_the_log() {
     assert_eq!(records[0].payload, payload(9, 100));
     assert_eq!(end, log.head());
 }
+
+/// Reserved bytes count against the files and the buffer, so a commit's
+/// append from them is never refused; what is left is given back.
+#[test]
+fn reserved_bytes_are_kept_for_the_commit_that_uses_them() {
+    let mut disk = DiskModel::new();
+    let mut log = RedoLog::new(SMALL, 0, 1);
+    // Most of the buffer promised to prepared operations.
+    let promised = SMALL.buffer_bytes - 1_000;
+    log.reserve(promised).expect("room");
+    assert!(matches!(
+        log.append(1, 0, &payload(1, 2_000)),
+        Err(RedoError::BufferFull { .. })
+    ));
+    assert!(matches!(
+        log.reserve(2_000),
+        Err(RedoError::BufferFull { .. })
+    ));
+    // The commit appends from its reservation even though the buffer
+    // looks full to anyone else.
+    let body = payload(2, 100_000);
+    let lsn = log.append_reserved(3, 1, &body, promised);
+    assert_eq!(lsn, 0);
+    assert_eq!(log.reserved_bytes(), promised - body.len() as u64 - 32);
+    log.unreserve(log.reserved_bytes());
+    assert_eq!(log.reserved_bytes(), 0);
+    log.append(1, 0, &payload(1, 2_000))
+        .expect("room once given back");
+    log.want_durable(log.head());
+    drive(&mut log, &mut disk, 0);
+    let (records, _) = scan_all(&SMALL, &disk, 0);
+    assert_eq!(records[0].payload, body);
+    // Reservations count against the files too.
+    let mut log = RedoLog::new(SMALL, 0, 1);
+    log.reserve(500_000).expect("room");
+    for number in 0..4 {
+        log.append(1, 0, &payload(number, 100_000)).expect("room");
+        log.want_durable(log.head());
+        drive(&mut log, &mut disk, 0);
+    }
+    assert_eq!(log.buffered_bytes(), 0);
+    let refusal = log.reserve(30_000).expect_err("the files are promised");
+    assert!(matches!(refusal, RedoError::LogFull { .. }), "{refusal}");
+}
