@@ -989,7 +989,8 @@ impl DataNode {
             | Message::CopyNext(_)
             | Message::CommitAck { .. }
             | Message::ForgetMarkers { .. }
-            | Message::TakeoverDone { .. } => {}
+            | Message::TakeoverDone { .. }
+            | Message::Epoch { .. } => {}
         }
     }
 

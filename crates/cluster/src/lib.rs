@@ -12,6 +12,7 @@ pub mod acceptor;
 pub mod data_node;
 pub mod dictionary;
 pub mod effects;
+pub mod epochs;
 pub mod lease;
 pub mod management;
 pub mod state;

@@ -16,7 +16,7 @@ pub mod types;
 
 pub use codec::DecodeError;
 pub use frame::{FrameDecoder, PROTOCOL_VERSION, encode_frame};
-pub use message::Message;
+pub use message::{EpochStep, Message};
 pub use transaction::{
     Bound, CHAIN_NODES_MAX, Chain, CopyNext, CopyRequest, CopyRows, Execute, ExecuteEnd, Executed,
     KeyConfirm, KeyRefuse, KeyRequest, MARKER_IDS_MAX, MarkerEntry, NO_API, Operation,

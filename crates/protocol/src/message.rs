@@ -234,6 +234,51 @@ pub enum Message {
         failed_node: NodeId,
         failed_incarnation: u64,
     },
+    /// One step of the epoch and global checkpoint protocol between the
+    /// president and the data nodes (`cluster::epochs`): `epoch` is the
+    /// epoch the step is about.
+    Epoch {
+        step: EpochStep,
+        epoch: u64,
+    },
+}
+
+/// The steps of the epoch protocol (`cluster::epochs`), and their byte on
+/// the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EpochStep {
+    /// President → members: stop deciding commits; `epoch` comes next.
+    Prepare = 1,
+    /// Member → president: commits stopped (or it is at `epoch` already).
+    Prepared = 2,
+    /// President → members: decide commits in `epoch` from now on.
+    Commit = 3,
+    /// Member → president: it is at `epoch`, and every commit it decided
+    /// in an earlier epoch has been logged by each of its replicas.
+    Completed = 4,
+    /// President → members: make every epoch before `epoch` durable in
+    /// your redo log.
+    Save = 5,
+    /// Member → president: done.
+    Saved = 6,
+    /// President → members: every epoch before `epoch` is durable on every
+    /// data node: the cluster restarts at least to it.
+    Durable = 7,
+}
+
+impl EpochStep {
+    fn from_byte(byte: u8) -> Option<EpochStep> {
+        Some(match byte {
+            1 => EpochStep::Prepare,
+            2 => EpochStep::Prepared,
+            3 => EpochStep::Commit,
+            4 => EpochStep::Completed,
+            5 => EpochStep::Save,
+            6 => EpochStep::Saved,
+            7 => EpochStep::Durable,
+            _ => return None,
+        })
+    }
 }
 
 // A message moves several times between the socket and the blocks (decoded
@@ -301,6 +346,7 @@ const KIND_HEARTBEAT_ECHO: u8 = 65;
 const KIND_COMMIT_ACK: u8 = 66;
 const KIND_FORGET_MARKERS: u8 = 67;
 const KIND_TAKEOVER_DONE: u8 = 68;
+const KIND_EPOCH: u8 = 69;
 const KIND_NODE_COPIED: u8 = 33;
 
 impl Message {
@@ -355,6 +401,7 @@ impl Message {
             Message::CommitAck { .. } => "CommitAck",
             Message::ForgetMarkers { .. } => "ForgetMarkers",
             Message::TakeoverDone { .. } => "TakeoverDone",
+            Message::Epoch { .. } => "Epoch",
             Message::KeyRequest(_) => "KeyRequest",
             Message::KeyConfirm(_) => "KeyConfirm",
             Message::KeyRefuse(_) => "KeyRefuse",
@@ -728,6 +775,11 @@ impl Message {
                 w.u8(*failed_node);
                 w.u64(*failed_incarnation);
             }
+            Message::Epoch { step, epoch } => {
+                w.u8(KIND_EPOCH);
+                w.u8(*step as u8);
+                w.u64(*epoch);
+            }
             Message::KeyRequest(request) => {
                 w.u8(KIND_KEY_REQUEST);
                 put_key_request(&mut w, request);
@@ -1044,6 +1096,14 @@ impl Message {
                 failed_node: r.u8("failed node")?,
                 failed_incarnation: r.u64("failed incarnation")?,
             },
+            KIND_EPOCH => {
+                let byte = r.u8("epoch step")?;
+                Message::Epoch {
+                    step: EpochStep::from_byte(byte)
+                        .ok_or_else(|| DecodeError::new(format!("unknown epoch step {byte}")))?,
+                    epoch: r.u64("epoch")?,
+                }
+            }
             other => return Err(DecodeError::new(format!("unknown message kind {other}"))),
         };
         r.finish(message.name())?;

@@ -639,6 +639,18 @@ fn transaction_message() -> impl Strategy<Value = Message> {
                 failed_incarnation,
             }
         }),
+        (1u8..8, any::<u64>()).prop_map(|(step, epoch)| Message::Epoch {
+            step: [
+                EpochStep::Prepare,
+                EpochStep::Prepared,
+                EpochStep::Commit,
+                EpochStep::Completed,
+                EpochStep::Save,
+                EpochStep::Saved,
+                EpochStep::Durable,
+            ][usize::from(step) - 1],
+            epoch,
+        }),
         (
             any::<u8>(),
             any::<u64>(),
