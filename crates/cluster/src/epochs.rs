@@ -64,6 +64,21 @@ pub struct EpochConfig {
     pub checkpoint_interval_ms: u64,
 }
 
+impl EpochConfig {
+    /// From a data node's configuration; TimeBetweenEpochs=0 is one epoch
+    /// per global checkpoint, as in NDB.
+    pub fn from_config(own: &config::DataNodeConfig) -> EpochConfig {
+        let checkpoint_interval_ms = own.time_between_global_checkpoints_ms.max(1);
+        EpochConfig {
+            epoch_interval_ms: match own.time_between_epochs_ms {
+                0 => checkpoint_interval_ms,
+                interval => interval,
+            },
+            checkpoint_interval_ms,
+        }
+    }
+}
+
 /// What the president is waiting for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Round {
@@ -79,6 +94,10 @@ enum Round {
         epoch: u64,
         waiting: BTreeSet<NodeId>,
         started_ms: u64,
+        /// The members when the wait began. If one fails, every member
+        /// is asked again: the president takes over the failed node's
+        /// commits, and its own answer must wait for them.
+        members: BTreeSet<NodeId>,
     },
 }
 
@@ -478,6 +497,7 @@ impl Epochs {
                         epoch,
                         waiting: members.clone(),
                         started_ms,
+                        members: members.clone(),
                     };
                     return;
                 }
@@ -485,7 +505,22 @@ impl Epochs {
                     epoch,
                     waiting,
                     started_ms,
+                    members: asked,
                 } => {
+                    if !asked.is_subset(members) {
+                        *waiting = members.clone();
+                        *asked = members.clone();
+                        for member in members {
+                            out.push((
+                                *member,
+                                Message::Epoch {
+                                    step: EpochStep::Commit,
+                                    epoch: *epoch,
+                                },
+                            ));
+                        }
+                        return;
+                    }
                     gone(waiting);
                     if !waiting.is_empty() {
                         return;

@@ -36,7 +36,7 @@
 //! them (or folds them into another).
 //!
 //! Every other parameter of NDB 8.0's config.ini (MaxNoOfAttributes,
-//! ThreadConfig, TimeBetweenEpochs, LogDestination, BatchSize, ... about
+//! ThreadConfig, TimeBetweenEpochsTimeout, LogDestination, BatchSize, ... about
 //! 190 of them) is in [`ndb_parameters::WITHOUT_EFFECT`] with NDB's type,
 //! default and range: a file that sets them parses, each value is checked
 //! against NDB's range, and [`ClusterConfig::notices`] gets one notice
@@ -64,6 +64,7 @@
 //! | `NodeRecoveryCopyRowsPerSecond` | ndbd | integer | 100000 | 1000..=100000000 | Shoal |
 //! | `TransactionInactiveTimeout` | ndbd | ms, 0 = never | 4294967039 | 0..=4294967039 | NDB |
 //! | `TimeBetweenGlobalCheckpoints` | ndbd | ms | 2000 | 20..=32000 | NDB |
+//! | `TimeBetweenEpochs` | ndbd | ms | 100 | 0..=32000 | NDB |
 //! | `TimeBetweenLocalCheckpoints` | ndbd | log2 of 4-byte words | 20 | 0..=31 | NDB |
 //! | `NoOfFragmentLogFiles` | ndbd | integer | 16 | 3.. | NDB |
 //! | `FragmentLogFileSize` | ndbd | size | 16M | 4M..=1G | NDB |
@@ -233,6 +234,8 @@ pub struct DataNodeConfig {
     /// TransactionInactiveTimeout: 0 never aborts an idle transaction.
     pub transaction_inactive_timeout_ms: u64,
     pub time_between_global_checkpoints_ms: u64,
+    /// TimeBetweenEpochs: 0 is one epoch per global checkpoint.
+    pub time_between_epochs_ms: u64,
     /// Base-2 logarithm of the 4-byte words written between local
     /// checkpoints, as in NDB.
     pub time_between_local_checkpoints: u32,

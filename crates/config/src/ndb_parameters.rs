@@ -95,7 +95,7 @@ use ValueKind::{Boolean, Choice, CpuList, Integer, Milliseconds, Size, Text};
 // One entry per line, like a row of NDB's table; rustfmt would spread each
 // over eight lines.
 #[rustfmt::skip]
-pub static WITHOUT_EFFECT: [Parameter; 199] = [
+pub static WITHOUT_EFFECT: [Parameter; 198] = [
     // [system] and [computer].
     text("Name", SYSTEM),
     ndb("PrimaryMGMNode", SYSTEM, Integer, Number(0), 0, RNIL),
@@ -176,7 +176,6 @@ pub static WITHOUT_EFFECT: [Parameter; 199] = [
     ndb("DictTrace", DATA, Integer, NoDefault, 0, 100),
     // Data nodes: epochs, checkpoints and the redo log.
     ndb("TimeBetweenGlobalCheckpointsTimeout", DATA, Milliseconds, Number(120000), 10, RNIL),
-    ndb("TimeBetweenEpochs", DATA, Milliseconds, Number(100), 0, 32000),
     ndb("TimeBetweenEpochsTimeout", DATA, Milliseconds, Number(0), 0, 256000),
     ndb("MaxBufferedEpochs", DATA, Integer, Number(100), 1, 100000),
     ndb("MaxBufferedEpochBytes", DATA, Size, Number(26214400), 26214400, RNIL),

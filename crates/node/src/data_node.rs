@@ -31,6 +31,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use cluster::epochs::{EpochConfig, Epochs};
 use cluster::{DataNode, DataNodeSettings, Effects, Event};
 use protocol::identity::{ClusterSecret, Nonce, hello_proof, proof_holds};
 use protocol::{Address, ClusterState, Member, Message, NodeId, NodeRole};
@@ -132,6 +133,9 @@ pub struct Output {
     /// When observing (`set_observing`): every message the coordinator
     /// handled, with what it sent in answer.
     pub coordinator_steps: Vec<CoordinatorStep>,
+    /// When observing: each commit the coordinator decided, with its
+    /// epoch, in order.
+    pub commit_decisions: Vec<(u64, u64)>,
 }
 
 impl Output {
@@ -149,6 +153,7 @@ impl Output {
         self.stop = None;
         self.restart = None;
         self.coordinator_steps.clear();
+        self.commit_decisions.clear();
     }
 }
 
@@ -226,6 +231,12 @@ pub struct DataNodeComposite {
     membership: DataNode,
     coordinator: Coordinator,
     query_handler: QueryHandler,
+    /// The epoch protocol (`cluster::epochs`): the epoch the coordinator
+    /// decides commits in, and the global checkpoints.
+    epochs: Epochs,
+    epoch_config: EpochConfig,
+    /// The commit epoch last given to the coordinator.
+    coordinator_epoch: Option<u64>,
     routing: Routing,
     coordinator_config: CoordinatorConfig,
     /// Where this node listens, announced to the management node.
@@ -295,6 +306,7 @@ impl DataNodeComposite {
         coordinator_config: CoordinatorConfig,
         listen: Address,
         secret: ClusterSecret,
+        epoch_config: EpochConfig,
     ) -> DataNodeComposite {
         assert_eq!(listen.node, settings.node);
         // No lease before the membership grants one.
@@ -309,6 +321,9 @@ impl DataNodeComposite {
             membership,
             coordinator,
             query_handler,
+            epochs: Epochs::new(epoch_config),
+            epoch_config,
+            coordinator_epoch: None,
             routing: Routing::new(),
             coordinator_config,
             listen,
@@ -339,6 +354,7 @@ impl DataNodeComposite {
     /// Records every coordinator step in `Output::coordinator_steps`.
     pub fn set_observing(&mut self, observing: bool) {
         self.observing = observing;
+        self.coordinator.record_decisions(observing);
     }
 
     pub fn node(&self) -> NodeId {
@@ -425,7 +441,13 @@ impl DataNodeComposite {
         self.membership
             .next_tick_ms()
             .min(self.query_handler.next_deadline_ms().unwrap_or(u64::MAX))
+            .min(self.epochs.next_tick_ms().unwrap_or(u64::MAX))
             .min(management)
+    }
+
+    /// Commits the coordinator holds until the next epoch.
+    pub fn commits_awaiting_epoch(&self) -> usize {
+        self.coordinator.awaiting_epoch()
     }
 
     /// When the query handler next has a lock wait to end, if any.
@@ -952,7 +974,13 @@ impl DataNodeComposite {
                 node.query_handler.tick(now_ms, out);
             });
         }
-        if now_ms >= self.membership.next_tick_ms() {
+        let membership_due = now_ms >= self.membership.next_tick_ms();
+        if membership_due || self.epochs.next_tick_ms().is_some_and(|at| at <= now_ms) {
+            self.run_transaction_blocks(now_ms, output, |node, out| {
+                node.epochs_tick(now_ms, out);
+            });
+        }
+        if membership_due {
             let report = self.query_handler.memory_report();
             self.membership
                 .set_memory_pages(u64::from(report.pages_used), u64::from(report.pages_total));
@@ -1112,6 +1140,42 @@ impl DataNodeComposite {
         });
     }
 
+    /// The data nodes that take part in the epoch rounds: the members of
+    /// the installed cluster state (a suspected one still counts until the
+    /// cluster removes it, and its takeover has begun).
+    fn epoch_members(&self) -> std::collections::BTreeSet<NodeId> {
+        self.settings
+            .data_nodes
+            .iter()
+            .copied()
+            .filter(|node| self.routing.is_live(*node))
+            .collect()
+    }
+
+    fn epochs_tick(&mut self, now_ms: u64, out: &mut Vec<(NodeId, Message)>) {
+        let presides = self.membership.is_started()
+            && self.membership.acting_president().map(|m| m.node) == Some(self.node);
+        let members = self.epoch_members();
+        self.epochs
+            .tick(now_ms, presides && !members.is_empty(), &members, out);
+    }
+
+    /// Passes the epoch protocol's state to the coordinator (the epoch it
+    /// decides commits in) and back (`Completed` once the coordinator has
+    /// no commit of an earlier epoch on its way).
+    fn sync_epochs(&mut self, out: &mut Vec<(NodeId, Message)>) {
+        let epoch = self.epochs.commit_epoch();
+        if epoch != self.coordinator_epoch {
+            self.coordinator_epoch = epoch;
+            self.coordinator.set_commit_epoch(epoch, out);
+        }
+        if let Some(owed) = self.epochs.completion_owed()
+            && self.coordinator.commits_settled_below(owed)
+        {
+            self.epochs.completed(owed, out);
+        }
+    }
+
     /// A transaction message from a data node (this one included) goes to
     /// the query handler or the coordinator.
     fn on_data_node_message(
@@ -1121,7 +1185,12 @@ impl DataNodeComposite {
         message: Message,
         out: &mut Vec<(NodeId, Message)>,
     ) {
-        if transaction::for_query_handler(&message) {
+        if let Message::Epoch { step, epoch } = message {
+            let president = self.membership.acting_president().map(|m| m.node);
+            let members = self.epoch_members();
+            self.epochs
+                .on_message(now_ms, from, step, epoch, president, &members, out);
+        } else if transaction::for_query_handler(&message) {
             if let Some(rest) = self.query_handler.on_message(now_ms, message, out) {
                 self.unhandled = Some((from, rest));
             }
@@ -1161,6 +1230,7 @@ impl DataNodeComposite {
         let mut out = std::mem::take(&mut self.transaction_out);
         step(self, &mut out);
         loop {
+            self.sync_epochs(&mut out);
             self.report_step(output);
             for (to, message) in out.drain(..) {
                 if to == self.node {
@@ -1236,6 +1306,9 @@ impl DataNodeComposite {
             ));
         }
         output.coordinator_steps.append(&mut self.steps);
+        output
+            .commit_decisions
+            .append(&mut self.coordinator.take_decisions());
     }
 
     fn deliver(
@@ -1486,6 +1559,9 @@ impl DataNodeComposite {
         self.membership = DataNode::new(self.settings.clone(), now_ms);
         self.query_handler.set_read_lease_until_ms(0);
         self.coordinator = Coordinator::new(self.node, incarnation, self.coordinator_config);
+        self.coordinator.record_decisions(self.observing);
+        self.epochs = Epochs::new(self.epoch_config);
+        self.coordinator_epoch = None;
         self.routing = Routing::new();
         self.departed.clear();
         self.query_handler.install(&self.routing);

@@ -414,6 +414,10 @@ pub struct Phase {
     /// (and in Complete and Abort).
     pub api: NodeId,
     pub client: u64,
+    /// For a Commit: the epoch the coordinator decided the commit in
+    /// (`cluster::epochs`); each replica logs the commit with it. 0 in
+    /// Complete and Abort.
+    pub epoch: u64,
 }
 
 /// `Phase::api` when no API waits for the answer (node ids start at 1).
@@ -475,6 +479,9 @@ pub struct TakeoverEntry {
     pub table: u32,
     pub fragment: u32,
     pub state: WorkState,
+    /// The epoch of the Commit the replica got (0 while `Prepared`): the
+    /// takeover commits in the same one.
+    pub epoch: u64,
 }
 
 /// A commit marker a replica holds of a failed coordinator's transaction:
@@ -907,6 +914,7 @@ pub(crate) fn put_phase(w: &mut Writer, phase: &Phase) {
     w.bytes(&phase.chain);
     w.u8(phase.api);
     w.u64(phase.client);
+    w.u64(phase.epoch);
 }
 
 pub(crate) fn get_phase(r: &mut Reader) -> Result<Phase, DecodeError> {
@@ -918,6 +926,7 @@ pub(crate) fn get_phase(r: &mut Reader) -> Result<Phase, DecodeError> {
         chain: r.bytes("chain")?.to_vec(),
         api: r.u8("api")?,
         client: r.u64("client")?,
+        epoch: r.u64("epoch")?,
     })
 }
 
@@ -966,6 +975,7 @@ pub(crate) fn put_takeover_report(w: &mut Writer, report: &TakeoverReport) {
         w.u32(entry.table);
         w.u32(entry.fragment);
         w.u8(entry.state.wire_id());
+        w.u64(entry.epoch);
     }
     w.count(report.markers.len());
     for marker in &report.markers {
@@ -979,7 +989,7 @@ pub(crate) fn put_takeover_report(w: &mut Writer, report: &TakeoverReport) {
 pub(crate) fn get_takeover_report(r: &mut Reader) -> Result<TakeoverReport, DecodeError> {
     let failed_node = r.u8("failed node")?;
     let failed_incarnation = r.u64("failed incarnation")?;
-    let count = r.count(17, "takeover entries")?;
+    let count = r.count(25, "takeover entries")?;
     if count > TAKEOVER_REPORT_ENTRIES_MAX {
         return Err(DecodeError::new(format!(
             "a takeover report of {count} entries, more than {TAKEOVER_REPORT_ENTRIES_MAX}"
@@ -998,6 +1008,7 @@ pub(crate) fn get_takeover_report(r: &mut Reader) -> Result<TakeoverReport, Deco
             table,
             fragment,
             state,
+            epoch: r.u64("epoch")?,
         });
     }
     let count = r.count(17, "commit markers")?;

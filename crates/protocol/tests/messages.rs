@@ -469,9 +469,10 @@ fn phase() -> impl Strategy<Value = Phase> {
         bytes(4),
         any::<u8>(),
         any::<u64>(),
+        any::<u64>(),
     )
         .prop_map(
-            |(transaction, coordinator, table, fragment, chain, api, client)| Phase {
+            |(transaction, coordinator, table, fragment, chain, api, client, epoch)| Phase {
                 transaction,
                 coordinator,
                 table,
@@ -479,6 +480,7 @@ fn phase() -> impl Strategy<Value = Phase> {
                 chain,
                 api,
                 client,
+                epoch,
             },
         )
 }
@@ -675,6 +677,8 @@ fn transaction_message() -> impl Strategy<Value = Message> {
                                 table,
                                 fragment,
                                 state: states[usize::from(state)],
+                                // The epoch varies with the transaction.
+                                epoch: transaction.rotate_left(7),
                             })
                             .collect(),
                         markers: markers
@@ -873,7 +877,7 @@ fn the_heartbeat_layout_is_pinned() {
         &mut bytes,
     );
     assert_eq!(&bytes[0..4], b"SHOL");
-    assert_eq!(&bytes[4..8], &[4, 0, 1, 0]);
+    assert_eq!(&bytes[4..8], &[5, 0, 1, 0]);
     assert_eq!(&bytes[8..12], &[46, 0, 0, 0]);
     assert_eq!(
         &bytes[16..],

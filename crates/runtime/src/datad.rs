@@ -258,6 +258,7 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
             port: listen_address.port(),
         },
         secret,
+        cluster::epochs::EpochConfig::from_config(&own),
     );
     let send_buffer_bytes_max = own.send_buffer_memory_bytes as usize;
     let configured_nodes =

@@ -120,6 +120,7 @@ impl TcpLinks {
         now_ms: u64,
         from: NodeId,
         to: NodeId,
+        counted: bool,
     ) -> u64 {
         let mut at = now_ms + 1 + rng.next_u64() % self.latency_ms_max;
         if ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < self.retransmission {
@@ -130,7 +131,9 @@ impl TcpLinks {
         // Same time is fine: events at one time run in the order scheduled.
         at = at.max(*last);
         *last = at;
-        self.in_flight += 1;
+        if counted {
+            self.in_flight += 1;
+        }
         at
     }
 }

@@ -389,6 +389,17 @@ struct Simulation {
     draining_handshakes: bool,
     /// Runs with crashes: who may crash, who has (`crashes`).
     crash_plan: Option<CrashPlan>,
+    /// The data nodes' epoch and global checkpoint intervals.
+    epoch_config: cluster::epochs::EpochConfig,
+    /// The last commit decided: its epoch, node and transaction.
+    last_commit_decision: (u64, NodeId, u64),
+}
+
+/// Whether a message on a data node's connection counts in
+/// `TcpLinks::in_flight`, which the workload waits to drain: not the epoch
+/// protocol's, whose rounds never stop.
+pub(crate) fn counted_in_flight(message: &Message) -> bool {
+    is_transaction_message(message) && !matches!(message, Message::Epoch { .. })
 }
 
 /// Runs one seeded simulation; `Err` carries the failure, the replay
@@ -479,6 +490,18 @@ impl Simulation {
             .then(|| Box::new(Workload::new(&mut rng, options.replicas)));
         let crash_plan = (options.transactions && options.crashes)
             .then(|| CrashPlan::new(&mut rng, &config.node_groups));
+        // Epochs and global checkpoints far more often than by default, so
+        // a run holds many rounds, each at a different pace. Drawn from a
+        // generator of their own, so the other draws of a seed stay as
+        // they were.
+        let epoch_config = {
+            let mut epochs_rng = ChaCha8Rng::seed_from_u64(options.seed ^ 0x0e90_c4e0);
+            let epoch_interval_ms = between(&mut epochs_rng, 5, 100);
+            cluster::epochs::EpochConfig {
+                epoch_interval_ms,
+                checkpoint_interval_ms: epoch_interval_ms * between(&mut epochs_rng, 2, 20),
+            }
+        };
         let tables_max = if !options.transactions
             && options.seed.is_multiple_of(SMALL_DICTIONARY_SEED_DIVISOR)
         {
@@ -532,6 +555,8 @@ impl Simulation {
             handshakes: VecDeque::new(),
             draining_handshakes: false,
             crash_plan,
+            epoch_config,
+            last_commit_decision: (0, 0, 0),
         })
     }
 
@@ -838,7 +863,7 @@ impl Simulation {
         message: Message,
     ) {
         let transaction = is_transaction_message(&message);
-        if transaction {
+        if counted_in_flight(&message) {
             self.tcp.in_flight -= 1;
         }
         if self.incarnation_of(to) != Some(to_incarnation) {

@@ -225,6 +225,9 @@ struct Transaction {
     /// will forget them yet (`answer_final` takes that over; `finish`
     /// forgets them itself when the API failed before its answer).
     marked: bool,
+    /// The epoch its commit was decided in (`cluster::epochs`); 0 until
+    /// then. Every Commit of it carries this one.
+    epoch: u64,
 }
 
 /// A commit whose API was answered but has not acknowledged the answer:
@@ -300,6 +303,8 @@ struct Takeover {
     found: BTreeMap<u64, BTreeMap<(u32, u32), WorkState>>,
     /// Transaction → its API and the API's id, from commit markers.
     markers: BTreeMap<u64, (NodeId, u64)>,
+    /// Transaction → the epoch of the Commit a replica got.
+    epochs: BTreeMap<u64, u64>,
 }
 
 /// Counters of the takeovers a coordinator ran.
@@ -341,6 +346,14 @@ pub struct Coordinator {
     forget: BTreeMap<NodeId, Vec<u64>>,
     /// Taken-over transactions not finished yet, per takeover.
     takeovers_finishing: BTreeMap<Member, u32>,
+    /// The epoch commits are decided in; `None` while the epochs change
+    /// or before the first (`set_commit_epoch`).
+    commit_epoch: Option<u64>,
+    /// Transactions whose commit waits for an epoch.
+    awaiting_epoch: Vec<u64>,
+    /// Each commit decided, with its epoch, in order, while recorded for
+    /// the simulator's checks (`record_decisions`).
+    decisions: Option<Vec<(u64, u64)>>,
     /// Takeovers finished since the composite last took them: every API
     /// node is told (`Message::TakeoverDone`).
     takeovers_done: Vec<Member>,
@@ -374,6 +387,9 @@ impl Coordinator {
             acks_awaited: Map::default(),
             forget: BTreeMap::new(),
             takeovers_finishing: BTreeMap::new(),
+            commit_epoch: None,
+            awaiting_epoch: Vec::new(),
+            decisions: None,
             takeovers_done: Vec::new(),
             transaction_base: transaction_base(node, incarnation),
             takeovers: BTreeMap::new(),
@@ -463,6 +479,7 @@ impl Coordinator {
             awaiting: BTreeMap::new(),
             found: BTreeMap::new(),
             markers: BTreeMap::new(),
+            epochs: BTreeMap::new(),
         };
         self.ask(failed, position, &mut takeover, out);
         self.takeovers.insert(failed, takeover);
@@ -532,6 +549,18 @@ impl Coordinator {
                 .entry((entry.table, entry.fragment))
                 .or_insert(entry.state);
             *state = (*state).max(entry.state);
+            if entry.epoch != 0 {
+                // Every replica the Commit reached got the same epoch.
+                let epoch = takeover
+                    .epochs
+                    .entry(entry.transaction)
+                    .or_insert(entry.epoch);
+                assert_eq!(
+                    *epoch, entry.epoch,
+                    "replicas name two epochs for transaction {}",
+                    entry.transaction
+                );
+            }
         }
         for marker in report.markers {
             assert!(
@@ -598,7 +627,8 @@ impl Coordinator {
             for id in ids {
                 let fragments = takeover.found.remove(&id).unwrap_or_default();
                 let marker = takeover.markers.get(&id).copied();
-                self.finish_taken_over(failed, id, fragments, marker, out);
+                let epoch = takeover.epochs.get(&id).copied().unwrap_or(0);
+                self.finish_taken_over(failed, id, fragments, marker, epoch, out);
             }
             self.release_takeover(failed);
         }
@@ -631,6 +661,7 @@ impl Coordinator {
         id: u64,
         fragments: BTreeMap<(u32, u32), WorkState>,
         marker: Option<(NodeId, u64)>,
+        epoch: u64,
         out: &mut Vec<(NodeId, Message)>,
     ) {
         if let Some(transaction) = self.transactions.get_mut(&id) {
@@ -701,6 +732,7 @@ impl Coordinator {
                 takeover_of: Some(failed),
                 also_announces: Vec::new(),
                 marked: false,
+                epoch,
             },
         );
         *self
@@ -1079,6 +1111,7 @@ impl Coordinator {
                 takeover_of: None,
                 also_announces: Vec::new(),
                 marked: false,
+                epoch: 0,
             },
         );
         self.clients.insert((api, client), id);
@@ -1572,9 +1605,23 @@ impl Coordinator {
         self.send_commits(id, out);
     }
 
-    /// The commit phase: Commit along every participant's live chain.
+    /// The commit phase: Commit along every participant's live chain, in
+    /// the transaction's epoch; a commit not yet in one is decided in the
+    /// current epoch, or waits for one (`set_commit_epoch`) while the
+    /// epochs change.
     fn send_commits(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
         let transaction = self.transactions.get_mut(&id).expect("present");
+        if transaction.epoch == 0 {
+            let Some(epoch) = self.commit_epoch else {
+                self.awaiting_epoch.push(id);
+                return;
+            };
+            transaction.epoch = epoch;
+            if let Some(decisions) = self.decisions.as_mut() {
+                decisions.push((id, epoch));
+            }
+        }
+        let epoch = transaction.epoch;
         transaction.stage = Stage::Committing;
         // A fragment with no live replica left has nothing to commit.
         for participant in &mut transaction.participants {
@@ -1592,8 +1639,65 @@ impl Coordinator {
             participant.done = false;
             participant.committer = Some(participant.chain[0]);
             participant.committed_through_backups |= participant.chain.len() > 1;
-            out.push(commit_message(id, self.node, participant, waiting));
+            out.push(commit_message(id, self.node, participant, waiting, epoch));
         }
+    }
+
+    /// The epoch commits are decided in from now on; `None` while the
+    /// epochs change (`cluster::epochs`): commits wait meanwhile, and those
+    /// that waited go out once there is one.
+    pub fn set_commit_epoch(&mut self, epoch: Option<u64>, out: &mut Vec<(NodeId, Message)>) {
+        if let (Some(now), Some(before)) = (epoch, self.commit_epoch) {
+            assert!(
+                now >= before,
+                "the commit epoch went down: {before} to {now}"
+            );
+        }
+        self.commit_epoch = epoch;
+        if epoch.is_none() {
+            return;
+        }
+        for id in std::mem::take(&mut self.awaiting_epoch) {
+            // Aborted meanwhile (a node failure, the API gone): gone or
+            // no longer about to commit.
+            let waits = self.transactions.get(&id).is_some_and(|t| {
+                t.epoch == 0 && t.stage != Stage::Committing && t.stage != Stage::Aborting
+            });
+            if waits {
+                self.send_commits(id, out);
+            }
+        }
+    }
+
+    /// No commit of an epoch below `epoch` is on its way to its replicas
+    /// here, and no takeover (whose transactions may be) is running: every
+    /// such commit is in every replica's redo log.
+    pub fn commits_settled_below(&self, epoch: u64) -> bool {
+        self.takeovers.is_empty()
+            && self.takeovers_finishing.is_empty()
+            && !self
+                .transactions
+                .values()
+                .any(|t| t.stage == Stage::Committing && t.epoch < epoch)
+    }
+
+    /// Commits waiting for an epoch (while the epochs change).
+    pub fn awaiting_epoch(&self) -> usize {
+        self.awaiting_epoch.len()
+    }
+
+    /// Keeps each commit decision (transaction, epoch) for
+    /// `take_decisions`: the simulator checks that decisions never go down
+    /// an epoch, cluster-wide.
+    pub fn record_decisions(&mut self, record: bool) {
+        self.decisions = record.then(Vec::new);
+    }
+
+    pub fn take_decisions(&mut self) -> Vec<(u64, u64)> {
+        self.decisions
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     fn complete(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
@@ -1785,7 +1889,13 @@ impl Coordinator {
                 Stage::Committing => {
                     participant.committer = Some(participant.chain[0]);
                     participant.committed_through_backups |= participant.chain.len() > 1;
-                    out.push(commit_message(id, self.node, participant, waiting));
+                    out.push(commit_message(
+                        id,
+                        self.node,
+                        participant,
+                        waiting,
+                        transaction.epoch,
+                    ));
                 }
                 Stage::Completing => {
                     // A backup that only prepared in the commit phase
@@ -2343,6 +2453,7 @@ fn phase(id: u64, coordinator: NodeId, participant: &Participant, chain: Vec<Nod
         chain,
         api: protocol::NO_API,
         client: 0,
+        epoch: 0,
     }
 }
 
@@ -2363,12 +2474,15 @@ fn commit_message(
     coordinator: NodeId,
     participant: &Participant,
     (api, client): (NodeId, u64),
+    epoch: u64,
 ) -> (NodeId, Message) {
+    assert_ne!(epoch, 0, "a Commit of transaction {id} without its epoch");
     let mut backwards: Vec<NodeId> = participant.chain.iter().rev().copied().collect();
     let first = backwards.remove(0);
     let mut commit = phase(id, coordinator, participant, backwards);
     commit.api = api;
     commit.client = client;
+    commit.epoch = epoch;
     (first, Message::Commit(commit))
 }
 

@@ -62,5 +62,6 @@ pub fn is_transaction_message(message: &Message) -> bool {
                 | Message::CommitAck { .. }
                 | Message::TakeoverDone { .. }
                 | Message::TakeoverReport(_)
+                | Message::Epoch { .. }
         )
 }

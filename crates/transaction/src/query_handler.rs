@@ -100,6 +100,9 @@ struct Work {
     /// entry (`Committed`) until Complete, so that a takeover learns the
     /// transaction committed even if every other replica that knew died.
     wrote: bool,
+    /// The epoch of the first Commit that reached it (0 before): a
+    /// takeover commits in the same one.
+    epoch: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -992,6 +995,7 @@ impl QueryHandler {
                 engine: *next - 1,
                 state: WorkState::Prepared,
                 wrote: false,
+                epoch: 0,
             }
         });
         // The coordinator sends no operation once it began the commit; a
@@ -1115,6 +1119,9 @@ impl QueryHandler {
         // Each step is taken once, so a phase resent after a failure (or
         // by a takeover) changes nothing where it already passed.
         let primary = phase.chain.is_empty();
+        if first_commit_here && let Some(work) = self.work.get_mut(&key) {
+            work.epoch = phase.epoch;
+        }
         if let Some(work) = self.work.get(&key).copied() {
             match (work.state, primary) {
                 (WorkState::Prepared, false) => {
@@ -1445,6 +1452,7 @@ impl QueryHandler {
                 table: key.1,
                 fragment: key.2,
                 state: work.state,
+                epoch: work.epoch,
             })
             .collect();
         entries.sort_unstable_by_key(|entry| (entry.transaction, entry.table, entry.fragment));

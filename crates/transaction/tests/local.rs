@@ -138,6 +138,9 @@ fn engine_config() -> EngineConfig {
     }
 }
 
+/// The epoch every commit of these tests is decided in.
+const TEST_EPOCH: u64 = 1 << 32;
+
 impl Cluster {
     fn new(read_backup: bool, config: CoordinatorConfig) -> Cluster {
         let mut routing = Routing::new();
@@ -151,6 +154,10 @@ impl Cluster {
             let mut coordinator = Coordinator::new(node, 1, config);
             let mut out = Vec::new();
             coordinator.install(&routing, &mut out);
+            // Commits are decided in one epoch throughout (the epoch
+            // protocol is `cluster::epochs`'s, tested there and in the
+            // simulator).
+            coordinator.set_commit_epoch(Some(TEST_EPOCH), &mut out);
             assert!(out.is_empty());
             nodes.insert(
                 node,
@@ -1702,6 +1709,7 @@ fn a_commit_reaching_work_with_a_waiting_operation_stops_the_node() {
             chain: Vec::new(),
             api: protocol::NO_API,
             client: 0,
+            epoch: 1,
         }),
         &mut out,
     );
@@ -2076,13 +2084,17 @@ impl Cluster {
         self.version += 1;
         state.version = self.version;
         for member in &state.members {
-            self.nodes.entry(member.node).or_insert_with(|| DataNode {
-                coordinator: Coordinator::new(
+            self.nodes.entry(member.node).or_insert_with(|| {
+                let mut coordinator = Coordinator::new(
                     member.node,
                     member.incarnation,
                     CoordinatorConfig::default(),
-                ),
-                query_handler: QueryHandler::new(member.node, engine_config()).expect("engine"),
+                );
+                coordinator.set_commit_epoch(Some(TEST_EPOCH), &mut Vec::new());
+                DataNode {
+                    coordinator,
+                    query_handler: QueryHandler::new(member.node, engine_config()).expect("engine"),
+                }
             });
         }
         let mut routing = Routing::new();

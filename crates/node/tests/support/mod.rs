@@ -27,5 +27,6 @@ pub fn composite(node: NodeId, port: u16, secret: ClusterSecret) -> DataNodeComp
             port,
         },
         secret,
+        cluster::epochs::EpochConfig::from_config(config.data_node(node).expect("configured")),
     )
 }

@@ -21,6 +21,7 @@ use transaction::{CoordinatorConfig, QueryHandler, is_transaction_message};
 
 use super::{
     CLIENT_NODE, DIAL_DELAY_MS_MAX, SCHEMA_RUN_DATA_MEMORY_PAGES, SimEvent, Simulation, between,
+    counted_in_flight,
 };
 
 /// One end of a simulated connection.
@@ -82,6 +83,7 @@ impl Simulation {
                 port: SIMULATED_PORT,
             },
             self.secret,
+            self.epoch_config,
         );
         composite.set_observing(self.workload.is_some());
         let sim = self.nodes.get_mut(&node).expect("configured node");
@@ -518,6 +520,10 @@ impl Simulation {
             let steps = std::mem::take(&mut output.coordinator_steps);
             self.check_coordinator_steps(node, steps);
         }
+        if !output.commit_decisions.is_empty() {
+            let decisions = std::mem::take(&mut output.commit_decisions);
+            self.check_commit_decisions(node, decisions);
+        }
         for state in output.installed.drain(..) {
             self.check_installed(node, incarnation, state);
             if self.workload.is_some() {
@@ -714,7 +720,13 @@ impl Simulation {
                 self.outcome.messages_dropped += 1;
                 return;
             }
-            let at_ms = self.tcp.arrival_ms(&mut self.rng, self.now_ms, from, to);
+            let at_ms = self.tcp.arrival_ms(
+                &mut self.rng,
+                self.now_ms,
+                from,
+                to,
+                counted_in_flight(&message),
+            );
             if self.options.keep_trace {
                 self.trace(format!("{from} -> {to} (arrives {at_ms}): {message:?}"));
             }

@@ -116,6 +116,10 @@ pub struct TransactionMarks {
     /// Reads and scan batches refused by replicas without a membership
     /// lease (counted on the nodes' last incarnations).
     pub reads_refused_without_lease: u64,
+    /// Commits decided, and how many times the epoch they were decided in
+    /// went up (`check_commit_decisions`).
+    pub commits_decided: u64,
+    pub commit_epochs: u64,
 }
 
 impl TransactionMarks {
@@ -155,6 +159,8 @@ impl TransactionMarks {
         self.reads_refused_while_copying += other.reads_refused_while_copying;
         self.commits_on_promotion += other.commits_on_promotion;
         self.reads_refused_without_lease += other.reads_refused_without_lease;
+        self.commits_decided += other.commits_decided;
+        self.commit_epochs += other.commit_epochs;
     }
 }
 
@@ -206,6 +212,29 @@ impl Simulation {
     /// handled: which replica a key request went to first, which message a
     /// commit was answered on, and that a transaction a backup refused
     /// never commits.
+    /// Commits in the order they were decided, across every node, never
+    /// go down an epoch (`cluster::epochs`): a system restart to an epoch
+    /// keeps no commit that depends on one of a later epoch.
+    pub(super) fn check_commit_decisions(&mut self, node: NodeId, decisions: Vec<(u64, u64)>) {
+        for (transaction, epoch) in decisions {
+            let (last_epoch, last_node, last_transaction) = self.last_commit_decision;
+            if epoch < last_epoch {
+                self.fail(format!(
+                    "node {node} decided the commit of transaction {transaction:#x} in epoch \
+                     {epoch:#x} after node {last_node} decided {last_transaction:#x} in epoch \
+                     {last_epoch:#x}"
+                ));
+                return;
+            }
+            let marks = &mut self.outcome.transactions.marks;
+            marks.commits_decided += 1;
+            if epoch > last_epoch {
+                marks.commit_epochs += 1;
+            }
+            self.last_commit_decision = (epoch, node, transaction);
+        }
+    }
+
     pub(super) fn check_coordinator_steps(&mut self, node: NodeId, steps: Vec<CoordinatorStep>) {
         let Some(workload) = self.workload.as_mut() else {
             return;
@@ -267,6 +296,16 @@ impl Simulation {
     }
 
     /// Whether some query handler still has a lock wait that may end.
+    /// A coordinator holds a commit until the next epoch (`cluster::epochs`):
+    /// the epoch round, driven by time, moves it on.
+    pub(super) fn commits_await_epoch(&self) -> bool {
+        self.nodes.values().any(|sim| {
+            sim.composite
+                .as_ref()
+                .is_some_and(|composite| composite.commits_awaiting_epoch() > 0)
+        })
+    }
+
     pub(super) fn lock_waits_pending(&self) -> bool {
         self.nodes.values().any(|sim| {
             sim.composite

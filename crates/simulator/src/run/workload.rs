@@ -931,6 +931,7 @@ impl Simulation {
             // timeout, the survivors agreeing that a crashed node is gone,
             // or a stopped API node being declared dead, can move things on.
             if !self.lock_waits_pending()
+                && !self.commits_await_epoch()
                 && !abandoned
                 && !awaiting_outcome
                 && !stopped_api_connected
