@@ -245,7 +245,7 @@ pub enum Message {
 
 /// The steps of the epoch protocol (`cluster::epochs`), and their byte on
 /// the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum EpochStep {
     /// President → members: stop deciding commits; `epoch` comes next.
     Prepare = 1,

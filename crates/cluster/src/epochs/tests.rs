@@ -27,7 +27,7 @@ enum Event {
     Deliver {
         from: NodeId,
         to: NodeId,
-        step: u8,
+        step: EpochStep,
         epoch: u64,
     },
     Tick(NodeId),
@@ -41,22 +41,6 @@ enum Event {
         node: NodeId,
         failed: NodeId,
     },
-}
-
-fn step_byte(step: EpochStep) -> u8 {
-    step as u8
-}
-
-fn step_of(byte: u8) -> EpochStep {
-    [
-        EpochStep::Prepare,
-        EpochStep::Prepared,
-        EpochStep::Commit,
-        EpochStep::Completed,
-        EpochStep::Save,
-        EpochStep::Saved,
-        EpochStep::Durable,
-    ][usize::from(byte) - 1]
 }
 
 struct Commit {
@@ -77,7 +61,7 @@ struct World {
     /// The last delivery time on each link (links keep order).
     link_ms: BTreeMap<(NodeId, NodeId), u64>,
     commits: Vec<Commit>,
-    /// Save(epoch) asked of a node: when, and the commits it must cover.
+    /// The highest `Durable` any node heard, and how many times it rose.
     durable_seen: u64,
     durable_rounds: u32,
 }
@@ -136,7 +120,7 @@ impl World {
                 Event::Deliver {
                     from,
                     to,
-                    step: step_byte(step),
+                    step,
                     epoch,
                 },
             );
@@ -189,7 +173,6 @@ impl World {
                 if !self.alive.contains(&to) {
                     return;
                 }
-                let step = step_of(step);
                 let president = self.president_seen_by(to);
                 let members = self.view[&to].clone();
                 let mut out = Vec::new();

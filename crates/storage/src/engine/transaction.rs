@@ -202,18 +202,22 @@ impl Engine {
     /// committed version and releases its locks. Never allocates or fails
     /// once the transaction is prepared.
     pub fn commit(&mut self, transaction: TransactionId) -> Result<(), Error> {
+        let index = self.prepared(transaction, "commit needs a prepared transaction")?;
+        self.finish(index, Engine::commit_record);
+        Ok(())
+    }
+
+    /// The record of `transaction`, which must be prepared (`why` says for
+    /// what, in the error).
+    fn prepared(&self, transaction: TransactionId, why: &'static str) -> Result<u32, Error> {
         let index = self
             .transactions
             .lookup(transaction)
             .ok_or(ErrorCode::NoSuchTransaction)?;
         if self.transactions.state(index) != State::Prepared {
-            return Err(Error::new(
-                ErrorCode::WrongTransactionState,
-                "commit needs a prepared transaction",
-            ));
+            return Err(Error::new(ErrorCode::WrongTransactionState, why));
         }
-        self.finish(index, Engine::commit_record);
-        Ok(())
+        Ok(index)
     }
 
     /// The changes a prepared transaction makes when it commits, appended
@@ -227,16 +231,10 @@ impl Engine {
         transaction: TransactionId,
         out: &mut Vec<u8>,
     ) -> Result<u32, Error> {
-        let index = self
-            .transactions
-            .lookup(transaction)
-            .ok_or(ErrorCode::NoSuchTransaction)?;
-        if self.transactions.state(index) != State::Prepared {
-            return Err(Error::new(
-                ErrorCode::WrongTransactionState,
-                "the changes of a transaction are known once it is prepared",
-            ));
-        }
+        let index = self.prepared(
+            transaction,
+            "the changes of a transaction are known once it is prepared",
+        )?;
         // Records are linked newest first; the log wants them in order.
         let mut order = Vec::new();
         let mut at = self.transactions.first(index);
@@ -251,15 +249,16 @@ impl Engine {
                 .as_ref()
                 .expect("a record's table exists");
             let (_, flags) = table::header(&table.rows, &self.pool, record.row);
-            let (kind, version, columns): (u8, _, &[schema::ColumnId]) = if record.deleted {
+            // A deleted row by its key, a new version by every column.
+            let (kind, version, key_only) = if record.deleted {
                 if flags & COMMITTED == 0 {
                     continue;
                 }
-                (CHANGE_DELETE, record.row, &table.def.primary_key)
+                (CHANGE_DELETE, record.row, true)
             } else if !record.image.is_none() {
-                (CHANGE_PUT, record.image, &[])
+                (CHANGE_PUT, record.image, false)
             } else if record.inserted {
-                (CHANGE_PUT, record.row, &[])
+                (CHANGE_PUT, record.row, false)
             } else {
                 continue;
             };
@@ -267,12 +266,14 @@ impl Engine {
             out.push(kind);
             let length_at = out.len();
             out.extend_from_slice(&[0; 4]);
-            if columns.is_empty() {
-                let all: Vec<schema::ColumnId> =
-                    (0..table.def.columns.len() as schema::ColumnId).collect();
-                schema::row::project(&table.def.layout, view, &all, out);
+            let layout = &table.def.layout;
+            if key_only {
+                schema::row::project(layout, view, &table.def.primary_key, out);
             } else {
-                schema::row::project(&table.def.layout, view, columns, out);
+                let mut writer = schema::AttrInfoWriter::new(out);
+                for column in 0..table.def.columns.len() as schema::ColumnId {
+                    writer.push(column, view.column(layout, column));
+                }
             }
             let length = u32::try_from(out.len() - length_at - 4).expect("a row under 4 GiB");
             out[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
