@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::redo::{DiskRequest, ReadAt};
+
 /// The unit a disk writes whole.
 pub const SECTOR_BYTES: u64 = 512;
 
@@ -140,6 +142,29 @@ impl<K: Ord + Clone> DiskModel<K> {
             }
             state.current.clone_from(&state.durable);
         }
+    }
+}
+
+/// The model as a data node's redo files, named by their numbers.
+impl DiskModel<u32> {
+    /// Does `request` at once (the simulator decides when it completes).
+    pub fn perform(&mut self, request: &DiskRequest) {
+        match request {
+            DiskRequest::Write {
+                file,
+                offset,
+                bytes,
+                ..
+            } => self.write(file, *offset, bytes),
+            DiskRequest::Sync { file, .. } => self.sync(file),
+        }
+    }
+}
+
+impl ReadAt for DiskModel<u32> {
+    fn read_at(&mut self, file: u32, offset: u64, into: &mut [u8]) -> Result<(), String> {
+        self.read(&file, offset, into);
+        Ok(())
     }
 }
 

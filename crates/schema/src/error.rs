@@ -85,6 +85,11 @@ pub enum ErrorCode {
     /// A request reached a replica whose view of the cluster does not yet
     /// place the fragment there (NDB's 1204, a temporary error).
     DistributionChanged,
+    /// The redo log's files have no room until a local checkpoint frees
+    /// some (NDB 410).
+    RedoLogFull,
+    /// The redo log's buffer is full: the disk does not keep up (NDB 1234).
+    RedoBufferFull,
     /// The transaction coordinator is busy with this transaction (an
     /// execute arrived before the previous one was answered).
     TransactionBusy,
@@ -116,6 +121,8 @@ impl ErrorCode {
             NodeFailure => 4010,
             NotMember => 4035,
             DistributionChanged => 1204,
+            RedoLogFull => 410,
+            RedoBufferFull => 1234,
             TransactionBusy => 4102,
             UniqueViolation => 893,
             NoSuchIndex => 4243,
@@ -176,7 +183,9 @@ impl ErrorCode {
             | TooManyCoordinatorOperations
             | NodeFailure
             | NotMember
-            | DistributionChanged => 1297,
+            | DistributionChanged
+            | RedoLogFull
+            | RedoBufferFull => 1297,
             TransactionBusy => 1105,
             WrongKey
             | NoSuchTransaction
@@ -199,6 +208,8 @@ impl ErrorCode {
                 | ErrorCode::NotMember
                 | ErrorCode::DistributionChanged
                 | ErrorCode::TooManyScans
+                | ErrorCode::RedoLogFull
+                | ErrorCode::RedoBufferFull
         )
     }
 
@@ -264,6 +275,10 @@ impl ErrorCode {
                 "Cluster temporary unavailable: this data node is not a member of the cluster yet; try it again"
             }
             DistributionChanged => "Temporary failure, distribution changed; try it again",
+            RedoLogFull => {
+                "REDO log files overloaded (decrease TimeBetweenLocalCheckpoints or increase NoOfFragmentLogFiles)"
+            }
+            RedoBufferFull => "REDO log files overloaded (increase disk hardware)",
             TransactionBusy => {
                 "The transaction is still executing its previous batch: wait for its answer first"
             }

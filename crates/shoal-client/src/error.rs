@@ -121,7 +121,7 @@ pub fn classify(ndb_code: u16) -> ErrorClass {
         // member, a distribution that changed under a request, a node id
         // still held by an old connection being checked (5020).
         266 | 233 | 1217 | 488 | 4006 | NODE_FAILURE | CLUSTER_FAILURE | 702 | 711 | 1218
-        | 1220 | 410 | 5019 | 5020 | 4035 | 1204 => ErrorClass::Temporary,
+        | 1220 | 410 | 1234 | 5019 | 5020 | 4035 | 1204 => ErrorClass::Temporary,
         RECEIVE_FAILED | REQUEST_TIMEOUT_CODE => ErrorClass::UnknownResult,
         _ => ErrorClass::Permanent,
     }

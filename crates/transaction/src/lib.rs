@@ -14,6 +14,7 @@ pub mod coordinator;
 pub mod errors;
 pub mod maps;
 pub mod query_handler;
+pub mod redo;
 pub mod routing;
 pub mod unique;
 

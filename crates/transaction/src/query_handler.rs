@@ -67,7 +67,9 @@ use storage::{Engine, MemoryReport};
 
 use crate::errors::reply_for;
 use crate::maps::Map;
+use crate::redo;
 use crate::routing::Routing;
+use disk::redo::{RedoError, RedoLog};
 
 mod copy;
 pub use copy::{
@@ -103,6 +105,10 @@ struct Work {
     /// The epoch of the first Commit that reached it (0 before): a
     /// takeover commits in the same one.
     epoch: u64,
+    /// Redo log bytes its writes reserved (`redo::reserve_bytes` each),
+    /// until the first Commit appends its record or an abort gives them
+    /// back.
+    reserved: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -119,6 +125,8 @@ struct FragmentReplica {
     /// cannot name that replica, so it is refused (1204) rather than
     /// applied without it.
     newest_join: u64,
+    /// Redo log bytes one write on it reserves (`redo::reserve_bytes`).
+    redo_bytes: u64,
 }
 
 /// (transaction, scan, fragment)
@@ -269,6 +277,12 @@ pub struct QueryHandler {
     copy_batch_rows: u32,
     /// Rows a copy this node runs sends per second at most.
     copy_rows_per_second: u64,
+    /// The redo log (`set_redo`); without one (a node that keeps nothing
+    /// on disk, benchmarks of the handler alone) nothing is logged.
+    redo: Option<RedoLog>,
+    /// A commit's changes, gathered before they are appended.
+    redo_scratch: Vec<u8>,
+    redo_record: Vec<u8>,
 }
 
 impl QueryHandler {
@@ -309,7 +323,26 @@ impl QueryHandler {
             copy_log: Vec::new(),
             copy_batch_rows: COPY_BATCH_ROWS_DEFAULT,
             copy_rows_per_second: copy::COPY_ROWS_PER_SECOND_DEFAULT,
+            redo: None,
+            redo_scratch: Vec::new(),
+            redo_record: Vec::new(),
         })
+    }
+
+    /// From now on every commit's changes go to `log` (see `crate::redo`).
+    /// Set before any write arrives.
+    pub fn set_redo(&mut self, log: RedoLog) {
+        assert!(self.work.is_empty(), "the redo log is set before any write");
+        self.redo = Some(log);
+    }
+
+    pub fn redo(&self) -> Option<&RedoLog> {
+        self.redo.as_ref()
+    }
+
+    /// The runtime drives the log's writes and syncs through this.
+    pub fn redo_mut(&mut self) -> Option<&mut RedoLog> {
+        self.redo.as_mut()
     }
 
     /// The membership lease reads are served under (`cluster::lease`).
@@ -609,6 +642,7 @@ impl QueryHandler {
         })?;
         // The engine wants a name of its own for each of its tables, and a
         // node may hold several fragments of one table.
+        let redo_bytes = redo::reserve_bytes(def);
         let mut def = def.clone();
         def.name = format!("{}#{table}/{fragment}", def.name);
         // A fragment sees only its own rows: unique indexes are plain
@@ -628,6 +662,7 @@ impl QueryHandler {
                 schema_version,
                 copying: false,
                 newest_join: 0,
+                redo_bytes,
             },
         );
         Ok(())
@@ -666,6 +701,7 @@ impl QueryHandler {
         }
         for work_key in doomed {
             let work = self.work.remove(&work_key).expect("listed above");
+            self.unreserve(work.reserved);
             if work.state != WorkState::Committed {
                 self.abort_work(work.engine);
             }
@@ -713,6 +749,7 @@ impl QueryHandler {
             entry.state = WorkState::Committed;
         } else {
             // Only locks were taken here: nothing to remember.
+            assert_eq!(work.reserved, 0, "work without writes reserved redo");
             self.work.remove(&key);
         }
     }
@@ -881,8 +918,23 @@ impl QueryHandler {
             self.refuse(request, &error, out);
             return;
         }
+        // A write reserves the redo bytes of its commit now, so that a full
+        // log or buffer refuses the write and never its commit.
+        let mut reserved = 0;
+        if request.kind.is_write()
+            && let Some(log) = self.redo.as_mut()
+        {
+            if let Err(error) = log.reserve(replica.redo_bytes) {
+                let error = redo_refusal(&error);
+                self.refuse(request, &error, out);
+                return;
+            }
+            reserved = replica.redo_bytes;
+        }
         let engine_transaction = if request.kind.locks() {
-            self.work_or_begin(key, request.kind.is_write())
+            let engine_transaction = self.work_or_begin(key, request.kind.is_write());
+            self.work.get_mut(&key).expect("begun").reserved += reserved;
+            engine_transaction
         } else {
             // A committed read sees the transaction's own changes on this
             // fragment, if it has any here.
@@ -928,6 +980,7 @@ impl QueryHandler {
                 // The write wants the row as it was (to keep unique
                 // indexes), and only the copy can bring it here: the
                 // transaction tries again once it has.
+                self.give_back(key, reserved);
                 self.forget_unbegun(key);
                 let error = copying_refusal(self.node, request.table, request.fragment);
                 self.refuse(request, &error, out);
@@ -939,9 +992,20 @@ impl QueryHandler {
                 assert!(previous.is_none(), "work waits for one operation at a time");
             }
             Err(error) => {
+                self.give_back(key, reserved);
                 self.forget_unbegun(key);
                 self.refuse(request, &error, out);
             }
+        }
+    }
+
+    /// Gives back the redo bytes an operation of `key`'s work reserved
+    /// when the operation failed (the work's other writes keep theirs).
+    fn give_back(&mut self, key: WorkKey, bytes: u64) {
+        if bytes > 0 {
+            let work = self.work.get_mut(&key).expect("the work reserved");
+            work.reserved -= bytes;
+            self.unreserve(bytes);
         }
     }
 
@@ -983,7 +1047,8 @@ impl QueryHandler {
                 !self.blocked.contains_key(&key),
                 "work the engine never began has an operation waiting"
             );
-            self.work.remove(&key);
+            let work = self.work.remove(&key).expect("present");
+            self.unreserve(work.reserved);
         }
     }
 
@@ -996,6 +1061,7 @@ impl QueryHandler {
                 state: WorkState::Prepared,
                 wrote: false,
                 epoch: 0,
+                reserved: 0,
             }
         });
         // The coordinator sends no operation once it began the commit; a
@@ -1126,6 +1192,7 @@ impl QueryHandler {
             match (work.state, primary) {
                 (WorkState::Prepared, false) => {
                     self.prepare_work(work.engine, &phase);
+                    self.log_commit(key, phase.epoch);
                     self.set_state(key, WorkState::Committing);
                 }
                 (WorkState::Prepared | WorkState::Committing, true) => {
@@ -1133,6 +1200,7 @@ impl QueryHandler {
                     // that became the primary after a failure).
                     if work.state == WorkState::Prepared {
                         self.prepare_work(work.engine, &phase);
+                        self.log_commit(key, phase.epoch);
                     }
                     self.commit_as_primary(key, work);
                 }
@@ -1201,6 +1269,7 @@ impl QueryHandler {
                 phase.table
             );
             self.abort_work(work.engine);
+            self.unreserve(work.reserved);
             self.counters.aborts += 1;
         }
         if phase.chain.is_empty() {
@@ -1493,6 +1562,47 @@ impl QueryHandler {
         }
     }
 
+    /// Appends the changes of prepared work to the redo log, in `epoch`,
+    /// from the bytes its writes reserved, and gives back the rest.
+    fn log_commit(&mut self, key: WorkKey, epoch: u64) {
+        let Some(redo) = self.redo.as_mut() else {
+            return;
+        };
+        let work = self.work.get_mut(&key).expect("present");
+        let reserved = std::mem::take(&mut work.reserved);
+        assert_ne!(epoch, 0, "a Commit without its epoch");
+        self.redo_scratch.clear();
+        if let Err(error) = self
+            .engine
+            .prepared_changes(work.engine, &mut self.redo_scratch)
+        {
+            panic!(
+                "node {}: the changes of prepared transaction {} on fragment {} of table {}: {}",
+                self.node, key.0, key.2, key.1, error
+            );
+        }
+        let mut left = reserved;
+        let record = &mut self.redo_record;
+        redo::pieces(&self.redo_scratch, |changes| {
+            record.clear();
+            redo::write_header(key.1, key.2, key.0, record);
+            record.extend_from_slice(changes);
+            redo.append_reserved(epoch, redo::KIND_CHANGES, record, left);
+            left -= (disk::redo::RECORD_HEADER_BYTES + record.len()) as u64;
+        });
+        redo.unreserve(left);
+    }
+
+    /// Gives back redo log bytes reserved for writes that will not commit.
+    fn unreserve(&mut self, bytes: u64) {
+        if bytes > 0 {
+            self.redo
+                .as_mut()
+                .expect("only a redo log reserves")
+                .unreserve(bytes);
+        }
+    }
+
     /// The engine's commit of prepared work, which cannot fail (see
     /// `prepare_work` for why the node stops if it does).
     fn commit_work(&mut self, work: TransactionId, key: WorkKey) {
@@ -1654,6 +1764,17 @@ impl QueryHandler {
 /// The refusal of a read of a replica that is still being copied: the
 /// router sends reads to started replicas only, so it planned on an older
 /// state; a retry routes afresh.
+/// The temporary refusal of a write the redo log has no room for.
+fn redo_refusal(error: &RedoError) -> Error {
+    let code = match error {
+        RedoError::LogFull { .. } => ErrorCode::RedoLogFull,
+        RedoError::BufferFull { .. } | RedoError::RecordTooLarge { .. } => {
+            ErrorCode::RedoBufferFull
+        }
+    };
+    Error::new(code, error.to_string())
+}
+
 fn copying_refusal(node: NodeId, table: u32, fragment: u32) -> Error {
     Error::new(
         ErrorCode::DistributionChanged,

@@ -2814,3 +2814,6 @@ fn a_transaction_on_a_node_that_came_back_as_a_new_incarnation_is_aborted() {
     assert_eq!(cluster.nodes[&1].coordinator.open_transactions(), 0);
     assert_eq!(cluster.query_handler(1).open_work(), 0);
 }
+
+#[path = "local/redo.rs"]
+mod redo;

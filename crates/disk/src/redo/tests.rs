@@ -11,16 +11,6 @@ const SMALL: RedoConfig = RedoConfig {
     buffer_bytes: 600 << 10,
 };
 
-/// The disk model as the log's files.
-struct Files<'a>(&'a DiskModel<u32>);
-
-impl ReadAt for Files<'_> {
-    fn read_at(&mut self, file: u32, offset: u64, into: &mut [u8]) -> Result<(), String> {
-        self.0.read(&file, offset, into);
-        Ok(())
-    }
-}
-
 /// Performs every request the log hands out on `disk`, completing each.
 fn drive(log: &mut RedoLog, disk: &mut DiskModel<u32>, now_ms: u64) {
     let mut requests = Vec::new();
@@ -30,7 +20,7 @@ fn drive(log: &mut RedoLog, disk: &mut DiskModel<u32>, now_ms: u64) {
             return;
         }
         for request in requests.drain(..) {
-            perform(disk, &request);
+            disk.perform(&request);
             assert!(log.complete(
                 now_ms,
                 DiskCompletion::Done {
@@ -41,21 +31,9 @@ fn drive(log: &mut RedoLog, disk: &mut DiskModel<u32>, now_ms: u64) {
     }
 }
 
-fn perform(disk: &mut DiskModel<u32>, request: &DiskRequest) {
-    match request {
-        DiskRequest::Write {
-            file,
-            offset,
-            bytes,
-            ..
-        } => disk.write(file, *offset, bytes),
-        DiskRequest::Sync { file, .. } => disk.sync(file),
-    }
-}
-
 fn scan_all(config: &RedoConfig, disk: &DiskModel<u32>, start: Lsn) -> (Vec<RedoRecord>, Lsn) {
     let mut records = Vec::new();
-    let end = scan(config, start, &mut Files(disk), |record| {
+    let end = scan(config, start, &mut disk.clone(), |record| {
         records.push(record)
     })
     .expect("reads");
@@ -154,7 +132,7 @@ fn a_buffer_the_disk_does_not_empty_refuses_with_1234_and_the_node_goes_on() {
     // Once the disk takes the write, appends fit again.
     let mut disk = DiskModel::new();
     for request in requests.drain(..) {
-        perform(&mut disk, &request);
+        disk.perform(&request);
         assert!(log.complete(
             0,
             DiskCompletion::Done {
@@ -200,7 +178,7 @@ fn a_failed_write_or_sync_is_retried_and_nothing_is_durable_before() {
     log.poll(RETRY_MS, &mut requests);
     assert_eq!(requests.len(), 1, "written again");
     for request in requests.drain(..) {
-        perform(&mut disk, &request);
+        disk.perform(&request);
         log.complete(
             RETRY_MS,
             DiskCompletion::Done {
@@ -292,7 +270,7 @@ fn run_until_crash(
                                 error: "injected".into(),
                             }
                         } else {
-                            perform(disk, &request);
+                            disk.perform(&request);
                             DiskCompletion::Done {
                                 token: request.token(),
                             }
@@ -398,7 +376,7 @@ fn a_stale_record_of_an_earlier_run_ends_the_log() {
             .filter(|r| matches!(r, DiskRequest::Write { .. }))
             .collect();
         assert_eq!(writes.len(), 1, "{requests:?}");
-        perform(&mut disk, writes[0]);
+        disk.perform(writes[0]);
         log.complete(
             0,
             DiskCompletion::Done {

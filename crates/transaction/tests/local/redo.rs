@@ -1,0 +1,211 @@
+//! The query handler's redo log: what each replica appends when a commit
+//! reaches it, and the refusals of a log or buffer that is full.
+
+use std::collections::BTreeMap;
+
+use disk::model::DiskModel;
+use disk::{DiskCompletion, RedoConfig, RedoLog, RedoRecord};
+use protocol::{ExecuteEnd, NodeId, TransactionState};
+use transaction::CoordinatorConfig;
+use transaction::redo::{KIND_CHANGES, read_changes};
+
+use super::{Cluster, TEST_EPOCH, delete, insert, int, read, update};
+
+const TEST_REDO: RedoConfig = RedoConfig {
+    files: 2,
+    file_bytes: 300 << 10,
+    buffer_bytes: 300 << 10,
+};
+
+fn with_redo(read_backup: bool) -> Cluster {
+    let mut cluster = Cluster::new(read_backup, CoordinatorConfig::default());
+    for node in [1, 2] {
+        cluster
+            .query_handler(node)
+            .set_redo(RedoLog::new(TEST_REDO, 0, 1));
+    }
+    cluster
+}
+
+/// Writes `log` out to `disk`, through its head, and syncs it.
+fn flush(log: &mut RedoLog, disk: &mut DiskModel<u32>) {
+    log.want_durable(log.head());
+    let mut requests = Vec::new();
+    loop {
+        log.poll(0, &mut requests);
+        if requests.is_empty() {
+            break;
+        }
+        for request in requests.drain(..) {
+            disk.perform(&request);
+            assert!(log.complete(
+                0,
+                DiskCompletion::Done {
+                    token: request.token()
+                }
+            ));
+        }
+    }
+    assert_eq!(log.durable(), log.head());
+}
+
+/// Every record of `node`'s redo log, read back from disk.
+fn records(cluster: &mut Cluster, node: NodeId) -> Vec<RedoRecord> {
+    let log = cluster.query_handler(node).redo_mut().expect("a redo log");
+    let mut disk = DiskModel::new();
+    flush(log, &mut disk);
+    let mut records = Vec::new();
+    let end = disk::scan(&TEST_REDO, log.tail(), &mut disk, |record| {
+        records.push(record)
+    })
+    .expect("reads");
+    assert_eq!(end, log.head(), "the scan finds every record");
+    records
+}
+
+/// The rows the records make, replayed in order from nothing; and the
+/// transactions that wrote them.
+fn replay(records: &[RedoRecord]) -> (Vec<(i64, Option<i64>)>, Vec<u64>) {
+    let mut rows = BTreeMap::new();
+    let mut transactions = Vec::new();
+    for record in records {
+        assert_eq!(record.kind, KIND_CHANGES);
+        assert_eq!(record.epoch, TEST_EPOCH, "logged in its commit's epoch");
+        let changes = read_changes(&record.payload).expect("a changes record");
+        transactions.push(changes.transaction);
+        for change in storage::changes(changes.changes) {
+            let (kind, attrinfo) = change.expect("whole changes");
+            let id = int(attrinfo, 0).expect("the key");
+            if kind == storage::CHANGE_PUT {
+                rows.insert(id, int(attrinfo, 1));
+            } else {
+                assert_eq!(kind, storage::CHANGE_DELETE);
+                assert!(rows.remove(&id).is_some(), "a delete of a logged row");
+            }
+        }
+    }
+    transactions.sort_unstable();
+    transactions.dedup();
+    (rows.into_iter().collect(), transactions)
+}
+
+#[test]
+fn each_replica_logs_what_its_commits_change_and_nothing_else() {
+    let mut cluster = with_redo(false);
+    let (a, b, c) = (
+        cluster.key_in(0, 0),
+        cluster.key_in(1, 0),
+        cluster.key_in(0, 1),
+    );
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 10), insert(b, 20)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    let executed = cluster.execute(2, 2, ExecuteEnd::Commit, vec![update(a, 11)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    // Rolled back, and refused: nothing of either is logged.
+    let executed = cluster.execute(1, 3, ExecuteEnd::NoCommit, vec![insert(c, 30)]);
+    assert_eq!(executed.state, TransactionState::Open);
+    let executed = cluster.execute(1, 3, ExecuteEnd::Rollback, Vec::new());
+    assert_eq!(executed.state, TransactionState::Aborted);
+    let executed = cluster.execute(2, 4, ExecuteEnd::Commit, vec![insert(c, 40), insert(a, 0)]);
+    assert_eq!(executed.state, TransactionState::Aborted, "{executed:?}");
+    // Read only: nothing to log.
+    let executed = cluster.execute(
+        2,
+        5,
+        ExecuteEnd::Commit,
+        vec![read(a, protocol::OperationKind::ReadExclusive)],
+    );
+    assert_eq!(executed.state, TransactionState::Committed);
+    let executed = cluster.execute(2, 6, ExecuteEnd::Commit, vec![delete(b), insert(c, 60)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    for node in [1, 2] {
+        let log = cluster.query_handler(node).redo().expect("a redo log");
+        assert_eq!(
+            log.reserved_bytes(),
+            0,
+            "node {node} gave back every reservation"
+        );
+        let records = records(&mut cluster, node);
+        let (rows, transactions) = replay(&records);
+        assert_eq!(rows, cluster.committed_rows(node), "node {node}");
+        // Transactions 1, 2 and 6 (by the coordinators' ids).
+        assert_eq!(transactions.len(), 3, "node {node}: {transactions:?}");
+    }
+}
+
+/// Fills `log` until fewer than `left` bytes are free in its files, with
+/// everything written out (so its buffer is empty).
+fn fill(log: &mut RedoLog, left: u64) {
+    let mut disk = DiskModel::new();
+    loop {
+        let free = TEST_REDO.capacity_bytes() - log.used_bytes();
+        if free < left {
+            break;
+        }
+        let payload = (free - left.min(free)).clamp(1, 200 << 10) as usize;
+        log.append(1, 9, &vec![0u8; payload]).expect("room");
+        flush(log, &mut disk);
+    }
+}
+
+#[test]
+fn a_full_redo_log_or_buffer_refuses_writes_with_410_or_1234_and_reads_go_on() {
+    let mut cluster = with_redo(false);
+    let (a, b) = (cluster.key_in(0, 0), cluster.key_in(0, 1));
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(a, 1)]);
+    assert_eq!(executed.state, TransactionState::Committed);
+    // The backup's log is full: the write is refused there, the
+    // transaction aborts, and the primary gives back what it reserved.
+    fill(cluster.query_handler(2).redo_mut().expect("log"), 50);
+    let executed = cluster.execute(1, 2, ExecuteEnd::Commit, vec![insert(b, 2)]);
+    assert_eq!(executed.state, TransactionState::Aborted, "{executed:?}");
+    let error = executed.error.expect("an error");
+    assert_eq!((error.ndb_code, error.mysql_code), (410, 1297), "{error:?}");
+    assert!(
+        error.message.contains("REDO log files overloaded"),
+        "{error:?}"
+    );
+    let executed = cluster.execute(
+        1,
+        3,
+        ExecuteEnd::Commit,
+        vec![read(a, protocol::OperationKind::ReadCommitted)],
+    );
+    assert_eq!(executed.state, TransactionState::Committed, "reads go on");
+    assert_eq!(int(&executed.results[0].data, 1), Some(1));
+    cluster.assert_idle();
+    for node in [1, 2] {
+        let log = cluster.query_handler(node).redo().expect("log");
+        assert_eq!(log.reserved_bytes(), 0, "node {node}");
+    }
+    // A local checkpoint frees the log: the same write is taken.
+    let log = cluster.query_handler(2).redo_mut().expect("log");
+    log.release(log.durable());
+    let executed = cluster.execute(1, 4, ExecuteEnd::Commit, vec![insert(b, 2)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    // A buffer the disk has not emptied: 1234.
+    let log = cluster.query_handler(1).redo_mut().expect("log");
+    loop {
+        let free = TEST_REDO.buffer_bytes - log.buffered_bytes();
+        if free < 100 {
+            break;
+        }
+        let payload = (free - 80).min(200 << 10) as usize;
+        log.append(1, 9, &vec![0u8; payload]).expect("room");
+    }
+    let executed = cluster.execute(2, 5, ExecuteEnd::Commit, vec![update(a, 5)]);
+    assert_eq!(executed.state, TransactionState::Aborted, "{executed:?}");
+    let error = executed.error.expect("an error");
+    assert_eq!(
+        (error.ndb_code, error.mysql_code),
+        (1234, 1297),
+        "{error:?}"
+    );
+    cluster.assert_idle();
+    let committed = cluster.committed_rows(1);
+    assert_eq!(committed, cluster.committed_rows(2));
+    let mut expected = vec![(i64::from(a), Some(1)), (i64::from(b), Some(2))];
+    expected.sort_unstable();
+    assert_eq!(committed, expected);
+}
