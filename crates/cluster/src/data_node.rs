@@ -37,8 +37,8 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use protocol::{
-    Ballot, Change, ClusterState, DataNodeReport, ErrorReply, FreePages, Member, Message, NodeId,
-    SchemaRequestId,
+    Ballot, Change, ClusterState, DataNodeReport, Durability, ErrorReply, FreePages, Member,
+    Message, NodeId, SchemaRequestId,
 };
 
 use crate::acceptor::{Acceptor, Vote};
@@ -273,6 +273,8 @@ pub struct DataNode {
     memory_pages: (u64, u64),
     /// The schema version installed when `memory_pages` was measured.
     memory_schema_version: u64,
+    /// Epochs and the redo log, set by the runtime for status reports.
+    durability: Durability,
     /// Each member's free DataMemory from its last heartbeat (the
     /// president plans creates against it).
     member_free_pages: BTreeMap<Member, FreePages>,
@@ -342,6 +344,7 @@ impl DataNode {
             stopped: false,
             serving: true,
             memory_pages: (0, 0),
+            durability: Durability::default(),
             memory_schema_version: 0,
             member_free_pages: BTreeMap::new(),
             marks: Marks::default(),
@@ -546,6 +549,11 @@ impl DataNode {
         self.memory_schema_version = self.state.as_ref().map_or(0, |s| s.schema_version);
     }
 
+    /// Sets the epochs and redo log figures the next status report carries.
+    pub fn set_durability(&mut self, durability: Durability) {
+        self.durability = durability;
+    }
+
     /// The free DataMemory heartbeats report, once the runtime measured it.
     fn free_pages(&self) -> Option<FreePages> {
         let (used, total) = self.memory_pages;
@@ -583,6 +591,7 @@ impl DataNode {
             tables: state.map_or(0, |s| s.tables.len() as u32),
             pages_used,
             pages_total,
+            durability: self.durability,
         }
     }
 

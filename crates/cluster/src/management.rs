@@ -944,6 +944,7 @@ impl ManagementNode {
                 fragments_copied: report.map_or(0, |r| r.fragments_copied),
                 fragments_to_copy: report.map_or(0, |r| r.fragments_to_copy),
                 rows_copied: report.map_or(0, |r| r.rows_copied),
+                durability: report.map_or_else(Default::default, |r| r.durability),
             });
         }
         for management in &config.management_nodes {
@@ -969,6 +970,7 @@ impl ManagementNode {
                 fragments_copied: 0,
                 fragments_to_copy: 0,
                 rows_copied: 0,
+                durability: Default::default(),
             });
         }
         let configured: BTreeSet<NodeId> = config.all_node_ids().into_iter().collect();
@@ -1015,6 +1017,7 @@ impl ManagementNode {
             fragments_copied: 0,
             fragments_to_copy: 0,
             rows_copied: 0,
+            durability: Default::default(),
         }
     }
 

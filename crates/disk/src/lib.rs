@@ -8,6 +8,9 @@
 //!   node's event loop never blocks on the disk and the simulator drives
 //!   the same code against its disk model. A full log or buffer is NDB's
 //!   temporary error 410 or 1234; the node stays up.
+//! - `system_file`: what a restart starts from (the redo log's generation
+//!   and tail, the local checkpoint to load), in two slots so a torn
+//!   write never loses it.
 //! - `model`: the simulator's disk: writes not yet synced may be lost, or
 //!   torn at a sector, at a crash.
 //!
@@ -15,6 +18,7 @@
 
 pub mod model;
 pub mod redo;
+pub mod system_file;
 
 pub use redo::{
     DiskCompletion, DiskRequest, Lsn, RECORD_HEADER_BYTES, RECORD_PAYLOAD_BYTES_MAX, ReadAt,

@@ -257,6 +257,8 @@ pub struct RedoLog {
     next_token: u64,
     /// A failed request is retried from this time on.
     retry_at_ms: u64,
+    /// The time of the last `poll`.
+    polled_at_ms: u64,
     failure: Option<String>,
     scratch: Vec<u8>,
 }
@@ -290,6 +292,7 @@ impl RedoLog {
             dirty: vec![false; config.files as usize],
             next_token: 1,
             retry_at_ms: 0,
+            polled_at_ms: 0,
             failure: None,
             scratch: Vec::new(),
         }
@@ -328,6 +331,11 @@ impl RedoLog {
     /// The last failed write or sync, while it is not yet redone.
     pub fn failure(&self) -> Option<&str> {
         self.failure.as_deref()
+    }
+    /// When `poll` is due to hand out a failed write or sync again: a
+    /// failure's retry time, until a poll at or after it.
+    pub fn retry_at_ms(&self) -> Option<u64> {
+        (self.failure.is_some() && self.polled_at_ms < self.retry_at_ms).then_some(self.retry_at_ms)
     }
     /// Whether a write or sync is out.
     pub fn busy(&self) -> bool {
@@ -449,6 +457,7 @@ impl RedoLog {
 
     /// The requests due now, appended to `out`.
     pub fn poll(&mut self, now_ms: u64, out: &mut Vec<DiskRequest>) {
+        self.polled_at_ms = self.polled_at_ms.max(now_ms);
         if now_ms < self.retry_at_ms {
             return;
         }

@@ -201,6 +201,10 @@ pub struct NodeMarks {
     /// Second connections from a connected peer refused
     /// (`refuses_duplicate`).
     pub duplicate_links_refused: u64,
+    /// Saves answered once the redo log was durable through its head.
+    pub saves_after_sync: u64,
+    /// Redo log writes or syncs that failed (and were retried).
+    pub redo_failures: u64,
 }
 
 impl NodeMarks {
@@ -219,6 +223,8 @@ impl NodeMarks {
         self.api_declared_dead += other.api_declared_dead;
         self.stalls_reported += other.stalls_reported;
         self.duplicate_links_refused += other.duplicate_links_refused;
+        self.saves_after_sync += other.saves_after_sync;
+        self.redo_failures += other.redo_failures;
     }
 }
 
@@ -237,6 +243,13 @@ pub struct DataNodeComposite {
     epoch_config: EpochConfig,
     /// The commit epoch last given to the coordinator.
     coordinator_epoch: Option<u64>,
+    /// The save owed (`Epochs::save_owed`) and the redo log's head when it
+    /// came: `Saved` goes once the log is durable through it.
+    save_target: Option<(u64, disk::Lsn)>,
+    /// The head the last save made durable.
+    previous_save_target: disk::Lsn,
+    /// The redo log's failure last logged, so each is logged once.
+    redo_failure_logged: Option<String>,
     routing: Routing,
     coordinator_config: CoordinatorConfig,
     /// Where this node listens, announced to the management node.
@@ -324,6 +337,9 @@ impl DataNodeComposite {
             epochs: Epochs::new(epoch_config),
             epoch_config,
             coordinator_epoch: None,
+            save_target: None,
+            previous_save_target: 0,
+            redo_failure_logged: None,
             routing: Routing::new(),
             coordinator_config,
             listen,
@@ -442,7 +458,64 @@ impl DataNodeComposite {
             .next_tick_ms()
             .min(self.query_handler.next_deadline_ms().unwrap_or(u64::MAX))
             .min(self.epochs.next_tick_ms().unwrap_or(u64::MAX))
+            .min(
+                self.query_handler
+                    .redo()
+                    .and_then(|log| log.retry_at_ms())
+                    .unwrap_or(u64::MAX),
+            )
             .min(management)
+    }
+
+    /// The redo log's writes and syncs due now (after any input, the
+    /// runtime asks for them and does them off the event loop, then calls
+    /// `on_disk_completion` with each outcome).
+    pub fn disk_requests(&mut self, now_ms: u64, out: &mut Vec<disk::DiskRequest>) {
+        if let Some(log) = self.query_handler.redo_mut() {
+            log.poll(now_ms, out);
+        }
+    }
+
+    /// The outcome of a request from `disk_requests`: a save waiting for
+    /// the redo log to be durable may be answered now. A failure is logged
+    /// (once) and the request retried; meanwhile the buffer fills and
+    /// writes are refused with 1234, and the node stays up.
+    pub fn on_disk_completion(
+        &mut self,
+        now_ms: u64,
+        completion: disk::DiskCompletion,
+        output: &mut Output,
+    ) {
+        let Some(log) = self.query_handler.redo_mut() else {
+            output
+                .problems
+                .push("a disk completion for a node without a redo log".to_string());
+            return;
+        };
+        if matches!(completion, disk::DiskCompletion::Failed { .. }) {
+            self.marks.redo_failures += 1;
+        }
+        if !log.complete(now_ms, completion) {
+            output
+                .problems
+                .push("a disk completion the redo log did not ask for".to_string());
+            return;
+        }
+        let failure = log.failure().map(str::to_string);
+        if failure != self.redo_failure_logged {
+            match &failure {
+                Some(error) => output.logs.push(format!(
+                    "the redo log's disk failed: {error}; retrying every {} ms, and refusing \
+                     writes (1234) once its buffer is full",
+                    disk::redo::RETRY_MS
+                )),
+                None => output
+                    .logs
+                    .push("the redo log's disk works again".to_string()),
+            }
+            self.redo_failure_logged = failure;
+        }
+        self.run_transaction_blocks(now_ms, output, |_, _| {});
     }
 
     /// Commits the coordinator holds until the next epoch.
@@ -984,6 +1057,15 @@ impl DataNodeComposite {
             let report = self.query_handler.memory_report();
             self.membership
                 .set_memory_pages(u64::from(report.pages_used), u64::from(report.pages_total));
+            let (redo_used, redo_total) = self.query_handler.redo().map_or((0, 0), |log| {
+                (log.used_bytes(), log.config().capacity_bytes())
+            });
+            self.membership.set_durability(protocol::Durability {
+                epoch: self.epochs.current(),
+                durable_epoch: self.epochs.durable_below(),
+                redo_used_bytes: redo_used,
+                redo_total_bytes: redo_total,
+            });
             let mut effects = Effects::new();
             self.membership.tick(now_ms, &mut effects);
             self.apply(now_ms, effects, output);
@@ -1173,6 +1255,41 @@ impl DataNodeComposite {
             && self.coordinator.commits_settled_below(owed)
         {
             self.epochs.completed(owed, out);
+        }
+        self.sync_save(out);
+    }
+
+    /// Answers a save once the redo log is durable through its head as of
+    /// the `Save`: every commit of the epochs being saved was appended by
+    /// then (the epochs are complete before the president saves them).
+    fn sync_save(&mut self, out: &mut Vec<(NodeId, Message)>) {
+        let Some(owed) = self.epochs.save_owed() else {
+            self.save_target = None;
+            return;
+        };
+        let Some(log) = self.query_handler.redo_mut() else {
+            // A node that keeps nothing on disk has nothing to save.
+            self.epochs.saved(owed, out);
+            return;
+        };
+        let target = match self.save_target {
+            Some((epoch, target)) if epoch == owed => target,
+            _ => {
+                let head = log.head();
+                log.want_durable(head);
+                self.save_target = Some((owed, head));
+                head
+            }
+        };
+        if log.durable() >= target {
+            self.marks.saves_after_sync += 1;
+            self.save_target = None;
+            self.epochs.saved(owed, out);
+            // No restart reads the redo log back yet (nor do local
+            // checkpoints move its tail), so the log keeps only the last
+            // global checkpoint's records and never fills.
+            log.release(self.previous_save_target.min(target));
+            self.previous_save_target = target;
         }
     }
 
@@ -1562,6 +1679,7 @@ impl DataNodeComposite {
         self.coordinator.record_decisions(self.observing);
         self.epochs = Epochs::new(self.epoch_config);
         self.coordinator_epoch = None;
+        self.save_target = None;
         self.routing = Routing::new();
         self.departed.clear();
         self.query_handler.install(&self.routing);

@@ -619,6 +619,7 @@ impl Message {
                 w.u32(report.fragments_copied);
                 w.u32(report.fragments_to_copy);
                 w.u64(report.rows_copied);
+                write_durability(&mut w, &report.durability);
             }
             Message::StatusRequest { request } => {
                 w.u8(KIND_STATUS_REQUEST);
@@ -647,6 +648,7 @@ impl Message {
                     w.u32(node.fragments_copied);
                     w.u32(node.fragments_to_copy);
                     w.u64(node.rows_copied);
+                    write_durability(&mut w, &node.durability);
                 }
             }
             Message::StopRequest {
@@ -978,6 +980,7 @@ impl Message {
                     fragments_copied: r.u32("fragments copied")?,
                     fragments_to_copy: r.u32("fragments to copy")?,
                     rows_copied: r.u64("rows copied")?,
+                    durability: read_durability(&mut r)?,
                 },
             },
             KIND_STATUS_REQUEST => Message::StatusRequest {
@@ -1010,6 +1013,7 @@ impl Message {
                         fragments_copied: r.u32("fragments copied")?,
                         fragments_to_copy: r.u32("fragments to copy")?,
                         rows_copied: r.u64("rows copied")?,
+                        durability: read_durability(&mut r)?,
                     });
                 }
                 Message::StatusReply { request, nodes }
@@ -1393,5 +1397,21 @@ pub(crate) fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
         next_table_id,
         tables,
         schema_outcomes,
+    })
+}
+
+fn write_durability(w: &mut Writer<'_>, durability: &Durability) {
+    w.u64(durability.epoch);
+    w.u64(durability.durable_epoch);
+    w.u64(durability.redo_used_bytes);
+    w.u64(durability.redo_total_bytes);
+}
+
+fn read_durability(r: &mut Reader<'_>) -> Result<Durability, DecodeError> {
+    Ok(Durability {
+        epoch: r.u64("epoch")?,
+        durable_epoch: r.u64("durable epoch")?,
+        redo_used_bytes: r.u64("redo bytes used")?,
+        redo_total_bytes: r.u64("redo bytes")?,
     })
 }

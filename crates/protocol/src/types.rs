@@ -374,6 +374,21 @@ pub struct DataNodeReport {
     pub tables: u32,
     pub pages_used: u64,
     pub pages_total: u64,
+    pub durability: Durability,
+}
+
+/// A data node's epochs and redo log, as `REPORT DURABILITY` shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Durability {
+    /// The epoch commits are decided in (0 before the first).
+    pub epoch: u64,
+    /// Every epoch below this is durable on every data node: a system
+    /// restart brings back every commit of them.
+    pub durable_epoch: u64,
+    /// The redo log: bytes from its tail to its head, and what its files
+    /// hold (0 for a node that keeps nothing on disk).
+    pub redo_used_bytes: u64,
+    pub redo_total_bytes: u64,
 }
 
 /// One row of the management node's `SHOW`.
@@ -394,6 +409,8 @@ pub struct NodeStatus {
     pub fragments_copied: u32,
     pub fragments_to_copy: u32,
     pub rows_copied: u64,
+    /// A connected data node's last report (zeros for other nodes).
+    pub durability: Durability,
 }
 
 /// Where a node listens.

@@ -282,6 +282,12 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                         tables,
                         pages_used,
                         pages_total,
+                        durability: protocol::Durability {
+                            epoch: pages_total ^ 7,
+                            durable_epoch: pages_used / 3,
+                            redo_used_bytes: generation ^ 5,
+                            redo_total_bytes: incarnation / 7,
+                        },
                     }
                 }
             ),
@@ -331,6 +337,12 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                             fragments_copied: (pages_used % 7) as u32,
                             fragments_to_copy: (pages_total % 11) as u32,
                             rows_copied: pages_used.rotate_left(3),
+                            durability: protocol::Durability {
+                                epoch: pages_total.rotate_left(9),
+                                durable_epoch: pages_used ^ 3,
+                                redo_used_bytes: pages_used / 5,
+                                redo_total_bytes: pages_total | 1,
+                            },
                         }
                     )
                     .collect()
@@ -915,6 +927,7 @@ fn the_smallest_items_decode() {
         fragments_copied: 0,
         fragments_to_copy: 0,
         rows_copied: 0,
+        durability: Default::default(),
     };
     for message in [
         Message::DictionaryReply {

@@ -33,6 +33,7 @@ use transaction::{CoordinatorConfig, QueryHandler};
 use crate::angel::Reporter;
 use crate::blocking::{BlockingConnection, BlockingStream, local_socket_address};
 use crate::exit::StopKind;
+use crate::node_disk::{DiskThread, SystemFileStore, file_system_directory, redo_directory};
 use crate::transport::{
     Connection, IDENTIFICATION_TIMEOUT, Peer, ReceiveMemory, SlotLimits, Stream,
     UNIDENTIFIED_CONNECTIONS_MAX,
@@ -51,7 +52,9 @@ pub struct DatadOptions {
 const LISTENER: Token = Token(0);
 const MANAGEMENT: Token = Token(1);
 const LOCAL_LISTENER: Token = Token(2);
-const FIRST_PEER_TOKEN: usize = 3;
+/// The redo log's thread woke the loop: it has outcomes.
+const DISK: Token = Token(3);
+const FIRST_PEER_TOKEN: usize = 4;
 /// Longest wait in `poll`, so signals and timers are noticed promptly.
 const POLL_INTERVAL_MS: u64 = 50;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -101,6 +104,10 @@ struct Runtime {
     reporter: Reporter,
     /// Whether `phase=started` was reported for the current incarnation.
     reported_started: bool,
+    /// Does the redo log's writes and syncs.
+    disk: DiskThread,
+    disk_requests: Vec<disk::DiskRequest>,
+    disk_completions: Vec<disk::DiskCompletion>,
 }
 
 fn log(node: NodeId, line: &str) {
@@ -236,6 +243,13 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
     })?;
     handler.set_copy_batch_rows(own.copy_batch_rows);
     handler.set_copy_rows_per_second(own.copy_rows_per_second);
+    let (redo_log, redo_files) = open_disk(node, &own, options.initial)?;
+    handler.set_redo(redo_log);
+    let waker = Arc::new(
+        mio::Waker::new(poll.registry(), DISK)
+            .map_err(|e| format!("cannot create the redo log's waker: {e}"))?,
+    );
+    let disk = DiskThread::start(redo_files, waker)?;
     let settings = DataNodeSettings::from_config(&config, node, crate::incarnation_now())
         .ok_or_else(|| "the configuration has no management node".to_string())?;
     let started = Instant::now();
@@ -292,6 +306,9 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
         stop: None,
         reporter: std::mem::take(reporter),
         reported_started: false,
+        disk,
+        disk_requests: Vec::new(),
+        disk_completions: Vec::new(),
     };
     for notice in &config.notices {
         log(node, notice);
@@ -311,6 +328,56 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
     // Handed back so `run` can report an error of the loop.
     *reporter = std::mem::take(&mut runtime.reporter);
     result
+}
+
+/// Opens the node's files in its DataDir (`--initial` deletes them first):
+/// the system file, whose redo generation is raised and synced before
+/// anything is appended, and the redo log's files.
+fn open_disk(
+    node: NodeId,
+    own: &config::DataNodeConfig,
+    initial: bool,
+) -> Result<(disk::RedoLog, crate::redo_files::RedoFiles), String> {
+    let file_system = file_system_directory(std::path::Path::new(&own.data_dir), node);
+    if initial && file_system.exists() {
+        std::fs::remove_dir_all(&file_system)
+            .map_err(|e| format!("--initial: cannot delete {}: {e}", file_system.display()))?;
+        log(
+            node,
+            &format!("--initial: deleted {}", file_system.display()),
+        );
+    }
+    let redo_config = disk::RedoConfig {
+        files: own.fragment_log_files,
+        file_bytes: own.fragment_log_file_size_bytes,
+        buffer_bytes: own.redo_buffer_bytes,
+    };
+    redo_config.check()?;
+    let mut system = SystemFileStore::open(&file_system)?;
+    let mut contents = system.contents();
+    contents.generation = contents
+        .generation
+        .checked_add(1)
+        .ok_or("the redo log's generation is at its largest")?;
+    system.write(contents)?;
+    let directory = redo_directory(&file_system);
+    let files =
+        crate::redo_files::RedoFiles::open(&directory, &redo_config).map_err(|e| e.to_string())?;
+    log(
+        node,
+        &format!(
+            "redo log: {} files of {} MiB in {}, generation {}; nothing on disk is restored \
+             at a start yet",
+            redo_config.files,
+            redo_config.file_bytes >> 20,
+            directory.display(),
+            contents.generation
+        ),
+    );
+    Ok((
+        disk::RedoLog::new(redo_config, 0, contents.generation),
+        files,
+    ))
 }
 
 /// Like NDB's `--connect-retries`/`--connect-retry-delay`: a data node
@@ -535,6 +602,8 @@ impl Runtime {
                 match event.token() {
                     LISTENER => self.accept(),
                     LOCAL_LISTENER => self.accept_local(),
+                    // Taken below, after every input of this round.
+                    DISK => {}
                     token if Some(token) == self.management_connecting => {
                         self.management_connect_progress(token);
                     }
@@ -566,7 +635,24 @@ impl Runtime {
                 self.log_strangers_closed();
             }
             self.enforce_slots();
+            self.drive_disk();
             self.flush_all();
+        }
+    }
+
+    /// Gives the composite the redo log's outcomes, then hands the thread
+    /// the writes and syncs the log wants now.
+    fn drive_disk(&mut self) {
+        let now = self.now_ms();
+        self.disk_completions.extend(self.disk.completions());
+        for completion in self.disk_completions.drain(..) {
+            self.composite
+                .on_disk_completion(now, completion, &mut self.output);
+        }
+        self.perform();
+        self.composite.disk_requests(now, &mut self.disk_requests);
+        for request in self.disk_requests.drain(..) {
+            self.disk.submit(request);
         }
     }
 
@@ -936,18 +1022,9 @@ impl Runtime {
             if let Some(reason) = output.stop.take() {
                 let kind = match output.restart.take() {
                     None => StopKind::Stopped,
-                    Some(options) => {
-                        if options.initial {
-                            log(
-                                self.node,
-                                "an initial restart is a normal one: a data node keeps \
-                                 nothing on disk yet",
-                            );
-                        }
-                        StopKind::Restart {
-                            wait_for_start: options.no_start,
-                        }
-                    }
+                    Some(options) => StopKind::Restart {
+                        wait_for_start: options.no_start,
+                    },
                 };
                 self.stop = Some((reason, kind));
             }

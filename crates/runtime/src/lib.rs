@@ -4,7 +4,9 @@
 //! messages into batched frames on TCP; `blocking` is the simple client
 //! side used by `shoal mgm`, `shoal up` and tests. `angel` supervises a
 //! data node's worker process, with the exit codes of `exit`. `redo_files`
-//! are the redo log's files (`disk::RedoLog`'s requests done for real).
+//! are the redo log's files (`disk::RedoLog`'s requests done for real),
+//! `node_disk` a data node's file system directory, system file and the
+//! thread that does the redo log's writes.
 
 pub mod angel;
 pub mod blocking;
@@ -12,6 +14,7 @@ pub mod datad;
 pub mod exit;
 pub mod machine;
 pub mod mgmd;
+pub mod node_disk;
 pub mod redo_files;
 pub mod transport;
 

@@ -56,6 +56,8 @@ ALL STATUS                             Print the status of all data nodes
 <id> STATUS                            Print the status of node <id>
 ALL REPORT MEMORY                      Print the memory usage of all data nodes
 <id> REPORT MEMORY                     Print the memory usage of data node <id>
+ALL REPORT DURABILITY                  Print the epochs and redo log of all data nodes
+<id> REPORT DURABILITY                 Print the epochs and redo log of data node <id>
 QUIT, EXIT                             Quit the management client
 
 <id> = a node id from config.ini; commands ignore case.
@@ -80,6 +82,9 @@ pub enum MgmCommand {
     Status(Target),
     /// `REPORT MEMORY` (or `MEMORYUSAGE`): DataMemory pages in use.
     ReportMemory(Target),
+    /// `REPORT DURABILITY`: the current and the durable epoch, and how
+    /// full the redo log is.
+    ReportDurability(Target),
     /// Stop one data node.
     Stop(NodeId),
     /// Stop every data node; the management node keeps running.
@@ -149,6 +154,7 @@ fn targeted_command(target: Target, words: &[&str]) -> Option<MgmCommand> {
         }
         (["STATUS"], _) => Some(MgmCommand::Status(target)),
         (["REPORT", "MEMORY" | "MEMORYUSAGE"], _) => Some(MgmCommand::ReportMemory(target)),
+        (["REPORT", "DURABILITY"], _) => Some(MgmCommand::ReportDurability(target)),
         _ => None,
     }
 }
@@ -197,6 +203,13 @@ pub fn execute(
         MgmCommand::ReportMemory(target) => {
             let nodes = server.status()?;
             write_text(out, &format_memory_report(target, &nodes)?)
+        }
+        MgmCommand::ReportDurability(target) => {
+            let nodes = server.status()?;
+            write_text(
+                out,
+                &format_report(target, &nodes, "durability", durability_line)?,
+            )
         }
         MgmCommand::Stop(node) => {
             // Checking first means "shutdown initiated" is only printed for
@@ -380,25 +393,64 @@ fn status_line(node: &NodeStatus) -> String {
 /// `N REPORT MEMORY` or `ALL REPORT MEMORY` (every connected data node; a
 /// node that is not connected has nothing to report).
 pub fn format_memory_report(target: Target, nodes: &[NodeStatus]) -> Result<String, String> {
+    format_report(target, nodes, "memory", memory_line)
+}
+
+/// A `REPORT` of `what`: a line per connected data node.
+fn format_report(
+    target: Target,
+    nodes: &[NodeStatus],
+    what: &str,
+    line: fn(&NodeStatus) -> String,
+) -> Result<String, String> {
     match target {
         Target::All => Ok(nodes
             .iter()
             .filter(|node| node.role == NodeRole::Data && node.state != NodeState::NotConnected)
-            .map(|node| format!("{}\n", memory_line(node)))
+            .map(|node| format!("{}\n", line(node)))
             .collect()),
         Target::Node(id) => {
             let node = find_node(id, nodes)?;
             if node.role != NodeRole::Data {
                 return Err(format!(
-                    "Node {id}: not a data node; only data nodes report memory"
+                    "Node {id}: not a data node; only data nodes report {what}"
                 ));
             }
             if node.state == NodeState::NotConnected {
                 return Err(format!("Node {id}: not connected"));
             }
-            Ok(format!("{}\n", memory_line(node)))
+            Ok(format!("{}\n", line(node)))
         }
     }
+}
+
+/// `Node 2: Epoch 12/3, durable through GCI 11; redo log 1% used (3 of 256 MiB)`:
+/// the epoch as NDB writes it (global checkpoint / micro-epoch), the last
+/// global checkpoint that is on disk on every data node (a system restart
+/// brings back every commit through it).
+fn durability_line(node: &NodeStatus) -> String {
+    let durability = &node.durability;
+    let epoch = |e: u64| format!("{}/{}", e >> 32, e & 0xffff_ffff);
+    let durable = match durability.durable_epoch >> 32 {
+        0 => "nothing durable yet".to_string(),
+        // Every epoch below it: its global checkpoint's predecessor.
+        gci => format!("durable through GCI {}", gci - 1),
+    };
+    let redo = if durability.redo_total_bytes == 0 {
+        "no redo log".to_string()
+    } else {
+        format!(
+            "redo log {}% used ({} of {} MiB)",
+            u128::from(durability.redo_used_bytes) * 100 / u128::from(durability.redo_total_bytes),
+            durability.redo_used_bytes >> 20,
+            durability.redo_total_bytes >> 20
+        )
+    };
+    format!(
+        "Node {}: Epoch {}, {durable}; {redo}",
+        node.node,
+        epoch(durability.epoch)
+    )
 }
 
 /// `Node 2: Data usage is 5%(177 32K pages of total 3200)`: the percentage
@@ -721,6 +773,7 @@ mod tests {
             fragments_copied: 0,
             fragments_to_copy: 0,
             rows_copied: 0,
+            durability: Default::default(),
         }
     }
 
@@ -746,6 +799,7 @@ mod tests {
             fragments_copied: 0,
             fragments_to_copy: 0,
             rows_copied: 0,
+            durability: Default::default(),
         }
     }
 
@@ -893,6 +947,32 @@ mod tests {
             Ok(format!(
                 "Node 2: started ({VERSION})\nNode 3: starting ({VERSION})\nNode 4: not connected\n"
             ))
+        );
+    }
+
+    #[test]
+    fn durability_report_names_the_epoch_the_durable_checkpoint_and_the_redo_log() {
+        let mut nodes = cluster();
+        nodes[1].durability = protocol::Durability {
+            epoch: (12 << 32) | 3,
+            durable_epoch: 12 << 32,
+            redo_used_bytes: 3 << 20,
+            redo_total_bytes: 256 << 20,
+        };
+        nodes.push(data(4, NodeState::NotConnected, false));
+        assert_eq!(
+            parse_command("all report durability"),
+            Ok(MgmCommand::ReportDurability(Target::All))
+        );
+        assert_eq!(
+            format_report(Target::All, &nodes, "durability", durability_line),
+            Ok("Node 2: Epoch 0/0, nothing durable yet; no redo log\n\
+                Node 3: Epoch 12/3, durable through GCI 11; redo log 1% used (3 of 256 MiB)\n"
+                .to_string())
+        );
+        assert_eq!(
+            format_report(Target::Node(1), &nodes, "durability", durability_line),
+            Err("Node 1: not a data node; only data nodes report durability".to_string())
         );
     }
 

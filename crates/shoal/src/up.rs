@@ -1124,6 +1124,7 @@ mod tests {
             fragments_copied: 0,
             fragments_to_copy: 0,
             rows_copied: 0,
+            durability: Default::default(),
         }
     }
 

@@ -46,4 +46,6 @@
 mod network;
 mod run;
 
-pub use run::{CrashMarks, Outcome, SimulationOptions, TransactionMarks, TransactionOutcome, run};
+pub use run::{
+    CrashMarks, DiskOutcome, Outcome, SimulationOptions, TransactionMarks, TransactionOutcome, run,
+};

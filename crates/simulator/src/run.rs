@@ -5,6 +5,7 @@
 //! `workload`).
 
 mod crashes;
+mod disks;
 mod nodes;
 mod transactions;
 mod workload;
@@ -180,8 +181,20 @@ pub struct Outcome {
     pub node_marks: NodeMarks,
     /// What the transaction workload did (transaction runs).
     pub transactions: TransactionOutcome,
+    /// What the data nodes' disks did.
+    pub disks: DiskOutcome,
     /// The last events, when `keep_trace` was set.
     pub trace: Vec<String>,
+}
+
+/// The disks of a run (`disks`), summed over the data nodes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskOutcome {
+    /// Redo log writes and syncs done, and of those failed.
+    pub requests: u64,
+    pub failures: u64,
+    /// Crashes after which the redo log was read back and checked.
+    pub crashes_checked: u64,
 }
 
 #[derive(Debug)]
@@ -251,6 +264,12 @@ enum SimEvent {
         node: NodeId,
         trigger: Option<crashes::Trigger>,
     },
+    /// A redo log request of a data node is done (`disks`).
+    DiskDone {
+        node: NodeId,
+        incarnation: u64,
+        request: disk::DiskRequest,
+    },
     /// A planned isolation of a data node (`crashes`): it keeps running
     /// and serving its API nodes, cut off from every other node.
     Isolate {
@@ -296,6 +315,8 @@ struct SimDataNode {
     /// The incarnation of the management node its management connection
     /// reaches, while it has one.
     management_incarnation: Option<u64>,
+    /// Its disk, which outlives its crashes.
+    disk: disks::SimDisk,
 }
 
 struct Management {
@@ -391,6 +412,9 @@ struct Simulation {
     crash_plan: Option<CrashPlan>,
     /// The data nodes' epoch and global checkpoint intervals.
     epoch_config: cluster::epochs::EpochConfig,
+    /// The disks' delays and failures, drawn apart so that the other draws
+    /// of a seed stay as they were.
+    disk_rng: ChaCha8Rng,
     /// The last commit decided: its epoch, node and transaction.
     last_commit_decision: (u64, NodeId, u64),
 }
@@ -419,6 +443,11 @@ pub fn run(options: &SimulationOptions) -> Result<Outcome, String> {
     }
     match simulation.failure.take() {
         None => {
+            for disk in simulation.nodes.values().map(|node| &node.disk) {
+                simulation.outcome.disks.requests += disk.requests;
+                simulation.outcome.disks.failures += disk.failures;
+                simulation.outcome.disks.crashes_checked += disk.crashes_checked;
+            }
             let mut outcome = simulation.outcome;
             if options.keep_trace {
                 outcome.trace = simulation.trace.into_iter().collect();
@@ -502,6 +531,7 @@ impl Simulation {
                 checkpoint_interval_ms: epoch_interval_ms * between(&mut epochs_rng, 2, 20),
             }
         };
+        let disk_rng = ChaCha8Rng::seed_from_u64(options.seed ^ 0xd15c_0000);
         let tables_max = if !options.transactions
             && options.seed.is_multiple_of(SMALL_DICTIONARY_SEED_DIVISOR)
         {
@@ -556,6 +586,7 @@ impl Simulation {
             draining_handshakes: false,
             crash_plan,
             epoch_config,
+            disk_rng,
             last_commit_decision: (0, 0, 0),
         })
     }
@@ -626,6 +657,7 @@ impl Simulation {
                     incarnation: 0,
                     tick_at_ms: None,
                     management_incarnation: None,
+                    disk: disks::SimDisk::default(),
                 },
             );
             self.schedule(at, SimEvent::Restart { node });
@@ -714,6 +746,11 @@ impl Simulation {
                 self.management_lost(node, incarnation);
             }
             SimEvent::Restart { node } => self.start_data_node(node),
+            SimEvent::DiskDone {
+                node,
+                incarnation,
+                request,
+            } => self.disk_done(node, incarnation, request),
             SimEvent::Dial {
                 from,
                 incarnation,

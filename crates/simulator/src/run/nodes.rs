@@ -70,6 +70,7 @@ impl Simulation {
             // Paced copies wait between batches, under the workload.
             query_handler.set_copy_rows_per_second(between(&mut self.rng, 1_000, 100_000));
         }
+        self.attach_redo(node, &mut query_handler);
         let mut composite = DataNodeComposite::new(
             self.settings(node, incarnation),
             now,
@@ -400,6 +401,7 @@ impl Simulation {
         sim.management_incarnation = None;
         self.outcome.marks.add(&composite.membership_marks());
         self.outcome.node_marks.add(&composite.marks());
+        self.crash_disk(node, composite.query_handler().redo());
         let planned = match self.crash_plan.as_mut() {
             Some(plan) if plan.candidates.contains(&node) => {
                 plan.crashed.insert(node);
@@ -570,6 +572,7 @@ impl Simulation {
             self.restart_in_place(node, &reason);
             return;
         }
+        self.drive_disk(node);
         self.schedule_tick(node);
     }
 
