@@ -275,6 +275,8 @@ pub struct DataNode {
     memory_schema_version: u64,
     /// Epochs and the redo log, set by the runtime for status reports.
     durability: Durability,
+    /// What the node's disk held at start (`set_restorable`).
+    restorable: (u64, u64),
     /// Each member's free DataMemory from its last heartbeat (the
     /// president plans creates against it).
     member_free_pages: BTreeMap<Member, FreePages>,
@@ -345,6 +347,7 @@ impl DataNode {
             serving: true,
             memory_pages: (0, 0),
             durability: Durability::default(),
+            restorable: (0, 0),
             memory_schema_version: 0,
             member_free_pages: BTreeMap::new(),
             marks: Marks::default(),
@@ -549,6 +552,13 @@ impl DataNode {
         self.memory_schema_version = self.state.as_ref().map_or(0, |s| s.schema_version);
     }
 
+    /// What the node's disk held at start, for the management node's
+    /// system restart: every commit of the epochs below `restorable_epoch`,
+    /// and records up to `disk_epoch_max`.
+    pub fn set_restorable(&mut self, restorable_epoch: u64, disk_epoch_max: u64) {
+        self.restorable = (restorable_epoch, disk_epoch_max);
+    }
+
     /// Sets the epochs and redo log figures the next status report carries.
     pub fn set_durability(&mut self, durability: Durability) {
         self.durability = durability;
@@ -567,7 +577,7 @@ impl DataNode {
         effects.send(
             self.settings.management_node,
             Message::StatusReport {
-                report: self.report(),
+                report: Box::new(self.report()),
             },
         );
     }
@@ -592,6 +602,8 @@ impl DataNode {
             pages_used,
             pages_total,
             durability: self.durability,
+            restorable_epoch: self.restorable.0,
+            disk_epoch_max: self.restorable.1,
         }
     }
 

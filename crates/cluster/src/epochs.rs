@@ -140,6 +140,8 @@ pub struct Epochs {
     /// Every epoch below this is durable on every data node.
     durable_below: u64,
     presiding: Option<Presiding>,
+    /// Epochs this node's president picks are above this (`raise_floor`).
+    floor: u64,
 }
 
 impl Epochs {
@@ -154,7 +156,14 @@ impl Epochs {
             save_owed: None,
             durable_below: 0,
             presiding: None,
+            floor: 0,
         }
+    }
+
+    /// Epochs this node picks as president from now on are above `floor`
+    /// (a system restart's: above every epoch on the members' disks).
+    pub fn raise_floor(&mut self, floor: u64) {
+        self.floor = self.floor.max(floor);
     }
 
     /// The epoch a commit decided now belongs to; `None` while commits
@@ -397,7 +406,7 @@ impl Epochs {
         members: &BTreeSet<NodeId>,
         out: &mut Vec<(NodeId, Message)>,
     ) {
-        let highest_known = self.current.max(self.prepared.unwrap_or(0));
+        let highest_known = self.current.max(self.prepared.unwrap_or(0)).max(self.floor);
         let config = self.config;
         let Some(presiding) = self.presiding.as_mut() else {
             return;

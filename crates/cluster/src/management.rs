@@ -136,6 +136,9 @@ pub struct ManagementNode {
     decided_max: (u64, u64),
     latest_state: Option<ClusterState>,
     unstarted_since_ms: Option<u64>,
+    /// The refusal to form without a disk for every node group was logged
+    /// (once until the cluster forms).
+    restore_refusal_logged: bool,
     /// The state this node formed last. While any of its members is still
     /// connected as the same incarnation the generation may be alive, so the
     /// cluster is not formed again; a member that says it has not started
@@ -226,6 +229,7 @@ impl ManagementNode {
             decided_max: votes.decided_max,
             latest_state,
             unstarted_since_ms: None,
+            restore_refusal_logged: false,
             formed: None,
             report_members: (0, 0, Vec::new()),
             pending_stops: Vec::new(),
@@ -405,7 +409,7 @@ impl ManagementNode {
                         },
                     );
                 }
-                self.reports.insert(node, report);
+                self.reports.insert(node, *report);
                 self.maybe_form(now_ms, effects);
             }
             Message::Decided { state } => {
@@ -833,17 +837,22 @@ impl ManagementNode {
             return;
         }
         let since = *self.unstarted_since_ms.get_or_insert(now_ms);
+        let everyone = connected_data.len() == config.data_nodes.len();
+        let node_groups = config.node_groups.clone();
+        let Some(restore) = self.restore_point(&connected_data, effects) else {
+            return;
+        };
         let members: Vec<protocol::Member> = connected_data
             .iter()
+            .filter(|n| self.reports[*n].restorable_epoch >= restore.epoch)
             .map(|n| protocol::Member {
                 node: *n,
                 incarnation: self.reports[n].incarnation,
             })
             .collect();
-        let everyone = connected_data.len() == config.data_nodes.len();
         let partial = self.vote_floor.is_some()
             && now_ms.saturating_sub(since) >= self.settings.start_partial_timeout_ms
-            && covers_node_groups(&members, &config.node_groups);
+            && covers_node_groups(&members, &node_groups);
         if !everyone && !partial {
             return;
         }
@@ -863,17 +872,28 @@ impl ManagementNode {
             tables: previous.tables,
             // Retries of changes the dictionary kept still get their answer.
             schema_outcomes: previous.schema_outcomes,
+            restore_epoch: restore.epoch,
+            epoch_floor: restore.epoch_floor,
         };
         let names: Vec<String> = state.members.iter().map(|m| m.node.to_string()).collect();
         effects.events.push(Event::Log(format!(
-            "Cluster {} with data node(s) {} at state version {}",
+            "Cluster {} with data node(s) {} at state version {}{}",
             if everyone {
                 "starts"
             } else {
                 "starts partially"
             },
             names.join(","),
-            state.version
+            state.version,
+            if restore.epoch == 0 {
+                ", empty".to_string()
+            } else {
+                format!(
+                    ", restoring every global checkpoint through GCI {} from the members' disks \
+                     (other nodes start empty and copy their fragments)",
+                    crate::epochs::gci_before(restore.epoch)
+                )
+            }
         )));
         for member in &state.members {
             effects.send(
@@ -895,6 +915,55 @@ impl ManagementNode {
         self.formed = Some(state.clone());
         self.latest_state = Some(state);
         self.unstarted_since_ms = None;
+        self.restore_refusal_logged = false;
+    }
+
+    /// What a cluster formed from `connected` restores: nothing when no
+    /// node's disk holds a global checkpoint; else the highest epoch whose
+    /// every commit is on the disk of some connected node of each node
+    /// group (the members are those nodes; the rest start empty and copy).
+    /// `None`, logged once, when some node group has no such node: the
+    /// cluster would lose committed data, so it does not form.
+    fn restore_point(
+        &mut self,
+        connected: &[NodeId],
+        effects: &mut Effects<ConnectionId>,
+    ) -> Option<RestorePoint> {
+        let report = |node: &NodeId| &self.reports[node];
+        let epoch_floor = connected
+            .iter()
+            .map(|n| report(n).disk_epoch_max)
+            .max()
+            .unwrap_or(0);
+        if connected.iter().all(|n| report(n).restorable_epoch == 0) {
+            return Some(RestorePoint {
+                epoch: 0,
+                epoch_floor,
+            });
+        }
+        let mut epoch = u64::MAX;
+        for (group, nodes) in self.settings.config.node_groups.iter().enumerate() {
+            let best = nodes
+                .iter()
+                .filter(|n| connected.contains(n))
+                .map(|n| report(n).restorable_epoch)
+                .max()
+                .unwrap_or(0);
+            if best == 0 {
+                if !self.restore_refusal_logged {
+                    self.restore_refusal_logged = true;
+                    effects.events.push(Event::Log(format!(
+                        "The cluster cannot start: node group {group} (nodes {nodes:?}) has no \
+                         connected data node whose disk holds a global checkpoint, while other \
+                         nodes' disks do; start its nodes, or start every data node with \
+                         --initial to discard all data"
+                    )));
+                }
+                return None;
+            }
+            epoch = epoch.min(best);
+        }
+        Some(RestorePoint { epoch, epoch_floor })
     }
 
     /// Every configured node, as `SHOW` lists them.
@@ -1250,6 +1319,14 @@ impl ManagementNode {
     pub fn is_shutting_down(&self) -> bool {
         self.shutting_down
     }
+}
+
+/// What a cluster formation restores (`restore_point`).
+struct RestorePoint {
+    /// Every commit of the epochs below this; 0: nothing.
+    epoch: u64,
+    /// Above every epoch on the members' disks.
+    epoch_floor: u64,
 }
 
 fn role_name(role: Option<NodeRole>) -> &'static str {

@@ -621,6 +621,22 @@ fn encode_record(
     out: &mut Vec<u8>,
 ) {
     out.clear();
+    encode_record_into(lsn, epoch, generation, kind, payload, out);
+}
+
+/// Appends one record in the log's format to `out`: local checkpoint
+/// files use it too, with `lsn` the record's offset in the file, so
+/// `scan` reads them back.
+pub fn encode_record_into(
+    lsn: Lsn,
+    epoch: u64,
+    generation: u32,
+    kind: u8,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) {
+    assert!(payload.len() <= RECORD_PAYLOAD_BYTES_MAX);
+    let start = out.len();
     let length = u32::try_from(RECORD_HEADER_BYTES + payload.len()).expect("a bounded record");
     out.extend_from_slice(&length.to_le_bytes());
     out.extend_from_slice(&[0; 4]);
@@ -631,8 +647,13 @@ fn encode_record(
     out.push(kind);
     out.extend_from_slice(&[0; 2]);
     out.extend_from_slice(payload);
-    let checksum = record_checksum(out);
-    out[4..8].copy_from_slice(&checksum.to_le_bytes());
+    let checksum = record_checksum(&out[start..]);
+    out[start + 4..start + 8].copy_from_slice(&checksum.to_le_bytes());
+}
+
+/// CRC-32C, as the log's records use it.
+pub fn checksum(bytes: &[u8]) -> u32 {
+    crc32c::crc32c(bytes)
 }
 
 fn record_checksum(record: &[u8]) -> u32 {

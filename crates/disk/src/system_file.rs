@@ -37,9 +37,31 @@ pub struct CheckpointInfo {
     /// Every change in it is of an epoch below this: it may be loaded only
     /// by a restart to this epoch or a later one.
     pub epoch_limit: u64,
+    /// The length of its file: a read that ends elsewhere found it damaged.
+    pub bytes: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Most cuts the file keeps (`SystemFile::cuts`); a local checkpoint
+/// drops those its tail passed, so a node holds a few at most.
+pub const CUTS_MAX: usize = 64;
+
+/// Records before `end` of epochs at or above `epoch` are dead: a restart
+/// to `epoch` left them behind (they were never part of the cluster it
+/// restored), and no later restart may replay them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    pub end: Lsn,
+    pub epoch: u64,
+}
+
+impl Cut {
+    /// Whether a record at `lsn` of `epoch` survives the cut.
+    pub fn keeps(&self, lsn: Lsn, epoch: u64) -> bool {
+        lsn >= self.end || epoch < self.epoch
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SystemFile {
     /// The redo log's run; raised, and this file synced, before a run's
     /// first append (see `redo`'s recovery).
@@ -48,6 +70,8 @@ pub struct SystemFile {
     pub redo_tail: Lsn,
     /// The local checkpoint a restart loads, if there is one.
     pub checkpoint: Option<CheckpointInfo>,
+    /// Earlier restarts' cuts of the redo log, oldest first.
+    pub cuts: Vec<Cut>,
 }
 
 impl SystemFile {
@@ -63,7 +87,14 @@ impl SystemFile {
                 body.extend_from_slice(&checkpoint.id.to_le_bytes());
                 body.extend_from_slice(&checkpoint.redo_start.to_le_bytes());
                 body.extend_from_slice(&checkpoint.epoch_limit.to_le_bytes());
+                body.extend_from_slice(&checkpoint.bytes.to_le_bytes());
             }
+        }
+        assert!(self.cuts.len() <= CUTS_MAX, "{} cuts", self.cuts.len());
+        body.push(self.cuts.len() as u8);
+        for cut in &self.cuts {
+            body.extend_from_slice(&cut.end.to_le_bytes());
+            body.extend_from_slice(&cut.epoch.to_le_bytes());
         }
         let mut slot = Vec::with_capacity(SLOT_BYTES);
         slot.extend_from_slice(MAGIC);
@@ -94,7 +125,10 @@ impl SystemFile {
             }
             match decode_slot(bytes) {
                 Ok((contents, sequence)) => {
-                    if best.is_none_or(|(_, best_sequence)| sequence > best_sequence) {
+                    if best
+                        .as_ref()
+                        .is_none_or(|(_, best_sequence)| sequence > *best_sequence)
+                    {
                         best = Some((contents, sequence));
                     }
                 }
@@ -155,14 +189,27 @@ fn decode_slot(slot: &[u8]) -> Result<(SystemFile, u64), String> {
             id: reader.u64()?,
             redo_start: reader.u64()?,
             epoch_limit: reader.u64()?,
+            bytes: reader.u64()?,
         }),
         other => return Err(format!("a checkpoint marker {other}")),
     };
+    let count = usize::from(reader.u8()?);
+    if count > CUTS_MAX {
+        return Err(format!("{count} cuts"));
+    }
+    let mut cuts = Vec::with_capacity(count);
+    for _ in 0..count {
+        cuts.push(Cut {
+            end: reader.u64()?,
+            epoch: reader.u64()?,
+        });
+    }
     Ok((
         SystemFile {
             generation,
             redo_tail,
             checkpoint,
+            cuts,
         },
         sequence,
     ))
@@ -212,6 +259,7 @@ mod tests {
             generation: 3,
             redo_tail: 77,
             checkpoint: None,
+            cuts: Vec::new(),
         };
         let second = SystemFile {
             generation: 4,
@@ -220,10 +268,18 @@ mod tests {
                 id: 9,
                 redo_start: 1 << 39,
                 epoch_limit: 5 << 32,
+                bytes: 123_456,
             }),
+            cuts: vec![
+                Cut {
+                    end: 1 << 39,
+                    epoch: 3 << 32,
+                };
+                CUTS_MAX
+            ],
         };
         assert_eq!(SystemFile::decode(&[0u8; 100]), Ok(None), "never written");
-        let mut file = file_with(&[(first, 1), (second, 2)]);
+        let mut file = file_with(&[(first.clone(), 1), (second.clone(), 2)]);
         assert_eq!(SystemFile::decode(&file), Ok(Some((second, 2))));
         // Write 2 torn: a byte of its body never reached the disk.
         file[SLOT_BYTES * slot_of(2) as usize + SLOT_HEADER_BYTES + 3] ^= 1;

@@ -31,6 +31,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use crate::durability::{DiskStart, FileTask, NodeDisk, RestoreSource};
 use cluster::epochs::{EpochConfig, Epochs};
 use cluster::{DataNode, DataNodeSettings, Effects, Event};
 use protocol::identity::{ClusterSecret, Nonce, hello_proof, proof_holds};
@@ -136,6 +137,10 @@ pub struct Output {
     /// When observing: each commit the coordinator decided, with its
     /// epoch, in order.
     pub commit_decisions: Vec<(u64, u64)>,
+    /// Work on the node's files (checkpoints, the system file, the saved
+    /// cluster state): the runtime does each off the event loop, in order,
+    /// and reports it with `on_file_done`.
+    pub files: Vec<FileTask>,
 }
 
 impl Output {
@@ -154,6 +159,7 @@ impl Output {
         self.restart = None;
         self.coordinator_steps.clear();
         self.commit_decisions.clear();
+        self.files.clear();
     }
 }
 
@@ -205,6 +211,8 @@ pub struct NodeMarks {
     pub saves_after_sync: u64,
     /// Redo log writes or syncs that failed (and were retried).
     pub redo_failures: u64,
+    /// `KIND_SAVED` markers a full redo log refused.
+    pub save_markers_refused: u64,
 }
 
 impl NodeMarks {
@@ -225,6 +233,7 @@ impl NodeMarks {
         self.duplicate_links_refused += other.duplicate_links_refused;
         self.saves_after_sync += other.saves_after_sync;
         self.redo_failures += other.redo_failures;
+        self.save_markers_refused += other.save_markers_refused;
     }
 }
 
@@ -246,10 +255,13 @@ pub struct DataNodeComposite {
     /// The save owed (`Epochs::save_owed`) and the redo log's head when it
     /// came: `Saved` goes once the log is durable through it.
     save_target: Option<(u64, disk::Lsn)>,
-    /// The head the last save made durable.
-    previous_save_target: disk::Lsn,
     /// The redo log's failure last logged, so each is logged once.
     redo_failure_logged: Option<String>,
+    /// Checkpoints, the system file and restores (`set_disk`); `None` for
+    /// a node that keeps nothing on disk.
+    disk: Option<NodeDisk>,
+    /// Reads the node's files at a restore.
+    restore_source: Option<Box<dyn RestoreSource>>,
     routing: Routing,
     coordinator_config: CoordinatorConfig,
     /// Where this node listens, announced to the management node.
@@ -338,8 +350,9 @@ impl DataNodeComposite {
             epoch_config,
             coordinator_epoch: None,
             save_target: None,
-            previous_save_target: 0,
             redo_failure_logged: None,
+            disk: None,
+            restore_source: None,
             routing: Routing::new(),
             coordinator_config,
             listen,
@@ -465,6 +478,113 @@ impl DataNodeComposite {
                     .unwrap_or(u64::MAX),
             )
             .min(management)
+            // A checkpoint writes a fragment per step, between inputs.
+            .min(match &self.disk {
+                Some(disk) if disk.checkpoint_busy() => 0,
+                _ => u64::MAX,
+            })
+    }
+
+    /// Gives the node its disk: what the runtime found there at start and
+    /// how to read it again for a restore (see `durability`). Called once,
+    /// before the first input, after the query handler got its redo log.
+    pub fn set_disk(
+        &mut self,
+        start: DiskStart,
+        source: Box<dyn RestoreSource>,
+        checkpoint_trigger_bytes: u64,
+    ) {
+        assert!(self.disk.is_none(), "the disk is set once");
+        assert!(
+            self.query_handler.redo().is_some(),
+            "the redo log is set first"
+        );
+        self.membership
+            .set_restorable(start.survey.restorable_epoch, start.survey.epoch_max);
+        self.disk = Some(NodeDisk::new(start, checkpoint_trigger_bytes));
+        self.restore_source = Some(source);
+    }
+
+    pub fn disk(&self) -> Option<&NodeDisk> {
+        self.disk.as_ref()
+    }
+
+    /// Loads the checkpoint and replays the redo log up to the epoch the
+    /// genesis state restores to, into the fragments just created.
+    fn restore(&mut self, output: &mut Output) -> Result<(), String> {
+        let disk = self.disk.as_mut().expect("a restore needs a disk");
+        let source = self.restore_source.as_mut().expect("set with the disk");
+        let system = disk.system().clone();
+        let epoch = disk.restore_owed().expect("owed");
+        let query_handler = &mut self.query_handler;
+        if let Some(checkpoint) = &system.checkpoint {
+            source.checkpoint(checkpoint, &mut |record| {
+                disk.restore_checkpoint_record(query_handler, &record)
+            })?;
+        }
+        source.redo(system.redo_tail, &mut |record| {
+            disk.restore_redo_record(query_handler, &record)
+        })?;
+        let marks = disk.marks;
+        disk.finish_restore(&mut output.files);
+        output.logs.push(format!(
+            "restored from this node's disk through GCI {}: {} change(s) from local checkpoint \
+             {}, {} from the redo log",
+            cluster::epochs::gci_before(epoch),
+            marks.restored_checkpoint_changes,
+            system
+                .checkpoint
+                .map_or("(none)".to_string(), |c| c.id.to_string()),
+            marks.restored_redo_changes
+        ));
+        Ok(())
+    }
+
+    /// A file task from `Output::files` ended.
+    pub fn on_file_done(
+        &mut self,
+        now_ms: u64,
+        token: u64,
+        result: Result<(), String>,
+        output: &mut Output,
+    ) {
+        let Some(disk) = self.disk.as_mut() else {
+            output
+                .problems
+                .push("a file task done for a node without a disk".to_string());
+            return;
+        };
+        if let Some(line) = disk.done(token, result, &mut self.query_handler, &mut output.files) {
+            output.logs.push(line);
+        }
+        self.step_disk(now_ms, output);
+    }
+
+    /// Moves the local checkpoint on, and sends the management node the
+    /// cluster state saved before this start (once).
+    fn step_disk(&mut self, _now_ms: u64, output: &mut Output) {
+        let Some(disk) = self.disk.as_mut() else {
+            return;
+        };
+        if self.management == ManagementLink::Up
+            && let Some(state) = disk.take_saved_state()
+        {
+            output.to_management.push(Message::Decided {
+                state: Box::new(state),
+            });
+        }
+        let member = self.membership.is_started();
+        if let Err(error) = disk.step_checkpoint(
+            &mut self.query_handler,
+            member,
+            self.epochs.current(),
+            self.epochs.durable_below(),
+            &mut output.files,
+        ) {
+            output
+                .logs
+                .push(format!("a local checkpoint failed: {error}"));
+        }
     }
 
     /// The redo log's writes and syncs due now (after any input, the
@@ -1083,6 +1203,7 @@ impl DataNodeComposite {
             self.close_silent_api_links(now_ms, output);
         }
         self.drive_management(now_ms, output);
+        self.step_disk(now_ms, output);
     }
 
     /// Logs transactions that wait for the cluster longer than
@@ -1275,6 +1396,14 @@ impl DataNodeComposite {
         let target = match self.save_target {
             Some((epoch, target)) if epoch == owed => target,
             _ => {
+                // The marker tells a restart that this node's disk holds
+                // every commit below `owed` (refused by a full log, the
+                // disk restores less far, which is safe).
+                if let Some(disk) = &self.disk
+                    && disk.mark_saved(log, owed).is_err()
+                {
+                    self.marks.save_markers_refused += 1;
+                }
                 let head = log.head();
                 log.want_durable(head);
                 self.save_target = Some((owed, head));
@@ -1285,11 +1414,6 @@ impl DataNodeComposite {
             self.marks.saves_after_sync += 1;
             self.save_target = None;
             self.epochs.saved(owed, out);
-            // No restart reads the redo log back yet (nor do local
-            // checkpoints move its tail), so the log keeps only the last
-            // global checkpoint's records and never fills.
-            log.release(self.previous_save_target.min(target));
-            self.previous_save_target = target;
         }
     }
 
@@ -1457,6 +1581,22 @@ impl DataNodeComposite {
                     output.problems.extend(self.routing.install(&state));
                     self.query_handler.install(&self.routing);
                     output.problems.extend(self.query_handler.take_log());
+                    self.epochs.raise_floor(state.epoch_floor);
+                    if let Some(disk) = self.disk.as_mut() {
+                        disk.installed(self.node, &state, &mut output.files);
+                        // A system restart's member loads its disk before
+                        // anything else reaches its fragments.
+                        if disk.restore_owed().is_some()
+                            && let Err(error) = self.restore(output)
+                        {
+                            output.stop = Some(format!(
+                                "the restore from this node's disk failed: {error} (start it \
+                                 with --initial to discard its disk and copy its data from \
+                                 the other nodes)"
+                            ));
+                            return;
+                        }
+                    }
                     // The president takes over the transactions of every
                     // coordinator removed from the cluster (each once; a
                     // new president again, which finds only what is left).
@@ -1680,6 +1820,9 @@ impl DataNodeComposite {
         self.epochs = Epochs::new(self.epoch_config);
         self.coordinator_epoch = None;
         self.save_target = None;
+        if let Some(disk) = self.disk.as_mut() {
+            disk.restarted();
+        }
         self.routing = Routing::new();
         self.departed.clear();
         self.query_handler.install(&self.routing);

@@ -19,6 +19,7 @@
 //! simulator) the model of the network.
 
 pub mod data_node;
+pub mod durability;
 pub mod management_node;
 
 pub use data_node::{DataNodeComposite, LinkId, NodeMarks, Output};

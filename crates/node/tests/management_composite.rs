@@ -228,7 +228,14 @@ fn a_silent_node_connection_is_closed_and_its_id_refused_only_for_now_until_then
             pages_total: 0,
             ..Default::default()
         };
-        management.on_message(now, 3, Message::StatusReport { report }, output);
+        management.on_message(
+            now,
+            3,
+            Message::StatusReport {
+                report: Box::new(report),
+            },
+            output,
+        );
     };
     output.clear();
     // Node 2's next process asks for its id while the old connection is

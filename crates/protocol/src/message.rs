@@ -126,7 +126,7 @@ pub enum Message {
         entries: Vec<Address>,
     },
     StatusReport {
-        report: DataNodeReport,
+        report: Box<DataNodeReport>,
     },
     StatusRequest {
         request: u64,
@@ -620,6 +620,8 @@ impl Message {
                 w.u32(report.fragments_to_copy);
                 w.u64(report.rows_copied);
                 write_durability(&mut w, &report.durability);
+                w.u64(report.restorable_epoch);
+                w.u64(report.disk_epoch_max);
             }
             Message::StatusRequest { request } => {
                 w.u8(KIND_STATUS_REQUEST);
@@ -965,7 +967,7 @@ impl Message {
                 Message::Addresses { entries }
             }
             KIND_STATUS_REPORT => Message::StatusReport {
-                report: DataNodeReport {
+                report: Box::new(DataNodeReport {
                     started: r.bool("started")?,
                     incarnation: r.u64("incarnation")?,
                     generation: r.u64("generation")?,
@@ -981,7 +983,9 @@ impl Message {
                     fragments_to_copy: r.u32("fragments to copy")?,
                     rows_copied: r.u64("rows copied")?,
                     durability: read_durability(&mut r)?,
-                },
+                    restorable_epoch: r.u64("restorable epoch")?,
+                    disk_epoch_max: r.u64("disk epoch max")?,
+                }),
             },
             KIND_STATUS_REQUEST => Message::StatusRequest {
                 request: r.u64("request")?,
@@ -1362,6 +1366,8 @@ pub(crate) fn put_state(w: &mut Writer, state: &ClusterState) {
         put_origin(w, outcome.origin);
         w.u32(outcome.table_id);
     }
+    w.u64(state.restore_epoch);
+    w.u64(state.epoch_floor);
 }
 
 pub(crate) fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
@@ -1386,6 +1392,8 @@ pub(crate) fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
             table_id: r.u32("outcome table id")?,
         });
     }
+    let restore_epoch = r.u64("restore epoch")?;
+    let epoch_floor = r.u64("epoch floor")?;
     Ok(ClusterState {
         generation,
         version,
@@ -1397,6 +1405,8 @@ pub(crate) fn get_state(r: &mut Reader) -> Result<ClusterState, DecodeError> {
         next_table_id,
         tables,
         schema_outcomes,
+        restore_epoch,
+        epoch_floor,
     })
 }
 

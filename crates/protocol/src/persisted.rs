@@ -9,7 +9,7 @@
 //! | size | field |
 //! |---:|---|
 //! | 4 | magic `SHAV` |
-//! | 1 | format version (2: changes and states name the request behind a dictionary change) |
+//! | 1 | format version (3: states carry the system restart's epochs) |
 //! | 16 | highest (generation, version) mentioned to the arbitrator |
 //! | 16 | highest (generation, version) known decided: no vote at or below it |
 //! | 1 + n | latest cluster state known: presence byte, then as in `message` (`Decided`) |
@@ -22,7 +22,7 @@ use crate::message::{get_ballot, get_change, get_state, put_ballot, put_change, 
 use crate::types::{Ballot, Change, ClusterState};
 
 const MAGIC: [u8; 4] = *b"SHAV";
-const FORMAT_VERSION: u8 = 2;
+const FORMAT_VERSION: u8 = 3;
 
 /// One voted-on version.
 #[derive(Debug, Clone, PartialEq, Eq)]

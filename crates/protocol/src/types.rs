@@ -117,6 +117,14 @@ pub struct ClusterState {
     /// id) finds its change here and gets the answer the first attempt got,
     /// whichever president it reaches. The `cluster` crate bounds the list.
     pub schema_outcomes: Vec<SchemaOutcome>,
+    /// A system restart: the members that formed this generation loaded
+    /// their own disks with every commit of the epochs below this (0: the
+    /// generation started empty).
+    pub restore_epoch: u64,
+    /// Epochs of this generation are above this: above every epoch any
+    /// member's disk holds, so epochs from before the restart never mix
+    /// with new ones.
+    pub epoch_floor: u64,
 }
 
 /// A member's free DataMemory as its heartbeats tell the president, which
@@ -375,6 +383,11 @@ pub struct DataNodeReport {
     pub pages_used: u64,
     pub pages_total: u64,
     pub durability: Durability,
+    /// What the node's disk held when it started: every commit of the
+    /// epochs below `restorable_epoch` (0: nothing a system restart can
+    /// use), and records of epochs up to `disk_epoch_max`.
+    pub restorable_epoch: u64,
+    pub disk_epoch_max: u64,
 }
 
 /// A data node's epochs and redo log, as `REPORT DURABILITY` shows them.

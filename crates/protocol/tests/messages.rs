@@ -106,6 +106,8 @@ fn state() -> impl Strategy<Value = ClusterState> {
                     next_table_id,
                     tables,
                     schema_outcomes,
+                    restore_epoch: generation.rotate_left(7),
+                    epoch_floor: version ^ schema_version,
                 }
             },
         )
@@ -267,7 +269,7 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                     pages_used,
                     pages_total,
                 )| Message::StatusReport {
-                    report: DataNodeReport {
+                    report: Box::new(DataNodeReport {
                         started,
                         recovering: version % 3 == 1,
                         fragments_copied: tables / 3,
@@ -288,7 +290,9 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                             redo_used_bytes: generation ^ 5,
                             redo_total_bytes: incarnation / 7,
                         },
-                    }
+                        restorable_epoch: version ^ 9,
+                        disk_epoch_max: tables as u64 * 3,
+                    })
                 }
             ),
         any::<u64>().prop_map(|request| Message::StatusRequest { request }),
@@ -889,7 +893,7 @@ fn the_heartbeat_layout_is_pinned() {
         &mut bytes,
     );
     assert_eq!(&bytes[0..4], b"SHOL");
-    assert_eq!(&bytes[4..8], &[5, 0, 1, 0]);
+    assert_eq!(&bytes[4..8], &[6, 0, 1, 0]);
     assert_eq!(&bytes[8..12], &[46, 0, 0, 0]);
     assert_eq!(
         &bytes[16..],

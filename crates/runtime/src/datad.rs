@@ -33,7 +33,10 @@ use transaction::{CoordinatorConfig, QueryHandler};
 use crate::angel::Reporter;
 use crate::blocking::{BlockingConnection, BlockingStream, local_socket_address};
 use crate::exit::StopKind;
-use crate::node_disk::{DiskThread, SystemFileStore, file_system_directory, redo_directory};
+use crate::node_disk::{
+    DiskThread, Done, FileRestoreSource, SystemFileStore, file_system_directory, read_saved_state,
+    redo_directory,
+};
 use crate::transport::{
     Connection, IDENTIFICATION_TIMEOUT, Peer, ReceiveMemory, SlotLimits, Stream,
     UNIDENTIFIED_CONNECTIONS_MAX,
@@ -107,7 +110,7 @@ struct Runtime {
     /// Does the redo log's writes and syncs.
     disk: DiskThread,
     disk_requests: Vec<disk::DiskRequest>,
-    disk_completions: Vec<disk::DiskCompletion>,
+    disk_completions: Vec<Done>,
 }
 
 fn log(node: NodeId, line: &str) {
@@ -243,13 +246,18 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
     })?;
     handler.set_copy_batch_rows(own.copy_batch_rows);
     handler.set_copy_rows_per_second(own.copy_rows_per_second);
-    let (redo_log, redo_files) = open_disk(node, &own, options.initial)?;
-    handler.set_redo(redo_log);
+    let opened = open_disk(node, &own, options.initial)?;
+    handler.set_redo(opened.log);
     let waker = Arc::new(
         mio::Waker::new(poll.registry(), DISK)
-            .map_err(|e| format!("cannot create the redo log's waker: {e}"))?,
+            .map_err(|e| format!("cannot create the disk thread's waker: {e}"))?,
     );
-    let disk = DiskThread::start(redo_files, waker)?;
+    let disk = DiskThread::start(
+        opened.redo_files,
+        opened.system,
+        opened.file_system.clone(),
+        waker,
+    )?;
     let settings = DataNodeSettings::from_config(&config, node, crate::incarnation_now())
         .ok_or_else(|| "the configuration has no management node".to_string())?;
     let started = Instant::now();
@@ -261,7 +269,7 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
     };
     let management_node = settings.management_node;
     let incarnation = settings.incarnation;
-    let composite = DataNodeComposite::new(
+    let mut composite = DataNodeComposite::new(
         settings,
         0,
         handler,
@@ -273,6 +281,14 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
         },
         secret,
         cluster::epochs::EpochConfig::from_config(&own),
+    );
+    composite.set_disk(
+        opened.start,
+        Box::new(FileRestoreSource {
+            file_system: opened.file_system,
+            redo_config: opened.redo_config,
+        }),
+        checkpoint_trigger_bytes(&own),
     );
     let send_buffer_bytes_max = own.send_buffer_memory_bytes as usize;
     let configured_nodes =
@@ -330,14 +346,31 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
     result
 }
 
+/// Redo bytes appended that start a local checkpoint: NDB's
+/// TimeBetweenLocalCheckpoints, the base-2 logarithm of 4-byte words.
+fn checkpoint_trigger_bytes(own: &config::DataNodeConfig) -> u64 {
+    4u64 << own.time_between_local_checkpoints.min(40)
+}
+
+/// A data node's files, opened at start.
+struct OpenedDisk {
+    log: disk::RedoLog,
+    redo_files: crate::redo_files::RedoFiles,
+    system: SystemFileStore,
+    start: node::durability::DiskStart,
+    file_system: std::path::PathBuf,
+    redo_config: disk::RedoConfig,
+}
+
 /// Opens the node's files in its DataDir (`--initial` deletes them first):
 /// the system file, whose redo generation is raised and synced before
-/// anything is appended, and the redo log's files.
+/// anything is appended, the redo log's files, read from the tail to their
+/// end (what a system restart can restore), and the saved cluster state.
 fn open_disk(
     node: NodeId,
     own: &config::DataNodeConfig,
     initial: bool,
-) -> Result<(disk::RedoLog, crate::redo_files::RedoFiles), String> {
+) -> Result<OpenedDisk, String> {
     let file_system = file_system_directory(std::path::Path::new(&own.data_dir), node);
     if initial && file_system.exists() {
         std::fs::remove_dir_all(&file_system)
@@ -354,30 +387,65 @@ fn open_disk(
     };
     redo_config.check()?;
     let mut system = SystemFileStore::open(&file_system)?;
-    let mut contents = system.contents();
+    let mut contents = system.contents().clone();
     contents.generation = contents
         .generation
         .checked_add(1)
         .ok_or("the redo log's generation is at its largest")?;
-    system.write(contents)?;
+    system.write(contents.clone())?;
     let directory = redo_directory(&file_system);
-    let files =
+    let mut redo_files =
         crate::redo_files::RedoFiles::open(&directory, &redo_config).map_err(|e| e.to_string())?;
+    let mut survey = node::durability::Survey::default();
+    let redo_end = disk::scan(
+        &redo_config,
+        contents.redo_tail,
+        &mut redo_files,
+        |record| survey.visit(&contents, &record),
+    )?;
+    let state = read_saved_state(&file_system)?;
     log(
         node,
         &format!(
-            "redo log: {} files of {} MiB in {}, generation {}; nothing on disk is restored \
-             at a start yet",
+            "redo log: {} files of {} MiB in {}, generation {}; from its tail {} to {}: {} \
+             record(s){}; local checkpoint {}",
             redo_config.files,
             redo_config.file_bytes >> 20,
             directory.display(),
-            contents.generation
+            contents.generation,
+            contents.redo_tail,
+            redo_end,
+            survey.records,
+            match survey.restorable_epoch {
+                0 => String::new(),
+                epoch => format!(
+                    ", restorable through GCI {}",
+                    cluster::epochs::gci_before(epoch)
+                ),
+            },
+            contents
+                .checkpoint
+                .map_or("none".to_string(), |c| c.id.to_string())
         ),
     );
-    Ok((
-        disk::RedoLog::new(redo_config, 0, contents.generation),
-        files,
-    ))
+    Ok(OpenedDisk {
+        log: disk::RedoLog::resume(
+            redo_config,
+            contents.redo_tail,
+            redo_end,
+            contents.generation,
+        ),
+        redo_files,
+        system,
+        start: node::durability::DiskStart {
+            system: contents,
+            redo_end,
+            survey,
+            state,
+        },
+        file_system,
+        redo_config,
+    })
 }
 
 /// Like NDB's `--connect-retries`/`--connect-retry-delay`: a data node
@@ -646,8 +714,16 @@ impl Runtime {
         let now = self.now_ms();
         self.disk_completions.extend(self.disk.completions());
         for completion in self.disk_completions.drain(..) {
-            self.composite
-                .on_disk_completion(now, completion, &mut self.output);
+            match completion {
+                Done::Redo(completion) => {
+                    self.composite
+                        .on_disk_completion(now, completion, &mut self.output)
+                }
+                Done::File { token, result } => {
+                    self.composite
+                        .on_file_done(now, token, result, &mut self.output)
+                }
+            }
         }
         self.perform();
         self.composite.disk_requests(now, &mut self.disk_requests);
@@ -987,6 +1063,9 @@ impl Runtime {
                     connection.queue(message);
                 }
             }
+            for task in output.files.drain(..) {
+                self.disk.submit_file(task);
+            }
             if let Some(why) = output.close_management.take() {
                 self.drop_management(&why);
             }
@@ -1079,4 +1158,5 @@ fn is_empty(output: &Output) -> bool {
         && output.installed.is_empty()
         && output.excluded.is_none()
         && output.stop.is_none()
+        && output.files.is_empty()
 }

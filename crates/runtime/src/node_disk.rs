@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use disk::system_file::{FILE_BYTES, SLOT_BYTES, SystemFile, slot_of};
-use disk::{DiskCompletion, DiskRequest};
+use disk::system_file::{CheckpointInfo, FILE_BYTES, SLOT_BYTES, SystemFile, slot_of};
+use disk::{DiskCompletion, DiskRequest, Lsn, ReadAt, RedoConfig, RedoRecord};
+use node::durability::{CHECKPOINT_LAYOUT, FileJob, FileTask, RestoreSource, scan_with};
 
 use crate::redo_files::RedoFiles;
 
@@ -71,8 +72,8 @@ impl SystemFileStore {
         })
     }
 
-    pub fn contents(&self) -> SystemFile {
-        self.contents
+    pub fn contents(&self) -> &SystemFile {
+        &self.contents
     }
 
     /// Writes `contents` to the slot the last write did not use and syncs
@@ -90,23 +91,148 @@ impl SystemFileStore {
     }
 }
 
-/// The thread that does the redo log's requests, in order, and wakes the
-/// event loop with each outcome.
+/// The saved cluster state's file (`node::durability::encode_state`).
+const STATE_FILE: &str = "cluster-state";
+
+/// The directory of the local checkpoints.
+pub fn checkpoint_directory(file_system: &Path) -> PathBuf {
+    file_system.join("lcp")
+}
+
+pub fn checkpoint_path(file_system: &Path, id: u64) -> PathBuf {
+    checkpoint_directory(file_system).join(format!("{id:010}.lcp"))
+}
+
+/// The cluster state saved in `file_system`, if any.
+pub fn read_saved_state(file_system: &Path) -> Result<Option<protocol::ClusterState>, String> {
+    let path = file_system.join(STATE_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => node::durability::decode_state(&bytes)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", path.display())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// Work for the disk thread.
+enum Job {
+    Redo(DiskRequest),
+    File(FileTask),
+}
+
+/// What the disk thread reports.
+pub enum Done {
+    Redo(DiskCompletion),
+    File {
+        token: u64,
+        result: Result<(), String>,
+    },
+}
+
+/// The files the thread works on.
+struct Files {
+    redo: RedoFiles,
+    system: SystemFileStore,
+    file_system: PathBuf,
+}
+
+impl Files {
+    fn perform(&mut self, job: Job) -> Done {
+        match job {
+            Job::Redo(request) => Done::Redo(self.redo.perform(&request)),
+            Job::File(task) => Done::File {
+                token: task.token,
+                result: self.file_job(task.job),
+            },
+        }
+    }
+
+    fn file_job(&mut self, job: FileJob) -> Result<(), String> {
+        match job {
+            FileJob::CheckpointWrite { id, offset, bytes } => {
+                let directory = checkpoint_directory(&self.file_system);
+                std::fs::create_dir_all(&directory)
+                    .map_err(|e| format!("cannot create {}: {e}", directory.display()))?;
+                let path = checkpoint_path(&self.file_system, id);
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(&path)
+                    .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+                file.write_all_at(&bytes, offset)
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+            }
+            FileJob::CheckpointSync { id } => {
+                let path = checkpoint_path(&self.file_system, id);
+                // A checkpoint without rows has no file yet.
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(&path)
+                    .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+                rustix::fs::fdatasync(&file)
+                    .map_err(|e| format!("cannot sync {}: {e}", path.display()))?;
+                sync_directory(&checkpoint_directory(&self.file_system))
+            }
+            FileJob::CheckpointDelete { id } => {
+                let path = checkpoint_path(&self.file_system, id);
+                match std::fs::remove_file(&path) {
+                    Ok(()) => Ok(()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                    Err(e) => Err(format!("cannot delete {}: {e}", path.display())),
+                }
+            }
+            FileJob::System(contents) => self.system.write(contents),
+            FileJob::State(bytes) => {
+                let path = self.file_system.join(STATE_FILE);
+                let temporary = self.file_system.join(format!("{STATE_FILE}.new"));
+                std::fs::write(&temporary, &bytes)
+                    .and_then(|()| File::open(&temporary)?.sync_all())
+                    .and_then(|()| std::fs::rename(&temporary, &path))
+                    .map_err(|e| format!("cannot save {}: {e}", path.display()))?;
+                sync_directory(&self.file_system)
+            }
+        }
+    }
+}
+
+fn sync_directory(directory: &Path) -> Result<(), String> {
+    File::open(directory)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| format!("cannot sync {}: {e}", directory.display()))
+}
+
+/// The thread that does the node's disk work, in order (so a system file
+/// written before a redo write is on disk first), and wakes the event loop
+/// with each outcome.
 pub struct DiskThread {
-    requests: Option<mpsc::Sender<DiskRequest>>,
-    completions: mpsc::Receiver<DiskCompletion>,
+    jobs: Option<mpsc::Sender<Job>>,
+    completions: mpsc::Receiver<Done>,
     handle: Option<JoinHandle<()>>,
 }
 
 impl DiskThread {
-    pub fn start(files: RedoFiles, waker: Arc<mio::Waker>) -> Result<DiskThread, String> {
-        let (requests, incoming) = mpsc::channel::<DiskRequest>();
+    pub fn start(
+        redo: RedoFiles,
+        system: SystemFileStore,
+        file_system: PathBuf,
+        waker: Arc<mio::Waker>,
+    ) -> Result<DiskThread, String> {
+        let (jobs, incoming) = mpsc::channel::<Job>();
         let (done, completions) = mpsc::channel();
+        let mut files = Files {
+            redo,
+            system,
+            file_system,
+        };
         let handle = std::thread::Builder::new()
-            .name("redo".to_string())
+            .name("disk".to_string())
             .spawn(move || {
-                for request in incoming {
-                    if done.send(files.perform(&request)).is_err() {
+                for job in incoming {
+                    if done.send(files.perform(job)).is_err() {
                         return;
                     }
                     // A waker that fails leaves the completion for the
@@ -114,33 +240,98 @@ impl DiskThread {
                     let _ = waker.wake();
                 }
             })
-            .map_err(|e| format!("cannot start the redo log's thread: {e}"))?;
+            .map_err(|e| format!("cannot start the disk thread: {e}"))?;
         Ok(DiskThread {
-            requests: Some(requests),
+            jobs: Some(jobs),
             completions,
             handle: Some(handle),
         })
     }
 
-    /// Hands `request` to the thread.
-    pub fn submit(&self, request: DiskRequest) {
-        self.requests
+    fn send(&self, job: Job) {
+        self.jobs
             .as_ref()
             .expect("the thread runs until dropped")
-            .send(request)
-            .expect("the redo log's thread ends only when dropped");
+            .send(job)
+            .expect("the disk thread ends only when dropped");
+    }
+
+    /// Hands a redo log request to the thread.
+    pub fn submit(&self, request: DiskRequest) {
+        self.send(Job::Redo(request));
+    }
+
+    /// Hands a file task to the thread.
+    pub fn submit_file(&self, task: FileTask) {
+        self.send(Job::File(task));
     }
 
     /// The outcomes that arrived, without waiting.
-    pub fn completions(&self) -> impl Iterator<Item = DiskCompletion> + '_ {
+    pub fn completions(&self) -> impl Iterator<Item = Done> + '_ {
         self.completions.try_iter()
+    }
+}
+
+/// Reads a checkpoint file: bytes past its end read as zero (so the scan
+/// ends there).
+struct CheckpointFile(File);
+
+impl ReadAt for CheckpointFile {
+    fn read_at(&mut self, _file: u32, offset: u64, into: &mut [u8]) -> Result<(), String> {
+        into.fill(0);
+        let mut done = 0;
+        while done < into.len() {
+            match self.0.read_at(&mut into[done..], offset + done as u64) {
+                Ok(0) => break,
+                Ok(read) => done += read,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("cannot read a local checkpoint: {e}")),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The node's files, read for a restore.
+pub struct FileRestoreSource {
+    pub file_system: PathBuf,
+    pub redo_config: RedoConfig,
+}
+
+impl RestoreSource for FileRestoreSource {
+    fn checkpoint(
+        &mut self,
+        info: &CheckpointInfo,
+        visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let path = checkpoint_path(&self.file_system, info.id);
+        let file = File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let end = scan_with(&CHECKPOINT_LAYOUT, 0, &mut CheckpointFile(file), visit)?;
+        if end != info.bytes {
+            return Err(format!(
+                "{} holds whole records through byte {end}, not {}: it is damaged",
+                path.display(),
+                info.bytes
+            ));
+        }
+        Ok(())
+    }
+
+    fn redo(
+        &mut self,
+        tail: Lsn,
+        visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut files = RedoFiles::open(&redo_directory(&self.file_system), &self.redo_config)
+            .map_err(|e| e.to_string())?;
+        scan_with(&self.redo_config, tail, &mut files, visit).map(|_| ())
     }
 }
 
 impl Drop for DiskThread {
     fn drop(&mut self) {
         // The thread finishes what it was given, then ends.
-        self.requests = None;
+        self.jobs = None;
         if let Some(handle) = self.handle.take() {
             let _ = handle.join();
         }

@@ -109,7 +109,14 @@ struct Work {
     /// until the first Commit appends its record or an abort gives them
     /// back.
     reserved: u64,
+    /// Where its first redo record went (`NOT_LOGGED` before): a local
+    /// checkpoint that begins while this backup holds it committing, not
+    /// yet committed in the engine, must have the redo from here replayed.
+    logged_at: disk::Lsn,
 }
+
+/// `Work::logged_at` of work whose changes are not in the redo log.
+const NOT_LOGGED: disk::Lsn = disk::Lsn::MAX;
 
 #[derive(Debug, Clone, Copy)]
 struct FragmentReplica {
@@ -283,6 +290,8 @@ pub struct QueryHandler {
     /// A commit's changes, gathered before they are appended.
     redo_scratch: Vec<u8>,
     redo_record: Vec<u8>,
+    /// The highest epoch of any change logged here.
+    logged_epoch_max: u64,
 }
 
 impl QueryHandler {
@@ -326,6 +335,7 @@ impl QueryHandler {
             redo: None,
             redo_scratch: Vec::new(),
             redo_record: Vec::new(),
+            logged_epoch_max: 0,
         })
     }
 
@@ -1062,6 +1072,7 @@ impl QueryHandler {
                 wrote: false,
                 epoch: 0,
                 reserved: 0,
+                logged_at: NOT_LOGGED,
             }
         });
         // The coordinator sends no operation once it began the commit; a
@@ -1582,15 +1593,162 @@ impl QueryHandler {
             );
         }
         let mut left = reserved;
+        let mut first = NOT_LOGGED;
         let record = &mut self.redo_record;
         redo::pieces(&self.redo_scratch, |changes| {
             record.clear();
             redo::write_header(key.1, key.2, key.0, record);
             record.extend_from_slice(changes);
-            redo.append_reserved(epoch, redo::KIND_CHANGES, record, left);
+            let lsn = redo.append_reserved(epoch, redo::KIND_CHANGES, record, left);
+            first = first.min(lsn);
             left -= (disk::redo::RECORD_HEADER_BYTES + record.len()) as u64;
         });
         redo.unreserve(left);
+        work.logged_at = first;
+        self.logged_epoch_max = self.logged_epoch_max.max(epoch);
+    }
+
+    /// The highest epoch of any change logged here (0 before the first).
+    pub fn logged_epoch_max(&self) -> u64 {
+        self.logged_epoch_max
+    }
+
+    /// Where a local checkpoint that begins now must start replaying the
+    /// redo log: the log's head, or the first record of work a backup
+    /// logged but has not yet committed in its engine (its rows are not
+    /// in the checkpoint).
+    pub fn checkpoint_redo_start(&self) -> Option<disk::Lsn> {
+        let redo = self.redo.as_ref()?;
+        let committing = self
+            .work
+            .values()
+            .filter(|work| work.state == WorkState::Committing)
+            .map(|work| work.logged_at)
+            .min()
+            .unwrap_or(NOT_LOGGED);
+        Some(redo.head().min(committing))
+    }
+
+    /// The fragment replicas this node holds, in order.
+    pub fn fragment_replicas(&self) -> Vec<(u32, u32)> {
+        let mut keys: Vec<(u32, u32)> = self.fragments.keys().copied().collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// Appends the committed rows of a fragment replica to `out` as
+    /// changes (`CHANGE_PUT`, every column), as a local checkpoint writes
+    /// them; returns how many.
+    pub fn checkpoint_rows(
+        &mut self,
+        table: u32,
+        fragment: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<u32, Error> {
+        let rows = self.committed_rows(table, fragment)?;
+        for row in &rows {
+            out.push(storage::CHANGE_PUT);
+            out.extend_from_slice(&(row.len() as u32).to_le_bytes());
+            out.extend_from_slice(row);
+        }
+        Ok(rows.len() as u32)
+    }
+
+    /// Applies changes read back from a local checkpoint or the redo log
+    /// to a fragment replica, as one committed engine transaction: a put
+    /// writes the whole row, a delete removes the row if it is there (a
+    /// checkpoint taken while writes went on may or may not hold it).
+    /// Changes of a fragment this node does not hold (its table was
+    /// dropped) are skipped. Returns how many were applied.
+    pub fn restore_changes(
+        &mut self,
+        table: u32,
+        fragment: u32,
+        changes: &[u8],
+    ) -> Result<u32, Error> {
+        let Some(replica) = self.fragments.get(&(table, fragment)).copied() else {
+            return Ok(0);
+        };
+        let def = self
+            .engine
+            .table_def(replica.engine_table)
+            .expect("a fragment's engine table")
+            .clone();
+        let transaction = self.next_engine_transaction;
+        self.next_engine_transaction += 1;
+        let mut key = Vec::new();
+        let mut data = Vec::new();
+        let mut applied = 0;
+        let result = (|| {
+            for change in storage::changes(changes) {
+                let (kind, attrinfo) = change?;
+                let kind = match kind {
+                    storage::CHANGE_PUT => {
+                        key.clear();
+                        let mut writer = schema::AttrInfoWriter::new(&mut key);
+                        for &column in &def.primary_key {
+                            let value = schema::AttrInfoReader::find(attrinfo, column)?
+                                .ok_or_else(|| {
+                                    Error::new(
+                                        ErrorCode::WrongKey,
+                                        "a restored row without its primary key",
+                                    )
+                                })?;
+                            writer.push(column, value);
+                        }
+                        storage::engine::OperationKind::Write
+                    }
+                    _ => {
+                        key.clear();
+                        key.extend_from_slice(attrinfo);
+                        storage::engine::OperationKind::Delete
+                    }
+                };
+                let token = self.next_token;
+                self.next_token += 1;
+                data.clear();
+                let outcome = self.engine.execute(
+                    0,
+                    &OperationRequest {
+                        transaction,
+                        token,
+                        table: replica.engine_table,
+                        kind,
+                        key: &key,
+                        values: if kind == storage::engine::OperationKind::Write {
+                            attrinfo
+                        } else {
+                            &[]
+                        },
+                        columns: &[],
+                    },
+                    &mut data,
+                );
+                match outcome {
+                    Ok(Outcome::Done) => applied += 1,
+                    Err(error)
+                        if error.code == ErrorCode::NoSuchRow
+                            && kind == storage::engine::OperationKind::Delete => {}
+                    Ok(Outcome::Waiting) => {
+                        panic!("a restore waited for a lock: nothing else runs during a restore")
+                    }
+                    Err(error) => return Err(error),
+                }
+            }
+            Ok(())
+        })();
+        if self.engine.has_transaction(transaction) {
+            match result {
+                Ok(()) => {
+                    if let Err(error) = self.engine.prepare(transaction) {
+                        panic!("node {}: prepare of a restore failed: {error}", self.node);
+                    }
+                    self.commit_work(transaction, (0, table, fragment));
+                }
+                Err(_) => self.abort_work(transaction),
+            }
+        }
+        result.map(|()| applied)
     }
 
     /// Gives back redo log bytes reserved for writes that will not commit.

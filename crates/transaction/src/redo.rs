@@ -30,6 +30,11 @@ use schema::types::Storage;
 
 /// The record kind of a transaction's changes on one fragment.
 pub const KIND_CHANGES: u8 = 1;
+/// The record kind a data node appends when it saves a global checkpoint:
+/// every change of an epoch below the record's epoch is before it in the
+/// log (no payload). A restart finds the highest and knows how far its
+/// disk can restore.
+pub const KIND_SAVED: u8 = 2;
 /// Bytes before the changes in a `KIND_CHANGES` payload.
 pub const CHANGES_HEADER_BYTES: usize = 16;
 /// A change's own header: its kind and its AttrInfo's length.

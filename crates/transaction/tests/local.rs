@@ -126,6 +126,8 @@ fn cluster_state(read_backup: bool) -> ClusterState {
             ],
         }],
         schema_outcomes: Vec::new(),
+        restore_epoch: 0,
+        epoch_floor: 0,
     }
 }
 

@@ -465,3 +465,28 @@ fn a_member_stopped_for_a_higher_epoch_brings_the_round_up_to_it() {
     );
     assert_eq!(member.commit_epoch(), Some(epoch(6, 0)));
 }
+
+/// After a system restart the first president's epochs start above the
+/// floor the restart set (above every epoch on the members' disks).
+#[test]
+fn a_raised_floor_starts_the_epochs_above_it() {
+    let config = EpochConfig {
+        epoch_interval_ms: 100,
+        checkpoint_interval_ms: 2_000,
+    };
+    let members: BTreeSet<NodeId> = [2].into();
+    let mut president = Epochs::new(config);
+    president.raise_floor(epoch(41, 9));
+    let mut out = Vec::new();
+    president.tick(0, true, &members, &mut out);
+    assert_eq!(
+        out,
+        [(
+            2,
+            Message::Epoch {
+                step: EpochStep::Prepare,
+                epoch: epoch(42, 0)
+            }
+        )]
+    );
+}

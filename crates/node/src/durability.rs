@@ -1,0 +1,715 @@
+//! What a data node keeps on disk besides the redo log's records, and how
+//! it restarts from it: local checkpoints, the system file, the dictionary,
+//! and the restore of a system restart. Sans-IO like the rest of the
+//! composite: file work goes out as `FileTask`s, outcomes come back by
+//! token (`DataNodeComposite::on_file_done`), and the runtime reads the
+//! files at start (`survey`) and at a restore, handing the records in.
+//!
+//! ## Local checkpoints
+//! A checkpoint writes every committed row of every fragment replica of the
+//! node to one file, fragment by fragment, while writes go on (a fuzzy
+//! copy, as NDB's LCP). Replaying the redo log from `redo_start` over it
+//! gives every commit: a change is in the checkpoint or in the log after
+//! `redo_start` (the log's head when the checkpoint began, or the first
+//! record of work a backup had logged and not yet committed in its
+//! engine), and replaying a row's full image or its delete twice changes
+//! nothing. The checkpoint holds only epochs below `epoch_limit`, so it is
+//! installed in the system file (and the log's tail moved up to its
+//! `redo_start`) once those epochs are durable cluster-wide: every restart
+//! from then on restores at least that far. Until then the previous one
+//! stays in force.
+//!
+//! ## System restart
+//! At start the runtime reads the system file and scans the redo log
+//! (`Survey`): the highest `KIND_SAVED` marker says the node's disk holds
+//! every commit of the epochs below it. The management node forms the
+//! cluster from nodes whose disks reach the highest epoch every node group
+//! can restore (`ClusterState::restore_epoch`); each such member loads its
+//! checkpoint and replays its redo log up to there, before anything else.
+//! The records it leaves behind (of later epochs) are cut off for good
+//! (`Cut`, in the system file before anything new is logged). A node that
+//! joins by copying its fragments (a node restart, or a node whose disk was
+//! behind) writes no `KIND_SAVED` marker until a checkpoint taken after its
+//! copy is installed: its redo log alone does not hold its rows.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use disk::system_file::{CUTS_MAX, CheckpointInfo, Cut, SystemFile};
+use disk::{Lsn, RedoRecord};
+use protocol::ClusterState;
+use transaction::QueryHandler;
+use transaction::redo::{KIND_CHANGES, KIND_SAVED};
+
+/// A checkpoint's writes handed to the runtime and not yet done, at most:
+/// the rows they hold are copies in memory.
+pub const CHECKPOINT_WRITES_IN_FLIGHT_MAX: usize = 4;
+
+/// Work on the node's files other than the redo log's writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileJob {
+    /// Write `bytes` at `offset` of checkpoint `id`'s file (created by its
+    /// first write).
+    CheckpointWrite {
+        id: u64,
+        offset: u64,
+        bytes: Vec<u8>,
+    },
+    /// Make checkpoint `id`'s file and its name durable.
+    CheckpointSync {
+        id: u64,
+    },
+    CheckpointDelete {
+        id: u64,
+    },
+    /// Write the system file (the next slot) and sync it.
+    System(SystemFile),
+    /// Replace the saved cluster state (the dictionary) with these bytes,
+    /// atomically, and sync (`encode_state`).
+    State(Vec<u8>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileTask {
+    pub token: u64,
+    pub job: FileJob,
+}
+
+/// Reads the node's files for a restore (the runtime's real files, or the
+/// simulator's disk model).
+pub trait RestoreSource {
+    /// Every record of checkpoint `info`, in order; an error if the file
+    /// does not hold `info.bytes` of whole records.
+    fn checkpoint(
+        &mut self,
+        info: &CheckpointInfo,
+        visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
+    ) -> Result<(), String>;
+
+    /// Every record of the redo log from `tail` to its end, in order.
+    fn redo(
+        &mut self,
+        tail: Lsn,
+        visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
+    ) -> Result<(), String>;
+}
+
+/// Reads the records of `reader` from `start` with `disk::scan`, stopping
+/// at the first error `visit` returns; returns where the records end.
+pub fn scan_with(
+    config: &disk::RedoConfig,
+    start: Lsn,
+    reader: &mut dyn disk::ReadAt,
+    visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
+) -> Result<Lsn, String> {
+    let mut failure = None;
+    let end = disk::scan(config, start, reader, |record| {
+        if failure.is_none()
+            && let Err(error) = visit(record)
+        {
+            failure = Some(error);
+        }
+    })?;
+    match failure {
+        Some(error) => Err(error),
+        None => Ok(end),
+    }
+}
+
+/// The layout `scan` reads a checkpoint file with: one file, records from
+/// offset 0.
+pub const CHECKPOINT_LAYOUT: disk::RedoConfig = disk::RedoConfig {
+    files: 1,
+    file_bytes: 1 << 50,
+    buffer_bytes: 0,
+};
+
+/// What the runtime found on the node's disk at start.
+#[derive(Debug, Clone, Default)]
+pub struct DiskStart {
+    /// The system file, its generation already raised for this run.
+    pub system: SystemFile,
+    /// Where the redo log's scan from `system.redo_tail` ended.
+    pub redo_end: Lsn,
+    pub survey: Survey,
+    /// The cluster state last saved (`FileJob::State`).
+    pub state: Option<ClusterState>,
+}
+
+/// What the records of the redo log say, read at start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Survey {
+    /// Every commit of the epochs below this is in the log (with the
+    /// checkpoint): the highest live `KIND_SAVED` marker.
+    pub restorable_epoch: u64,
+    /// The highest epoch of any record, live or cut.
+    pub epoch_max: u64,
+    pub records: u64,
+}
+
+impl Survey {
+    pub fn visit(&mut self, system: &SystemFile, record: &RedoRecord) {
+        self.records += 1;
+        self.epoch_max = self.epoch_max.max(record.epoch);
+        if record.kind == KIND_SAVED && live(system, record) {
+            self.restorable_epoch = self.restorable_epoch.max(record.epoch);
+        }
+    }
+}
+
+/// Whether no cut of the system file kills `record`.
+pub fn live(system: &SystemFile, record: &RedoRecord) -> bool {
+    system
+        .cuts
+        .iter()
+        .all(|cut| cut.keeps(record.lsn, record.epoch))
+}
+
+/// The saved form of a cluster state: the `Decided` message's encoding
+/// and a CRC-32C of it.
+pub fn encode_state(state: &ClusterState) -> Vec<u8> {
+    let mut out = Vec::new();
+    protocol::Message::Decided {
+        state: Box::new(state.clone()),
+    }
+    .encode(&mut out);
+    let checksum = crc32c_of(&out);
+    out.extend_from_slice(&checksum.to_le_bytes());
+    out
+}
+
+pub fn decode_state(bytes: &[u8]) -> Result<ClusterState, String> {
+    if bytes.len() < 4 {
+        return Err("the saved cluster state is cut short".to_string());
+    }
+    let (body, checksum) = bytes.split_at(bytes.len() - 4);
+    if crc32c_of(body).to_le_bytes() != checksum {
+        return Err("the saved cluster state's checksum fails".to_string());
+    }
+    match protocol::Message::decode(body) {
+        Ok(protocol::Message::Decided { state }) => Ok(*state),
+        Ok(other) => Err(format!("the saved cluster state holds {}", other.name())),
+        Err(error) => Err(format!("the saved cluster state: {error}")),
+    }
+}
+
+fn crc32c_of(bytes: &[u8]) -> u32 {
+    disk::redo::checksum(bytes)
+}
+
+/// A local checkpoint's progress.
+#[derive(Debug)]
+enum Checkpoint {
+    Idle,
+    /// Writing fragments, one per step.
+    Writing {
+        id: u64,
+        redo_start: Lsn,
+        fragments: VecDeque<(u32, u32)>,
+        offset: u64,
+    },
+    /// Every fragment written; the sync is out.
+    Syncing {
+        info: CheckpointInfo,
+    },
+    /// On disk; installed once its epochs are durable everywhere.
+    Durable {
+        info: CheckpointInfo,
+    },
+    /// The system file naming it is being written.
+    Installing {
+        info: CheckpointInfo,
+    },
+}
+
+/// What a file task was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    CheckpointWrite,
+    CheckpointSync,
+    CheckpointDelete,
+    System,
+    State,
+}
+
+/// Counters for tests and the simulator.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskMarks {
+    pub checkpoints_installed: u64,
+    pub checkpoint_rows: u64,
+    pub restores: u64,
+    pub restored_checkpoint_changes: u64,
+    pub restored_redo_changes: u64,
+    pub file_failures: u64,
+}
+
+/// The node's disk state (see the module's documentation).
+#[derive(Debug)]
+pub struct NodeDisk {
+    system: SystemFile,
+    /// Where the redo log ended at start (records before it are an
+    /// earlier run's).
+    start_end: Lsn,
+    survey: Survey,
+    /// The saved cluster state found at start, for the management node.
+    saved_state: Option<ClusterState>,
+    /// Whether the node's disk holds all its rows: it writes `KIND_SAVED`
+    /// markers only then.
+    restorable: bool,
+    /// A restore is owed (the genesis state asked for one and the runtime
+    /// has not finished it).
+    restoring: Option<u64>,
+    /// The first install of this run as a member decided what the old
+    /// records are.
+    settled: bool,
+    checkpoint: Checkpoint,
+    next_checkpoint_id: u64,
+    /// The redo log's head when the last checkpoint began.
+    last_checkpoint_head: Lsn,
+    /// Redo bytes appended that start a checkpoint.
+    checkpoint_trigger_bytes: u64,
+    /// Checkpoints may begin only once this node's copy of its fragments
+    /// is done (a node restart's).
+    copying: bool,
+    /// The checkpoint under way was begun after the node's copy finished.
+    checkpoint_after_copy: bool,
+    /// (generation, schema version) of the state last saved.
+    saved_position: Option<(u64, u64)>,
+    next_token: u64,
+    pending: BTreeMap<u64, Purpose>,
+    scratch: Vec<u8>,
+    record: Vec<u8>,
+    pub marks: DiskMarks,
+}
+
+impl NodeDisk {
+    pub fn new(start: DiskStart, checkpoint_trigger_bytes: u64) -> NodeDisk {
+        let next_checkpoint_id = start.system.checkpoint.map_or(1, |c| c.id + 1);
+        NodeDisk {
+            start_end: start.redo_end,
+            survey: start.survey,
+            saved_state: start.state,
+            system: start.system,
+            restorable: false,
+            restoring: None,
+            settled: false,
+            checkpoint: Checkpoint::Idle,
+            next_checkpoint_id,
+            last_checkpoint_head: start.redo_end,
+            checkpoint_trigger_bytes: checkpoint_trigger_bytes.max(1),
+            copying: false,
+            checkpoint_after_copy: false,
+            saved_position: None,
+            next_token: 1,
+            pending: BTreeMap::new(),
+            scratch: Vec::new(),
+            record: Vec::new(),
+            marks: DiskMarks::default(),
+        }
+    }
+
+    pub fn survey(&self) -> Survey {
+        self.survey
+    }
+
+    /// The cluster state saved before this start, once (for the management
+    /// node, which takes the newest dictionary any node saved).
+    pub fn take_saved_state(&mut self) -> Option<ClusterState> {
+        self.saved_state.take()
+    }
+
+    pub fn is_restorable(&self) -> bool {
+        self.restorable
+    }
+
+    pub fn system(&self) -> &SystemFile {
+        &self.system
+    }
+
+    fn task(&mut self, purpose: Purpose, job: FileJob, out: &mut Vec<FileTask>) {
+        let token = self.next_token;
+        self.next_token += 1;
+        self.pending.insert(token, purpose);
+        out.push(FileTask { token, job });
+    }
+
+    /// A state this node installed: saved when its dictionary or generation
+    /// changed; and the first one of this run that makes the node a member
+    /// decides what the records of earlier runs are: the genesis of a
+    /// system restart (a restore, `restoring`), or anything else (they are
+    /// dead: the node starts empty and copies, or the cluster started
+    /// empty).
+    pub fn installed(
+        &mut self,
+        node: protocol::NodeId,
+        state: &ClusterState,
+        out: &mut Vec<FileTask>,
+    ) {
+        let position = (state.generation, state.schema_version);
+        if self.saved_position != Some(position) {
+            self.saved_position = Some(position);
+            self.task(Purpose::State, FileJob::State(encode_state(state)), out);
+        }
+        let member = state.members.iter().any(|m| m.node == node);
+        let starting = state.starting.iter().any(|m| m.node == node);
+        self.copying = starting;
+        if self.settled || !member {
+            return;
+        }
+        self.settled = true;
+        let genesis =
+            !starting && !state.recovered.iter().any(|m| m.node == node) && state.version == 1;
+        if genesis && state.restore_epoch > 0 {
+            assert!(
+                self.survey.restorable_epoch >= state.restore_epoch,
+                "node {node} is made to restore to epoch {} with a disk that holds {}",
+                state.restore_epoch,
+                self.survey.restorable_epoch
+            );
+            self.restoring = Some(state.restore_epoch);
+            return;
+        }
+        // Nothing before this run's first record is ever replayed again.
+        self.cut(0, out);
+        // A node that formed an empty cluster holds everything it will
+        // have in its log from here on; one that copies does not.
+        self.restorable = genesis;
+    }
+
+    /// Cuts off every record before this run's first of an epoch at or
+    /// above `epoch`, in the system file, before anything new is logged.
+    fn cut(&mut self, epoch: u64, out: &mut Vec<FileTask>) {
+        let tail = self.system.redo_tail;
+        self.system.cuts.retain(|cut| cut.end > tail);
+        if self.start_end > tail {
+            if self.system.cuts.len() == CUTS_MAX {
+                // The oldest cut is widened: dropping it would revive
+                // records it killed.
+                let oldest = self.system.cuts.remove(0);
+                self.system.cuts[0].epoch = self.system.cuts[0].epoch.min(oldest.epoch);
+            }
+            self.system.cuts.push(Cut {
+                end: self.start_end,
+                epoch,
+            });
+        }
+        let system = self.system.clone();
+        self.task(Purpose::System, FileJob::System(system), out);
+    }
+
+    /// The restore the runtime owes (`Output::restore`), if any.
+    pub fn restore_owed(&self) -> Option<u64> {
+        self.restoring
+    }
+
+    /// One record of the checkpoint being loaded.
+    pub fn restore_checkpoint_record(
+        &mut self,
+        query_handler: &mut QueryHandler,
+        record: &RedoRecord,
+    ) -> Result<(), String> {
+        let applied = apply(query_handler, record)?;
+        self.marks.restored_checkpoint_changes += applied;
+        Ok(())
+    }
+
+    /// One record of the redo log, replayed if it is live and of an epoch
+    /// the restore reaches.
+    pub fn restore_redo_record(
+        &mut self,
+        query_handler: &mut QueryHandler,
+        record: &RedoRecord,
+    ) -> Result<(), String> {
+        let restore_epoch = self.restoring.expect("a restore is under way");
+        if record.kind != KIND_CHANGES
+            || record.epoch >= restore_epoch
+            || !live(&self.system, record)
+        {
+            return Ok(());
+        }
+        let applied = apply(query_handler, record)?;
+        self.marks.restored_redo_changes += applied;
+        Ok(())
+    }
+
+    /// The restore is done: the records it left behind are cut off, and
+    /// the node's disk holds all its rows.
+    pub fn finish_restore(&mut self, out: &mut Vec<FileTask>) {
+        let epoch = self.restoring.take().expect("a restore was under way");
+        self.cut(epoch, out);
+        self.restorable = true;
+        self.marks.restores += 1;
+    }
+
+    /// Appends the `KIND_SAVED` marker of a save of the epochs below
+    /// `epoch`, when the node's disk holds all its rows. A log that has no
+    /// room refuses it: the node's disk then restores less far, which is
+    /// safe.
+    pub fn mark_saved(&self, log: &mut disk::RedoLog, epoch: u64) -> Result<(), disk::RedoError> {
+        if self.restorable {
+            log.append(epoch, KIND_SAVED, &[])?;
+        }
+        Ok(())
+    }
+
+    /// Advances the local checkpoint by one step (see the module's
+    /// documentation). `current_epoch`: the epoch commits are decided in;
+    /// `durable_below`: every epoch below it is durable cluster-wide.
+    pub fn step_checkpoint(
+        &mut self,
+        query_handler: &mut QueryHandler,
+        member: bool,
+        current_epoch: u64,
+        durable_below: u64,
+        out: &mut Vec<FileTask>,
+    ) -> Result<(), String> {
+        match &mut self.checkpoint {
+            Checkpoint::Idle => {
+                let Some(log) = query_handler.redo() else {
+                    return Ok(());
+                };
+                // A node whose disk does not hold its rows yet (it copied
+                // them) checkpoints at once.
+                let due = log.head().saturating_sub(self.last_checkpoint_head)
+                    >= self.checkpoint_trigger_bytes
+                    || !self.restorable;
+                if !member || self.copying || self.restoring.is_some() || !due || !self.settled {
+                    return Ok(());
+                }
+                let redo_start = query_handler
+                    .checkpoint_redo_start()
+                    .expect("a node with a redo log");
+                self.last_checkpoint_head = log.head();
+                let id = self.next_checkpoint_id;
+                self.next_checkpoint_id += 1;
+                self.checkpoint_after_copy = true;
+                self.checkpoint = Checkpoint::Writing {
+                    id,
+                    redo_start,
+                    fragments: query_handler.fragment_replicas().into(),
+                    offset: 0,
+                };
+                Ok(())
+            }
+            Checkpoint::Writing {
+                id,
+                redo_start,
+                fragments,
+                offset,
+            } => {
+                let (id, redo_start) = (*id, *redo_start);
+                let writing = self
+                    .pending
+                    .values()
+                    .filter(|purpose| **purpose == Purpose::CheckpointWrite)
+                    .count();
+                if writing >= CHECKPOINT_WRITES_IN_FLIGHT_MAX {
+                    return Ok(());
+                }
+                match fragments.pop_front() {
+                    Some((table, fragment)) => {
+                        self.scratch.clear();
+                        // A fragment dropped since the checkpoint began has
+                        // nothing to keep.
+                        let Ok(rows) =
+                            query_handler.checkpoint_rows(table, fragment, &mut self.scratch)
+                        else {
+                            return Ok(());
+                        };
+                        self.marks.checkpoint_rows += u64::from(rows);
+                        let mut bytes = Vec::new();
+                        let mut at = *offset;
+                        let record = &mut self.record;
+                        transaction::redo::pieces(&self.scratch, |changes| {
+                            record.clear();
+                            transaction::redo::write_header(table, fragment, 0, record);
+                            record.extend_from_slice(changes);
+                            let start = bytes.len();
+                            disk::redo::encode_record_into(
+                                at,
+                                0,
+                                0,
+                                KIND_CHANGES,
+                                record,
+                                &mut bytes,
+                            );
+                            at += (bytes.len() - start) as u64;
+                        });
+                        if !bytes.is_empty() {
+                            let write_at = *offset;
+                            *offset = at;
+                            self.task(
+                                Purpose::CheckpointWrite,
+                                FileJob::CheckpointWrite {
+                                    id,
+                                    offset: write_at,
+                                    bytes,
+                                },
+                                out,
+                            );
+                        }
+                        Ok(())
+                    }
+                    None => {
+                        let info = CheckpointInfo {
+                            id,
+                            redo_start,
+                            epoch_limit: query_handler.logged_epoch_max().max(current_epoch) + 1,
+                            bytes: *offset,
+                        };
+                        self.checkpoint = Checkpoint::Syncing { info };
+                        self.task(Purpose::CheckpointSync, FileJob::CheckpointSync { id }, out);
+                        Ok(())
+                    }
+                }
+            }
+            Checkpoint::Syncing { .. } | Checkpoint::Installing { .. } => Ok(()),
+            Checkpoint::Durable { info } => {
+                if durable_below < info.epoch_limit {
+                    return Ok(());
+                }
+                let info = *info;
+                self.system.checkpoint = Some(info);
+                self.system.redo_tail = info.redo_start;
+                let tail = info.redo_start;
+                self.system.cuts.retain(|cut| cut.end > tail);
+                let system = self.system.clone();
+                self.checkpoint = Checkpoint::Installing { info };
+                self.task(Purpose::System, FileJob::System(system), out);
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether a checkpoint step is due now (the runtime's next poll).
+    pub fn checkpoint_busy(&self) -> bool {
+        matches!(self.checkpoint, Checkpoint::Writing { .. })
+            && self
+                .pending
+                .values()
+                .filter(|purpose| **purpose == Purpose::CheckpointWrite)
+                .count()
+                < CHECKPOINT_WRITES_IN_FLIGHT_MAX
+    }
+
+    /// A file task ended. Returns a line for the log when something failed
+    /// or a checkpoint was installed.
+    pub fn done(
+        &mut self,
+        token: u64,
+        result: Result<(), String>,
+        query_handler: &mut QueryHandler,
+        out: &mut Vec<FileTask>,
+    ) -> Option<String> {
+        let purpose = self.pending.remove(&token)?;
+        if let Err(error) = result {
+            self.marks.file_failures += 1;
+            return Some(match purpose {
+                Purpose::CheckpointWrite | Purpose::CheckpointSync => {
+                    // The checkpoint is given up; the next one starts over.
+                    let id = match &self.checkpoint {
+                        Checkpoint::Writing { id, .. } => Some(*id),
+                        Checkpoint::Syncing { info } => Some(info.id),
+                        _ => None,
+                    };
+                    if let Some(id) = id {
+                        self.checkpoint = Checkpoint::Idle;
+                        self.task(
+                            Purpose::CheckpointDelete,
+                            FileJob::CheckpointDelete { id },
+                            out,
+                        );
+                    }
+                    format!("a local checkpoint failed and starts over: {error}")
+                }
+                Purpose::CheckpointDelete => {
+                    format!("an old local checkpoint could not be deleted: {error}")
+                }
+                Purpose::System => {
+                    // Written again: until it is, the node's restart state
+                    // is the last one synced.
+                    let system = self.system.clone();
+                    self.task(Purpose::System, FileJob::System(system), out);
+                    if let Checkpoint::Installing { info } = self.checkpoint {
+                        self.checkpoint = Checkpoint::Installing { info };
+                    }
+                    format!("the system file could not be written, writing it again: {error}")
+                }
+                Purpose::State => {
+                    self.saved_position = None;
+                    format!("the cluster state could not be saved: {error}")
+                }
+            });
+        }
+        match purpose {
+            Purpose::CheckpointSync => {
+                if let Checkpoint::Syncing { info } = self.checkpoint {
+                    self.checkpoint = Checkpoint::Durable { info };
+                }
+                None
+            }
+            Purpose::System => {
+                let Checkpoint::Installing { info } = self.checkpoint else {
+                    return None;
+                };
+                if self.system.checkpoint != Some(info) {
+                    return None;
+                }
+                self.checkpoint = Checkpoint::Idle;
+                if let Some(log) = query_handler.redo_mut() {
+                    log.release(info.redo_start.min(log.durable()));
+                }
+                if info.id > 1 {
+                    self.task(
+                        Purpose::CheckpointDelete,
+                        FileJob::CheckpointDelete { id: info.id - 1 },
+                        out,
+                    );
+                }
+                self.marks.checkpoints_installed += 1;
+                let became_restorable = !self.restorable && self.checkpoint_after_copy;
+                if self.checkpoint_after_copy {
+                    self.restorable = true;
+                }
+                became_restorable.then(|| {
+                    format!(
+                        "local checkpoint {} installed: this node's disk holds all its rows",
+                        info.id
+                    )
+                })
+            }
+            Purpose::CheckpointWrite | Purpose::CheckpointDelete | Purpose::State => None,
+        }
+    }
+
+    /// The node restarts as a new incarnation (it was excluded): it copies
+    /// its fragments again, so its disk no longer holds them.
+    pub fn restarted(&mut self) {
+        self.restorable = false;
+        self.copying = true;
+        self.checkpoint_after_copy = false;
+        if matches!(
+            self.checkpoint,
+            Checkpoint::Writing { .. } | Checkpoint::Syncing { .. } | Checkpoint::Durable { .. }
+        ) {
+            // Its rows are the old incarnation's; it never installs.
+            self.checkpoint = Checkpoint::Idle;
+        }
+    }
+}
+
+/// Applies a `KIND_CHANGES` record's changes; returns how many applied.
+fn apply(query_handler: &mut QueryHandler, record: &RedoRecord) -> Result<u64, String> {
+    if record.kind != KIND_CHANGES {
+        return Ok(0);
+    }
+    let changes = transaction::redo::read_changes(&record.payload)?;
+    query_handler
+        .restore_changes(changes.table, changes.fragment, changes.changes)
+        .map(u64::from)
+        .map_err(|error| {
+            format!(
+                "restoring the record at {} (table {}, fragment {}): {error}",
+                record.lsn, changes.table, changes.fragment
+            )
+        })
+}
