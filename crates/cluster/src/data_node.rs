@@ -27,7 +27,8 @@
 //! but keeps its memory and keeps proposing; it excludes
 //! itself only on learning a state without it (the arbitrator answers a
 //! losing side's vote request with the decided state). NDB's losing side
-//! shuts down and restarts from disk; Shoal has no disk yet, so a side
+//! shuts down and restarts from disk; a Shoal node does not yet restart
+//! into a running cluster from its own disk (it copies), so a side
 //! that merely lost the arbitrator (a lone survivor, say) waits for it and
 //! serves again with its data once a change is agreed.
 //!

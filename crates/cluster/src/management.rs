@@ -864,7 +864,7 @@ impl ManagementNode {
             version: 1,
             members,
             removed: Vec::new(),
-            // Every member of a new generation starts empty.
+            // No member is copying: each starts empty or from its own disk.
             starting: Vec::new(),
             recovered: Vec::new(),
             schema_version: previous.schema_version,

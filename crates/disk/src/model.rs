@@ -88,6 +88,12 @@ impl<K: Ord + Clone> DiskModel<K> {
         })
     }
 
+    /// Deletes `file` (at once and for good: the simulator's deletes are of
+    /// files nothing reads again).
+    pub fn remove(&mut self, file: &K) {
+        self.files.remove(file);
+    }
+
     /// Deletes every file (an `--initial` start).
     pub fn wipe(&mut self) {
         self.files.clear();

@@ -1,8 +1,11 @@
 //! Real processes under faults (issue 11, item 6): a bank workload through
 //! the native API while data nodes are killed (SIGKILL) and restarted,
 //! stopped (SIGSTOP) and resumed, while an API process holding row locks is
-//! stopped, while the management node is killed and restarted, and while
-//! the data nodes are cut apart by network namespaces.
+//! stopped, while the management node is killed and restarted, while the
+//! data nodes are cut apart by network namespaces, and while every process
+//! of the cluster is killed at once and started again (issue 13: the
+//! cluster comes back from its disks with every transfer of its last
+//! durable global checkpoint).
 //!
 //! The workload: accounts spread over the partitions, a few client threads
 //! moving money between two random accounts in one transaction (both read
@@ -86,6 +89,8 @@ const DEFAULT_KILLS_FOUR_NODES: usize = 4;
 const DEFAULT_ROUNDS_TWO_NODES: usize = 20;
 const DEFAULT_ROUNDS_FOUR_NODES: usize = 20;
 const DEFAULT_ROUNDS_AT_ONCE: usize = 10;
+/// Whole-cluster kills (each a system restart from disk).
+const DEFAULT_ROUNDS_KILL_ALL: usize = 3;
 
 /// A small xorshift generator: the test's choices replay from its seed.
 struct Random(u64);
@@ -893,6 +898,45 @@ impl Bank {
         None
     }
 
+    /// Every transfer known applied: committed, or unknown and found in
+    /// the ledger by a check.
+    fn applied(&self) -> BTreeSet<i64> {
+        let journal = self.journal();
+        journal
+            .transfers
+            .iter()
+            .filter(|(transfer, outcome)| {
+                *outcome == Outcome::Committed || journal.resolved.get(&transfer.id) == Some(&true)
+            })
+            .map(|(transfer, _)| transfer.id)
+            .collect()
+    }
+
+    /// After a system restart: a transfer applied after the restore point
+    /// may be gone, so every committed or unknown transfer not in `kept`
+    /// becomes unknown (checked as applied wholly or not at all from now
+    /// on). Calls cut off by the restart's outage are forgiven: every node
+    /// was down, so they waited for their deadline. Returns how many
+    /// transfers became unknown.
+    fn keep_only(&self, kept: &BTreeSet<i64>) -> usize {
+        let mut journal = self.journal();
+        let mut changed = 0;
+        for (transfer, outcome) in journal.transfers.clone() {
+            if outcome != Outcome::Aborted && !kept.contains(&transfer.id) {
+                changed += usize::from(outcome == Outcome::Committed);
+                journal.resolved.remove(&transfer.id);
+            }
+        }
+        for (transfer, outcome) in &mut journal.transfers {
+            if *outcome == Outcome::Committed && !kept.contains(&transfer.id) {
+                *outcome = Outcome::Unknown;
+            }
+        }
+        journal.late_calls.clear();
+        journal.timed_out_calls.clear();
+        changed
+    }
+
     fn committed(&self) -> usize {
         self.journal()
             .transfers
@@ -1381,6 +1425,104 @@ fn a_stopped_api_process_loses_its_locks_within_seconds() {
 /// The management node killed (SIGKILL) and restarted while the workload
 /// runs: the data nodes and the clients go on without it, and it comes
 /// back.
+/// The durable global checkpoint every data node reports (`REPORT
+/// DURABILITY`), and the GCI of the epoch they decide commits in; `None`
+/// while a node does not answer.
+fn durability(cluster: &FaultCluster) -> Option<(u64, u64)> {
+    let (ok, text) = support::mgm(&cluster.connectstring, "ALL REPORT DURABILITY");
+    if !ok {
+        return None;
+    }
+    let mut durable = u64::MAX;
+    let mut current = 0;
+    let mut nodes = 0;
+    for line in text.lines().filter(|line| line.starts_with("Node ")) {
+        let number_after = |word: &str| -> Option<u64> {
+            let rest = &line[line.find(word)? + word.len()..];
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        };
+        current = current.max(number_after("Epoch ")?);
+        durable = durable.min(number_after("durable through GCI ")?);
+        nodes += 1;
+    }
+    (nodes == cluster.data_nodes.len()).then_some((durable, current))
+}
+
+/// Whole-cluster kill rounds: under load, after a random while, the round
+/// notes every transfer known applied and waits until a global checkpoint
+/// after that moment is durable; after another random while every process
+/// (the management node and every data node) is killed with SIGKILL and
+/// started again, and the cluster restores itself from its disks. The
+/// checks then ask that every transfer noted is still there, that nothing
+/// aborted is, and that the balances agree with the ledger on every node;
+/// transfers after the note may or may not have survived (they are taken
+/// as unknown), but each wholly or not at all.
+fn whole_cluster_kill_rounds(name: &str, data_nodes: u8, rounds: usize) {
+    let _serial = serial();
+    let mut random = Random::from_environment(name);
+    let mut cluster = FaultCluster::start(name, data_nodes);
+    let client = connect(&cluster);
+    create_bank(&client);
+    let bank = Bank::new(&client);
+    bank.check(&client, &cluster, "before any fault");
+    for round in 1..=rounds {
+        let before_note = random.millis(200, 1_500);
+        let after_durable = random.millis(0, 1_000);
+        let seed = random.next();
+        let mut noted = BTreeSet::new();
+        let committed = bank.under_load(&client, seed, || {
+            std::thread::sleep(before_note);
+            noted = bank.applied();
+            let (_, epoch_gci) = eventually(Duration::from_secs(10), || durability(&cluster))
+                .unwrap_or_else(|| panic!("no durability report:\n{}", cluster.logs()));
+            let waited = Instant::now();
+            eventually(Duration::from_secs(20), || {
+                durability(&cluster).and_then(|(durable, _)| (durable >= epoch_gci).then_some(()))
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "GCI {epoch_gci} was not durable within 20 s:\n{}",
+                    cluster.logs()
+                )
+            });
+            eprintln!(
+                "round {round}: {} transfers applied, GCI {epoch_gci} durable after {:?}",
+                noted.len(),
+                waited.elapsed()
+            );
+            std::thread::sleep(after_durable);
+            cluster.kill("mgmd");
+            for node in cluster.data_nodes.clone() {
+                cluster.kill(&node.to_string());
+            }
+            eprintln!("round {round}: killed every process");
+            cluster.start_management();
+            for node in cluster.data_nodes.clone() {
+                cluster.start_data_node(node);
+            }
+            for node in cluster.data_nodes.clone() {
+                cluster.wait_started(&client, node, RESTART_TIMEOUT);
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        });
+        let lost = bank.keep_only(&noted);
+        eprintln!("round {round}: {committed} committed; {lost} after the note taken as unknown");
+        bank.check(
+            &client,
+            &cluster,
+            &format!("round {round} (every process killed)"),
+        );
+    }
+}
+
+#[test]
+fn bank_survives_every_process_killed_and_restarted_from_disk() {
+    whole_cluster_kill_rounds("faults-kill-all", 2, rounds(DEFAULT_ROUNDS_KILL_ALL));
+}
+
 #[test]
 fn bank_survives_the_management_node_killed_and_restarted() {
     let _serial = serial();

@@ -175,6 +175,9 @@ pub struct Outcome {
     /// Creates refused because the dictionary held MaxNoOfTables (707).
     pub creates_refused_for_table_objects: u32,
     pub exclusions: u32,
+    /// Times every data node was started with --initial because the
+    /// management node would not form a cluster that lost data.
+    pub initial_starts: u32,
     /// Rare protocol paths the data nodes took (summed over incarnations).
     pub marks: cluster::data_node::Marks,
     /// Paths of the data nodes' wiring taken (`node::NodeMarks`, summed).
@@ -269,6 +272,15 @@ enum SimEvent {
         node: NodeId,
         incarnation: u64,
         request: disk::DiskRequest,
+    },
+    /// The operator starts every data node again with --initial (the
+    /// management node refused to form a cluster that would lose data).
+    StartAllInitial,
+    /// A file task of a data node is done (`disks`).
+    FileDone {
+        node: NodeId,
+        incarnation: u64,
+        task: node::durability::FileTask,
     },
     /// A planned isolation of a data node (`crashes`): it keeps running
     /// and serving its API nodes, cut off from every other node.
@@ -751,6 +763,12 @@ impl Simulation {
                 incarnation,
                 request,
             } => self.disk_done(node, incarnation, request),
+            SimEvent::StartAllInitial => self.start_all_initial(),
+            SimEvent::FileDone {
+                node,
+                incarnation,
+                task,
+            } => self.file_done(node, incarnation, task),
             SimEvent::Dial {
                 from,
                 incarnation,
@@ -940,6 +958,12 @@ impl Simulation {
     fn apply_management_output(&mut self, output: ManagementOutput) {
         let incarnation = self.management.incarnation;
         for line in output.logs {
+            if line.starts_with("The cluster cannot start") {
+                // The operator does what the line says: every data node
+                // starts again with --initial.
+                let at = self.now_ms + between(&mut self.rng, 100, 1_000);
+                self.schedule(at, SimEvent::StartAllInitial);
+            }
             self.trace(format!("management: {line}"));
         }
         if let Some(stop) = output.stop {

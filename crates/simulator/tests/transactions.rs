@@ -264,10 +264,12 @@ fn seeds_that_found_bugs_pass() {
         // A connection to a restarted member's old incarnation in use
         // (`stale_links_closed`; 900870 no longer reaches it since the
         // takeover announcement changed its run, 900812 since the epoch
-        // rounds did, 900824 since the disks did).
+        // rounds did, 900824 since the disks did, 900808 since the local
+        // checkpoints did).
         long(900_812, 4, 2),
         long(900_824, 4, 2),
         long(900_808, 4, 2),
+        long(900_900, 4, 2),
         // A rollback after a refused scan open was answered with 4350.
         long(900_382, 2, 2),
         // A scan waiting for a cut-off replica was timed out as idle.

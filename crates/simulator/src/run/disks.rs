@@ -8,8 +8,13 @@
 //! node had made durable is still there.
 
 use disk::model::DiskModel;
-use disk::{DiskCompletion, DiskRequest, RedoConfig, RedoLog};
-use protocol::NodeId;
+use disk::system_file::{CheckpointInfo, SystemFile};
+use disk::{DiskCompletion, DiskRequest, Lsn, RedoConfig, RedoLog, RedoRecord};
+use node::DataNodeComposite;
+use node::durability::{
+    CHECKPOINT_LAYOUT, DiskStart, FileJob, FileTask, RestoreSource, Survey, scan_with,
+};
+use protocol::{ClusterState, NodeId};
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 use transaction::QueryHandler;
@@ -22,6 +27,8 @@ pub(super) const SIM_REDO: RedoConfig = RedoConfig {
     file_bytes: 512 << 10,
     buffer_bytes: 512 << 10,
 };
+/// Redo bytes that start a local checkpoint: small, so runs hold many.
+const SIM_CHECKPOINT_TRIGGER_BYTES: u64 = 32 << 10;
 /// How often a write or sync fails.
 const DISK_FAILURE_PROBABILITY: f64 = 0.01;
 /// How often a sync takes long (a busy disk).
@@ -30,10 +37,17 @@ const SLOW_SYNC_PROBABILITY: f64 = 0.05;
 /// A data node's disk and what its runs left there.
 #[derive(Debug, Default)]
 pub(super) struct SimDisk {
+    /// The redo log's files.
     model: DiskModel<u32>,
-    /// The redo log's generation (the system file, which the model does
-    /// not hold: it is written and synced before the first append).
-    generation: u32,
+    /// The local checkpoints' files, by id.
+    checkpoints: DiskModel<u64>,
+    /// The system file and the saved cluster state, as last synced (each
+    /// write of them is whole and synced when it completes).
+    system: SystemFile,
+    state: Option<ClusterState>,
+    /// The disk does one request at a time, in the order given (as datad's
+    /// disk thread does): the next completes after this.
+    busy_until_ms: u64,
     /// Requests done, failed, and crashes checked.
     pub requests: u64,
     pub failures: u64,
@@ -41,12 +55,126 @@ pub(super) struct SimDisk {
 }
 
 impl Simulation {
-    /// A starting node's redo log, on its disk: a new generation (nothing
-    /// is restored from the log yet).
-    pub(super) fn attach_redo(&mut self, node: NodeId, query_handler: &mut QueryHandler) {
+    /// A starting node reads its disk as datad does: the system file (its
+    /// generation raised), the redo log from its tail, the saved cluster
+    /// state. Returns what it found, for `give_disk`.
+    pub(super) fn attach_redo(
+        &mut self,
+        node: NodeId,
+        query_handler: &mut QueryHandler,
+    ) -> DiskStart {
         let disk = &mut self.nodes.get_mut(&node).expect("configured").disk;
-        disk.generation += 1;
-        query_handler.set_redo(RedoLog::new(SIM_REDO, 0, disk.generation));
+        disk.system.generation += 1;
+        let system = disk.system.clone();
+        let mut survey = Survey::default();
+        let mut model = disk.model.clone();
+        let redo_end = disk::scan(&SIM_REDO, system.redo_tail, &mut model, |record| {
+            survey.visit(&system, &record)
+        })
+        .expect("the model reads");
+        query_handler.set_redo(RedoLog::resume(
+            SIM_REDO,
+            system.redo_tail,
+            redo_end,
+            system.generation,
+        ));
+        DiskStart {
+            system,
+            redo_end,
+            survey,
+            state: disk.state.clone(),
+        }
+    }
+
+    /// Gives a started composite its disk, read as it was at start.
+    pub(super) fn give_disk(
+        &self,
+        node: NodeId,
+        composite: &mut DataNodeComposite,
+        start: DiskStart,
+    ) {
+        let disk = &self.nodes[&node].disk;
+        composite.set_disk(
+            start,
+            Box::new(ModelSource {
+                redo: disk.model.clone(),
+                checkpoints: disk.checkpoints.clone(),
+            }),
+            SIM_CHECKPOINT_TRIGGER_BYTES,
+        );
+    }
+
+    /// When the node's disk completes a request given now.
+    fn disk_slot(&mut self, node: NodeId, delay: u64) -> u64 {
+        let now = self.now_ms;
+        let disk = &mut self.nodes.get_mut(&node).expect("configured").disk;
+        let at = disk.busy_until_ms.max(now) + delay;
+        disk.busy_until_ms = at;
+        at
+    }
+
+    /// Schedules the file tasks a node's composite handed out.
+    pub(super) fn schedule_files(&mut self, node: NodeId, tasks: Vec<FileTask>) {
+        let Some(sim) = self.nodes.get(&node) else {
+            return;
+        };
+        let incarnation = sim.incarnation;
+        for task in tasks {
+            let delay = between(&mut self.disk_rng, 0, 5);
+            let at = self.disk_slot(node, delay);
+            self.schedule(
+                at,
+                SimEvent::FileDone {
+                    node,
+                    incarnation,
+                    task,
+                },
+            );
+        }
+    }
+
+    /// A file task's time is up: done on the disk (or failed), and the
+    /// node that asked hears how it went.
+    pub(super) fn file_done(&mut self, node: NodeId, incarnation: u64, task: FileTask) {
+        let now = self.now_ms;
+        let Some(sim) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        if sim.incarnation != incarnation || sim.composite.is_none() {
+            return;
+        }
+        sim.disk.requests += 1;
+        let result = if chance(&mut self.disk_rng, DISK_FAILURE_PROBABILITY) {
+            sim.disk.failures += 1;
+            Err("simulated I/O error".to_string())
+        } else {
+            let disk = &mut sim.disk;
+            match task.job {
+                FileJob::CheckpointWrite { id, offset, bytes } => {
+                    disk.checkpoints.write(&id, offset, &bytes)
+                }
+                FileJob::CheckpointSync { id } => {
+                    // A checkpoint without rows has an empty file.
+                    disk.checkpoints.write(&id, 0, &[]);
+                    disk.checkpoints.sync(&id)
+                }
+                FileJob::CheckpointDelete { id } => disk.checkpoints.remove(&id),
+                FileJob::System(system) => disk.system = system,
+                FileJob::State(bytes) => {
+                    disk.state =
+                        Some(node::durability::decode_state(&bytes).expect("a state just encoded"))
+                }
+            }
+            Ok(())
+        };
+        let mut output = node::Output::default();
+        sim.composite.as_mut().expect("checked above").on_file_done(
+            now,
+            task.token,
+            result,
+            &mut output,
+        );
+        self.perform(node, output);
     }
 
     /// Takes the requests the node's redo log wants done and schedules
@@ -70,8 +198,9 @@ impl Simulation {
                 }
                 DiskRequest::Sync { .. } => between(&mut self.disk_rng, 1, 20),
             };
+            let at = self.disk_slot(node, delay);
             self.schedule(
-                now + delay,
+                at,
                 SimEvent::DiskDone {
                     node,
                     incarnation,
@@ -113,6 +242,25 @@ impl Simulation {
         self.perform(node, output);
     }
 
+    /// Every data node stops and starts again with its disk wiped, as an
+    /// operator runs `--initial` on each.
+    pub(super) fn start_all_initial(&mut self) {
+        self.outcome.initial_starts += 1;
+        let nodes: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for node in nodes {
+            self.crash_data_node(node, "restarted with --initial by the operator");
+            let disk = &mut self.nodes.get_mut(&node).expect("configured").disk;
+            let (requests, failures, checked) =
+                (disk.requests, disk.failures, disk.crashes_checked);
+            *disk = SimDisk {
+                requests,
+                failures,
+                crashes_checked: checked,
+                ..SimDisk::default()
+            };
+        }
+    }
+
     /// The node's process dies with `log` as it was: the disk keeps,
     /// loses or tears each write not yet synced, and the log read back
     /// from it must hold every record the node had made durable.
@@ -124,6 +272,8 @@ impl Simulation {
         let rng: &mut ChaCha8Rng = &mut self.disk_rng;
         let disk = &mut self.nodes.get_mut(&node).expect("configured").disk;
         disk.model.crash(|n| rng.next_u64() % n);
+        disk.checkpoints.crash(|n| rng.next_u64() % n);
+        disk.busy_until_ms = 0;
         disk.crashes_checked += 1;
         let mut model = disk.model.clone();
         match disk::scan(&SIM_REDO, tail, &mut model, |_| {}) {
@@ -136,5 +286,53 @@ impl Simulation {
                 "node {node}'s redo log cannot be read after a crash: {error}"
             )),
         }
+    }
+}
+
+/// A node's disk as it was at its start, read for a restore.
+struct ModelSource {
+    redo: DiskModel<u32>,
+    checkpoints: DiskModel<u64>,
+}
+
+/// One checkpoint file of the model, read as a log of one file.
+struct CheckpointReader<'a> {
+    model: &'a DiskModel<u64>,
+    id: u64,
+}
+
+impl disk::ReadAt for CheckpointReader<'_> {
+    fn read_at(&mut self, _file: u32, offset: u64, into: &mut [u8]) -> Result<(), String> {
+        self.model.read(&self.id, offset, into);
+        Ok(())
+    }
+}
+
+impl RestoreSource for ModelSource {
+    fn checkpoint(
+        &mut self,
+        info: &CheckpointInfo,
+        visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut reader = CheckpointReader {
+            model: &self.checkpoints,
+            id: info.id,
+        };
+        let end = scan_with(&CHECKPOINT_LAYOUT, 0, &mut reader, visit)?;
+        if end != info.bytes {
+            return Err(format!(
+                "checkpoint {} holds whole records through byte {end}, not {}",
+                info.id, info.bytes
+            ));
+        }
+        Ok(())
+    }
+
+    fn redo(
+        &mut self,
+        tail: Lsn,
+        visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
+    ) -> Result<(), String> {
+        scan_with(&SIM_REDO, tail, &mut self.redo, visit).map(|_| ())
     }
 }

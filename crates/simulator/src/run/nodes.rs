@@ -70,7 +70,7 @@ impl Simulation {
             // Paced copies wait between batches, under the workload.
             query_handler.set_copy_rows_per_second(between(&mut self.rng, 1_000, 100_000));
         }
-        self.attach_redo(node, &mut query_handler);
+        let disk_start = self.attach_redo(node, &mut query_handler);
         let mut composite = DataNodeComposite::new(
             self.settings(node, incarnation),
             now,
@@ -87,6 +87,7 @@ impl Simulation {
             self.epoch_config,
         );
         composite.set_observing(self.workload.is_some());
+        self.give_disk(node, &mut composite, disk_start);
         let sim = self.nodes.get_mut(&node).expect("configured node");
         assert!(sim.composite.is_none(), "a running node is not restarted");
         sim.composite = Some(composite);
@@ -515,6 +516,8 @@ impl Simulation {
         for line in output.logs.drain(..) {
             self.trace(format!("node {node}: {line}"));
         }
+        let files = std::mem::take(&mut output.files);
+        self.schedule_files(node, files);
         for problem in output.problems.drain(..) {
             self.fail(format!("node {node}#{incarnation}: {problem}"));
         }
