@@ -505,10 +505,6 @@ impl DataNodeComposite {
         self.restore_source = Some(source);
     }
 
-    pub fn disk(&self) -> Option<&NodeDisk> {
-        self.disk.as_ref()
-    }
-
     /// Loads the checkpoint and replays the redo log up to the epoch the
     /// genesis state restores to, into the fragments just created.
     fn restore(&mut self, output: &mut Output) -> Result<(), String> {
@@ -543,7 +539,7 @@ impl DataNodeComposite {
     /// A file task from `Output::files` ended.
     pub fn on_file_done(
         &mut self,
-        now_ms: u64,
+        _now_ms: u64,
         token: u64,
         result: Result<(), String>,
         output: &mut Output,
@@ -557,12 +553,12 @@ impl DataNodeComposite {
         if let Some(line) = disk.done(token, result, &mut self.query_handler, &mut output.files) {
             output.logs.push(line);
         }
-        self.step_disk(now_ms, output);
+        self.step_disk(output);
     }
 
     /// Moves the local checkpoint on, and sends the management node the
     /// cluster state saved before this start (once).
-    fn step_disk(&mut self, _now_ms: u64, output: &mut Output) {
+    fn step_disk(&mut self, output: &mut Output) {
         let Some(disk) = self.disk.as_mut() else {
             return;
         };
@@ -1203,7 +1199,7 @@ impl DataNodeComposite {
             self.close_silent_api_links(now_ms, output);
         }
         self.drive_management(now_ms, output);
-        self.step_disk(now_ms, output);
+        self.step_disk(output);
     }
 
     /// Logs transactions that wait for the cluster longer than

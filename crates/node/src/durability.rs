@@ -117,11 +117,29 @@ pub fn scan_with(
 
 /// The layout `scan` reads a checkpoint file with: one file, records from
 /// offset 0.
-pub const CHECKPOINT_LAYOUT: disk::RedoConfig = disk::RedoConfig {
+const CHECKPOINT_LAYOUT: disk::RedoConfig = disk::RedoConfig {
     files: 1,
     file_bytes: 1 << 50,
     buffer_bytes: 0,
 };
+
+/// Reads checkpoint `info`'s records from `reader` (its one file, zeros
+/// past its end) with `scan_with`; an error if they do not end exactly at
+/// `info.bytes` (the file is damaged).
+pub fn read_checkpoint(
+    info: &CheckpointInfo,
+    reader: &mut dyn disk::ReadAt,
+    visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
+) -> Result<(), String> {
+    let end = scan_with(&CHECKPOINT_LAYOUT, 0, reader, visit)?;
+    if end != info.bytes {
+        return Err(format!(
+            "local checkpoint {} holds whole records through byte {end}, not {}: it is damaged",
+            info.id, info.bytes
+        ));
+    }
+    Ok(())
+}
 
 /// What the runtime found on the node's disk at start.
 #[derive(Debug, Clone, Default)]
@@ -307,18 +325,10 @@ impl NodeDisk {
         }
     }
 
-    pub fn survey(&self) -> Survey {
-        self.survey
-    }
-
     /// The cluster state saved before this start, once (for the management
     /// node, which takes the newest dictionary any node saved).
     pub fn take_saved_state(&mut self) -> Option<ClusterState> {
         self.saved_state.take()
-    }
-
-    pub fn is_restorable(&self) -> bool {
-        self.restorable
     }
 
     pub fn system(&self) -> &SystemFile {
@@ -629,9 +639,6 @@ impl NodeDisk {
                     // is the last one synced.
                     let system = self.system.clone();
                     self.task(Purpose::System, FileJob::System(system), out);
-                    if let Checkpoint::Installing { info } = self.checkpoint {
-                        self.checkpoint = Checkpoint::Installing { info };
-                    }
                     format!("the system file could not be written, writing it again: {error}")
                 }
                 Purpose::State => {

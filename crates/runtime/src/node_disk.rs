@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 
 use disk::system_file::{CheckpointInfo, FILE_BYTES, SLOT_BYTES, SystemFile, slot_of};
 use disk::{DiskCompletion, DiskRequest, Lsn, ReadAt, RedoConfig, RedoRecord};
-use node::durability::{CHECKPOINT_LAYOUT, FileJob, FileTask, RestoreSource, scan_with};
+use node::durability::{FileJob, FileTask, RestoreSource, read_checkpoint, scan_with};
 
 use crate::redo_files::RedoFiles;
 
@@ -148,31 +148,31 @@ impl Files {
         }
     }
 
+    /// Checkpoint `id`'s file, created if missing, for writing.
+    fn open_checkpoint(&self, id: u64) -> Result<(PathBuf, File), String> {
+        let path = checkpoint_path(&self.file_system, id);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        Ok((path, file))
+    }
+
     fn file_job(&mut self, job: FileJob) -> Result<(), String> {
         match job {
             FileJob::CheckpointWrite { id, offset, bytes } => {
                 let directory = checkpoint_directory(&self.file_system);
                 std::fs::create_dir_all(&directory)
                     .map_err(|e| format!("cannot create {}: {e}", directory.display()))?;
-                let path = checkpoint_path(&self.file_system, id);
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(&path)
-                    .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+                let (path, file) = self.open_checkpoint(id)?;
                 file.write_all_at(&bytes, offset)
                     .map_err(|e| format!("cannot write {}: {e}", path.display()))
             }
             FileJob::CheckpointSync { id } => {
-                let path = checkpoint_path(&self.file_system, id);
                 // A checkpoint without rows has no file yet.
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(&path)
-                    .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+                let (path, file) = self.open_checkpoint(id)?;
                 rustix::fs::fdatasync(&file)
                     .map_err(|e| format!("cannot sync {}: {e}", path.display()))?;
                 sync_directory(&checkpoint_directory(&self.file_system))
@@ -306,15 +306,8 @@ impl RestoreSource for FileRestoreSource {
     ) -> Result<(), String> {
         let path = checkpoint_path(&self.file_system, info.id);
         let file = File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        let end = scan_with(&CHECKPOINT_LAYOUT, 0, &mut CheckpointFile(file), visit)?;
-        if end != info.bytes {
-            return Err(format!(
-                "{} holds whole records through byte {end}, not {}: it is damaged",
-                path.display(),
-                info.bytes
-            ));
-        }
-        Ok(())
+        read_checkpoint(info, &mut CheckpointFile(file), visit)
+            .map_err(|e| format!("{}: {e}", path.display()))
     }
 
     fn redo(

@@ -1669,10 +1669,11 @@ impl QueryHandler {
         let Some(replica) = self.fragments.get(&(table, fragment)).copied() else {
             return Ok(0);
         };
-        let def = self
+        let primary_key = self
             .engine
             .table_def(replica.engine_table)
             .expect("a fragment's engine table")
+            .primary_key
             .clone();
         let transaction = self.next_engine_transaction;
         self.next_engine_transaction += 1;
@@ -1686,7 +1687,7 @@ impl QueryHandler {
                     storage::CHANGE_PUT => {
                         key.clear();
                         let mut writer = schema::AttrInfoWriter::new(&mut key);
-                        for &column in &def.primary_key {
+                        for &column in &primary_key {
                             let value = schema::AttrInfoReader::find(attrinfo, column)?
                                 .ok_or_else(|| {
                                     Error::new(

@@ -12,7 +12,7 @@ use disk::system_file::{CheckpointInfo, SystemFile};
 use disk::{DiskCompletion, DiskRequest, Lsn, RedoConfig, RedoLog, RedoRecord};
 use node::DataNodeComposite;
 use node::durability::{
-    CHECKPOINT_LAYOUT, DiskStart, FileJob, FileTask, RestoreSource, Survey, scan_with,
+    DiskStart, FileJob, FileTask, RestoreSource, Survey, read_checkpoint, scan_with,
 };
 use protocol::{ClusterState, NodeId};
 use rand_chacha::ChaCha8Rng;
@@ -318,14 +318,7 @@ impl RestoreSource for ModelSource {
             model: &self.checkpoints,
             id: info.id,
         };
-        let end = scan_with(&CHECKPOINT_LAYOUT, 0, &mut reader, visit)?;
-        if end != info.bytes {
-            return Err(format!(
-                "checkpoint {} holds whole records through byte {end}, not {}",
-                info.id, info.bytes
-            ));
-        }
-        Ok(())
+        read_checkpoint(info, &mut reader, visit)
     }
 
     fn redo(
