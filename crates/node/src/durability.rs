@@ -498,6 +498,15 @@ impl NodeDisk {
                     fragments: query_handler.fragment_replicas().into(),
                     offset: 0,
                 };
+                // A file of this id may be left from a run that died in
+                // the middle of it: its bytes past this checkpoint's end
+                // would read as records. Deleted first (file work is done
+                // in order).
+                self.task(
+                    Purpose::CheckpointDelete,
+                    FileJob::CheckpointDelete { id },
+                    out,
+                );
                 Ok(())
             }
             Checkpoint::Writing {
@@ -632,7 +641,12 @@ impl NodeDisk {
                     format!("a local checkpoint failed and starts over: {error}")
                 }
                 Purpose::CheckpointDelete => {
-                    format!("an old local checkpoint could not be deleted: {error}")
+                    // A checkpoint being written may write over what the
+                    // delete left: it is given up and begun again later.
+                    if matches!(self.checkpoint, Checkpoint::Writing { .. }) {
+                        self.checkpoint = Checkpoint::Idle;
+                    }
+                    format!("a local checkpoint file could not be deleted: {error}")
                 }
                 Purpose::System => {
                     // Written again: until it is, the node's restart state
