@@ -986,6 +986,9 @@ impl DataNode {
             | Message::StartRequest { .. }
             | Message::StartReply { .. }
             | Message::Start => {}
+            // A drain is the coordinator's and the epochs' (the node's
+            // runtime block answers it).
+            Message::Drain | Message::Drained { .. } => {}
             // Transaction messages belong to the coordinator and the local
             // query handler, which the runtime calls before this block.
             Message::Execute(_)

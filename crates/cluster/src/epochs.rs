@@ -142,6 +142,8 @@ pub struct Epochs {
     presiding: Option<Presiding>,
     /// Epochs this node's president picks are above this (`raise_floor`).
     floor: u64,
+    /// Every round begins a global checkpoint (`hurry`).
+    hurried: bool,
 }
 
 impl Epochs {
@@ -157,7 +159,16 @@ impl Epochs {
             durable_below: 0,
             presiding: None,
             floor: 0,
+            hurried: false,
         }
+    }
+
+    /// A whole-cluster stop waits for the last commits to be durable:
+    /// from now on, while this node presides, every round begins a global
+    /// checkpoint, so one is saved within a few `TimeBetweenEpochs`
+    /// instead of `TimeBetweenGlobalCheckpoints`.
+    pub fn hurry(&mut self) {
+        self.hurried = true;
     }
 
     /// Epochs this node picks as president from now on are above `floor`
@@ -408,10 +419,14 @@ impl Epochs {
     ) {
         let highest_known = self.current.max(self.prepared.unwrap_or(0)).max(self.floor);
         let config = self.config;
+        let hurried = self.hurried;
         let Some(presiding) = self.presiding.as_mut() else {
             return;
         };
-        if now_ms >= presiding.next_checkpoint_ms {
+        // Hurried, a global checkpoint begins as soon as the last one is
+        // saved: sooner, a new save would replace one still on its way to
+        // disk, and a disk slower than a round would never finish one.
+        if now_ms >= presiding.next_checkpoint_ms || (hurried && presiding.saving.is_none()) {
             presiding.checkpoint_due = true;
             presiding.next_checkpoint_ms = now_ms + config.checkpoint_interval_ms;
         }

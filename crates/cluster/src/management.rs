@@ -37,6 +37,12 @@ pub type ConnectionId = u64;
 /// A stop request waits at most this long for its nodes to disconnect.
 pub const STOP_TIMEOUT_MS: u64 = 30_000;
 
+/// A whole-cluster stop waits at most this long for its drain: the data
+/// nodes' wait for open transactions (`node::DRAIN_WAIT_MS`) and then a
+/// last global checkpoint. Past it the nodes stop anyway, and the log says
+/// which commits a start may not bring back.
+pub const DRAIN_TIMEOUT_MS: u64 = 10_000;
+
 #[derive(Debug, Clone)]
 pub struct ManagementSettings {
     pub node: NodeId,
@@ -149,13 +155,31 @@ pub struct ManagementNode {
     /// learned that state itself.
     report_members: (u64, u64, Vec<NodeId>),
     pending_stops: Vec<PendingStop>,
+    /// A whole-cluster stop waiting for its drain.
+    draining: Option<ShutdownDrain>,
     shutting_down: bool,
     /// Data nodes restarted with `N RESTART -n`, by the connection of the
     /// angel holding each until `N START`.
     waiting_for_start: BTreeMap<NodeId, ConnectionId>,
 }
 
+/// A whole-cluster stop (NDB's graceful system shutdown) first drains
+/// the started data nodes (`Message::Drain`): they take no new
+/// transactions and say, in `Drained`, the epoch of their last commit and
+/// how far the cluster is durable. Once every commit of every node is
+/// durable the nodes are stopped, so a start brings back every commit.
+#[derive(Debug)]
+struct ShutdownDrain {
+    connection: ConnectionId,
+    order: StopOrder,
+    /// The data nodes asked, with their latest answer (epoch, durable
+    /// epoch) once in. A node that disconnects is no longer waited for.
+    answers: BTreeMap<NodeId, Option<(u64, u64)>>,
+    deadline_ms: u64,
+}
+
 /// A stop or restart asked for by a management client.
+#[derive(Debug)]
 struct StopOrder {
     request: u64,
     node: Option<NodeId>,
@@ -233,6 +257,7 @@ impl ManagementNode {
             formed: None,
             report_members: (0, 0, Vec::new()),
             pending_stops: Vec::new(),
+            draining: None,
             shutting_down: false,
             waiting_for_start: BTreeMap::new(),
         }
@@ -296,6 +321,7 @@ impl ManagementNode {
                 self.publish_addresses(effects);
             }
         }
+        self.advance_drain(now_ms, effects);
         self.finish_stops(now_ms, effects);
     }
 
@@ -346,6 +372,7 @@ impl ManagementNode {
             self.vote_floor = Some((generation, version + 2));
         }
         self.maybe_form(now_ms, effects);
+        self.advance_drain(now_ms, effects);
         self.finish_stops(now_ms, effects);
     }
 
@@ -517,6 +544,22 @@ impl ManagementNode {
             ),
             Message::WaitingForStart { node } => {
                 self.on_waiting_for_start(connection, &peer, node, effects)
+            }
+            Message::Drained {
+                epoch,
+                durable_epoch,
+            } => {
+                let Some(node) = peer.node.filter(|_| peer.role == Some(NodeRole::Data)) else {
+                    return;
+                };
+                if let Some(answer) = self
+                    .draining
+                    .as_mut()
+                    .and_then(|drain| drain.answers.get_mut(&node))
+                {
+                    *answer = Some((epoch, durable_epoch));
+                }
+                self.advance_drain(now_ms, effects);
             }
             Message::StartRequest { request, node } => {
                 let result = self.start_node(node, effects);
@@ -1175,14 +1218,9 @@ impl ManagementNode {
         order: StopOrder,
         effects: &mut Effects<ConnectionId>,
     ) {
-        let StopOrder {
-            request,
-            node,
-            include_management,
-            restart,
-        } = order;
+        let (request, restart) = (order.request, order.restart);
         let config = &self.settings.config;
-        let nodes: Vec<NodeId> = match node {
+        match order.node {
             Some(node) if config.data_node(node).is_none() => {
                 effects.send(
                     connection,
@@ -1228,8 +1266,68 @@ impl ManagementNode {
                 );
                 return;
             }
+            Some(_) => {}
+            None => {
+                if let Some(drain) = self.draining.take() {
+                    // Asked again while draining: stop at once.
+                    effects.events.push(Event::Log(
+                        "Cluster shutdown: asked again; stopping without waiting for the \
+                         drain"
+                            .into(),
+                    ));
+                    self.stop_now(now_ms, drain.connection, drain.order, effects);
+                } else {
+                    let answers: BTreeMap<NodeId, Option<(u64, u64)>> = self
+                        .reports
+                        .iter()
+                        .filter(|(node, report)| {
+                            report.started && self.allocations.contains_key(node)
+                        })
+                        .map(|(node, _)| (*node, None))
+                        .collect();
+                    if !answers.is_empty() {
+                        effects.events.push(Event::Log(format!(
+                            "Cluster shutdown initiated: data node(s) {:?} take no new \
+                             transactions; stopping once every commit is durable",
+                            answers.keys().collect::<Vec<_>>()
+                        )));
+                        for node in answers.keys() {
+                            effects.send(self.allocations[node], Message::Drain);
+                        }
+                        self.draining = Some(ShutdownDrain {
+                            connection,
+                            order,
+                            answers,
+                            deadline_ms: now_ms + DRAIN_TIMEOUT_MS,
+                        });
+                        return;
+                    }
+                }
+            }
+        };
+        self.stop_now(now_ms, connection, order, effects);
+    }
+
+    /// Stops the nodes of `order` (every connected data node for `None`)
+    /// and answers once they are gone (`finish_stops`).
+    fn stop_now(
+        &mut self,
+        now_ms: u64,
+        connection: ConnectionId,
+        order: StopOrder,
+        effects: &mut Effects<ConnectionId>,
+    ) {
+        let StopOrder {
+            request,
+            node,
+            include_management,
+            restart,
+        } = order;
+        let nodes: Vec<NodeId> = match node {
             Some(node) => vec![node],
-            None => config
+            None => self
+                .settings
+                .config
                 .data_nodes
                 .iter()
                 .map(|d| d.node_id)
@@ -1259,6 +1357,54 @@ impl ManagementNode {
             restart,
         });
         self.finish_stops(now_ms, effects);
+    }
+
+    /// Ends a drain once every commit of the data nodes asked is durable
+    /// (each node's last commit epoch lies below every node's durable
+    /// epoch), or at its deadline, and stops the nodes.
+    fn advance_drain(&mut self, now_ms: u64, effects: &mut Effects<ConnectionId>) {
+        let Some(drain) = self.draining.as_mut() else {
+            return;
+        };
+        // A node that left is not waited for: its commits are on its
+        // node group's other replicas, whose answers count.
+        drain
+            .answers
+            .retain(|node, _| self.allocations.contains_key(node));
+        let answered: Option<Vec<(u64, u64)>> = drain.answers.values().copied().collect();
+        let durable = answered.as_ref().map(|answers| {
+            let last_commit = answers.iter().map(|a| a.0).max().unwrap_or(0);
+            let durable_below = answers.iter().map(|a| a.1).min().unwrap_or(u64::MAX);
+            (last_commit, durable_below)
+        });
+        let line = match durable {
+            Some((_, _)) if drain.answers.is_empty() => {
+                "Cluster shutdown: no data node left to drain; stopping".to_string()
+            }
+            Some((last_commit, durable_below)) if durable_below > last_commit => format!(
+                "Cluster shutdown: every commit is durable (through GCI {}); stopping the \
+                 data nodes",
+                crate::epochs::gci_before(durable_below)
+            ),
+            _ if now_ms >= drain.deadline_ms => {
+                let (last_commit, durable_below) = durable.unwrap_or((0, 0));
+                format!(
+                    "Cluster shutdown: the drain did not end within {} s ({} of {} data \
+                     node(s) answered; last commit epoch {}/{}, durable through GCI {}); \
+                     stopping anyway: a start may not bring back the commits after that GCI",
+                    DRAIN_TIMEOUT_MS / 1000,
+                    drain.answers.values().filter(|a| a.is_some()).count(),
+                    drain.answers.len(),
+                    crate::epochs::gci_of(last_commit),
+                    last_commit & u64::from(u32::MAX),
+                    crate::epochs::gci_before(durable_below),
+                )
+            }
+            _ => return,
+        };
+        let drain = self.draining.take().expect("checked above");
+        effects.events.push(Event::Log(line));
+        self.stop_now(now_ms, drain.connection, drain.order, effects);
     }
 
     fn finish_stops(&mut self, now_ms: u64, effects: &mut Effects<ConnectionId>) {
@@ -1557,6 +1703,124 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Two started data nodes (connections 1 and 2 for nodes 2 and 3) and
+    /// a client (connection 5) that asked for SHUTDOWN.
+    fn shutdown_requested() -> (ManagementNode, Effects<ConnectionId>) {
+        let text = config::sandbox_config_text("", 2, 2, 1186, 16 << 20);
+        let config = config::parse(&text, "config.ini").expect("a valid config");
+        let settings = ManagementSettings::new("config.ini", &text, config, [7; 32]);
+        let mut management = ManagementNode::new(settings, 1, 0, None);
+        for (connection, node) in [(1, 2), (2, 3)] {
+            management.on_connected(connection, "127.0.0.1");
+            send(
+                &mut management,
+                connection,
+                Message::AllocateNodeId {
+                    role: NodeRole::Data,
+                    requested: Some(node),
+                    listen_port: 4000,
+                },
+            );
+            let report = DataNodeReport {
+                started: true,
+                ..DataNodeReport::default()
+            };
+            send(
+                &mut management,
+                connection,
+                Message::StatusReport {
+                    report: Box::new(report),
+                },
+            );
+        }
+        management.on_connected(5, "127.0.0.1");
+        let effects = send(
+            &mut management,
+            5,
+            Message::StopRequest {
+                request: 9,
+                node: None,
+                include_management: true,
+                restart: None,
+            },
+        );
+        (management, effects)
+    }
+
+    /// The `Drain` and `Stop` messages among `effects`, by connection.
+    fn drains_and_stops(effects: &Effects<ConnectionId>) -> Vec<(ConnectionId, &'static str)> {
+        effects
+            .sends
+            .iter()
+            .filter(|(_, m)| matches!(m, Message::Drain | Message::Stop))
+            .map(|(to, m)| (*to, m.name()))
+            .collect()
+    }
+
+    /// SHUTDOWN drains the started data nodes first and stops them only
+    /// once every node's last commit epoch lies below every node's
+    /// durable epoch: a start then brings back every commit.
+    #[test]
+    fn a_shutdown_stops_the_data_nodes_once_every_commit_is_durable() {
+        let (mut management, effects) = shutdown_requested();
+        assert_eq!(drains_and_stops(&effects), vec![(1, "Drain"), (2, "Drain")]);
+        let (e5, e9) = (crate::epochs::epoch(3, 5), crate::epochs::epoch(3, 9));
+        let drained = |epoch, durable_epoch| Message::Drained {
+            epoch,
+            durable_epoch,
+        };
+        let effects = send(&mut management, 1, drained(e5, crate::epochs::epoch(3, 0)));
+        assert_eq!(drains_and_stops(&effects), vec![]);
+        // Node 3 committed later; node 2's durable epoch covers only 5.
+        let effects = send(&mut management, 2, drained(e9, crate::epochs::epoch(4, 0)));
+        assert_eq!(drains_and_stops(&effects), vec![]);
+        let effects = send(&mut management, 1, drained(e5, e9));
+        assert_eq!(drains_and_stops(&effects), vec![]);
+        let effects = send(&mut management, 1, drained(e5, crate::epochs::epoch(4, 0)));
+        assert_eq!(drains_and_stops(&effects), vec![(1, "Stop"), (2, "Stop")]);
+        assert!(
+            logs(&effects).contains(
+                &"Cluster shutdown: every commit is durable (through GCI 3); stopping the data nodes"
+            ),
+            "{:?}",
+            logs(&effects)
+        );
+    }
+
+    /// A drain that does not end (a node never answers) stops the nodes
+    /// at `DRAIN_TIMEOUT_MS` and says what a start may not bring back; a
+    /// node that disconnects is not waited for.
+    #[test]
+    fn a_shutdown_whose_drain_does_not_end_stops_at_its_deadline() {
+        let (mut management, _) = shutdown_requested();
+        let mut effects = Effects::default();
+        management.tick(DRAIN_TIMEOUT_MS - 1, &mut effects);
+        assert_eq!(drains_and_stops(&effects), vec![]);
+        management.tick(DRAIN_TIMEOUT_MS, &mut effects);
+        assert_eq!(drains_and_stops(&effects), vec![(1, "Stop"), (2, "Stop")]);
+        assert!(
+            logs(&effects)
+                .iter()
+                .any(|line| line.contains("0 of 2 data node(s) answered")),
+            "{:?}",
+            logs(&effects)
+        );
+
+        let (mut management, _) = shutdown_requested();
+        let mut effects = Effects::default();
+        management.on_disconnected(1, 2, &mut effects);
+        assert_eq!(drains_and_stops(&effects), vec![]);
+        let effects = send(
+            &mut management,
+            1,
+            Message::Drained {
+                epoch: crate::epochs::epoch(2, 1),
+                durable_epoch: crate::epochs::epoch(3, 0),
+            },
+        );
+        assert_eq!(drains_and_stops(&effects), vec![(1, "Stop")]);
     }
 
     /// `N RESTART -n`: the data node is told to restart, the client hears

@@ -319,6 +319,30 @@ pub struct DataNodeComposite {
     /// the survivors have already aborted or finished what it took part in
     /// (at most one entry per configured data node).
     departed: BTreeMap<NodeId, u64>,
+    /// A whole-cluster stop's drain, once the management node asked for
+    /// one (`Message::Drain`).
+    drain: Option<Drain>,
+}
+
+/// How long a drain lets open transactions end by themselves before it
+/// aborts them (270): a whole-cluster stop waits for the work in flight,
+/// but not for a session that holds a transaction open and idle.
+pub const DRAIN_WAIT_MS: u64 = 3_000;
+
+// The management node's wait for a drain covers this one and a global
+// checkpoint after it.
+const _: () = assert!(DRAIN_WAIT_MS * 2 < cluster::management::DRAIN_TIMEOUT_MS);
+
+/// A drain (`DataNodeComposite::begin_drain`).
+#[derive(Debug, Clone, Copy)]
+struct Drain {
+    /// Transactions still undecided then are aborted.
+    close_at_ms: u64,
+    /// Once the coordinator closed (no commit is decided any more): the
+    /// epoch it was in, which every commit it decided lies at or below.
+    closed_in: Option<u64>,
+    /// The durable epoch last told to the management node.
+    reported: Option<u64>,
 }
 
 impl DataNodeComposite {
@@ -377,6 +401,7 @@ impl DataNodeComposite {
             unhandled: None,
             steps: Vec::new(),
             departed: BTreeMap::new(),
+            drain: None,
         }
     }
 
@@ -746,6 +771,19 @@ impl DataNodeComposite {
 
     /// A message read from a link.
     pub fn on_message(&mut self, now_ms: u64, link: LinkId, message: Message, output: &mut Output) {
+        self.on_link_message(now_ms, link, message, output);
+        if self.drain.is_some() {
+            self.step_drain(now_ms, output);
+        }
+    }
+
+    fn on_link_message(
+        &mut self,
+        now_ms: u64,
+        link: LinkId,
+        message: Message,
+        output: &mut Output,
+    ) {
         if self.awaiting_restart {
             return;
         }
@@ -1071,6 +1109,7 @@ impl DataNodeComposite {
                 }
             }
             Message::Hello { .. } | Message::HelloProof { .. } => {}
+            Message::Drain => self.begin_drain(now_ms, output),
             other => {
                 let management_node = self.settings.management_node;
                 self.deliver(now_ms, management_node, 0, other, output);
@@ -1200,6 +1239,70 @@ impl DataNodeComposite {
         }
         self.drive_management(now_ms, output);
         self.step_disk(output);
+        if self.drain.is_some() {
+            self.step_drain(now_ms, output);
+        }
+    }
+
+    // ---- a whole-cluster stop ----
+
+    /// The management node stops the whole cluster (NDB's graceful system
+    /// shutdown): no new transactions from now on, the epochs hurry to a
+    /// global checkpoint, and `step_drain` answers once nothing more can
+    /// commit here, then again each time the durable epoch moves, so the
+    /// management node stops the nodes once every commit is on disk.
+    fn begin_drain(&mut self, now_ms: u64, output: &mut Output) {
+        if let Some(drain) = self.drain.as_mut() {
+            // Asked again (a management node that restarted): answer again.
+            drain.reported = None;
+        } else {
+            self.coordinator.drain();
+            self.epochs.hurry();
+            self.drain = Some(Drain {
+                close_at_ms: now_ms + DRAIN_WAIT_MS,
+                closed_in: None,
+                reported: None,
+            });
+            output.logs.push(format!(
+                "the cluster is shutting down: no new transactions; open ones have \
+                 {DRAIN_WAIT_MS} ms to end"
+            ));
+        }
+        self.step_drain(now_ms, output);
+    }
+
+    fn step_drain(&mut self, now_ms: u64, output: &mut Output) {
+        let Some(drain) = self.drain else {
+            return;
+        };
+        if drain.closed_in.is_none() {
+            let undecided = self.coordinator.has_undecided_transactions();
+            if undecided && now_ms < drain.close_at_ms {
+                return;
+            }
+            if undecided {
+                output.logs.push(format!(
+                    "transactions still open after {DRAIN_WAIT_MS} ms are aborted (270): \
+                     the cluster is shutting down"
+                ));
+            }
+            self.run_transaction_blocks(now_ms, output, |node, out| node.coordinator.close(out));
+            // The epochs go on (the president hurries them to a global
+            // checkpoint), but no commit is decided here any more.
+            let closed_in = self.epochs.current();
+            self.drain.as_mut().expect("checked above").closed_in = Some(closed_in);
+        }
+        let durable = self.epochs.durable_below();
+        let drain = self.drain.as_mut().expect("checked above");
+        let epoch = drain.closed_in.expect("closed above");
+        if drain.reported == Some(durable) {
+            return;
+        }
+        drain.reported = Some(durable);
+        output.to_management.push(Message::Drained {
+            epoch,
+            durable_epoch: durable,
+        });
     }
 
     /// Logs transactions that wait for the cluster longer than
@@ -1825,6 +1928,17 @@ impl DataNodeComposite {
         output.logs.extend(self.query_handler.take_log());
         self.awaiting_restart = false;
         self.copy_reported = false;
+        if let Some(drain) = self.drain.as_mut() {
+            // The cluster is still shutting down: the new incarnation takes
+            // no transactions either, and says so again.
+            self.coordinator.drain();
+            self.epochs.hurry();
+            *drain = Drain {
+                close_at_ms: now_ms,
+                closed_in: None,
+                reported: None,
+            };
+        }
         self.marks.restarts += 1;
         output
             .logs

@@ -151,6 +151,20 @@ pub enum Message {
     },
     /// From the management node to a data node: shut down cleanly.
     Stop,
+    /// From the management node to every started data node before a
+    /// whole-cluster stop (NDB's graceful system shutdown): take no new
+    /// transactions (NDB 270), let those open finish (aborting what is
+    /// left after a bound), then answer `Drained` and keep answering as
+    /// the durable epoch moves, so the management node stops the cluster
+    /// once everything committed is on disk everywhere.
+    Drain,
+    /// From a draining data node: it decides no more commits, and each
+    /// it decided lies below `epoch` + 1 (its last commit epoch);
+    /// `durable_epoch` is its `Durability::durable_epoch` now.
+    Drained {
+        epoch: u64,
+        durable_epoch: u64,
+    },
     /// A node says goodbye before closing its connections.
     Leaving,
     /// From the management node to a data node: leave the cluster as for
@@ -348,6 +362,8 @@ const KIND_FORGET_MARKERS: u8 = 67;
 const KIND_TAKEOVER_DONE: u8 = 68;
 const KIND_EPOCH: u8 = 69;
 const KIND_NODE_COPIED: u8 = 33;
+const KIND_DRAIN: u8 = 34;
+const KIND_DRAINED: u8 = 35;
 
 impl Message {
     /// A short name for logs and counters.
@@ -380,6 +396,8 @@ impl Message {
             Message::StopRequest { .. } => "StopRequest",
             Message::StopReply { .. } => "StopReply",
             Message::Stop => "Stop",
+            Message::Drain => "Drain",
+            Message::Drained { .. } => "Drained",
             Message::Leaving => "Leaving",
             Message::Restart(_) => "Restart",
             Message::WaitingForStart { .. } => "WaitingForStart",
@@ -683,6 +701,15 @@ impl Message {
                 }
             }
             Message::Stop => w.u8(KIND_STOP),
+            Message::Drain => w.u8(KIND_DRAIN),
+            Message::Drained {
+                epoch,
+                durable_epoch,
+            } => {
+                w.u8(KIND_DRAINED);
+                w.u64(*epoch);
+                w.u64(*durable_epoch);
+            }
             Message::Leaving => w.u8(KIND_LEAVING),
             Message::Restart(restart) => {
                 w.u8(KIND_RESTART);
@@ -1045,6 +1072,11 @@ impl Message {
                 Message::StopReply { request, result }
             }
             KIND_STOP => Message::Stop,
+            KIND_DRAIN => Message::Drain,
+            KIND_DRAINED => Message::Drained {
+                epoch: r.u64("epoch")?,
+                durable_epoch: r.u64("durable_epoch")?,
+            },
             KIND_LEAVING => Message::Leaving,
             KIND_RESTART => Message::Restart(get_restart(&mut r)?),
             KIND_WAITING_FOR_START => Message::WaitingForStart {

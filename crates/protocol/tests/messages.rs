@@ -381,6 +381,11 @@ fn cluster_message() -> impl Strategy<Value = Message> {
         )
             .prop_map(|(request, result)| Message::StopReply { request, result }),
         Just(Message::Stop),
+        Just(Message::Drain),
+        (any::<u64>(), any::<u64>()).prop_map(|(epoch, durable_epoch)| Message::Drained {
+            epoch,
+            durable_epoch
+        }),
         Just(Message::Leaving),
     ]
 }
@@ -893,7 +898,7 @@ fn the_heartbeat_layout_is_pinned() {
         &mut bytes,
     );
     assert_eq!(&bytes[0..4], b"SHOL");
-    assert_eq!(&bytes[4..8], &[6, 0, 1, 0]);
+    assert_eq!(&bytes[4..8], &[7, 0, 1, 0]);
     assert_eq!(&bytes[8..12], &[46, 0, 0, 0]);
     assert_eq!(
         &bytes[16..],

@@ -82,6 +82,10 @@ pub enum ErrorCode {
     /// This data node is not (yet) a member of the cluster: it takes no
     /// transactions until it is (NDB's 4035, a temporary error).
     NotMember,
+    /// The cluster is shutting down: the node takes no new transactions,
+    /// and one still open when the shutdown's wait ends is aborted (NDB's
+    /// 270, a temporary error: retry once the cluster is back).
+    NodeShutdown,
     /// A request reached a replica whose view of the cluster does not yet
     /// place the fragment there (NDB's 1204, a temporary error).
     DistributionChanged,
@@ -120,6 +124,7 @@ impl ErrorCode {
             TooManyCoordinatorOperations => 233,
             NodeFailure => 4010,
             NotMember => 4035,
+            NodeShutdown => 270,
             DistributionChanged => 1204,
             RedoLogFull => 410,
             RedoBufferFull => 1234,
@@ -183,6 +188,7 @@ impl ErrorCode {
             | TooManyCoordinatorOperations
             | NodeFailure
             | NotMember
+            | NodeShutdown
             | DistributionChanged
             | RedoLogFull
             | RedoBufferFull => 1297,
@@ -206,6 +212,7 @@ impl ErrorCode {
                 | ErrorCode::TooManyCoordinatorOperations
                 | ErrorCode::NodeFailure
                 | ErrorCode::NotMember
+                | ErrorCode::NodeShutdown
                 | ErrorCode::DistributionChanged
                 | ErrorCode::TooManyScans
                 | ErrorCode::RedoLogFull
@@ -273,6 +280,9 @@ impl ErrorCode {
             NodeFailure => "Node failure caused abort of transaction; try it again",
             NotMember => {
                 "Cluster temporary unavailable: this data node is not a member of the cluster yet; try it again"
+            }
+            NodeShutdown => {
+                "Transaction aborted due to node shutdown; try it again once the cluster is back"
             }
             DistributionChanged => "Temporary failure, distribution changed; try it again",
             RedoLogFull => {

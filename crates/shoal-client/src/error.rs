@@ -119,9 +119,10 @@ pub fn classify(ndb_code: u16) -> ErrorClass {
         // request to a non-president, send buffers, redo overload, a data
         // node whose connection slots are taken, a data node not yet a
         // member, a distribution that changed under a request, a node id
-        // still held by an old connection being checked (5020).
+        // still held by an old connection being checked (5020), a cluster
+        // shutting down (270).
         266 | 233 | 1217 | 488 | 4006 | NODE_FAILURE | CLUSTER_FAILURE | 702 | 711 | 1218
-        | 1220 | 410 | 1234 | 5019 | 5020 | 4035 | 1204 => ErrorClass::Temporary,
+        | 1220 | 410 | 1234 | 5019 | 5020 | 4035 | 270 | 1204 => ErrorClass::Temporary,
         RECEIVE_FAILED | REQUEST_TIMEOUT_CODE => ErrorClass::UnknownResult,
         _ => ErrorClass::Permanent,
     }
@@ -151,5 +152,30 @@ mod tests {
         assert!(!schema::ErrorCode::TableFull.is_temporary());
         assert_eq!(schema::ErrorCode::TableFull.ndb_code(), Some(827));
         assert_eq!(schema::ErrorCode::TableFull.mysql_code(), 1114);
+    }
+
+    /// The engine's temporary errors are temporary to a client too: a
+    /// retry loop that takes 270 (a cluster shutting down) or 410 as
+    /// permanent gives up on work that would succeed.
+    #[test]
+    fn the_engines_temporary_errors_are_temporary_to_clients() {
+        use schema::ErrorCode::*;
+        for code in [
+            LockWaitTimeout,
+            TooManyOperations,
+            TooManyTransactions,
+            TooManyCoordinatorOperations,
+            NodeFailure,
+            NotMember,
+            NodeShutdown,
+            DistributionChanged,
+            TooManyScans,
+            RedoLogFull,
+            RedoBufferFull,
+        ] {
+            assert!(code.is_temporary(), "{code:?}");
+            let ndb_code = code.ndb_code().expect("a temporary error has an NDB code");
+            assert_eq!(classify(ndb_code), ErrorClass::Temporary, "{code:?}");
+        }
     }
 }

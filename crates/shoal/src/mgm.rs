@@ -34,8 +34,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const STATUS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long `STOP` and `SHUTDOWN` wait: the management node answers once
-/// the nodes have disconnected, or after its own 30 s limit.
-const STOP_TIMEOUT: Duration = Duration::from_secs(35);
+/// the nodes have disconnected, or after its own 30 s limit (for
+/// `SHUTDOWN` and `ALL STOP`, after a drain of at most 10 s).
+const STOP_TIMEOUT: Duration = Duration::from_secs(45);
 
 /// The prompt of the interactive shell.
 const PROMPT: &str = "shoal> ";

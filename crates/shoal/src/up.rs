@@ -71,8 +71,9 @@ const STATUS_TIMEOUT: Duration = Duration::from_secs(1);
 const SUPERVISE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// How long a clean stop may take before the remaining children are
-/// killed.
-const STOP_TIMEOUT: Duration = Duration::from_secs(15);
+/// killed: the management node's drain (at most 10 s, to make the last
+/// commits durable) and the nodes' exits.
+const STOP_TIMEOUT: Duration = Duration::from_secs(25);
 
 /// The pause before a dead node is started again, so a node that
 /// fails at once does not spin.

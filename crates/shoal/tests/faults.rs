@@ -91,6 +91,8 @@ const DEFAULT_ROUNDS_FOUR_NODES: usize = 20;
 const DEFAULT_ROUNDS_AT_ONCE: usize = 10;
 /// Whole-cluster kills (each a system restart from disk).
 const DEFAULT_ROUNDS_KILL_ALL: usize = 3;
+/// Graceful whole-cluster stops and starts (`SHOAL_FAULT_ROUNDS` sets it).
+const DEFAULT_ROUNDS_SHUTDOWN: usize = 2;
 
 /// A small xorshift generator: the test's choices replay from its seed.
 struct Random(u64);
@@ -264,6 +266,28 @@ impl FaultCluster {
 
     fn kill(&mut self, name: &str) {
         self.processes.kill(name);
+    }
+
+    /// Starts the management node and every data node (a system restart
+    /// from their disks) and waits until every data node is started.
+    fn start_all(&mut self, client: &Cluster) {
+        self.start_management();
+        for node in self.data_nodes.clone() {
+            self.start_data_node(node);
+        }
+        for node in self.data_nodes.clone() {
+            self.wait_started(client, node, RESTART_TIMEOUT);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    /// Waits up to `timeout` for the process started as `name` to exit by
+    /// itself, then reaps it; its exit status, or `None` if it had to be
+    /// killed.
+    fn wait_exit(&mut self, name: &str, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let status = eventually(timeout, || self.processes.try_wait(name));
+        self.processes.kill(name);
+        status
     }
 
     /// Stops data node `node` with SIGSTOP: its sockets stay open, only its
@@ -937,6 +961,15 @@ impl Bank {
         changed
     }
 
+    /// After a whole-cluster outage: calls cut off by it waited for their
+    /// deadline, as they must when every node is down. Their outcomes
+    /// stay as they are.
+    fn forgive_outage(&self) {
+        let mut journal = self.journal();
+        journal.late_calls.clear();
+        journal.timed_out_calls.clear();
+    }
+
     fn committed(&self) -> usize {
         self.journal()
             .transfers
@@ -1499,14 +1532,7 @@ fn whole_cluster_kill_rounds(name: &str, data_nodes: u8, rounds: usize) {
                 cluster.kill(&node.to_string());
             }
             eprintln!("round {round}: killed every process");
-            cluster.start_management();
-            for node in cluster.data_nodes.clone() {
-                cluster.start_data_node(node);
-            }
-            for node in cluster.data_nodes.clone() {
-                cluster.wait_started(&client, node, RESTART_TIMEOUT);
-            }
-            std::thread::sleep(Duration::from_millis(500));
+            cluster.start_all(&client);
         });
         let lost = bank.keep_only(&noted);
         eprintln!("round {round}: {committed} committed; {lost} after the note taken as unknown");
@@ -1516,6 +1542,73 @@ fn whole_cluster_kill_rounds(name: &str, data_nodes: u8, rounds: usize) {
             &format!("round {round} (every process killed)"),
         );
     }
+}
+
+/// Graceful stop rounds: under load, after a random while, SHUTDOWN
+/// through the management node (what `shoal up` does on Ctrl-C); every
+/// process must exit by itself, and is started again. A graceful stop
+/// keeps everything: every transfer committed before or during the
+/// shutdown is there after the start, nothing aborted is, and the
+/// balances agree with the ledger on every node. Calls cut off by the
+/// outage are forgiven (every node was down), not their outcomes.
+fn graceful_stop_rounds(name: &str, data_nodes: u8, rounds: usize) {
+    let _serial = serial();
+    let mut random = Random::from_environment(name);
+    let mut cluster = FaultCluster::start(name, data_nodes);
+    let client = connect(&cluster);
+    create_bank(&client);
+    let bank = Bank::new(&client);
+    bank.check(&client, &cluster, "before any fault");
+    for round in 1..=rounds {
+        let before_stop = random.millis(300, 2_000);
+        let seed = random.next();
+        let committed = bank.under_load(&client, seed, || {
+            std::thread::sleep(before_stop);
+            let before = bank.committed();
+            let started = Instant::now();
+            let (ok, text) = support::mgm(&cluster.connectstring, "SHUTDOWN");
+            assert!(ok, "SHUTDOWN failed: {text}\n{}", cluster.logs());
+            eprintln!(
+                "round {round}: SHUTDOWN after {before} commits took {:?}: {}",
+                started.elapsed(),
+                text.trim()
+            );
+            let mut names = vec!["mgmd".to_string()];
+            names.extend(cluster.data_nodes.iter().map(u8::to_string));
+            for name in names {
+                let status = cluster.wait_exit(&name, Duration::from_secs(30));
+                assert!(
+                    status.is_some_and(|s| s.success()),
+                    "{name} did not exit cleanly after SHUTDOWN: {status:?}\n{}",
+                    cluster.logs()
+                );
+            }
+            cluster.start_all(&client);
+        });
+        bank.forgive_outage();
+        eprintln!("round {round}: {committed} committed");
+        bank.check(
+            &client,
+            &cluster,
+            &format!("round {round} (SHUTDOWN and start)"),
+        );
+    }
+    // Each shutdown waited for its commits to be durable (the management
+    // node's log of each start says so).
+    for start in 1..=rounds {
+        let log = cluster.dir.join(format!("mgmd.{start}.log"));
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(
+            text.contains("Cluster shutdown: every commit is durable"),
+            "{}: the shutdown did not wait for every commit to be durable:\n{text}",
+            log.display()
+        );
+    }
+}
+
+#[test]
+fn bank_keeps_every_commit_through_a_graceful_shutdown_and_start() {
+    graceful_stop_rounds("faults-shutdown", 2, rounds(DEFAULT_ROUNDS_SHUTDOWN));
 }
 
 #[test]

@@ -373,6 +373,19 @@ pub struct Coordinator {
     /// False while membership has no agreement past ArbitrationTimeout
     /// (`set_serving`): new transactions are refused with 4035.
     serving: bool,
+    /// A whole-cluster stop is draining this node (`drain`): new
+    /// transactions are refused with 270.
+    draining: bool,
+    /// The drain is over (`close`): every transaction that had not yet
+    /// committed was aborted, and no commit is decided any more.
+    closed: bool,
+}
+
+/// A transaction that may still decide a commit (`has_undecided_transactions`).
+fn undecided(transaction: &Transaction) -> bool {
+    matches!(transaction.stage, Stage::Open | Stage::Executing)
+        && transaction.epoch == 0
+        && transaction.takeover_of.is_none()
 }
 
 impl Coordinator {
@@ -402,6 +415,50 @@ impl Coordinator {
             counters: CoordinatorCounters::default(),
             now_ms: 0,
             serving: true,
+            draining: false,
+            closed: false,
+        }
+    }
+
+    /// A whole-cluster stop begins (NDB's graceful shutdown): new
+    /// transactions are refused with 270 (temporary); open ones go on
+    /// until they end or `close`.
+    pub fn drain(&mut self) {
+        self.draining = true;
+    }
+
+    /// Whether a transaction of this coordinator may still decide a
+    /// commit: one open, executing, or waiting for an epoch to commit
+    /// in. Taken-over transactions keep the epochs their replicas hold.
+    pub fn has_undecided_transactions(&self) -> bool {
+        self.transactions.values().any(undecided)
+    }
+
+    /// Ends a drain: every transaction that has not decided its commit is
+    /// aborted with 270, and from now on none is (those committing finish
+    /// in the epochs they have). So every commit this coordinator ever
+    /// decides is decided already.
+    pub fn close(&mut self, out: &mut Vec<(NodeId, Message)>) {
+        assert!(self.draining, "close without a drain");
+        self.closed = true;
+        let mut undecided: Vec<u64> = self
+            .transactions
+            .iter()
+            .filter(|(_, transaction)| undecided(transaction))
+            .map(|(id, _)| *id)
+            .collect();
+        undecided.sort_unstable();
+        for id in undecided {
+            let transaction = &self.transactions[&id];
+            let error = reply(
+                ErrorCode::NodeShutdown,
+                format!(
+                    "transaction {} of API node {} was still open when the cluster shut \
+                     down, and was aborted",
+                    transaction.client, transaction.api
+                ),
+            );
+            self.abort(id, Some(error), out);
         }
     }
 
@@ -1049,6 +1106,15 @@ impl Coordinator {
                 ),
             ));
         }
+        if self.draining {
+            return Err(reply(
+                ErrorCode::NodeShutdown,
+                format!(
+                    "data node {} takes no new transactions: the cluster is shutting down",
+                    self.node
+                ),
+            ));
+        }
         if !self.serving {
             return Err(reply(
                 ErrorCode::NotMember,
@@ -1612,6 +1678,11 @@ impl Coordinator {
     fn send_commits(&mut self, id: u64, out: &mut Vec<(NodeId, Message)>) {
         let transaction = self.transactions.get_mut(&id).expect("present");
         if transaction.epoch == 0 {
+            // `close` aborted every own transaction that could get here.
+            assert!(
+                !self.closed || transaction.takeover_of.is_some(),
+                "transaction {id} decided to commit after close"
+            );
             let Some(epoch) = self.commit_epoch else {
                 self.awaiting_epoch.push(id);
                 return;

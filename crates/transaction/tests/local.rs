@@ -1230,6 +1230,60 @@ fn an_idle_transaction_is_aborted_after_the_inactive_timeout() {
     assert_eq!(cluster.committed_rows(2), vec![(i64::from(a), Some(9))]);
 }
 
+/// A whole-cluster stop drains a coordinator: a new transaction is
+/// refused with 270 (temporary) while an open one goes on and commits;
+/// `close` aborts what is still open with 270, leaving no lock or row
+/// behind, and after it the coordinator decides no commit.
+#[test]
+fn a_drained_coordinator_refuses_new_transactions_and_close_aborts_the_open_ones() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let (a, b, c) = (
+        cluster.key_in(0, 0),
+        cluster.key_in(1, 0),
+        cluster.key_in(0, 1),
+    );
+    let open = cluster.execute(1, 1, ExecuteEnd::NoCommit, vec![insert(a, 1)]);
+    assert_eq!(open.state, TransactionState::Open, "{open:?}");
+    let idle = cluster.execute(1, 2, ExecuteEnd::NoCommit, vec![insert(b, 2)]);
+    assert_eq!(idle.state, TransactionState::Open, "{idle:?}");
+    let coordinator = &mut cluster.nodes.get_mut(&1).expect("node").coordinator;
+    coordinator.drain();
+    assert!(coordinator.has_undecided_transactions());
+    let refused = cluster.execute(1, 3, ExecuteEnd::Commit, vec![insert(c, 3)]);
+    assert_eq!(refused.state, TransactionState::Aborted, "{refused:?}");
+    assert_eq!(refused.error.as_ref().map(|e| e.ndb_code), Some(270));
+    // The open transaction goes on to its commit.
+    let committed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![]);
+    assert_eq!(
+        committed.state,
+        TransactionState::Committed,
+        "{committed:?}"
+    );
+    cluster.quiesce();
+    let coordinator = &mut cluster.nodes.get_mut(&1).expect("node").coordinator;
+    assert!(
+        coordinator.has_undecided_transactions(),
+        "transaction 2 is open"
+    );
+    let mut out = Vec::new();
+    coordinator.close(&mut out);
+    cluster.send(1, out);
+    let Message::Executed(aborted) = cluster.until_answer() else {
+        panic!("expected Executed");
+    };
+    assert_eq!(aborted.transaction, 2);
+    assert_eq!(aborted.state, TransactionState::Aborted);
+    assert_eq!(aborted.error.as_ref().map(|e| e.ndb_code), Some(270));
+    cluster.open.remove(&(1, 2));
+    cluster.quiesce();
+    let coordinator = &cluster.nodes[&1].coordinator;
+    assert!(!coordinator.has_undecided_transactions());
+    cluster.assert_idle();
+    for node in [1, 2] {
+        assert_eq!(cluster.committed_rows(node), vec![(i64::from(a), Some(1))]);
+    }
+}
+
 /// A scan whose fragment has not answered yet (its replica is cut off,
 /// say) is the cluster's wait, not the API's: the inactivity timer leaves
 /// the transaction alone. Once the rows are back and the API does not ask

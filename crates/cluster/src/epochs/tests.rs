@@ -72,6 +72,10 @@ impl World {
             epoch_interval_ms: 20,
             checkpoint_interval_ms: 150,
         };
+        World::with_config(seed, count, config)
+    }
+
+    fn with_config(seed: u64, count: u8, config: EpochConfig) -> World {
         let nodes: BTreeMap<_, _> = (1..=count).map(|n| (n, Epochs::new(config))).collect();
         let alive: BTreeSet<NodeId> = nodes.keys().copied().collect();
         let mut world = World {
@@ -147,8 +151,10 @@ impl World {
     }
 
     fn run(&mut self, until_ms: u64) {
-        while let Some(Reverse((at, _, event))) = self.queue.pop() {
+        while let Some(Reverse((at, sequence, event))) = self.queue.pop() {
             if at > until_ms {
+                // Not yet: it stays for the next run.
+                self.queue.push(Reverse((at, sequence, event)));
                 break;
             }
             self.now_ms = at;
@@ -489,4 +495,40 @@ fn a_raised_floor_starts_the_epochs_above_it() {
             }
         )]
     );
+}
+
+/// A whole-cluster stop hurries the epochs: every round then begins a
+/// global checkpoint, so the epoch commits were decided in at that moment
+/// is durable within a few rounds, not after `TimeBetweenGlobalCheckpoints`.
+#[test]
+fn hurried_epochs_make_the_current_epoch_durable_within_a_few_rounds() {
+    let config = EpochConfig {
+        epoch_interval_ms: 20,
+        checkpoint_interval_ms: 60_000,
+    };
+    for seed in 0..50u64 {
+        let mut world = World::with_config(seed, 2 + (seed % 3) as u8, config);
+        world.run(1_000);
+        let current = world
+            .nodes
+            .values()
+            .map(Epochs::current)
+            .max()
+            .expect("nodes");
+        // Unhurried, the next global checkpoint is a minute away.
+        assert!(
+            world.durable_seen <= current,
+            "seed {seed}: {} durable before the hurry, current {current}",
+            world.durable_seen
+        );
+        for epochs in world.nodes.values_mut() {
+            epochs.hurry();
+        }
+        world.run(1_250);
+        assert!(
+            world.durable_seen > current,
+            "seed {seed}: epoch {current} not durable 250 ms after the hurry (durable below {})",
+            world.durable_seen
+        );
+    }
 }

@@ -248,7 +248,10 @@ impl Processes {
             .position(|(n, _)| n == name)
             .expect("a started process");
         let (_, mut child) = self.children.remove(index);
-        assert!(signal(child.id(), rustix::process::Signal::KILL));
+        // One that exited and was reaped (`try_wait`) has no pid to signal.
+        if child.try_wait().ok().flatten().is_none() {
+            assert!(signal(child.id(), rustix::process::Signal::KILL));
+        }
         let _ = child.wait();
     }
 }
