@@ -22,15 +22,16 @@
 //! Writes (NDB's writeTuple: insert or overwrite) rather than updates, so a
 //! restarted replica that does not hold a row yet still takes the load.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use schema::distribution::TableOptions;
 use schema::{AttrInfoWriter, ColumnDef, ColumnType, TableDef};
-use shoal_client::{Cluster, ClusterState, ExecuteEnd, Hint, OperationKind, TableRoute, Value};
+use shoal_client::{Cluster, ExecuteEnd, Hint, OperationKind, TableRoute, Value};
+
+use crate::own_cluster::{OwnCluster, send_signal, wait};
 
 /// What `shoal bench failover` was asked for.
 #[derive(Debug, Clone)]
@@ -84,253 +85,18 @@ const TABLE: &str = "bench_failover";
 const PROBE_THREADS: usize = 4;
 /// Threads sharing the write load.
 const LOAD_THREADS: usize = 4;
-/// Every wait of the benchmark is bounded by this.
-const WAIT_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long one client call may wait for the cluster.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// The load's latency with every node up is measured over this long.
 const IDLE_LOAD: Duration = Duration::from_secs(2);
 
-/// The cluster's processes; every one is killed when dropped, and the
-/// directory removed unless a failure keeps it for its logs.
-struct OwnCluster {
-    executable: PathBuf,
-    directory: PathBuf,
-    keep: bool,
-    connectstring: String,
-    management: Option<Child>,
-    data_nodes: Vec<(u8, Child)>,
-    stopped: Vec<u8>,
-    starts: u32,
-}
-
-impl OwnCluster {
-    fn start(
-        executable: &Path,
-        rows: u32,
-        row_bytes: u16,
-        copy: (Option<u64>, Option<u32>),
-    ) -> Result<OwnCluster, String> {
-        let directory =
-            std::env::temp_dir().join(format!("shoal-bench-failover-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&directory);
-        std::fs::create_dir_all(&directory).map_err(|e| e.to_string())?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .map_err(|e| format!("no free port: {e}"))?;
-        // Each data node holds every row (one node group, two replicas):
-        // room for the rows with their overhead, twice, and a floor.
-        let row_footprint = u64::from(row_bytes) + 64;
-        let data_memory = (u64::from(rows) * row_footprint * 2).max(64 << 20);
-        let text = config::sandbox_config_text(
-            directory
-                .to_str()
-                .ok_or("the temporary directory is not UTF-8")?,
-            2,
-            2,
-            port,
-            data_memory,
-        );
-        let mut settings = String::new();
-        if let Some(rate) = copy.0 {
-            settings.push_str(&format!("NodeRecoveryCopyRowsPerSecond={rate}\n"));
-        }
-        if let Some(rows) = copy.1 {
-            settings.push_str(&format!("NodeRecoveryCopyBatchRows={rows}\n"));
-        }
-        let text = text.replacen(
-            "[ndbd default]\n",
-            &format!("[ndbd default]\n{settings}"),
-            1,
-        );
-        let config_file = directory.join("config.ini");
-        std::fs::write(&config_file, text).map_err(|e| e.to_string())?;
-        let mut cluster = OwnCluster {
-            executable: executable.to_path_buf(),
-            directory,
-            keep: false,
-            connectstring: format!("127.0.0.1:{port}"),
-            management: None,
-            data_nodes: Vec::new(),
-            stopped: Vec::new(),
-            starts: 0,
-        };
-        let config_arg = config_file.display().to_string();
-        cluster.management = Some(cluster.spawn(
-            &[
-                "mgmd",
-                "--config-file",
-                &config_arg,
-                "--port",
-                &port.to_string(),
-            ],
-            "mgmd.log",
-        )?);
-        std::thread::sleep(Duration::from_millis(300));
-        for node in [2, 3] {
-            cluster.start_data_node(node)?;
-        }
-        Ok(cluster)
-    }
-
-    fn spawn(&self, args: &[&str], log: &str) -> Result<Child, String> {
-        let file = std::fs::File::create(self.directory.join(log)).map_err(|e| e.to_string())?;
-        Command::new(&self.executable)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(file)
-            .spawn()
-            .map_err(|e| {
-                format!(
-                    "cannot start `{} {}`: {e}",
-                    self.executable.display(),
-                    args[0]
-                )
-            })
-    }
-
-    /// Starts data node `node` (again), as `shoal up` does: without an
-    /// angel, so SIGKILL and SIGSTOP reach the node itself.
-    fn start_data_node(&mut self, node: u8) -> Result<(), String> {
-        self.starts += 1;
-        let node_text = node.to_string();
-        let args = [
-            "datad",
-            "-c",
-            &self.connectstring,
-            "--ndb-nodeid",
-            &node_text,
-            "--no-angel",
-        ];
-        let child = self.spawn(&args, &format!("datad-{node}.{}.log", self.starts))?;
-        self.data_nodes.push((node, child));
-        Ok(())
-    }
-
-    fn data_node_pid(&self, node: u8) -> Result<u32, String> {
-        self.data_nodes
-            .iter()
-            .find(|(n, _)| *n == node)
-            .map(|(_, child)| child.id())
-            .ok_or_else(|| format!("data node {node} is not running"))
-    }
-
-    fn kill(&mut self, node: u8) -> Result<(), String> {
-        let index = self
-            .data_nodes
-            .iter()
-            .position(|(n, _)| *n == node)
-            .ok_or_else(|| format!("data node {node} is not running"))?;
-        let (_, mut child) = self.data_nodes.remove(index);
-        child
-            .kill()
-            .map_err(|e| format!("SIGKILL to node {node}: {e}"))?;
-        let _ = child.wait();
-        Ok(())
-    }
-
-    fn signal(&mut self, node: u8, signal: rustix::process::Signal) -> Result<(), String> {
-        send_signal(self.data_node_pid(node)?, signal)?;
-        if signal == rustix::process::Signal::STOP {
-            self.stopped.push(node);
-        } else if signal == rustix::process::Signal::CONT {
-            self.stopped.retain(|n| *n != node);
-        }
-        Ok(())
-    }
-
-    /// The members of the cluster state, as a running, unstopped data node
-    /// sees them.
-    fn members(&self, client: &Cluster) -> Vec<u8> {
-        self.state(client)
-            .map(|state| state.members.iter().map(|m| m.node).collect())
-            .unwrap_or_default()
-    }
-
-    /// The cluster state as a running, unstopped data node sees it.
-    fn state(&self, client: &Cluster) -> Option<ClusterState> {
-        self.data_nodes
-            .iter()
-            .filter(|(node, _)| !self.stopped.contains(node))
-            .find_map(|(node, _)| client.cluster_state(*node).ok())
-    }
-
-    fn wait_removed(&self, client: &Cluster, node: u8) -> Result<Duration, String> {
-        let started = Instant::now();
-        wait(&format!("node {node} to be removed"), || {
-            let members = self.members(client);
-            !members.is_empty() && !members.contains(&node)
-        })?;
-        Ok(started.elapsed())
-    }
-
-    /// Waits until `node` is started and a member. (Whether `client` is
-    /// connected to it says nothing: the client dials a data node again
-    /// only when it next sends it something.)
-    fn wait_started(&self, client: &Cluster, node: u8) -> Result<(), String> {
-        // Asked of a data node through the client's connection, not with
-        // `shoal mgm -e STATUS`: a process started every poll took enough
-        // of this machine's CPU to show as write latency during the
-        // restart, every 20 ms.
-        wait(&format!("node {node} to be started"), || {
-            self.state(client).is_some_and(|state| {
-                state.members.iter().any(|m| m.node == node)
-                    && !state.starting.iter().any(|m| m.node == node)
-            })
-        })
-    }
-
-    /// Keeps the cluster's directory and says where it is, after `error`.
-    fn keep_logs(&mut self, error: String) -> String {
-        self.keep = true;
-        format!(
-            "{error} (the cluster's logs are kept in {})",
-            self.directory.display()
-        )
-    }
-}
-
-impl Drop for OwnCluster {
-    fn drop(&mut self) {
-        for node in self.stopped.clone() {
-            let _ = self.signal(node, rustix::process::Signal::CONT);
-        }
-        let management = self.management.iter_mut();
-        for child in self.data_nodes.iter_mut().map(|(_, c)| c).chain(management) {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.directory);
-        }
-    }
-}
-
-fn send_signal(pid: u32, signal: rustix::process::Signal) -> Result<(), String> {
-    let process = rustix::process::Pid::from_raw(pid as i32).ok_or("a pid of 0")?;
-    rustix::process::kill_process(process, signal).map_err(|e| format!("{signal:?} to {pid}: {e}"))
-}
-
-/// Polls `ready` every 20 ms for at most `WAIT_TIMEOUT`.
-fn wait(what: &str, mut ready: impl FnMut() -> bool) -> Result<(), String> {
-    let deadline = Instant::now() + WAIT_TIMEOUT;
-    while Instant::now() < deadline {
-        if ready() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Err(format!("gave up waiting for {what} after {WAIT_TIMEOUT:?}"))
-}
-
-fn key(id: u32) -> Vec<u8> {
+pub(crate) fn key(id: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(8);
     AttrInfoWriter::new(&mut out).push(0, Some(&id.to_le_bytes()));
     out
 }
 
-fn row(id: u32, row_bytes: u16, fill: u8) -> Vec<u8> {
+pub(crate) fn row(id: u32, row_bytes: u16, fill: u8) -> Vec<u8> {
     let mut out = Vec::with_capacity(usize::from(row_bytes) + 16);
     let mut writer = AttrInfoWriter::new(&mut out);
     writer.push(0, Some(&id.to_le_bytes()));
@@ -368,16 +134,20 @@ fn write_row(
         .map_err(|e| e.to_string())
 }
 
-fn prepare(cluster: &Cluster, options: &FailoverOptions) -> Result<Arc<TableRoute>, String> {
+/// Creates table `name`: `(id INT UNSIGNED PRIMARY KEY, payload
+/// VARBINARY(row_bytes) NOT NULL)`.
+pub(crate) fn create_table(
+    cluster: &Cluster,
+    name: &str,
+    row_bytes: u16,
+) -> Result<Arc<TableRoute>, String> {
     let definition = TableDef::new(
-        TABLE,
+        name,
         vec![
             ColumnDef::new("id", ColumnType::Int { unsigned: true }, false),
             ColumnDef::new(
                 "payload",
-                ColumnType::Varbinary {
-                    length: options.row_bytes,
-                },
+                ColumnType::Varbinary { length: row_bytes },
                 false,
             ),
         ],
@@ -387,8 +157,12 @@ fn prepare(cluster: &Cluster, options: &FailoverOptions) -> Result<Arc<TableRout
     .map_err(|e| e.detail.to_string())?;
     cluster
         .create_table(&definition, &TableOptions::default())
-        .map_err(|e| format!("create {TABLE}: {e}"))?;
-    let table = cluster.table(TABLE).map_err(|e| e.to_string())?;
+        .map_err(|e| format!("create {name}: {e}"))?;
+    cluster.table(name).map_err(|e| e.to_string())
+}
+
+fn prepare(cluster: &Cluster, options: &FailoverOptions) -> Result<Arc<TableRoute>, String> {
+    let table = create_table(cluster, TABLE, options.row_bytes)?;
     // Loaded by two threads in batches of 100 rows per transaction.
     let loaders = 2;
     let failed: Mutex<Option<String>> = Mutex::new(None);
@@ -710,12 +484,18 @@ fn measure(own: &mut OwnCluster, options: &FailoverOptions) -> Result<FailoverFi
 }
 
 pub fn run(options: &FailoverOptions) -> Result<FailoverFigures, String> {
-    let mut own = OwnCluster::start(
-        &options.executable,
-        options.rows,
-        options.row_bytes,
-        (options.copy_rows_per_second, options.copy_batch_rows),
-    )?;
+    // Each data node holds every row (one node group, two replicas):
+    // room for the rows with their overhead, twice, and a floor.
+    let row_footprint = u64::from(options.row_bytes) + 64;
+    let data_memory = (u64::from(options.rows) * row_footprint * 2).max(64 << 20);
+    let mut settings = String::new();
+    if let Some(rate) = options.copy_rows_per_second {
+        settings.push_str(&format!("NodeRecoveryCopyRowsPerSecond={rate}\n"));
+    }
+    if let Some(rows) = options.copy_batch_rows {
+        settings.push_str(&format!("NodeRecoveryCopyBatchRows={rows}\n"));
+    }
+    let mut own = OwnCluster::start(&options.executable, "failover", data_memory, &settings)?;
     let figures = measure(&mut own, options).map_err(|e| own.keep_logs(e))?;
     drop(own);
     if options.json {

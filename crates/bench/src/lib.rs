@@ -5,6 +5,8 @@
 pub mod allocation_counter;
 pub mod failover;
 pub mod huge_pages;
+pub mod own_cluster;
 pub mod pk;
+pub mod restart;
 pub mod storage;
 pub mod sysbench;

@@ -65,6 +65,7 @@
 //! | `TransactionInactiveTimeout` | ndbd | ms, 0 = never | 4294967039 | 0..=4294967039 | NDB |
 //! | `TimeBetweenGlobalCheckpoints` | ndbd | ms | 2000 | 20..=32000 | NDB |
 //! | `TimeBetweenEpochs` | ndbd | ms | 100 | 0..=32000 | NDB |
+//! | `Diskless` | ndbd | boolean: no redo log, no checkpoints, nothing survives a system restart | false | | NDB |
 //! | `TimeBetweenLocalCheckpoints` | ndbd | log2 of 4-byte words | 20 | 0..=31 | NDB |
 //! | `NoOfFragmentLogFiles` | ndbd | integer | 16 | 3.. | NDB |
 //! | `FragmentLogFileSize` | ndbd | size | 16M | 4M..=1G | NDB |
@@ -236,6 +237,9 @@ pub struct DataNodeConfig {
     pub time_between_global_checkpoints_ms: u64,
     /// TimeBetweenEpochs: 0 is one epoch per global checkpoint.
     pub time_between_epochs_ms: u64,
+    /// Diskless: the node keeps nothing on disk (no redo log, no local
+    /// checkpoints); a system restart starts empty.
+    pub diskless: bool,
     /// Base-2 logarithm of the 4-byte words written between local
     /// checkpoints, as in NDB.
     pub time_between_local_checkpoints: u32,

@@ -95,7 +95,7 @@ use ValueKind::{Boolean, Choice, CpuList, Integer, Milliseconds, Size, Text};
 // One entry per line, like a row of NDB's table; rustfmt would spread each
 // over eight lines.
 #[rustfmt::skip]
-pub static WITHOUT_EFFECT: [Parameter; 198] = [
+pub static WITHOUT_EFFECT: [Parameter; 197] = [
     // [system] and [computer].
     text("Name", SYSTEM),
     ndb("PrimaryMGMNode", SYSTEM, Integer, Number(0), 0, RNIL),
@@ -161,7 +161,6 @@ pub static WITHOUT_EFFECT: [Parameter; 198] = [
     ndb("ConnectCheckIntervalDelay", DATA, Milliseconds, Number(0), 0, RNIL),
     ndb("RestartSubscriberConnectTimeout", DATA, Milliseconds, Number(120000), 0, RNIL),
     ndb("HeartbeatOrder", DATA, Integer, Number(0), 0, 65535),
-    boolean("Diskless", DATA, false),
     ndb("Arbitration", DATA, Choice(ARBITRATION_METHODS), NoDefault, 0, 0),
     boolean("CrashOnCorruptedTuple", DATA, true),
     boolean("TwoPassInitialNodeRestartCopy", DATA, true),

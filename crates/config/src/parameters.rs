@@ -273,7 +273,7 @@ use ValueKind::{Boolean, Integer, Milliseconds, Size, Text};
 // Formatting is left to the author so that each entry stays a compact block
 // that reads like a row of a table, instead of ten lines of one argument.
 #[rustfmt::skip]
-pub static PARAMETERS: [Parameter; 42] = [
+pub static PARAMETERS: [Parameter; 43] = [
     // Every node.
     parameter("NodeId", DATA, Integer, NoDefault, 1, 144, Ndb,
         "The data node's id; without it the node gets the lowest free id.")
@@ -353,6 +353,9 @@ pub static PARAMETERS: [Parameter; 42] = [
     parameter("TimeBetweenEpochs", DATA, Milliseconds, Number(100), 0, 32000, Ndb,
         "Milliseconds between epochs, the units in which the data nodes agree on the order of \
          commits inside a global checkpoint; 0: one epoch per global checkpoint."),
+    parameter("Diskless", DATA, Boolean, DefaultBoolean(false), 0, 1, Ndb,
+        "Keep nothing on disk: no redo log, no local checkpoints, and a restart of the whole \
+         cluster starts empty (for tests and benchmarks, as in NDB)."),
     parameter("TimeBetweenLocalCheckpoints", DATA, Integer, Number(20), 0, 31, Ndb,
         "Base-2 logarithm of the 4-byte words written between local checkpoints."),
     parameter("NoOfFragmentLogFiles", DATA, Integer, Number(16), 3, INTEGER_MAX, Ndb,

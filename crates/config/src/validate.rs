@@ -562,6 +562,7 @@ fn build_data_node(
         tables_max: narrow(view.number("MaxNoOfTables")),
         lock_pages_in_main_memory: narrow(view.number("LockPagesInMainMemory")),
         stop_on_error: view.number("StopOnError") != 0,
+        diskless: view.number("Diskless") != 0,
         start_fail_retries_max: narrow(view.number("MaxStartFailRetries")),
         start_fail_retry_delay_s: narrow(view.number("StartFailRetryDelay")),
         line: section.line,

@@ -304,6 +304,24 @@ fn booleans_accept_ndb_spellings() {
     }
 }
 
+/// `Diskless` is applied (no redo log, no checkpoints), off by default,
+/// and no longer named among the keys without effect.
+#[test]
+fn diskless_is_applied_and_off_by_default() {
+    let config = parsed("[ndb_mgmd]\n[ndbd]\nNoOfReplicas=1\n");
+    assert!(!config.data_nodes[0].diskless);
+    let config = parsed("[ndb_mgmd]\n[ndbd default]\nDiskless=1\n[ndbd]\nNoOfReplicas=1\n");
+    assert!(config.data_nodes[0].diskless);
+    assert!(
+        config
+            .notices
+            .iter()
+            .all(|notice| !notice.contains("Diskless")),
+        "{:?}",
+        config.notices
+    );
+}
+
 // Errors: each names the file, the line to fix and the key.
 
 #[test]

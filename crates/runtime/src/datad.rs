@@ -107,8 +107,8 @@ struct Runtime {
     reporter: Reporter,
     /// Whether `phase=started` was reported for the current incarnation.
     reported_started: bool,
-    /// Does the redo log's writes and syncs.
-    disk: DiskThread,
+    /// Does the redo log's writes and syncs; `None` for a Diskless node.
+    disk: Option<DiskThread>,
     disk_requests: Vec<disk::DiskRequest>,
     disk_completions: Vec<Done>,
 }
@@ -246,18 +246,44 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
     })?;
     handler.set_copy_batch_rows(own.copy_batch_rows);
     handler.set_copy_rows_per_second(own.copy_rows_per_second);
-    let opened = open_disk(node, &own, options.initial)?;
-    handler.set_redo(opened.log);
-    let waker = Arc::new(
-        mio::Waker::new(poll.registry(), DISK)
-            .map_err(|e| format!("cannot create the disk thread's waker: {e}"))?,
-    );
-    let disk = DiskThread::start(
-        opened.redo_files,
-        opened.system,
-        opened.file_system.clone(),
-        waker,
-    )?;
+    // A Diskless node opens nothing (NDB's Diskless=1); --initial still
+    // deletes what an earlier run with a disk left.
+    let opened = if own.diskless {
+        let file_system = file_system_directory(std::path::Path::new(&own.data_dir), node);
+        if options.initial && file_system.exists() {
+            std::fs::remove_dir_all(&file_system)
+                .map_err(|e| format!("--initial: cannot delete {}: {e}", file_system.display()))?;
+        }
+        log(
+            node,
+            "Diskless: no redo log and no local checkpoints; a system restart starts empty",
+        );
+        None
+    } else {
+        Some(open_disk(node, &own, options.initial)?)
+    };
+    let mut disk = None;
+    let mut restore = None;
+    if let Some(opened) = opened {
+        handler.set_redo(opened.log);
+        let waker = Arc::new(
+            mio::Waker::new(poll.registry(), DISK)
+                .map_err(|e| format!("cannot create the disk thread's waker: {e}"))?,
+        );
+        disk = Some(DiskThread::start(
+            opened.redo_files,
+            opened.system,
+            opened.file_system.clone(),
+            waker,
+        )?);
+        restore = Some((
+            opened.start,
+            FileRestoreSource {
+                file_system: opened.file_system,
+                redo_config: opened.redo_config,
+            },
+        ));
+    }
     let settings = DataNodeSettings::from_config(&config, node, crate::incarnation_now())
         .ok_or_else(|| "the configuration has no management node".to_string())?;
     let started = Instant::now();
@@ -282,14 +308,9 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
         secret,
         cluster::epochs::EpochConfig::from_config(&own),
     );
-    composite.set_disk(
-        opened.start,
-        Box::new(FileRestoreSource {
-            file_system: opened.file_system,
-            redo_config: opened.redo_config,
-        }),
-        checkpoint_trigger_bytes(&own),
-    );
+    if let Some((start, source)) = restore {
+        composite.set_disk(start, Box::new(source), checkpoint_trigger_bytes(&own));
+    }
     let send_buffer_bytes_max = own.send_buffer_memory_bytes as usize;
     let configured_nodes =
         config.data_nodes.len() + config.management_nodes.len() + config.api_nodes.len();
@@ -712,7 +733,10 @@ impl Runtime {
     /// the writes and syncs the log wants now.
     fn drive_disk(&mut self) {
         let now = self.now_ms();
-        self.disk_completions.extend(self.disk.completions());
+        let Some(disk) = self.disk.as_mut() else {
+            return;
+        };
+        self.disk_completions.extend(disk.completions());
         for completion in self.disk_completions.drain(..) {
             match completion {
                 Done::Redo(completion) => {
@@ -727,8 +751,9 @@ impl Runtime {
         }
         self.perform();
         self.composite.disk_requests(now, &mut self.disk_requests);
+        let disk = self.disk.as_mut().expect("checked above");
         for request in self.disk_requests.drain(..) {
-            self.disk.submit(request);
+            disk.submit(request);
         }
     }
 
@@ -1064,7 +1089,10 @@ impl Runtime {
                 }
             }
             for task in output.files.drain(..) {
-                self.disk.submit_file(task);
+                match self.disk.as_mut() {
+                    Some(disk) => disk.submit_file(task),
+                    None => log(self.node, "a file task on a Diskless node was dropped"),
+                }
             }
             if let Some(why) = output.close_management.take() {
                 self.drop_management(&why);

@@ -335,6 +335,12 @@ pub enum BenchCommand {
     /// partitions, node restart time idle and under a write load, and the
     /// write latency during the restart.
     Failover(BenchFailoverArgs),
+    /// Durability's cost and the restarts, on clusters it starts (2 data
+    /// nodes): insert and update throughput with the redo log and
+    /// checkpoints beside in memory only (Diskless), the data nodes' disk
+    /// write bandwidth, a node restart after 10% of the rows changed, and
+    /// a system restart after every process is killed.
+    Restart(BenchRestartArgs),
     /// sysbench's OLTP tests against the SQL node (a cluster it starts, or
     /// --connect) and, with --vs, another MySQL-protocol server in the same
     /// run, alternating, with the ratio.
@@ -387,6 +393,29 @@ pub struct BenchSysbenchArgs {
     pub runs: u32,
 
     /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchRestartArgs {
+    /// Rows inserted (and then updated, restarted, counted).
+    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    pub rows: u32,
+
+    /// Bytes of each row's payload.
+    #[arg(long, value_name = "BYTES", default_value_t = 256)]
+    pub row_bytes: u16,
+
+    /// Client threads, each running one-row transactions.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub threads: usize,
+
+    /// Seconds of random updates on each cluster.
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    pub update_seconds: f64,
+
+    /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
 }

@@ -21,6 +21,7 @@ pub fn run(command: Command) -> ExitCode {
             BenchCommand::Storage(args) => bench_storage(&args),
             BenchCommand::Pk(args) => bench_pk(&args),
             BenchCommand::Failover(args) => bench_failover(&args),
+            BenchCommand::Restart(args) => bench_restart(&args),
             BenchCommand::Sysbench(args) => bench_sysbench(&args),
         },
         Command::Sim(args) => sim(&args),
@@ -307,6 +308,38 @@ fn bench_failover(args: &crate::cli::BenchFailoverArgs) -> ExitCode {
         Ok(_) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("shoal bench failover: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench_restart(args: &crate::cli::BenchRestartArgs) -> ExitCode {
+    let executable = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(error) => {
+            eprintln!("shoal bench restart: cannot find the shoal executable: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.rows < 1_000 || args.row_bytes == 0 || args.threads == 0 || args.update_seconds <= 0.0 {
+        eprintln!(
+            "shoal bench restart: --rows takes 1000 or more; --row-bytes, --threads and \
+             --update-seconds take numbers above 0"
+        );
+        return ExitCode::FAILURE;
+    }
+    let options = bench::restart::RestartOptions {
+        executable,
+        rows: args.rows,
+        row_bytes: args.row_bytes,
+        threads: args.threads,
+        update_seconds: args.update_seconds,
+        json: args.json,
+    };
+    match bench::restart::run(&options) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("shoal bench restart: {error}");
             ExitCode::FAILURE
         }
     }

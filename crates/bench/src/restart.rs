@@ -1,0 +1,509 @@
+//! `shoal bench restart`: what durability costs and how fast the cluster
+//! comes back from its disks (issue 13, item 9).
+//!
+//! The benchmark starts its own cluster (a management node and two data
+//! nodes, one node group) twice: once with its disks (redo log, global and
+//! local checkpoints) and once `Diskless`, in memory only. On each it
+//! measures through the native API, with `threads` threads of one-row
+//! transactions:
+//! - **inserts**: `rows` rows of `row_bytes` bytes, inserted once;
+//! - **updates**: random rows overwritten for `update_seconds`;
+//! - **disk writes**: the bytes the data node processes wrote to storage
+//!   in each phase (`write_bytes` of `/proc/<pid>/io`: the redo log and
+//!   the local checkpoints), as bandwidth.
+//!
+//! On the cluster with disks it then measures:
+//! - **node restart**: a data node is killed (SIGKILL); once the cluster
+//!   removed it, 10% of the rows are updated; the node is started again,
+//!   and timed until it is a started member (it copies every row from its
+//!   peer: the optimized node recovery of issue 13 item 5 is not built);
+//! - **system restart**: once a global checkpoint after the last write is
+//!   durable on every node, every process is killed with SIGKILL and
+//!   started again, and timed until both data nodes are started members;
+//!   then every row is counted by a scan, and must all be there.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use shoal_client::{Cluster, ExecuteEnd, OperationKind, ScanOptions, TableRoute};
+
+use crate::failover::{create_table, key, row};
+use crate::own_cluster::{OwnCluster, wait};
+
+/// What `shoal bench restart` was asked for.
+#[derive(Debug, Clone)]
+pub struct RestartOptions {
+    /// The `shoal` executable, to start the cluster's processes.
+    pub executable: PathBuf,
+    pub rows: u32,
+    pub row_bytes: u16,
+    pub threads: usize,
+    pub update_seconds: f64,
+    pub json: bool,
+}
+
+/// The write load on one cluster.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadFigures {
+    pub inserts_per_s: f64,
+    pub insert_errors: u64,
+    pub updates_per_s: f64,
+    pub update_errors: u64,
+    /// Bytes the data nodes wrote to storage during each phase, per second.
+    pub insert_disk_bytes_per_s: f64,
+    pub update_disk_bytes_per_s: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RestartFigures {
+    pub rows: u32,
+    pub row_bytes: u16,
+    pub threads: usize,
+    /// Payload bytes of the table (rows × row bytes).
+    pub data_bytes: u64,
+    pub with_disk: LoadFigures,
+    pub in_memory: LoadFigures,
+    pub node_restart_ms: f64,
+    pub node_restart_rows_changed: u32,
+    pub system_restart_ms: f64,
+    pub rows_after_system_restart: u64,
+}
+
+impl RestartFigures {
+    /// With-disk throughput as a fraction of in-memory (target ≥ 0.9).
+    pub fn insert_ratio(&self) -> f64 {
+        self.with_disk.inserts_per_s / self.in_memory.inserts_per_s.max(1e-9)
+    }
+
+    pub fn update_ratio(&self) -> f64 {
+        self.with_disk.updates_per_s / self.in_memory.updates_per_s.max(1e-9)
+    }
+
+    /// Seconds of system restart per GB of payload.
+    pub fn system_restart_s_per_gb(&self) -> f64 {
+        self.system_restart_ms / 1e3 / (self.data_bytes as f64 / 1e9).max(1e-12)
+    }
+
+    pub fn node_restart_s_per_gb(&self) -> f64 {
+        self.node_restart_ms / 1e3 / (self.data_bytes as f64 / 1e9).max(1e-12)
+    }
+}
+
+const TABLE: &str = "bench_restart";
+/// How long one client call may wait for the cluster.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The bytes the processes `pids` have written to storage so far.
+fn written_bytes(pids: &[u32]) -> u64 {
+    pids.iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/io")).ok())
+        .filter_map(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("write_bytes: "))
+                .and_then(|value| value.trim().parse::<u64>().ok())
+        })
+        .sum()
+}
+
+/// Runs `work(thread, session)` on `threads` threads; returns the calls
+/// that committed and those that failed.
+fn on_threads(
+    cluster: &Cluster,
+    threads: usize,
+    work: impl Fn(usize, &mut shoal_client::Session, &AtomicU64, &AtomicU64) + Sync,
+) -> Result<(u64, u64), String> {
+    let (committed, failed) = (AtomicU64::new(0), AtomicU64::new(0));
+    let mut sessions = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        let mut session = cluster.session().map_err(|e| e.to_string())?;
+        session.set_timeout(CALL_TIMEOUT);
+        sessions.push(session);
+    }
+    std::thread::scope(|scope| {
+        for (thread, mut session) in sessions.into_iter().enumerate() {
+            let (work, committed, failed) = (&work, &committed, &failed);
+            scope.spawn(move || work(thread, &mut session, committed, failed));
+        }
+    });
+    Ok((committed.into_inner(), failed.into_inner()))
+}
+
+/// One row written in a transaction of its own.
+fn write_one(
+    session: &mut shoal_client::Session,
+    table: &Arc<TableRoute>,
+    kind: OperationKind,
+    id: u32,
+    row_bytes: u16,
+    fill: u8,
+) -> bool {
+    let Ok(mut transaction) = session.start_transaction(None) else {
+        return false;
+    };
+    let defined =
+        transaction.define_encoded(table, kind, key(id), row(id, row_bytes, fill), Vec::new());
+    defined.is_ok()
+        && session
+            .execute(&mut transaction, ExecuteEnd::Commit)
+            .is_ok()
+}
+
+/// A xorshift step: the update threads' random rows.
+fn next_random(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// Inserts every row, then updates random rows for `update_seconds`.
+fn load(
+    own: &OwnCluster,
+    client: &Cluster,
+    table: &Arc<TableRoute>,
+    options: &RestartOptions,
+) -> Result<LoadFigures, String> {
+    let pids = own.data_node_pids();
+    let threads = options.threads.max(1);
+    let mut figures = LoadFigures::default();
+
+    let written = written_bytes(&pids);
+    let began = Instant::now();
+    let (inserted, failed) = on_threads(client, threads, |thread, session, committed, failed| {
+        let mut id = thread as u32;
+        while id < options.rows {
+            let counter = if write_one(
+                session,
+                table,
+                OperationKind::Insert,
+                id,
+                options.row_bytes,
+                1,
+            ) {
+                committed
+            } else {
+                failed
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            id += threads as u32;
+        }
+    })?;
+    let took = began.elapsed().as_secs_f64();
+    figures.inserts_per_s = inserted as f64 / took;
+    figures.insert_errors = failed;
+    figures.insert_disk_bytes_per_s = written_bytes(&pids).saturating_sub(written) as f64 / took;
+    if failed > 0 {
+        return Err(format!("{failed} of {} inserts failed", options.rows));
+    }
+
+    let written = written_bytes(&pids);
+    let began = Instant::now();
+    let until = began + Duration::from_secs_f64(options.update_seconds);
+    let (updated, failed) = on_threads(client, threads, |thread, session, committed, failed| {
+        let mut random = 0x9e37_79b9_7f4a_7c15_u64 ^ (thread as u64 + 1);
+        while Instant::now() < until {
+            let id = (next_random(&mut random) % u64::from(options.rows.max(1))) as u32;
+            let fill = (random >> 32) as u8;
+            let counter = if write_one(
+                session,
+                table,
+                OperationKind::Update,
+                id,
+                options.row_bytes,
+                fill,
+            ) {
+                committed
+            } else {
+                failed
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    })?;
+    let took = began.elapsed().as_secs_f64();
+    figures.updates_per_s = updated as f64 / took;
+    figures.update_errors = failed;
+    figures.update_disk_bytes_per_s = written_bytes(&pids).saturating_sub(written) as f64 / took;
+    Ok(figures)
+}
+
+/// Connects to the cluster once both data nodes are members.
+fn connect(own: &OwnCluster) -> Result<Cluster, String> {
+    // The management node may still be starting: its port refuses until
+    // it listens.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let client = loop {
+        match Cluster::connect(&own.connectstring, Duration::from_secs(30)) {
+            Ok(client) => break client,
+            Err(error) if Instant::now() >= deadline => return Err(format!("connect: {error}")),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    wait("both data nodes to be members", || {
+        own.members(&client).len() == 2
+    })?;
+    Ok(client)
+}
+
+/// The durable GCI every data node reports and the GCI of the epoch they
+/// decide commits in, from `shoal mgm -e "ALL REPORT DURABILITY"`.
+fn durability(own: &OwnCluster, executable: &PathBuf) -> Option<(u64, u64)> {
+    let output = std::process::Command::new(executable)
+        .args([
+            "mgm",
+            "-c",
+            &own.connectstring,
+            "-e",
+            "ALL REPORT DURABILITY",
+        ])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let (mut durable, mut current, mut nodes) = (u64::MAX, 0, 0);
+    for line in text.lines().filter(|line| line.starts_with("Node ")) {
+        let number_after = |word: &str| -> Option<u64> {
+            let rest = &line[line.find(word)? + word.len()..];
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        };
+        current = current.max(number_after("Epoch ")?);
+        durable = durable.min(number_after("durable through GCI ")?);
+        nodes += 1;
+    }
+    (nodes == 2).then_some((durable, current))
+}
+
+/// Every row of the table, counted by a scan.
+fn count_rows(client: &Cluster, table: &Arc<TableRoute>) -> Result<u64, String> {
+    let mut session = client.session().map_err(|e| e.to_string())?;
+    session.set_timeout(CALL_TIMEOUT);
+    let mut transaction = session.start_transaction(None).map_err(|e| e.to_string())?;
+    let scan = session
+        .scan(
+            &mut transaction,
+            table,
+            &ScanOptions {
+                columns: vec![0],
+                ..ScanOptions::default()
+            },
+        )
+        .map_err(|e| e.to_string())?;
+    let mut rows = 0;
+    while session
+        .next_row(&scan)
+        .map_err(|e| e.to_string())?
+        .is_some()
+    {
+        rows += 1;
+    }
+    session
+        .execute(&mut transaction, ExecuteEnd::Commit)
+        .map_err(|e| e.to_string())?;
+    Ok(rows)
+}
+
+fn data_memory_bytes(options: &RestartOptions) -> u64 {
+    // Each data node holds every row (one node group, two replicas), with
+    // room for the overhead and a floor.
+    let row_footprint = u64::from(options.row_bytes) + 64;
+    (u64::from(options.rows) * row_footprint * 2).max(64 << 20)
+}
+
+/// The cluster with disks: its load, a node restart, a system restart.
+fn measure_with_disk(
+    own: &mut OwnCluster,
+    options: &RestartOptions,
+    figures: &mut RestartFigures,
+) -> Result<(), String> {
+    let client = connect(own)?;
+    let table = create_table(&client, TABLE, options.row_bytes)?;
+    figures.with_disk = load(own, &client, &table, options)?;
+
+    // Node restart after 10% of the rows changed while it was down.
+    let victim = 3;
+    own.kill(victim)?;
+    own.wait_removed(&client, victim)?;
+    let changed = options.rows / 10;
+    let threads = options.threads.max(1);
+    let (_, failed) = on_threads(&client, threads, |thread, session, committed, failed| {
+        let mut id = thread as u32;
+        while id < changed {
+            let counter = if write_one(
+                session,
+                &table,
+                OperationKind::Update,
+                id * 10,
+                options.row_bytes,
+                7,
+            ) {
+                committed
+            } else {
+                failed
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            id += threads as u32;
+        }
+    })?;
+    if failed > 0 {
+        return Err(format!(
+            "{failed} updates failed while node {victim} was down"
+        ));
+    }
+    figures.node_restart_rows_changed = changed;
+    let began = Instant::now();
+    own.start_data_node(victim)?;
+    own.wait_started(&client, victim)?;
+    figures.node_restart_ms = began.elapsed().as_secs_f64() * 1e3;
+
+    // System restart: once everything written is durable, every process
+    // is killed and started again.
+    let mut current = 0;
+    wait("a durability report from both data nodes", || {
+        durability(own, &options.executable).is_some_and(|(_, epoch_gci)| {
+            current = epoch_gci;
+            epoch_gci > 0
+        })
+    })?;
+    wait("the last writes to be durable on every data node", || {
+        durability(own, &options.executable).is_some_and(|(durable, _)| durable >= current)
+    })?;
+    drop(client);
+    own.kill_management()?;
+    own.kill(2)?;
+    own.kill(3)?;
+    let began = Instant::now();
+    own.start_management()?;
+    own.start_data_node(2)?;
+    own.start_data_node(3)?;
+    let client = connect(own)?;
+    for node in [2, 3] {
+        own.wait_started(&client, node)?;
+    }
+    figures.system_restart_ms = began.elapsed().as_secs_f64() * 1e3;
+    let table = client.table(TABLE).map_err(|e| e.to_string())?;
+    figures.rows_after_system_restart = count_rows(&client, &table)?;
+    if figures.rows_after_system_restart != u64::from(options.rows) {
+        return Err(format!(
+            "{} rows after the system restart, not {}",
+            figures.rows_after_system_restart, options.rows
+        ));
+    }
+    Ok(())
+}
+
+pub fn run(options: &RestartOptions) -> Result<RestartFigures, String> {
+    let mut figures = RestartFigures {
+        rows: options.rows,
+        row_bytes: options.row_bytes,
+        threads: options.threads,
+        data_bytes: u64::from(options.rows) * u64::from(options.row_bytes),
+        ..RestartFigures::default()
+    };
+    let memory = data_memory_bytes(options);
+    let mut own = OwnCluster::start(&options.executable, "restart-disk", memory, "")?;
+    measure_with_disk(&mut own, options, &mut figures).map_err(|e| own.keep_logs(e))?;
+    drop(own);
+    let mut own = OwnCluster::start(
+        &options.executable,
+        "restart-memory",
+        memory,
+        "Diskless=1\n",
+    )?;
+    let measured = connect(&own).and_then(|client| {
+        let table = create_table(&client, TABLE, options.row_bytes)?;
+        load(&own, &client, &table, options)
+    });
+    figures.in_memory = measured.map_err(|e| own.keep_logs(e))?;
+    drop(own);
+    if options.json {
+        println!("{}", to_json(&figures));
+    } else {
+        print!("{}", render(&figures));
+    }
+    Ok(figures)
+}
+
+pub fn render(figures: &RestartFigures) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Restart, 2 data nodes (one node group), {} rows of {} bytes ({:.1} MB), {} threads of \
+         one-row transactions",
+        figures.rows,
+        figures.row_bytes,
+        figures.data_bytes as f64 / 1e6,
+        figures.threads
+    );
+    let _ = writeln!(
+        out,
+        "  inserts/s: {:.0} with disk, {:.0} in memory only ({:.0}%, target >= 90%)",
+        figures.with_disk.inserts_per_s,
+        figures.in_memory.inserts_per_s,
+        figures.insert_ratio() * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "  updates/s: {:.0} with disk, {:.0} in memory only ({:.0}%, target >= 90%)",
+        figures.with_disk.updates_per_s,
+        figures.in_memory.updates_per_s,
+        figures.update_ratio() * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "  disk writes of the data nodes (redo log and local checkpoints): {:.1} MB/s while \
+         inserting, {:.1} MB/s while updating ({} and {} failed writes)",
+        figures.with_disk.insert_disk_bytes_per_s / 1e6,
+        figures.with_disk.update_disk_bytes_per_s / 1e6,
+        figures.with_disk.insert_errors,
+        figures.with_disk.update_errors
+    );
+    let _ = writeln!(
+        out,
+        "  node restart after {} rows changed: {:.0} ms ({:.1} s per GB; copies every row)",
+        figures.node_restart_rows_changed,
+        figures.node_restart_ms,
+        figures.node_restart_s_per_gb()
+    );
+    let _ = writeln!(
+        out,
+        "  system restart after SIGKILL of every process: {:.0} ms ({:.1} s per GB); {} rows back",
+        figures.system_restart_ms,
+        figures.system_restart_s_per_gb(),
+        figures.rows_after_system_restart
+    );
+    out
+}
+
+pub fn to_json(figures: &RestartFigures) -> String {
+    let load = |load: &LoadFigures| {
+        serde_json::json!({
+            "inserts_per_s": load.inserts_per_s,
+            "insert_errors": load.insert_errors,
+            "updates_per_s": load.updates_per_s,
+            "update_errors": load.update_errors,
+            "insert_disk_bytes_per_s": load.insert_disk_bytes_per_s,
+            "update_disk_bytes_per_s": load.update_disk_bytes_per_s,
+        })
+    };
+    serde_json::json!({
+        "rows": figures.rows,
+        "row_bytes": figures.row_bytes,
+        "threads": figures.threads,
+        "data_bytes": figures.data_bytes,
+        "with_disk": load(&figures.with_disk),
+        "in_memory": load(&figures.in_memory),
+        "insert_ratio": figures.insert_ratio(),
+        "update_ratio": figures.update_ratio(),
+        "node_restart_ms": figures.node_restart_ms,
+        "node_restart_rows_changed": figures.node_restart_rows_changed,
+        "node_restart_s_per_gb": figures.node_restart_s_per_gb(),
+        "system_restart_ms": figures.system_restart_ms,
+        "system_restart_s_per_gb": figures.system_restart_s_per_gb(),
+        "rows_after_system_restart": figures.rows_after_system_restart,
+    })
+    .to_string()
+}
