@@ -92,6 +92,8 @@ impl RestartFigures {
 }
 
 const TABLE: &str = "bench_restart";
+/// Rounds of the load, alternating between the clusters.
+const ROUNDS: u32 = 4;
 /// How long one client call may wait for the cluster.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -159,73 +161,165 @@ fn next_random(state: &mut u64) -> u64 {
 }
 
 /// Inserts every row, then updates random rows for `update_seconds`.
-fn load(
-    own: &OwnCluster,
-    client: &Cluster,
-    table: &Arc<TableRoute>,
-    options: &RestartOptions,
-) -> Result<LoadFigures, String> {
-    let pids = own.data_node_pids();
-    let threads = options.threads.max(1);
-    let mut figures = LoadFigures::default();
+/// One cluster under measurement: its processes, a client, the table.
+struct Measured<'a> {
+    own: &'a OwnCluster,
+    client: &'a Cluster,
+    table: &'a Arc<TableRoute>,
+    /// Calls committed and failed, seconds and bytes written, per phase
+    /// (inserts, updates), summed over the rounds.
+    inserts: Phase,
+    updates: Phase,
+}
 
-    let written = written_bytes(&pids);
-    let began = Instant::now();
-    let (inserted, failed) = on_threads(client, threads, |thread, session, committed, failed| {
-        let mut id = thread as u32;
-        while id < options.rows {
-            let counter = if write_one(
-                session,
-                table,
-                OperationKind::Insert,
-                id,
-                options.row_bytes,
-                1,
-            ) {
-                committed
-            } else {
-                failed
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
-            id += threads as u32;
+#[derive(Debug, Clone, Copy, Default)]
+struct Phase {
+    committed: u64,
+    failed: u64,
+    seconds: f64,
+    written_bytes: u64,
+}
+
+impl Phase {
+    fn per_second(&self) -> (f64, f64) {
+        let seconds = self.seconds.max(1e-9);
+        (
+            self.committed as f64 / seconds,
+            self.written_bytes as f64 / seconds,
+        )
+    }
+}
+
+impl Measured<'_> {
+    /// Inserts the rows `ids` (every `threads`th id from each thread's
+    /// first) into the table.
+    fn insert(
+        &mut self,
+        ids: std::ops::Range<u32>,
+        options: &RestartOptions,
+    ) -> Result<(), String> {
+        let threads = options.threads.max(1);
+        let pids = self.own.data_node_pids();
+        let written = written_bytes(&pids);
+        let began = Instant::now();
+        let table = self.table;
+        let (committed, failed) = on_threads(
+            self.client,
+            threads,
+            |thread, session, committed, failed| {
+                let mut id = ids.start + thread as u32;
+                while id < ids.end {
+                    let counter = if write_one(
+                        session,
+                        table,
+                        OperationKind::Insert,
+                        id,
+                        options.row_bytes,
+                        1,
+                    ) {
+                        committed
+                    } else {
+                        failed
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    id += threads as u32;
+                }
+            },
+        )?;
+        self.inserts.seconds += began.elapsed().as_secs_f64();
+        self.inserts.written_bytes += written_bytes(&pids).saturating_sub(written);
+        self.inserts.committed += committed;
+        self.inserts.failed += failed;
+        if failed > 0 {
+            return Err(format!("{failed} inserts failed"));
         }
-    })?;
-    let took = began.elapsed().as_secs_f64();
-    figures.inserts_per_s = inserted as f64 / took;
-    figures.insert_errors = failed;
-    figures.insert_disk_bytes_per_s = written_bytes(&pids).saturating_sub(written) as f64 / took;
-    if failed > 0 {
-        return Err(format!("{failed} of {} inserts failed", options.rows));
+        Ok(())
     }
 
-    let written = written_bytes(&pids);
-    let began = Instant::now();
-    let until = began + Duration::from_secs_f64(options.update_seconds);
-    let (updated, failed) = on_threads(client, threads, |thread, session, committed, failed| {
-        let mut random = 0x9e37_79b9_7f4a_7c15_u64 ^ (thread as u64 + 1);
-        while Instant::now() < until {
-            let id = (next_random(&mut random) % u64::from(options.rows.max(1))) as u32;
-            let fill = (random >> 32) as u8;
-            let counter = if write_one(
-                session,
-                table,
-                OperationKind::Update,
-                id,
-                options.row_bytes,
-                fill,
-            ) {
-                committed
-            } else {
-                failed
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
+    /// Overwrites random rows for `seconds`.
+    fn update(&mut self, seconds: f64, round: u64, options: &RestartOptions) -> Result<(), String> {
+        let threads = options.threads.max(1);
+        let pids = self.own.data_node_pids();
+        let written = written_bytes(&pids);
+        let began = Instant::now();
+        let until = began + Duration::from_secs_f64(seconds);
+        let table = self.table;
+        let (committed, failed) = on_threads(
+            self.client,
+            threads,
+            |thread, session, committed, failed| {
+                let mut random = 0x9e37_79b9_7f4a_7c15_u64 ^ ((round << 16) + thread as u64 + 1);
+                while Instant::now() < until {
+                    let id = (next_random(&mut random) % u64::from(options.rows.max(1))) as u32;
+                    let fill = (random >> 32) as u8;
+                    let counter = if write_one(
+                        session,
+                        table,
+                        OperationKind::Update,
+                        id,
+                        options.row_bytes,
+                        fill,
+                    ) {
+                        committed
+                    } else {
+                        failed
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+            },
+        )?;
+        self.updates.seconds += began.elapsed().as_secs_f64();
+        self.updates.written_bytes += written_bytes(&pids).saturating_sub(written);
+        self.updates.committed += committed;
+        self.updates.failed += failed;
+        Ok(())
+    }
+
+    fn figures(&self) -> LoadFigures {
+        let (inserts_per_s, insert_disk_bytes_per_s) = self.inserts.per_second();
+        let (updates_per_s, update_disk_bytes_per_s) = self.updates.per_second();
+        LoadFigures {
+            inserts_per_s,
+            insert_errors: self.inserts.failed,
+            updates_per_s,
+            update_errors: self.updates.failed,
+            insert_disk_bytes_per_s,
+            update_disk_bytes_per_s,
         }
-    })?;
-    let took = began.elapsed().as_secs_f64();
-    figures.updates_per_s = updated as f64 / took;
-    figures.update_errors = failed;
-    figures.update_disk_bytes_per_s = written_bytes(&pids).saturating_sub(written) as f64 / took;
-    Ok(figures)
+    }
+}
+
+/// The same load on both clusters, in `ROUNDS` rounds that alternate
+/// between them (which goes first alternates too), so a machine whose
+/// speed drifts during the run slows both alike: each round inserts a
+/// share of the rows into each, then updates each for a share of the time.
+fn load_both<'a>(
+    with_disk: &mut Measured<'a>,
+    in_memory: &mut Measured<'a>,
+    options: &RestartOptions,
+) -> Result<(), String> {
+    let rounds = ROUNDS.min(options.rows);
+    for round in 0..rounds {
+        let ids = options.rows * round / rounds..options.rows * (round + 1) / rounds;
+        let (first, second) = if round % 2 == 0 {
+            (&mut *with_disk, &mut *in_memory)
+        } else {
+            (&mut *in_memory, &mut *with_disk)
+        };
+        first.insert(ids.clone(), options)?;
+        second.insert(ids, options)?;
+    }
+    let seconds = options.update_seconds / f64::from(rounds);
+    for round in 0..rounds {
+        let (first, second) = if round % 2 == 0 {
+            (&mut *with_disk, &mut *in_memory)
+        } else {
+            (&mut *in_memory, &mut *with_disk)
+        };
+        first.update(seconds, u64::from(round), options)?;
+        second.update(seconds, u64::from(round), options)?;
+    }
+    Ok(())
 }
 
 /// Connects to the cluster once both data nodes are members.
@@ -312,16 +406,15 @@ fn data_memory_bytes(options: &RestartOptions) -> u64 {
     (u64::from(options.rows) * row_footprint * 2).max(64 << 20)
 }
 
-/// The cluster with disks: its load, a node restart, a system restart.
-fn measure_with_disk(
+/// The cluster with disks, loaded: a node restart, then a system restart.
+fn measure_restarts(
     own: &mut OwnCluster,
+    client: Cluster,
+    table: &Arc<TableRoute>,
     options: &RestartOptions,
     figures: &mut RestartFigures,
 ) -> Result<(), String> {
-    let client = connect(own)?;
-    let table = create_table(&client, TABLE, options.row_bytes)?;
-    figures.with_disk = load(own, &client, &table, options)?;
-
+    let table = Arc::clone(table);
     // Node restart after 10% of the rows changed while it was down.
     let victim = 3;
     own.kill(victim)?;
@@ -403,21 +496,54 @@ pub fn run(options: &RestartOptions) -> Result<RestartFigures, String> {
         ..RestartFigures::default()
     };
     let memory = data_memory_bytes(options);
-    let mut own = OwnCluster::start(&options.executable, "restart-disk", memory, "")?;
-    measure_with_disk(&mut own, options, &mut figures).map_err(|e| own.keep_logs(e))?;
-    drop(own);
-    let mut own = OwnCluster::start(
+    let mut disk_cluster = OwnCluster::start(&options.executable, "restart-disk", memory, "")?;
+    let mut memory_cluster = OwnCluster::start(
         &options.executable,
         "restart-memory",
         memory,
         "Diskless=1\n",
-    )?;
-    let measured = connect(&own).and_then(|client| {
-        let table = create_table(&client, TABLE, options.row_bytes)?;
-        load(&own, &client, &table, options)
+    )
+    .map_err(|e| disk_cluster.keep_logs(e))?;
+    let clients = connect(&disk_cluster).and_then(|disk_client| {
+        let memory_client = connect(&memory_cluster)?;
+        let disk_table = create_table(&disk_client, TABLE, options.row_bytes)?;
+        let memory_table = create_table(&memory_client, TABLE, options.row_bytes)?;
+        let mut with_disk = Measured {
+            own: &disk_cluster,
+            client: &disk_client,
+            table: &disk_table,
+            inserts: Phase::default(),
+            updates: Phase::default(),
+        };
+        let mut in_memory = Measured {
+            own: &memory_cluster,
+            client: &memory_client,
+            table: &memory_table,
+            inserts: Phase::default(),
+            updates: Phase::default(),
+        };
+        load_both(&mut with_disk, &mut in_memory, options)?;
+        figures.with_disk = with_disk.figures();
+        figures.in_memory = in_memory.figures();
+        Ok((disk_client, disk_table))
     });
-    figures.in_memory = measured.map_err(|e| own.keep_logs(e))?;
-    drop(own);
+    let (disk_client, disk_table) = match clients {
+        Ok(clients) => clients,
+        Err(error) => {
+            let error = memory_cluster.keep_logs(error);
+            return Err(disk_cluster.keep_logs(error));
+        }
+    };
+    drop(memory_cluster);
+    measure_restarts(
+        &mut disk_cluster,
+        disk_client,
+        &disk_table,
+        options,
+        &mut figures,
+    )
+    .map_err(|e| disk_cluster.keep_logs(e))?;
+    drop(disk_cluster);
     if options.json {
         println!("{}", to_json(&figures));
     } else {

@@ -19,6 +19,19 @@
 //! from then on restores at least that far. Until then the previous one
 //! stays in force.
 //!
+//! ## When, and how fast
+//! A checkpoint writes every row, so taking one after a fixed amount of
+//! redo (NDB's `TimeBetweenLocalCheckpoints`) would write the whole data
+//! set for every few MiB of changes. The next one begins once the redo
+//! written since the last one began reaches the size of the last installed
+//! checkpoint (at least `TimeBetweenLocalCheckpoints`' bytes): a
+//! checkpoint then writes about as much as the redo log did, whatever the
+//! data's size. It begins at the latest when that redo fills a quarter of
+//! the log, so the log keeps room for the writes made while a checkpoint
+//! runs and installs. The pace follows the log's fill: below half full a
+//! checkpoint keeps one write in flight, spreading its work between the
+//! node's other work; from half full on, `CHECKPOINT_WRITES_IN_FLIGHT_MAX`.
+//!
 //! ## System restart
 //! At start the runtime reads the system file and scans the redo log
 //! (`Survey`): the highest `KIND_SAVED` marker says the node's disk holds
@@ -40,9 +53,30 @@ use protocol::ClusterState;
 use transaction::QueryHandler;
 use transaction::redo::{KIND_CHANGES, KIND_SAVED};
 
-/// A checkpoint's writes handed to the runtime and not yet done, at most:
-/// the rows they hold are copies in memory.
+/// A checkpoint's writes handed to the runtime and not yet done, at most
+/// (the rows they hold are copies in memory), once the redo log is half
+/// full; below that, one.
 pub const CHECKPOINT_WRITES_IN_FLIGHT_MAX: usize = 4;
+
+/// The redo written since the last checkpoint began that begins the next:
+/// the last installed checkpoint's size, at least `trigger_bytes`, at most
+/// a quarter of the log (see the module's documentation).
+pub fn checkpoint_threshold(trigger_bytes: u64, last_checkpoint_bytes: u64, capacity: u64) -> u64 {
+    trigger_bytes
+        .max(last_checkpoint_bytes)
+        .min(capacity / 4)
+        .max(1)
+}
+
+/// Checkpoint writes in flight at most with `used` of the log's
+/// `capacity` bytes in use.
+pub fn checkpoint_writes_max(used: u64, capacity: u64) -> usize {
+    if used.saturating_mul(2) >= capacity {
+        CHECKPOINT_WRITES_IN_FLIGHT_MAX
+    } else {
+        1
+    }
+}
 
 /// Work on the node's files other than the redo log's writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,8 +317,12 @@ pub struct NodeDisk {
     next_checkpoint_id: u64,
     /// The redo log's head when the last checkpoint began.
     last_checkpoint_head: Lsn,
-    /// Redo bytes appended that start a checkpoint.
+    /// Redo bytes appended that start a checkpoint, at least
+    /// (`checkpoint_threshold`).
     checkpoint_trigger_bytes: u64,
+    /// Checkpoint writes allowed in flight now (`checkpoint_writes_max`,
+    /// from the log's fill at the last step).
+    checkpoint_writes_max: usize,
     /// Checkpoints may begin only once this node's copy of its fragments
     /// is done (a node restart's).
     copying: bool,
@@ -314,6 +352,7 @@ impl NodeDisk {
             next_checkpoint_id,
             last_checkpoint_head: start.redo_end,
             checkpoint_trigger_bytes: checkpoint_trigger_bytes.max(1),
+            checkpoint_writes_max: 1,
             copying: false,
             checkpoint_after_copy: false,
             saved_position: None,
@@ -477,10 +516,15 @@ impl NodeDisk {
                 let Some(log) = query_handler.redo() else {
                     return Ok(());
                 };
+                let capacity = log.config().capacity_bytes();
+                let threshold = checkpoint_threshold(
+                    self.checkpoint_trigger_bytes,
+                    self.system.checkpoint.map_or(0, |c| c.bytes),
+                    capacity,
+                );
                 // A node whose disk does not hold its rows yet (it copied
                 // them) checkpoints at once.
-                let due = log.head().saturating_sub(self.last_checkpoint_head)
-                    >= self.checkpoint_trigger_bytes
+                let due = log.head().saturating_sub(self.last_checkpoint_head) >= threshold
                     || !self.restorable;
                 if !member || self.copying || self.restoring.is_some() || !due || !self.settled {
                     return Ok(());
@@ -516,12 +560,16 @@ impl NodeDisk {
                 offset,
             } => {
                 let (id, redo_start) = (*id, *redo_start);
+                if let Some(log) = query_handler.redo() {
+                    self.checkpoint_writes_max =
+                        checkpoint_writes_max(log.used_bytes(), log.config().capacity_bytes());
+                }
                 let writing = self
                     .pending
                     .values()
                     .filter(|purpose| **purpose == Purpose::CheckpointWrite)
                     .count();
-                if writing >= CHECKPOINT_WRITES_IN_FLIGHT_MAX {
+                if writing >= self.checkpoint_writes_max {
                     return Ok(());
                 }
                 match fragments.pop_front() {
@@ -607,7 +655,7 @@ impl NodeDisk {
                 .values()
                 .filter(|purpose| **purpose == Purpose::CheckpointWrite)
                 .count()
-                < CHECKPOINT_WRITES_IN_FLIGHT_MAX
+                < self.checkpoint_writes_max
     }
 
     /// A file task ended. Returns a line for the log when something failed
@@ -733,4 +781,34 @@ fn apply(query_handler: &mut QueryHandler, record: &RedoRecord) -> Result<u64, S
                 record.lsn, changes.table, changes.fragment
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A checkpoint begins after as much redo as the last one wrote (so
+    /// its writes stay about the redo's, whatever the data's size), never
+    /// sooner than the configured bytes, and by a quarter of the log.
+    #[test]
+    fn a_checkpoint_begins_after_as_much_redo_as_the_last_one_held() {
+        let (trigger, capacity) = (4 << 20, 256 << 20);
+        assert_eq!(checkpoint_threshold(trigger, 0, capacity), 4 << 20);
+        assert_eq!(checkpoint_threshold(trigger, 1 << 20, capacity), 4 << 20);
+        assert_eq!(checkpoint_threshold(trigger, 40 << 20, capacity), 40 << 20);
+        assert_eq!(checkpoint_threshold(trigger, 1 << 30, capacity), 64 << 20);
+        // A log smaller than four triggers: a quarter of it.
+        assert_eq!(checkpoint_threshold(trigger, 0, 8 << 20), 2 << 20);
+    }
+
+    #[test]
+    fn a_checkpoint_hurries_once_the_redo_log_is_half_full() {
+        let capacity = 256 << 20;
+        assert_eq!(checkpoint_writes_max(0, capacity), 1);
+        assert_eq!(checkpoint_writes_max((128 << 20) - 1, capacity), 1);
+        assert_eq!(
+            checkpoint_writes_max(128 << 20, capacity),
+            CHECKPOINT_WRITES_IN_FLIGHT_MAX
+        );
+    }
 }
