@@ -37,6 +37,12 @@ pub type ConnectionId = u64;
 /// A stop request waits at most this long for its nodes to disconnect.
 pub const STOP_TIMEOUT_MS: u64 = 30_000;
 
+/// A node still connected this long after its `Stop` is sent it again: a
+/// node excluded while the cluster stops restarts in its process, and the
+/// `Stop` its old incarnation was sent may have gone with it. A drain
+/// sends `Drain` again at this interval too.
+pub const STOP_RESEND_MS: u64 = 1_000;
+
 /// A whole-cluster stop waits at most this long for its drain: the data
 /// nodes' wait for open transactions (`node::DRAIN_WAIT_MS`) and then a
 /// last global checkpoint. Past it the nodes stop anyway, and the log says
@@ -111,6 +117,8 @@ struct PendingStop {
     request: u64,
     nodes: Vec<NodeId>,
     deadline_ms: u64,
+    /// When `Stop` goes again to the nodes still connected.
+    resend_at_ms: u64,
     include_management: bool,
     /// `N RESTART`: the nodes start again through their angels.
     restart: Option<RestartOptions>,
@@ -176,6 +184,9 @@ struct ShutdownDrain {
     /// epoch) once in. A node that disconnects is no longer waited for.
     answers: BTreeMap<NodeId, Option<(u64, u64)>>,
     deadline_ms: u64,
+    /// When `Drain` goes again to every node asked: each answers again
+    /// with its latest figures, so a lost `Drain` or `Drained` only delays.
+    resend_at_ms: u64,
 }
 
 /// A stop or restart asked for by a management client.
@@ -745,6 +756,22 @@ impl ManagementNode {
                         },
                     );
                     self.publish_addresses(effects);
+                    // A node a pending stop waits for that connects again
+                    // (an excluded node restarting in its process, a node
+                    // whose connection broke) is told to stop at once: the
+                    // stop sent to its old connection may never have
+                    // reached it, and the stop would wait out its deadline.
+                    let stop_waits = self
+                        .pending_stops
+                        .iter()
+                        .any(|stop| stop.restart.is_none() && stop.nodes.contains(&node));
+                    if stop_waits {
+                        effects.events.push(Event::Log(format!(
+                            "Node {node}: connected again while its stop is pending; stopping it"
+                        )));
+                        self.stopping.insert(node);
+                        effects.send(connection, Message::Stop);
+                    }
                 } else {
                     let entries = self.addresses.values().cloned().collect();
                     effects.send(connection, Message::Addresses { entries });
@@ -1299,6 +1326,7 @@ impl ManagementNode {
                             order,
                             answers,
                             deadline_ms: now_ms + DRAIN_TIMEOUT_MS,
+                            resend_at_ms: now_ms + STOP_RESEND_MS,
                         });
                         return;
                     }
@@ -1353,6 +1381,7 @@ impl ManagementNode {
             request,
             nodes,
             deadline_ms: now_ms + STOP_TIMEOUT_MS,
+            resend_at_ms: now_ms + STOP_RESEND_MS,
             include_management,
             restart,
         });
@@ -1400,7 +1429,15 @@ impl ManagementNode {
                     crate::epochs::gci_before(durable_below),
                 )
             }
-            _ => return,
+            _ => {
+                if now_ms >= drain.resend_at_ms {
+                    drain.resend_at_ms = now_ms + STOP_RESEND_MS;
+                    for node in drain.answers.keys() {
+                        effects.send(self.allocations[node], Message::Drain);
+                    }
+                }
+                return;
+            }
         };
         let drain = self.draining.take().expect("checked above");
         effects.events.push(Event::Log(line));
@@ -1418,6 +1455,12 @@ impl ManagementNode {
                 .filter(|n| self.allocations.contains_key(n))
                 .collect();
             if !running.is_empty() && now_ms < stop.deadline_ms {
+                if stop.restart.is_none() && now_ms >= stop.resend_at_ms {
+                    for node in &running {
+                        effects.send(self.allocations[node], Message::Stop);
+                    }
+                    self.pending_stops[index].resend_at_ms = now_ms + STOP_RESEND_MS;
+                }
                 index += 1;
                 continue;
             }
@@ -1787,6 +1830,41 @@ mod tests {
             "{:?}",
             logs(&effects)
         );
+    }
+
+    /// A node still connected a while after its Stop gets it again, and a
+    /// node that connects again while its stop is pending is told to stop
+    /// at once: a node excluded while the cluster stops restarts in its
+    /// process, and the Stop its old incarnation got may be gone with it.
+    #[test]
+    fn a_stop_is_sent_again_to_a_node_that_did_not_go() {
+        let (mut management, _) = shutdown_requested();
+        let durable = crate::epochs::epoch(4, 0);
+        for connection in [1, 2] {
+            let drained = Message::Drained {
+                epoch: crate::epochs::epoch(3, 1),
+                durable_epoch: durable,
+            };
+            send(&mut management, connection, drained);
+        }
+        let mut effects = Effects::default();
+        management.on_disconnected(1, 1, &mut effects);
+        management.tick(STOP_RESEND_MS - 1, &mut effects);
+        assert_eq!(drains_and_stops(&effects), vec![]);
+        management.tick(STOP_RESEND_MS, &mut effects);
+        assert_eq!(drains_and_stops(&effects), vec![(2, "Stop")]);
+        // Node 2 comes back on a new connection: told to stop at once.
+        management.on_connected(7, "127.0.0.1");
+        let effects = send(
+            &mut management,
+            7,
+            Message::AllocateNodeId {
+                role: NodeRole::Data,
+                requested: Some(2),
+                listen_port: 4000,
+            },
+        );
+        assert_eq!(drains_and_stops(&effects), vec![(7, "Stop")]);
     }
 
     /// A drain that does not end (a node never answers) stops the nodes

@@ -7,6 +7,7 @@
 mod crashes;
 mod disks;
 mod nodes;
+mod shutdown;
 mod transactions;
 mod workload;
 
@@ -178,6 +179,9 @@ pub struct Outcome {
     /// Times every data node was started with --initial because the
     /// management node would not form a cluster that lost data.
     pub initial_starts: u32,
+    /// Graceful system restarts (every data node stopped through the
+    /// management node, then started again from its disk).
+    pub system_restarts: u32,
     /// Rare protocol paths the data nodes took (summed over incarnations).
     pub marks: cluster::data_node::Marks,
     /// Paths of the data nodes' wiring taken (`node::NodeMarks`, summed).
@@ -429,6 +433,8 @@ struct Simulation {
     disk_rng: ChaCha8Rng,
     /// The last commit decided: its epoch, node and transaction.
     last_commit_decision: (u64, NodeId, u64),
+    /// The operator's graceful system restart at the end of a run.
+    system_stop: shutdown::SystemStop,
 }
 
 /// Whether a message on a data node's connection counts in
@@ -600,6 +606,7 @@ impl Simulation {
             epoch_config,
             disk_rng,
             last_commit_decision: (0, 0, 0),
+            system_stop: shutdown::SystemStop::default(),
         })
     }
 
@@ -958,6 +965,9 @@ impl Simulation {
     fn apply_management_output(&mut self, output: ManagementOutput) {
         let incarnation = self.management.incarnation;
         for line in output.logs {
+            if line.starts_with("Cluster shutdown: every commit is durable") {
+                self.system_stop.durable_before_stop = true;
+            }
             if line.starts_with("The cluster cannot start") {
                 // The operator does what the line says: every data node
                 // starts again with --initial.
@@ -1001,6 +1011,10 @@ impl Simulation {
             }
         }
         for (connection, message) in output.sends {
+            if connection == shutdown::OPERATOR_LINK {
+                self.operator_hears(message);
+                continue;
+            }
             let to = NodeId::try_from(connection).expect("simulated connections are node ids");
             let current = self
                 .nodes
@@ -1009,6 +1023,10 @@ impl Simulation {
             if current {
                 self.transmit(self.management_node, to, None, message);
             } else {
+                self.trace(format!(
+                    "management: {} to node {to} dropped: no connection",
+                    message.name()
+                ));
                 self.outcome.messages_dropped += 1;
             }
         }

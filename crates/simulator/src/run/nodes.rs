@@ -394,6 +394,12 @@ impl Simulation {
     }
 
     pub(super) fn crash_data_node(&mut self, node: NodeId, why: &str) {
+        self.take_down(node, why, true);
+    }
+
+    /// The node's process ends; with `restart` it is started again later
+    /// (its angel's doing, or the crash plan's).
+    fn take_down(&mut self, node: NodeId, why: &str, restart: bool) {
         let sim = self.nodes.get_mut(&node).expect("configured node");
         let Some(composite) = sim.composite.take() else {
             return;
@@ -413,7 +419,10 @@ impl Simulation {
             }
             _ => false,
         };
-        if !planned && self.workload.as_ref().is_some_and(|w| w.has_data()) {
+        if !planned
+            && !self.system_stop.requested
+            && self.workload.as_ref().is_some_and(|w| w.has_data())
+        {
             self.fail(format!(
                 "node {node} went down during the transaction workload ({why}); only the planned \
                  crashes of nodes that are not coordinators are part of transaction runs"
@@ -438,6 +447,9 @@ impl Simulation {
             let mut output = ManagementOutput::default();
             management.on_link_closed(now, ConnectionId::from(node), &mut output);
             self.apply_management_output(output);
+        }
+        if !restart {
+            return;
         }
         if planned {
             // Empty when it is back: it copies its fragments first.
@@ -568,7 +580,10 @@ impl Simulation {
             );
         }
         if let Some(reason) = output.stop.take() {
-            self.crash_data_node(node, &format!("stopped: {reason}"));
+            // Stopped for good by the operator's ALL STOP: its angel does
+            // not start it again (the operator does, once all are down).
+            let restart = !self.system_stop.requested;
+            self.take_down(node, &format!("stopped: {reason}"), restart);
             return;
         }
         if let Some(reason) = output.excluded.take() {
@@ -597,7 +612,12 @@ impl Simulation {
             }
             _ => false,
         };
-        if !candidate && self.workload.as_ref().is_some_and(|w| w.has_data()) {
+        // While the operator stops every node, the last ones see the others
+        // go (a node group with none left is a cluster failure, as in NDB).
+        if !candidate
+            && !self.system_stop.requested
+            && self.workload.as_ref().is_some_and(|w| w.has_data())
+        {
             self.fail(format!(
                 "node {node} was excluded during the transaction workload ({reason}); node \
                  failures are not part of transaction runs"

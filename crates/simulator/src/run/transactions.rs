@@ -343,7 +343,8 @@ impl Simulation {
             let ever_crashed = self
                 .crash_plan
                 .as_ref()
-                .is_some_and(|plan| plan.crashes > 0);
+                .is_some_and(|plan| plan.crashes > 0)
+                || self.system_stop.requested;
             if dropped > 0 && !ever_crashed {
                 problems.push(format!(
                     "node {node} dropped {dropped} messages for want of a connection"
