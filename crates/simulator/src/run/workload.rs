@@ -953,7 +953,7 @@ impl Simulation {
         if self.crash_plan.is_some() && !self.membership_settled() {
             return;
         }
-        // One run in two stops every data node gracefully and starts them
+        // One run in four stops every data node gracefully and starts them
         // from their disks first: the checks below must then still hold.
         if self.system_restart_due() {
             self.graceful_system_restart();
