@@ -152,6 +152,12 @@ fn write_one(
             .is_ok()
 }
 
+/// Counts one write as committed or failed.
+fn tally(committed_ok: bool, committed: &AtomicU64, failed: &AtomicU64) {
+    let counter = if committed_ok { committed } else { failed };
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
 /// A xorshift step: the update threads' random rows.
 fn next_random(state: &mut u64) -> u64 {
     *state ^= *state << 13;
@@ -209,19 +215,18 @@ impl Measured<'_> {
             |thread, session, committed, failed| {
                 let mut id = ids.start + thread as u32;
                 while id < ids.end {
-                    let counter = if write_one(
-                        session,
-                        table,
-                        OperationKind::Insert,
-                        id,
-                        options.row_bytes,
-                        1,
-                    ) {
-                        committed
-                    } else {
-                        failed
-                    };
-                    counter.fetch_add(1, Ordering::Relaxed);
+                    tally(
+                        write_one(
+                            session,
+                            table,
+                            OperationKind::Insert,
+                            id,
+                            options.row_bytes,
+                            1,
+                        ),
+                        committed,
+                        failed,
+                    );
                     id += threads as u32;
                 }
             },
@@ -252,19 +257,18 @@ impl Measured<'_> {
                 while Instant::now() < until {
                     let id = (next_random(&mut random) % u64::from(options.rows.max(1))) as u32;
                     let fill = (random >> 32) as u8;
-                    let counter = if write_one(
-                        session,
-                        table,
-                        OperationKind::Update,
-                        id,
-                        options.row_bytes,
-                        fill,
-                    ) {
-                        committed
-                    } else {
-                        failed
-                    };
-                    counter.fetch_add(1, Ordering::Relaxed);
+                    tally(
+                        write_one(
+                            session,
+                            table,
+                            OperationKind::Update,
+                            id,
+                            options.row_bytes,
+                            fill,
+                        ),
+                        committed,
+                        failed,
+                    );
                 }
             },
         )?;
@@ -342,7 +346,7 @@ fn connect(own: &OwnCluster) -> Result<Cluster, String> {
 
 /// The durable GCI every data node reports and the GCI of the epoch they
 /// decide commits in, from `shoal mgm -e "ALL REPORT DURABILITY"`.
-fn durability(own: &OwnCluster, executable: &PathBuf) -> Option<(u64, u64)> {
+fn durability(own: &OwnCluster, executable: &std::path::Path) -> Option<(u64, u64)> {
     let output = std::process::Command::new(executable)
         .args([
             "mgm",
@@ -424,19 +428,18 @@ fn measure_restarts(
     let (_, failed) = on_threads(&client, threads, |thread, session, committed, failed| {
         let mut id = thread as u32;
         while id < changed {
-            let counter = if write_one(
-                session,
-                &table,
-                OperationKind::Update,
-                id * 10,
-                options.row_bytes,
-                7,
-            ) {
-                committed
-            } else {
-                failed
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
+            tally(
+                write_one(
+                    session,
+                    &table,
+                    OperationKind::Update,
+                    id * 10,
+                    options.row_bytes,
+                    7,
+                ),
+                committed,
+                failed,
+            );
             id += threads as u32;
         }
     })?;

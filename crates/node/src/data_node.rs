@@ -341,8 +341,9 @@ struct Drain {
     /// Once the coordinator closed (no commit is decided any more): the
     /// epoch it was in, which every commit it decided lies at or below.
     closed_in: Option<u64>,
-    /// The durable epoch last told to the management node.
-    reported: Option<u64>,
+    /// The (last commit epoch, durable epoch) last told to the
+    /// management node.
+    reported: Option<(u64, u64)>,
 }
 
 impl DataNodeComposite {
@@ -1294,11 +1295,17 @@ impl DataNodeComposite {
         }
         let durable = self.epochs.durable_below();
         let drain = self.drain.as_mut().expect("checked above");
-        let epoch = drain.closed_in.expect("closed above");
-        if drain.reported == Some(durable) {
+        // A node that fails during the drain may not answer: its commits
+        // that a takeover finishes reach the replicas' redo logs in their
+        // epochs, which each replica reports with its own.
+        let epoch = drain
+            .closed_in
+            .expect("closed above")
+            .max(self.query_handler.logged_epoch_max());
+        if drain.reported == Some((epoch, durable)) {
             return;
         }
-        drain.reported = Some(durable);
+        drain.reported = Some((epoch, durable));
         output.to_management.push(Message::Drained {
             epoch,
             durable_epoch: durable,

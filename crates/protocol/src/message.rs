@@ -159,7 +159,7 @@ pub enum Message {
     /// once everything committed is on disk everywhere.
     Drain,
     /// From a draining data node: it decides no more commits, and each
-    /// it decided lies below `epoch` + 1 (its last commit epoch);
+    /// it decided or holds in its redo log lies at or below `epoch`;
     /// `durable_epoch` is its `Durability::durable_epoch` now.
     Drained {
         epoch: u64,
