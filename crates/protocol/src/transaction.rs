@@ -228,6 +228,11 @@ pub struct Executed {
     /// A committed answer whose commit markers the replicas keep until the
     /// API acknowledges it (`Message::CommitAck`); other answers need none.
     pub acknowledge: bool,
+    /// The epoch a committed transaction that wrote was decided in (its
+    /// global checkpoint is `epoch >> 32`, NDB's `getGCI()`): a system
+    /// restart brings it back when that checkpoint is complete. 0 for
+    /// every other answer.
+    pub epoch: u64,
 }
 
 /// One end of an ordered-index range, as AttrInfo of a prefix of the index's columns.
@@ -634,6 +639,7 @@ pub(crate) fn put_executed(w: &mut Writer, executed: &Executed) {
     }
     w.u32(executed.hops);
     w.bool(executed.acknowledge);
+    w.u64(executed.epoch);
 }
 
 pub(crate) fn get_executed(r: &mut Reader) -> Result<Executed, DecodeError> {
@@ -657,6 +663,7 @@ pub(crate) fn get_executed(r: &mut Reader) -> Result<Executed, DecodeError> {
         results,
         hops: r.u32("hops")?,
         acknowledge: r.bool("acknowledge")?,
+        epoch: r.u64("commit epoch")?,
     })
 }
 

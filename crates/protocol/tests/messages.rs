@@ -549,18 +549,22 @@ fn transaction_message() -> impl Strategy<Value = Message> {
                 0..4
             ),
             any::<u32>(),
-            any::<bool>()
+            any::<bool>(),
+            any::<u64>()
         )
-            .prop_map(|(transaction, state, error, results, hops, acknowledge)| {
-                Message::Executed(Executed {
-                    transaction,
-                    state,
-                    error,
-                    results,
-                    hops,
-                    acknowledge,
-                })
-            }),
+            .prop_map(
+                |(transaction, state, error, results, hops, acknowledge, epoch)| {
+                    Message::Executed(Executed {
+                        transaction,
+                        state,
+                        error,
+                        results,
+                        hops,
+                        acknowledge,
+                        epoch,
+                    })
+                }
+            ),
         scan_open().prop_map(|open| Message::ScanOpen(Box::new(open))),
         scan_open().prop_map(|open| Message::FragmentScanOpen(Box::new(open))),
         (
@@ -898,7 +902,7 @@ fn the_heartbeat_layout_is_pinned() {
         &mut bytes,
     );
     assert_eq!(&bytes[0..4], b"SHOL");
-    assert_eq!(&bytes[4..8], &[7, 0, 1, 0]);
+    assert_eq!(&bytes[4..8], &[8, 0, 1, 0]);
     assert_eq!(&bytes[8..12], &[46, 0, 0, 0]);
     assert_eq!(
         &bytes[16..],
@@ -963,6 +967,7 @@ fn the_smallest_items_decode() {
             results: vec![OperationResult::default()],
             hops: 0,
             acknowledge: false,
+            epoch: 0,
         }),
         Message::ScanNext(ScanNext {
             transaction: 1,

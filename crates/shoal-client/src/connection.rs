@@ -1979,6 +1979,7 @@ mod tests {
                 results: Vec::new(),
                 hops: 0,
                 acknowledge: false,
+                epoch: 0,
             })),
         );
         let mut answered = session.send_poll(1, Duration::from_secs(5)).expect("poll");
@@ -2230,6 +2231,7 @@ mod tests {
                 results: Vec::new(),
                 hops: 0,
                 acknowledge: false,
+                epoch: 0,
             })),
         );
         session
@@ -2271,6 +2273,7 @@ mod tests {
                 results: Vec::new(),
                 hops: 0,
                 acknowledge: false,
+                epoch: 0,
             }))
         };
         let done = |incarnation: u64| Delivery::TakeoverDone {
@@ -2358,6 +2361,7 @@ mod tests {
                 results: Vec::new(),
                 hops: 0,
                 acknowledge: false,
+                epoch: 0,
             })),
         );
         let answered = session
@@ -2531,6 +2535,7 @@ mod tests {
                 results: Vec::new(),
                 hops: 0,
                 acknowledge: false,
+                epoch: 0,
             })],
             &mut bytes,
         );

@@ -173,6 +173,9 @@ pub struct Transaction {
     /// Its commit was in flight when the coordinator's connection failed:
     /// until when the session waits for the takeover to say the outcome.
     outcome_until: Option<Instant>,
+    /// The epoch its commit was decided in (0: not committed, or nothing
+    /// written).
+    commit_epoch: u64,
 }
 
 /// A row read: the requested columns and their values.
@@ -252,6 +255,21 @@ impl Transaction {
 
     pub fn status(&self) -> Status {
         self.status
+    }
+
+    /// The epoch a committed transaction that wrote was decided in; `None`
+    /// before the commit, and for a commit that wrote nothing. A system
+    /// restart brings the transaction back when the global checkpoint of
+    /// its epoch (`commit_gci`) was complete.
+    pub fn commit_epoch(&self) -> Option<u64> {
+        (self.commit_epoch != 0).then_some(self.commit_epoch)
+    }
+
+    /// The global checkpoint a committed transaction that wrote belongs to
+    /// (NDB's `NdbTransaction::getGCI()`).
+    pub fn commit_gci(&self) -> Option<u32> {
+        // The global checkpoint is the epoch's high half (`cluster::epochs`).
+        self.commit_epoch().map(|epoch| (epoch >> 32) as u32)
     }
 
     /// Operations defined and not yet sent (the next execute sends them).
@@ -508,7 +526,10 @@ impl Transaction {
         }
         match executed.state {
             TransactionState::Open => {}
-            TransactionState::Committed => self.status = Status::Committed,
+            TransactionState::Committed => {
+                self.status = Status::Committed;
+                self.commit_epoch = executed.epoch;
+            }
             TransactionState::Aborted => self.status = Status::Aborted,
         }
         let error = match executed.error {
@@ -935,6 +956,7 @@ impl Session {
             next_scan: 1,
             coordinator_incarnation: 0,
             outcome_until: None,
+            commit_epoch: 0,
         }
     }
 
@@ -1743,6 +1765,7 @@ mod tests {
             next_scan: 1,
             coordinator_incarnation: 0,
             outcome_until: None,
+            commit_epoch: 0,
         }
     }
 
@@ -1758,6 +1781,7 @@ mod tests {
             results: Vec::new(),
             hops: 0,
             acknowledge: false,
+            epoch: 0,
         }
     }
 

@@ -37,7 +37,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -266,6 +266,32 @@ impl FaultCluster {
 
     fn kill(&mut self, name: &str) {
         self.processes.kill(name);
+    }
+
+    /// The global checkpoint the data nodes' last start restored from their
+    /// disks, as their logs say (every node that restored names the same
+    /// one; a node that copied its rows from a peer names none).
+    fn restored_gci(&self) -> u32 {
+        const SAID: &str = "restored from this node's disk through GCI ";
+        let mut restored = BTreeMap::new();
+        for (node, start) in &self.starts {
+            let log = self.dir.join(format!("datad-{node}.{start}.log"));
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(at) = text.find(SAID) {
+                let digits: String = text[at + SAID.len()..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                restored.insert(*node, digits.parse::<u32>().expect("a GCI"));
+            }
+        }
+        let gcis: BTreeSet<u32> = restored.values().copied().collect();
+        assert!(
+            gcis.len() == 1,
+            "the data nodes restored {restored:?} (node: GCI):\n{}",
+            self.logs()
+        );
+        gcis.into_iter().next().expect("one")
     }
 
     /// Starts the management node and every data node (a system restart
@@ -524,6 +550,10 @@ struct Journal {
     /// Why each commit that failed with an abort failed (a check that
     /// finds one applied names the error it got).
     commit_errors: BTreeMap<i64, String>,
+    /// Each committed transfer's life of the cluster (`Bank::life`) and
+    /// the global checkpoint its commit said it belongs to
+    /// (`Transaction::commit_gci`).
+    commit_gcis: BTreeMap<i64, (u32, u32)>,
 }
 
 /// Shared by the worker threads and the checks.
@@ -532,6 +562,10 @@ struct Bank {
     ledger: Arc<TableRoute>,
     journal: Mutex<Journal>,
     next_transfer: AtomicU64,
+    /// How many times every process of the cluster was killed: a commit
+    /// is told by the life it was acknowledged in. The count moves once
+    /// every old process is dead and before any new one starts.
+    life: AtomicU32,
 }
 
 impl Bank {
@@ -541,6 +575,7 @@ impl Bank {
             ledger: client.table("ledger").expect("ledger"),
             journal: Mutex::new(Journal::default()),
             next_transfer: AtomicU64::new(1),
+            life: AtomicU32::new(0),
         }
     }
 
@@ -639,11 +674,20 @@ impl Bank {
                 ],
             )
             .expect("define");
+        let life = self.life.load(Ordering::SeqCst);
         match self.timed("commit", || {
             session.execute(&mut transaction, ExecuteEnd::Commit)
         }) {
+            // The answer came while every process was killed and restarted:
+            // it cannot be told which life it came from, so which global
+            // checkpoint it names.
+            Ok(()) if self.life.load(Ordering::SeqCst) != life => Outcome::Unknown,
             Ok(()) => {
                 assert_eq!(transaction.status(), Status::Committed);
+                let gci = transaction
+                    .commit_gci()
+                    .unwrap_or_else(|| panic!("transfer {} committed without a GCI", transfer.id));
+                self.journal().commit_gcis.insert(transfer.id, (life, gci));
                 Outcome::Committed
             }
             Err(error) if error.class() == ErrorClass::UnknownResult => Outcome::Unknown,
@@ -922,43 +966,62 @@ impl Bank {
         None
     }
 
-    /// Every transfer known applied: committed, or unknown and found in
-    /// the ledger by a check.
-    fn applied(&self) -> BTreeSet<i64> {
-        let journal = self.journal();
-        journal
-            .transfers
-            .iter()
-            .filter(|(transfer, outcome)| {
-                *outcome == Outcome::Committed || journal.resolved.get(&transfer.id) == Some(&true)
-            })
-            .map(|(transfer, _)| transfer.id)
-            .collect()
+    /// The highest global checkpoint a transfer committed in so far.
+    fn last_commit_gci(&self) -> u32 {
+        self.journal()
+            .commit_gcis
+            .values()
+            .map(|(_, gci)| *gci)
+            .max()
+            .unwrap_or(0)
     }
 
-    /// After a system restart: a transfer applied after the restore point
-    /// may be gone, so every committed or unknown transfer not in `kept`
-    /// becomes unknown (checked as applied wholly or not at all from now
-    /// on). Calls cut off by the restart's outage are forgiven: every node
-    /// was down, so they waited for their deadline. Returns how many
-    /// transfers became unknown.
-    fn keep_only(&self, kept: &BTreeSet<i64>) -> usize {
+    /// After a system restart of the cluster's life `life` that restored
+    /// global checkpoint `restored`: every transfer that life committed in
+    /// it or an earlier one must be there, and none committed in a later
+    /// one may be (NDB's promise: the last
+    /// complete global checkpoint, and no part of a later one), so those
+    /// are checked as aborted from now on. Unknown transfers found applied
+    /// before may be gone now: each is checked afresh as applied wholly or
+    /// not at all. Calls cut off by the restart's outage are forgiven:
+    /// every node was down, so they waited for their deadline. Returns how
+    /// many committed transfers were kept and how many must be gone.
+    fn after_system_restart(&self, life: u32, restored: u32) -> (usize, usize) {
         let mut journal = self.journal();
-        let mut changed = 0;
-        for (transfer, outcome) in journal.transfers.clone() {
-            if outcome != Outcome::Aborted && !kept.contains(&transfer.id) {
-                changed += usize::from(outcome == Outcome::Committed);
-                journal.resolved.remove(&transfer.id);
-            }
-        }
+        let journal = &mut *journal;
+        let (mut kept, mut gone) = (0, 0);
         for (transfer, outcome) in &mut journal.transfers {
-            if *outcome == Outcome::Committed && !kept.contains(&transfer.id) {
-                *outcome = Outcome::Unknown;
+            match *outcome {
+                Outcome::Committed => {
+                    let (committed_in, gci) = journal.commit_gcis[&transfer.id];
+                    if committed_in != life {
+                        // Checked at an earlier restart, or committed
+                        // after this one.
+                        continue;
+                    }
+                    if gci <= restored {
+                        kept += 1;
+                    } else {
+                        gone += 1;
+                        *outcome = Outcome::Aborted;
+                        journal.commit_errors.insert(
+                            transfer.id,
+                            format!(
+                                "committed in GCI {gci}, after GCI {restored} the restart \
+                                 restored"
+                            ),
+                        );
+                    }
+                }
+                Outcome::Unknown => {
+                    journal.resolved.remove(&transfer.id);
+                }
+                Outcome::Aborted => {}
             }
         }
         journal.late_calls.clear();
         journal.timed_out_calls.clear();
-        changed
+        (kept, gone)
     }
 
     /// After a whole-cluster outage: calls cut off by it waited for their
@@ -1485,14 +1548,15 @@ fn durability(cluster: &FaultCluster) -> Option<(u64, u64)> {
 }
 
 /// Whole-cluster kill rounds: under load, after a random while, the round
-/// notes every transfer known applied and waits until a global checkpoint
-/// after that moment is durable; after another random while every process
-/// (the management node and every data node) is killed with SIGKILL and
-/// started again, and the cluster restores itself from its disks. The
-/// checks then ask that every transfer noted is still there, that nothing
-/// aborted is, and that the balances agree with the ledger on every node;
-/// transfers after the note may or may not have survived (they are taken
-/// as unknown), but each wholly or not at all.
+/// waits until the global checkpoint of the last transfer committed so far
+/// is durable; after another random while every process (the management
+/// node and every data node) is killed with SIGKILL and started again,
+/// and the cluster restores itself from its disks to a global checkpoint
+/// at least that one. Each commit told the client its global checkpoint,
+/// so the checks then ask for exactly the committed prefix: every transfer
+/// committed in the restored checkpoint or before is there, none committed
+/// after it is, nothing aborted is, transfers of unknown outcome wholly or
+/// not at all, and the balances agree with the ledger on every node.
 fn whole_cluster_kill_rounds(name: &str, data_nodes: u8, rounds: usize) {
     let _serial = serial();
     let mut random = Random::from_environment(name);
@@ -1505,25 +1569,25 @@ fn whole_cluster_kill_rounds(name: &str, data_nodes: u8, rounds: usize) {
         let before_note = random.millis(200, 1_500);
         let after_durable = random.millis(0, 1_000);
         let seed = random.next();
-        let mut noted = BTreeSet::new();
+        let mut noted_gci = 0;
         let committed = bank.under_load(&client, seed, || {
             std::thread::sleep(before_note);
-            noted = bank.applied();
-            let (_, epoch_gci) = eventually(Duration::from_secs(10), || durability(&cluster))
-                .unwrap_or_else(|| panic!("no durability report:\n{}", cluster.logs()));
+            noted_gci = bank.last_commit_gci();
             let waited = Instant::now();
+            // A report may be a heartbeat old, which only makes the durable
+            // GCI it shows lower than the truth.
             eventually(Duration::from_secs(20), || {
-                durability(&cluster).and_then(|(durable, _)| (durable >= epoch_gci).then_some(()))
+                durability(&cluster)
+                    .and_then(|(durable, _)| (durable >= u64::from(noted_gci)).then_some(()))
             })
             .unwrap_or_else(|| {
                 panic!(
-                    "GCI {epoch_gci} was not durable within 20 s:\n{}",
+                    "GCI {noted_gci} was not durable within 20 s:\n{}",
                     cluster.logs()
                 )
             });
             eprintln!(
-                "round {round}: {} transfers applied, GCI {epoch_gci} durable after {:?}",
-                noted.len(),
+                "round {round}: the last commit so far in GCI {noted_gci}, durable after {:?}",
                 waited.elapsed()
             );
             std::thread::sleep(after_durable);
@@ -1532,10 +1596,22 @@ fn whole_cluster_kill_rounds(name: &str, data_nodes: u8, rounds: usize) {
                 cluster.kill(&node.to_string());
             }
             eprintln!("round {round}: killed every process");
+            bank.life.fetch_add(1, Ordering::SeqCst);
             cluster.start_all(&client);
         });
-        let lost = bank.keep_only(&noted);
-        eprintln!("round {round}: {committed} committed; {lost} after the note taken as unknown");
+        let restored = cluster.restored_gci();
+        assert!(
+            restored >= noted_gci,
+            "round {round}: the restart restored GCI {restored}, before GCI {noted_gci} that \
+             was durable before the kill:\n{}",
+            cluster.logs()
+        );
+        let life = u32::try_from(round - 1).expect("few rounds");
+        let (kept, gone) = bank.after_system_restart(life, restored);
+        eprintln!(
+            "round {round}: {committed} committed; restored GCI {restored}: {kept} committed \
+             in it or before must be there, {gone} committed after it must not"
+        );
         bank.check(
             &client,
             &cluster,

@@ -1054,9 +1054,13 @@ impl Coordinator {
         state: TransactionState,
         error: Option<ErrorReply>,
         (results, hops): (Vec<OperationResult>, u32),
-        acknowledge: bool,
+        (acknowledge, epoch): (bool, u64),
         out: &mut Vec<(NodeId, Message)>,
     ) {
+        assert!(
+            epoch == 0 || state == TransactionState::Committed,
+            "only a commit has an epoch"
+        );
         out.push((
             api,
             Message::Executed(Executed {
@@ -1066,6 +1070,7 @@ impl Coordinator {
                 results,
                 hops,
                 acknowledge,
+                epoch,
             }),
         ));
     }
@@ -1195,7 +1200,7 @@ impl Coordinator {
                 TransactionState::Aborted,
                 None,
                 (Vec::new(), 0),
-                false,
+                (false, 0),
                 out,
             );
             return;
@@ -1208,7 +1213,7 @@ impl Coordinator {
                     TransactionState::Aborted,
                     Some(error),
                     (Vec::new(), 0),
-                    false,
+                    (false, 0),
                     out,
                 );
                 return;
@@ -1232,7 +1237,7 @@ impl Coordinator {
                     TransactionState::Aborted,
                     error,
                     (Vec::new(), 0),
-                    false,
+                    (false, 0),
                     out,
                 );
             }
@@ -1258,7 +1263,7 @@ impl Coordinator {
                 TransactionState::Open,
                 Some(error),
                 (Vec::new(), 0),
-                false,
+                (false, 0),
                 out,
             );
             return;
@@ -1644,7 +1649,7 @@ impl Coordinator {
                     TransactionState::Open,
                     None,
                     (batch.results, batch.hops),
-                    false,
+                    (false, 0),
                     out,
                 );
             }
@@ -2104,10 +2109,32 @@ impl Coordinator {
             };
             // A repeated answer (a second takeover) replaces the first.
             self.acks_awaited.insert((api, client), awaited);
-            self.answer((api, client), state, error, (results, hops), true, out);
+            // A commit that wrote nothing (a read-only transaction) has no
+            // epoch to tell; one that wrote got its epoch before its Commit
+            // went.
+            let wrote = transaction.takeover_of.is_some()
+                || transaction.participants.iter().any(|p| p.writes);
+            let epoch = if wrote { transaction.epoch } else { 0 };
+            assert!(!wrote || epoch != 0, "a commit that wrote has an epoch");
+            self.answer(
+                (api, client),
+                state,
+                error,
+                (results, hops),
+                (true, epoch),
+                out,
+            );
             return;
         }
-        self.answer((api, client), state, error, (results, hops), false, out);
+        let epoch = 0;
+        self.answer(
+            (api, client),
+            state,
+            error,
+            (results, hops),
+            (false, epoch),
+            out,
+        );
     }
 
     fn finish(&mut self, id: u64, state: TransactionState, out: &mut Vec<(NodeId, Message)>) {

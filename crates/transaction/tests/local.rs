@@ -580,6 +580,8 @@ fn insert_and_commit_then_read_from_both_replicas() {
     assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
     assert_eq!(executed.error, None);
     assert!(executed.results.iter().all(|r| r.error == 0));
+    // The API learns the epoch its writes committed in (NDB's getGCI).
+    assert_eq!(executed.epoch, TEST_EPOCH);
     // READ_BACKUP: each coordinator reads its own node's replica, the
     // primary's for one key and the backup's for the other.
     for coordinator in [1, 2] {
@@ -593,6 +595,10 @@ fn insert_and_commit_then_read_from_both_replicas() {
             ],
         );
         assert_eq!(executed.state, TransactionState::Committed);
+        assert_eq!(
+            executed.epoch, 0,
+            "a commit that wrote nothing has no epoch"
+        );
         assert_eq!(executed.hops, 0, "both reads ran on the coordinator's node");
         assert_eq!(int(&executed.results[0].data, 1), Some(10));
         assert_eq!(int(&executed.results[1].data, 1), Some(20));
