@@ -213,6 +213,10 @@ pub struct NodeMarks {
     pub redo_failures: u64,
     /// `KIND_SAVED` markers a full redo log refused.
     pub save_markers_refused: u64,
+    /// Local checkpoints installed, and their steps that stopped in the
+    /// middle of a fragment (the next step goes on from its cursor).
+    pub checkpoints_installed: u64,
+    pub checkpoint_slices_cut: u64,
 }
 
 impl NodeMarks {
@@ -234,6 +238,8 @@ impl NodeMarks {
         self.saves_after_sync += other.saves_after_sync;
         self.redo_failures += other.redo_failures;
         self.save_markers_refused += other.save_markers_refused;
+        self.checkpoints_installed += other.checkpoints_installed;
+        self.checkpoint_slices_cut += other.checkpoint_slices_cut;
     }
 }
 
@@ -444,8 +450,24 @@ impl DataNodeComposite {
         self.management
     }
 
+    /// Every epoch below this is durable on every data node's disk.
+    pub fn durable_below(&self) -> u64 {
+        self.epochs.durable_below()
+    }
+
+    /// The epoch this incarnation's system restart restored its disk's
+    /// commits below (`NodeDisk::restored_below`).
+    pub fn restored_below(&self) -> Option<u64> {
+        self.disk.as_ref().and_then(NodeDisk::restored_below)
+    }
+
     pub fn marks(&self) -> NodeMarks {
-        self.marks
+        let mut marks = self.marks;
+        if let Some(disk) = &self.disk {
+            marks.checkpoints_installed = disk.marks.checkpoints_installed;
+            marks.checkpoint_slices_cut = disk.marks.checkpoint_slices_cut;
+        }
+        marks
     }
 
     /// Membership marks of this incarnation and every earlier one.
@@ -518,7 +540,7 @@ impl DataNodeComposite {
         &mut self,
         start: DiskStart,
         source: Box<dyn RestoreSource>,
-        checkpoint_trigger_bytes: u64,
+        (checkpoint_trigger_bytes, checkpoint_slice_bytes): (u64, u32),
     ) {
         assert!(self.disk.is_none(), "the disk is set once");
         assert!(
@@ -527,7 +549,11 @@ impl DataNodeComposite {
         );
         self.membership
             .set_restorable(start.survey.restorable_epoch, start.survey.epoch_max);
-        self.disk = Some(NodeDisk::new(start, checkpoint_trigger_bytes));
+        self.disk = Some(NodeDisk::new(
+            start,
+            checkpoint_trigger_bytes,
+            checkpoint_slice_bytes,
+        ));
         self.restore_source = Some(source);
     }
 

@@ -58,6 +58,12 @@ use transaction::redo::{KIND_CHANGES, KIND_SAVED};
 /// full; below that, one.
 pub const CHECKPOINT_WRITES_IN_FLIGHT_MAX: usize = 4;
 
+/// The rows a checkpoint step reads and writes, about: each step runs on
+/// the node's loop between inputs, so it bounds how long a checkpoint
+/// holds up commits (a whole fragment of a million rows took tens of
+/// milliseconds).
+pub const CHECKPOINT_SLICE_BYTES: u32 = 1 << 20;
+
 /// The redo written since the last checkpoint began that begins the next:
 /// the last installed checkpoint's size, at least `trigger_bytes`, at most
 /// a quarter of the log (see the module's documentation).
@@ -210,10 +216,18 @@ impl Survey {
 
 /// Whether no cut of the system file kills `record`.
 pub fn live(system: &SystemFile, record: &RedoRecord) -> bool {
-    system
-        .cuts
-        .iter()
-        .all(|cut| cut.keeps(record.lsn, record.epoch))
+    // A `KIND_SAVED` marker of epoch E says every epoch below E is saved:
+    // its last epoch is E - 1, and a restart that restored the epochs below
+    // E keeps it. (Judged by E itself, the cut of that restart killed it,
+    // and a second restart before the next save restored one global
+    // checkpoint less than the first had brought back; the simulator's
+    // whole-cluster crash during a restart found it.)
+    let epoch = if record.kind == KIND_SAVED {
+        record.epoch.saturating_sub(1)
+    } else {
+        record.epoch
+    };
+    system.cuts.iter().all(|cut| cut.keeps(record.lsn, epoch))
 }
 
 /// The saved form of a cluster state: the `Decided` message's encoding
@@ -252,11 +266,13 @@ fn crc32c_of(bytes: &[u8]) -> u32 {
 #[derive(Debug)]
 enum Checkpoint {
     Idle,
-    /// Writing fragments, one per step.
+    /// Writing the fragments, a slice of rows per step (the first
+    /// fragment is being written, from `cursor`).
     Writing {
         id: u64,
         redo_start: Lsn,
         fragments: VecDeque<(u32, u32)>,
+        cursor: Option<(usize, u32)>,
         offset: u64,
     },
     /// Every fragment written; the sync is out.
@@ -288,6 +304,8 @@ enum Purpose {
 pub struct DiskMarks {
     pub checkpoints_installed: u64,
     pub checkpoint_rows: u64,
+    /// Checkpoint steps that stopped in the middle of a fragment.
+    pub checkpoint_slices_cut: u64,
     pub restores: u64,
     pub restored_checkpoint_changes: u64,
     pub restored_redo_changes: u64,
@@ -310,6 +328,9 @@ pub struct NodeDisk {
     /// A restore is owed (the genesis state asked for one and the runtime
     /// has not finished it).
     restoring: Option<u64>,
+    /// The epoch the last restore of this incarnation brought its
+    /// fragments back below (every commit of an earlier epoch), once done.
+    restored: Option<u64>,
     /// The first install of this run as a member decided what the old
     /// records are.
     settled: bool,
@@ -320,6 +341,10 @@ pub struct NodeDisk {
     /// Redo bytes appended that start a checkpoint, at least
     /// (`checkpoint_threshold`).
     checkpoint_trigger_bytes: u64,
+    /// The bytes of rows a checkpoint step writes, about
+    /// (`CHECKPOINT_SLICE_BYTES`; the simulator's are small, so its
+    /// fragments are cut).
+    checkpoint_slice_bytes: u32,
     /// Checkpoint writes allowed in flight now (`checkpoint_writes_max`,
     /// from the log's fill at the last step).
     checkpoint_writes_max: usize,
@@ -338,7 +363,11 @@ pub struct NodeDisk {
 }
 
 impl NodeDisk {
-    pub fn new(start: DiskStart, checkpoint_trigger_bytes: u64) -> NodeDisk {
+    pub fn new(
+        start: DiskStart,
+        checkpoint_trigger_bytes: u64,
+        checkpoint_slice_bytes: u32,
+    ) -> NodeDisk {
         let next_checkpoint_id = start.system.checkpoint.map_or(1, |c| c.id + 1);
         NodeDisk {
             start_end: start.redo_end,
@@ -347,11 +376,13 @@ impl NodeDisk {
             system: start.system,
             restorable: false,
             restoring: None,
+            restored: None,
             settled: false,
             checkpoint: Checkpoint::Idle,
             next_checkpoint_id,
             last_checkpoint_head: start.redo_end,
             checkpoint_trigger_bytes: checkpoint_trigger_bytes.max(1),
+            checkpoint_slice_bytes: checkpoint_slice_bytes.max(1),
             checkpoint_writes_max: 1,
             copying: false,
             checkpoint_after_copy: false,
@@ -445,6 +476,13 @@ impl NodeDisk {
         self.task(Purpose::System, FileJob::System(system), out);
     }
 
+    /// The epoch this incarnation's restore from its own disk brought
+    /// every commit back below, once it is done (`None`: no restore; a
+    /// node that copies its rows from a peer restores nothing).
+    pub fn restored_below(&self) -> Option<u64> {
+        self.restored
+    }
+
     /// The restore the runtime owes (`Output::restore`), if any.
     pub fn restore_owed(&self) -> Option<u64> {
         self.restoring
@@ -484,6 +522,7 @@ impl NodeDisk {
     /// the node's disk holds all its rows.
     pub fn finish_restore(&mut self, out: &mut Vec<FileTask>) {
         let epoch = self.restoring.take().expect("a restore was under way");
+        self.restored = Some(epoch);
         self.cut(epoch, out);
         self.restorable = true;
         self.marks.restores += 1;
@@ -540,6 +579,7 @@ impl NodeDisk {
                     id,
                     redo_start,
                     fragments: query_handler.fragment_replicas().into(),
+                    cursor: None,
                     offset: 0,
                 };
                 // A file of this id may be left from a run that died in
@@ -557,6 +597,7 @@ impl NodeDisk {
                 id,
                 redo_start,
                 fragments,
+                cursor,
                 offset,
             } => {
                 let (id, redo_start) = (*id, *redo_start);
@@ -572,17 +613,27 @@ impl NodeDisk {
                 if writing >= self.checkpoint_writes_max {
                     return Ok(());
                 }
-                match fragments.pop_front() {
+                match fragments.front().copied() {
                     Some((table, fragment)) => {
                         self.scratch.clear();
                         // A fragment dropped since the checkpoint began has
                         // nothing to keep.
-                        let Ok(rows) =
-                            query_handler.checkpoint_rows(table, fragment, &mut self.scratch)
-                        else {
+                        let Ok((rows, next)) = query_handler.checkpoint_slice(
+                            (table, fragment),
+                            *cursor,
+                            self.checkpoint_slice_bytes,
+                            &mut self.scratch,
+                        ) else {
+                            fragments.pop_front();
+                            *cursor = None;
                             return Ok(());
                         };
+                        *cursor = next;
+                        if next.is_none() {
+                            fragments.pop_front();
+                        }
                         self.marks.checkpoint_rows += u64::from(rows);
+                        self.marks.checkpoint_slices_cut += u64::from(next.is_some());
                         let mut bytes = Vec::new();
                         let mut at = *offset;
                         let record = &mut self.record;
@@ -799,6 +850,43 @@ mod tests {
         assert_eq!(checkpoint_threshold(trigger, 1 << 30, capacity), 64 << 20);
         // A log smaller than four triggers: a quarter of it.
         assert_eq!(checkpoint_threshold(trigger, 0, 8 << 20), 2 << 20);
+    }
+
+    /// A restart that restored the epochs below E cuts off the records of
+    /// E and later written before it, but keeps the marker saying the
+    /// epochs below E were saved: a second restart restores as far.
+    #[test]
+    fn a_restarts_cut_keeps_the_marker_of_what_it_restored() {
+        let restored_below = 35 << 32;
+        let system = SystemFile {
+            cuts: vec![Cut {
+                end: 1_000,
+                epoch: restored_below,
+            }],
+            ..SystemFile::default()
+        };
+        let record = |lsn, epoch, kind| RedoRecord {
+            lsn,
+            epoch,
+            generation: 1,
+            kind,
+            payload: Vec::new(),
+        };
+        assert!(live(&system, &record(10, restored_below, KIND_SAVED)));
+        assert!(!live(&system, &record(20, restored_below + 1, KIND_SAVED)));
+        assert!(!live(&system, &record(30, restored_below, KIND_CHANGES)));
+        assert!(live(&system, &record(40, restored_below - 1, KIND_CHANGES)));
+        // Records written after the restart are not cut.
+        assert!(live(&system, &record(1_000, restored_below, KIND_CHANGES)));
+        let mut survey = Survey::default();
+        for r in [
+            record(5, restored_below - (1 << 32), KIND_SAVED),
+            record(10, restored_below, KIND_SAVED),
+            record(20, restored_below + (1 << 32), KIND_SAVED),
+        ] {
+            survey.visit(&system, &r);
+        }
+        assert_eq!(survey.restorable_epoch, restored_below);
     }
 
     #[test]

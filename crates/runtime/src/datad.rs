@@ -309,7 +309,14 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
         cluster::epochs::EpochConfig::from_config(&own),
     );
     if let Some((start, source)) = restore {
-        composite.set_disk(start, Box::new(source), checkpoint_trigger_bytes(&own));
+        composite.set_disk(
+            start,
+            Box::new(source),
+            (
+                checkpoint_trigger_bytes(&own),
+                node::durability::CHECKPOINT_SLICE_BYTES,
+            ),
+        );
     }
     let send_buffer_bytes_max = own.send_buffer_memory_bytes as usize;
     let configured_nodes =

@@ -171,6 +171,18 @@ fn sim(args: &SimArgs) -> ExitCode {
                     outcome.tables,
                     outcome.schema_changes_acknowledged
                 );
+                if outcome.system_restarts > 0 || outcome.system_crashes > 0 {
+                    println!(
+                        "seed {seed}: {} graceful system restart(s); {} whole-cluster crash(es) \
+                         ({} again while starting): {} commit(s) kept, {} of later epochs taken \
+                         back",
+                        outcome.system_restarts,
+                        outcome.system_crashes,
+                        outcome.crash_restarts_crashed,
+                        outcome.commits_kept_by_crashes,
+                        outcome.commits_lost_to_crashes
+                    );
+                }
             }
             Err(failure) => {
                 eprintln!("seed {seed}: {failure}");

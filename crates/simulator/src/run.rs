@@ -182,6 +182,14 @@ pub struct Outcome {
     /// Graceful system restarts (every data node stopped through the
     /// management node, then started again from its disk).
     pub system_restarts: u32,
+    /// Whole-cluster crashes (every data node at once, a second time
+    /// during the restart in some), each followed by a system restart from
+    /// the disks; and the commits they kept and took back (of later epochs
+    /// than the restart restored).
+    pub system_crashes: u32,
+    pub crash_restarts_crashed: u32,
+    pub commits_kept_by_crashes: u64,
+    pub commits_lost_to_crashes: u64,
     /// Rare protocol paths the data nodes took (summed over incarnations).
     pub marks: cluster::data_node::Marks,
     /// Paths of the data nodes' wiring taken (`node::NodeMarks`, summed).
@@ -260,6 +268,8 @@ enum SimEvent {
     },
     /// The deserter API node opens its transaction (`workload::deserter`).
     Deserter,
+    /// Every data node loses power at once (`shutdown`).
+    SystemCrash,
     /// A session's wait for the takeover's outcome of its commit ends.
     OutcomeWait {
         index: usize,
@@ -838,6 +848,7 @@ impl Simulation {
             SimEvent::Client => self.client_step(),
             SimEvent::Session { index } => self.session_step(index),
             SimEvent::Deserter => self.deserter_step(),
+            SimEvent::SystemCrash => self.system_crash(),
             SimEvent::OutcomeWait { index, transaction } => {
                 self.outcome_wait_ends(index, transaction)
             }

@@ -400,7 +400,9 @@ impl QueryHandler {
     /// is not here, or the engine's if it cannot scan it. For checkers:
     /// every replica of a fragment must hold the same rows once no
     /// transaction is in flight.
-    pub fn committed_rows(&mut self, table: u32, fragment: u32) -> Result<Vec<Vec<u8>>, Error> {
+    /// Opens a full scan of a fragment replica's committed rows, every
+    /// column: the engine's error if the replica is not here.
+    fn open_committed_scan(&mut self, table: u32, fragment: u32) -> Result<u32, Error> {
         let not_here = || {
             Error::new(
                 ErrorCode::NoSuchTable,
@@ -424,7 +426,7 @@ impl QueryHandler {
         let columns: Vec<u16> = (0..column_count as u16).collect();
         let token = self.next_token;
         self.next_token += 1;
-        let scan = self.engine.open_scan(&ScanRequest {
+        self.engine.open_scan(&ScanRequest {
             transaction: NO_TRANSACTION,
             token,
             table: replica.engine_table,
@@ -435,7 +437,11 @@ impl QueryHandler {
             filter: &[],
             columns: &columns,
             mode: ReadMode::Committed,
-        })?;
+        })
+    }
+
+    pub fn committed_rows(&mut self, table: u32, fragment: u32) -> Result<Vec<Vec<u8>>, Error> {
+        let scan = self.open_committed_scan(table, fragment)?;
         let mut rows = Vec::new();
         let mut data = Vec::new();
         let scanned = loop {
@@ -1636,22 +1642,69 @@ impl QueryHandler {
         keys
     }
 
-    /// Appends the committed rows of a fragment replica to `out` as
-    /// changes (`CHANGE_PUT`, every column), as a local checkpoint writes
-    /// them; returns how many.
-    pub fn checkpoint_rows(
+    /// Appends a slice of the committed rows of a fragment replica to
+    /// `out` as changes (`CHANGE_PUT`, every column), as a local checkpoint
+    /// writes them: from `cursor` (`None`: the first row) until about
+    /// `bytes_max` bytes are out, so one step of a checkpoint stalls the
+    /// node's loop for a bounded time whatever the fragment's size. Returns
+    /// how many rows, and where the next slice starts (`None`: the
+    /// fragment is done). The cursor is a slot address, stable while rows
+    /// come and go, so no row unchanged since the checkpoint began is
+    /// missed; a row changed between slices may be seen twice or not at
+    /// all, and its change is in the redo log after the checkpoint's start.
+    pub fn checkpoint_slice(
         &mut self,
-        table: u32,
-        fragment: u32,
+        (table, fragment): (u32, u32),
+        cursor: Option<(usize, u32)>,
+        bytes_max: u32,
         out: &mut Vec<u8>,
-    ) -> Result<u32, Error> {
-        let rows = self.committed_rows(table, fragment)?;
-        for row in &rows {
-            out.push(storage::CHANGE_PUT);
-            out.extend_from_slice(&(row.len() as u32).to_le_bytes());
-            out.extend_from_slice(row);
-        }
-        Ok(rows.len() as u32)
+    ) -> Result<(u32, Option<(usize, u32)>), Error> {
+        let scan = self.open_committed_scan(table, fragment)?;
+        let start = out.len();
+        let mut rows = 0;
+        let mut data = Vec::new();
+        let scanned = (|| {
+            if let Some(cursor) = cursor {
+                self.engine.seek_scan(scan, cursor)?;
+            }
+            loop {
+                data.clear();
+                let written = (out.len() - start) as u32;
+                // A committed read never waits, so the time does not matter.
+                let batch = self.engine.scan_next(
+                    0,
+                    scan,
+                    SCAN_BATCH_ROWS_MAX,
+                    SCAN_BATCH_BYTES_MAX.min(bytes_max.saturating_sub(written).max(1)),
+                    &mut data,
+                )?;
+                // Scan output: each row a little-endian u32 length, then its
+                // AttrInfo; a change is the same behind its kind.
+                let mut rest = data.as_slice();
+                while rest.len() >= 4 {
+                    let length = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                    out.push(storage::CHANGE_PUT);
+                    out.extend_from_slice(&rest[..4 + length]);
+                    rest = &rest[4 + length..];
+                    rows += 1;
+                }
+                if batch.finished {
+                    return Ok(None);
+                }
+                if (out.len() - start) as u32 >= bytes_max {
+                    let next = self
+                        .engine
+                        .scan_cursor(scan)
+                        .expect("a full scan has a cursor");
+                    return Ok(Some(next));
+                }
+            }
+        })();
+        // The scan was opened above, so closing it cannot fail.
+        self.engine
+            .close_scan(scan)
+            .expect("a scan opened here is open");
+        scanned.map(|next| (rows, next))
     }
 
     /// Applies changes read back from a local checkpoint or the redo log

@@ -27,8 +27,12 @@ pub(super) const SIM_REDO: RedoConfig = RedoConfig {
     file_bytes: 512 << 10,
     buffer_bytes: 512 << 10,
 };
-/// Redo bytes that start a local checkpoint: small, so runs hold many.
-const SIM_CHECKPOINT_TRIGGER_BYTES: u64 = 32 << 10;
+/// Redo bytes that start a local checkpoint: small, so runs hold several
+/// (a run without crashes writes a few KiB of redo).
+const SIM_CHECKPOINT_TRIGGER_BYTES: u64 = 2 << 10;
+/// A checkpoint step's bytes: a row or two, so the simulated fragments are
+/// written in several steps with commits between them.
+const SIM_CHECKPOINT_SLICE_BYTES: u32 = 64;
 /// How often a write or sync fails.
 const DISK_FAILURE_PROBABILITY: f64 = 0.01;
 /// How often a sync takes long (a busy disk).
@@ -100,7 +104,7 @@ impl Simulation {
                 redo: disk.model.clone(),
                 checkpoints: disk.checkpoints.clone(),
             }),
-            SIM_CHECKPOINT_TRIGGER_BYTES,
+            (SIM_CHECKPOINT_TRIGGER_BYTES, SIM_CHECKPOINT_SLICE_BYTES),
         );
     }
 

@@ -399,7 +399,7 @@ impl Simulation {
 
     /// The node's process ends; with `restart` it is started again later
     /// (its angel's doing, or the crash plan's).
-    fn take_down(&mut self, node: NodeId, why: &str, restart: bool) {
+    pub(super) fn take_down(&mut self, node: NodeId, why: &str, restart: bool) {
         let sim = self.nodes.get_mut(&node).expect("configured node");
         let Some(composite) = sim.composite.take() else {
             return;

@@ -234,6 +234,8 @@ struct Running {
     /// the takeover's outcome (an `Executed` from the president, or a
     /// `TakeoverDone` meaning aborted) until `OUTCOME_WAIT_MS` passed.
     awaiting_outcome: bool,
+    /// The epoch its commit answer named (0 until then).
+    commit_epoch: u64,
 }
 
 /// How long a session waits for the takeover's outcome of a commit whose
@@ -282,6 +284,8 @@ pub struct Workload {
     abandoned: BTreeMap<(NodeId, u64), NodeId>,
     /// The deserter's transaction and coordinator, until its answer.
     deserter: Option<(u64, NodeId)>,
+    /// The epoch the load committed in.
+    load_epoch: u64,
     /// Transactions (API node, id) that ended aborted for a node failure:
     /// answers to requests that crossed that abort are ignored.
     ended_by_node_failure: BTreeSet<(NodeId, u64)>,
@@ -337,6 +341,7 @@ impl Workload {
                 .map(|api| (*api, 1))
                 .collect(),
             deserter: None,
+            load_epoch: 0,
             apis,
             sessions,
             think_ms_max: between(rng, 0, 30),
@@ -348,7 +353,9 @@ impl Workload {
             model: Model {
                 total: accounts * INITIAL_BALANCE,
                 increments: vec![0; counters as usize],
+                increment_epochs: vec![Vec::new(); counters as usize],
                 unknown_increments: vec![0; counters as usize],
+                tag_epochs: BTreeMap::new(),
                 groups: Vec::new(),
                 tags: vec![(0, TagState::Aborted), (CODED_GROUP, TagState::Committed)],
                 reads: Vec::new(),
@@ -961,12 +968,47 @@ impl Simulation {
                 return;
             }
         }
+        // A whole-cluster crash (one run in four, `shutdown`): the checks
+        // below ask for exactly the commits of the epochs the restart
+        // restored.
+        if self.system_crash_unfinished() {
+            return;
+        }
+        self.finish_system_crash();
+        if self.failure.is_some() {
+            return;
+        }
         let workload = self.workload_mut();
         workload.phase = Phase::Done;
         self.trace("workload: done, every message delivered; checking".into());
         if let Some(tables) = self.check_transactions_final() {
             self.check_workload_data(&tables);
         }
+    }
+
+    /// The epoch the workload's load committed in.
+    pub(super) fn load_epoch(&self) -> u64 {
+        self.workload().load_epoch
+    }
+
+    /// A whole-cluster crash ends the workload: no session starts a job
+    /// or retries one, and the deserter's coordinator died with its
+    /// transaction (no answer comes).
+    pub(super) fn end_workload_at_crash(&mut self) {
+        let workload = self.workload_mut();
+        workload.phase = Phase::Draining;
+        workload.deserter = None;
+    }
+
+    /// After a whole-cluster crash: the model takes back the commits of
+    /// the epochs the restart did not restore (`Model::forget_commits_from`).
+    pub(super) fn forget_commits_from(
+        &mut self,
+        restored_below: u64,
+    ) -> Result<(u64, u64), String> {
+        self.workload_mut()
+            .model
+            .forget_commits_from(restored_below)
     }
 
     /// At the end of the run: the workload must have finished.
@@ -1067,6 +1109,7 @@ impl Simulation {
             began_ms: now,
             coordinator_incarnation: 0,
             awaiting_outcome: false,
+            commit_epoch: 0,
         });
         if let Job::Audit { mode, scan: true } = self.workload_mut().sessions[index]
             .running
@@ -1195,6 +1238,7 @@ impl Simulation {
             let now = self.now_ms;
             let fault_ms = self.options.fault_ms;
             let workload = self.workload_mut();
+            workload.load_epoch = executed.epoch;
             workload.phase = Phase::Running;
             workload.run_until_ms = now + fault_ms;
             let think_ms_max = workload.think_ms_max;
@@ -1210,6 +1254,7 @@ impl Simulation {
             let at = now + between(&mut self.rng, 0, fault_ms / 2);
             self.schedule(at, SimEvent::Deserter);
             self.plan_crashes(fault_ms);
+            self.plan_system_crash(fault_ms);
             return;
         }
         if let Some(coordinator) = self
@@ -1294,6 +1339,13 @@ impl Simulation {
             ));
             return;
         };
+        if executed.state == TransactionState::Committed {
+            let running = self.workload_mut().sessions[index]
+                .running
+                .as_mut()
+                .expect("found");
+            running.commit_epoch = executed.epoch;
+        }
         let running = self.workload().sessions[index]
             .running
             .as_ref()
@@ -1616,8 +1668,12 @@ impl Simulation {
         workload
             .told
             .insert((api, running.transaction), Some(committed));
+        // What a whole-cluster crash may take back, by the epoch of each
+        // commit (`Model::forget_commits_from`).
+        let epoch = running.commit_epoch;
         if running.tag != 0 {
             workload.model.tags[running.tag as usize].1 = if committed {
+                workload.model.tag_epochs.insert(running.tag, epoch);
                 TagState::Committed
             } else {
                 TagState::Aborted
@@ -1626,6 +1682,7 @@ impl Simulation {
         match &running.job {
             Job::InsertGroup { group, .. } => {
                 workload.model.groups[*group].inserted = Some(committed);
+                workload.model.groups[*group].inserted_epoch = epoch;
             }
             Job::DeleteGroup {
                 group,
@@ -1633,9 +1690,11 @@ impl Simulation {
                 ..
             } if committed => {
                 workload.model.groups[*group].deleted = true;
+                workload.model.groups[*group].deleted_epoch = epoch;
             }
             Job::Increment { counter, .. } if committed => {
                 workload.model.increments[*counter as usize] += 1;
+                workload.model.increment_epochs[*counter as usize].push(epoch);
             }
             _ => {}
         }

@@ -209,3 +209,99 @@ fn a_full_redo_log_or_buffer_refuses_writes_with_410_or_1234_and_reads_go_on() {
     expected.sort_unstable();
     assert_eq!(committed, expected);
 }
+
+/// Applies changes (a checkpoint's or a redo record's) to `rows`: a put
+/// writes the whole row, a delete removes it if it is there (a checkpoint
+/// taken while writes went on may or may not hold it).
+fn apply(rows: &mut BTreeMap<i64, Option<i64>>, changes: &[u8]) {
+    for change in storage::changes(changes) {
+        let (kind, attrinfo) = change.expect("whole changes");
+        let id = int(attrinfo, 0).expect("the key");
+        if kind == storage::CHANGE_PUT {
+            rows.insert(id, int(attrinfo, 1));
+        } else {
+            assert_eq!(kind, storage::CHANGE_DELETE);
+            rows.remove(&id);
+        }
+    }
+}
+
+#[test]
+fn a_checkpoint_written_in_slices_while_commits_go_on_restores_with_the_redo_after_its_start() {
+    let mut cluster = with_redo(false);
+    let keys: Vec<i32> = (0..24)
+        .map(|n| cluster.key_in(n % super::PARTITIONS, (n / super::PARTITIONS) as usize))
+        .collect();
+    let inserts = keys.iter().map(|id| insert(*id, i64::from(*id))).collect();
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, inserts);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    // Its Complete reaches every replica first: a commit still completing
+    // when the checkpoint begins would be replayed from the log too.
+    cluster.assert_idle();
+    // The checkpoint begins: every record from here on is replayed over it.
+    let redo_start = cluster
+        .query_handler(1)
+        .checkpoint_redo_start()
+        .expect("a redo log");
+    let fragments = cluster.query_handler(1).fragment_replicas();
+    let mut checkpoint = Vec::new();
+    let (mut slices, mut rows_written) = (0, 0);
+    let mut next_transaction = 10;
+    let mut later = keys.len() as i32;
+    for fragment in fragments {
+        let mut cursor = None;
+        loop {
+            // About two rows a slice.
+            let (rows, next) = cluster
+                .query_handler(1)
+                .checkpoint_slice(fragment, cursor, 40, &mut checkpoint)
+                .expect("a fragment of this node");
+            slices += 1;
+            rows_written += rows;
+            // Between slices: a row updated, one deleted, and one
+            // inserted, behind and ahead of the cursor; a third of the
+            // rows stays as it was, for the checkpoint alone to bring back.
+            let key = keys[(slices * 5) % 8];
+            let doomed = keys[8 + (slices * 7) % 8];
+            let operations = vec![update(key, 1_000 + slices as i64), delete(doomed)];
+            let executed = cluster.execute(1, next_transaction, ExecuteEnd::Commit, operations);
+            next_transaction += 1;
+            // A row deleted earlier is not there to delete (626): that
+            // transaction aborts and changes nothing.
+            assert_ne!(executed.state, TransactionState::Open, "{executed:?}");
+            let fresh = cluster.key_in(0, later as usize);
+            later += 1;
+            let executed = cluster.execute(
+                1,
+                next_transaction,
+                ExecuteEnd::Commit,
+                vec![insert(fresh, i64::from(fresh))],
+            );
+            next_transaction += 1;
+            assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+            cursor = next;
+            if cursor.is_none() {
+                break;
+            }
+        }
+    }
+    cluster.assert_idle();
+    assert!(
+        slices > 2 * super::PARTITIONS as usize,
+        "{slices} slices for {rows_written} rows: the fragments were not cut"
+    );
+    // Restore: the checkpoint, then every record logged since it began.
+    let mut restored = BTreeMap::new();
+    apply(&mut restored, &checkpoint);
+    let records = records(&mut cluster, 1);
+    assert!(
+        records.iter().any(|record| record.lsn < redo_start),
+        "the rows inserted before the checkpoint must come from it alone"
+    );
+    for record in records.iter().filter(|record| record.lsn >= redo_start) {
+        let changes = read_changes(&record.payload).expect("a changes record");
+        apply(&mut restored, changes.changes);
+    }
+    let restored: Vec<(i64, Option<i64>)> = restored.into_iter().collect();
+    assert_eq!(restored, cluster.committed_rows(1));
+}

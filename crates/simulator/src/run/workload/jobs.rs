@@ -128,10 +128,13 @@ impl Simulation {
     pub(super) fn new_job(&mut self) -> Job {
         // Rolls from 100 go to the `coded` jobs, except where coordinators
         // crash: their model takes no commit of unknown outcome.
+        // Nor where the whole cluster crashes: their model does not take
+        // commits back.
         let coordinators_crash = self
             .crash_plan
             .as_ref()
-            .is_some_and(|plan| plan.coordinators_crash);
+            .is_some_and(|plan| plan.coordinators_crash)
+            || self.system_crash_planned();
         let roll = self.rng.next_u64() % if coordinators_crash { 100 } else { 125 };
         let (rollback_chance, ignore_chance) = (
             self.workload().rollback_chance,
@@ -244,6 +247,8 @@ impl Simulation {
             inserted: None,
             deleted: false,
             unknown: false,
+            inserted_epoch: 0,
+            deleted_epoch: 0,
         });
         Job::InsertGroup {
             group,

@@ -17,6 +17,9 @@ pub(super) enum TagState {
     Aborted,
     /// Its coordinator died while the commit was in flight.
     Unknown,
+    /// It committed in an epoch a whole-cluster crash took back: reads
+    /// before the crash may have seen it, the data after must not hold it.
+    Lost,
 }
 
 /// Rows of the `tags` table that are inserted, updated and deleted together.
@@ -29,6 +32,9 @@ pub(super) struct Group {
     /// An insert or delete of it may have committed or not (its
     /// coordinator died during the commit): no job picks it again.
     pub(super) unknown: bool,
+    /// The epochs its insert and delete committed in (0: none did).
+    pub(super) inserted_epoch: u64,
+    pub(super) deleted_epoch: u64,
 }
 
 /// A tag some read returned, checked at the end against its writer.
@@ -45,11 +51,15 @@ pub(super) struct Model {
     pub(super) total: i64,
     /// Per counter: increments that committed.
     pub(super) increments: Vec<u64>,
+    /// Per counter: the epoch each committed increment committed in.
+    pub(super) increment_epochs: Vec<Vec<u64>>,
     /// Per counter: increments that may have committed.
     pub(super) unknown_increments: Vec<u64>,
     pub(super) groups: Vec<Group>,
     /// Per tag (index): its group and its transaction's end.
     pub(super) tags: Vec<(usize, TagState)>,
+    /// Per committed tag: the epoch its transaction committed in.
+    pub(super) tag_epochs: BTreeMap<u64, u64>,
     pub(super) reads: Vec<TagRead>,
     /// Per tag of a `coded` writer: the code it gave each row it wrote
     /// (its last write of the row).
@@ -208,7 +218,8 @@ impl Simulation {
             let fine = read.seen as u64 == read.reader
                 || matches!(
                     writer,
-                    Some((group, TagState::Committed | TagState::Unknown)) if *group == read.group
+                    Some((group, TagState::Committed | TagState::Unknown | TagState::Lost))
+                        if *group == read.group
                 );
             if !fine {
                 problems.push(format!(
@@ -228,6 +239,70 @@ impl Simulation {
             }
             self.fail(message);
         }
+    }
+}
+
+impl Model {
+    /// After a whole-cluster crash whose restart brought back every commit
+    /// of the epochs below `restored_below` and none of a later one: the
+    /// commits of those later epochs are taken back (their tags are
+    /// `Lost`, their inserts, deletes and increments undone), so the final
+    /// checks ask for exactly the committed prefix. Commits of unknown
+    /// outcome stay unknown. Returns how many commits were kept and how
+    /// many taken back, or the first commit that wrote and named no epoch.
+    pub(super) fn forget_commits_from(
+        &mut self,
+        restored_below: u64,
+    ) -> Result<(u64, u64), String> {
+        let (mut kept, mut lost) = (0, 0);
+        let mut count = |epoch: u64, what: &dyn Fn() -> String| -> Result<bool, String> {
+            if epoch == 0 {
+                return Err(format!("{} committed without an epoch", what()));
+            }
+            let gone = epoch >= restored_below;
+            if gone {
+                lost += 1;
+            } else {
+                kept += 1;
+            }
+            Ok(gone)
+        };
+        for (tag, epoch) in &self.tag_epochs {
+            let state = &mut self.tags[*tag as usize].1;
+            // An update whose every write failed and was ignored (its group
+            // was gone) commits without writing, so without an epoch.
+            if *epoch == 0 {
+                continue;
+            }
+            if *state == TagState::Committed && count(*epoch, &|| format!("tag {tag}"))? {
+                *state = TagState::Lost;
+            }
+        }
+        for (counter, epochs) in self.increment_epochs.iter_mut().enumerate() {
+            for epoch in epochs.iter() {
+                count(*epoch, &|| format!("an increment of counter {counter}"))?;
+            }
+            epochs.retain(|epoch| *epoch < restored_below);
+            self.increments[counter] = epochs.len() as u64;
+        }
+        // The groups' inserts and deletes are the tags' transactions,
+        // counted above.
+        for (index, group) in self.groups.iter_mut().enumerate() {
+            if (group.inserted == Some(true) && group.inserted_epoch == 0)
+                || (group.deleted && group.deleted_epoch == 0)
+            {
+                return Err(format!(
+                    "a write of group {index} committed without an epoch"
+                ));
+            }
+            if group.inserted == Some(true) && group.inserted_epoch >= restored_below {
+                group.inserted = Some(false);
+            }
+            if group.deleted && group.deleted_epoch >= restored_below {
+                group.deleted = false;
+            }
+        }
+        Ok((kept, lost))
     }
 }
 
