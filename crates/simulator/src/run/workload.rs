@@ -352,8 +352,7 @@ impl Workload {
             load: None,
             model: Model {
                 total: accounts * INITIAL_BALANCE,
-                increments: vec![0; counters as usize],
-                increment_epochs: vec![Vec::new(); counters as usize],
+                increments: vec![Vec::new(); counters as usize],
                 unknown_increments: vec![0; counters as usize],
                 tag_epochs: BTreeMap::new(),
                 groups: Vec::new(),
@@ -1184,7 +1183,12 @@ impl Simulation {
         let counter_floors = operations
             .iter()
             .filter(|op| op.table == WorkTable::Counters && !op.kind.is_write())
-            .map(|op| (op.id, workload.model.increments[op.id as usize]))
+            .map(|op| {
+                (
+                    op.id,
+                    workload.model.increments[op.id as usize].len() as u64,
+                )
+            })
             .collect();
         let sent = Sent {
             end,
@@ -1693,8 +1697,7 @@ impl Simulation {
                 workload.model.groups[*group].deleted_epoch = epoch;
             }
             Job::Increment { counter, .. } if committed => {
-                workload.model.increments[*counter as usize] += 1;
-                workload.model.increment_epochs[*counter as usize].push(epoch);
+                workload.model.increments[*counter as usize].push(epoch);
             }
             _ => {}
         }

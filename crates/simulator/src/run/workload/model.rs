@@ -49,10 +49,8 @@ pub(super) struct TagRead {
 pub(super) struct Model {
     /// The bank's money.
     pub(super) total: i64,
-    /// Per counter: increments that committed.
-    pub(super) increments: Vec<u64>,
-    /// Per counter: the epoch each committed increment committed in.
-    pub(super) increment_epochs: Vec<Vec<u64>>,
+    /// Per counter: the epoch of each increment that committed.
+    pub(super) increments: Vec<Vec<u64>>,
     /// Per counter: increments that may have committed.
     pub(super) unknown_increments: Vec<u64>,
     pub(super) groups: Vec<Group>,
@@ -150,10 +148,10 @@ impl Simulation {
         for (counter, increments) in workload.model.increments.iter().enumerate() {
             let value = counters.get(&(counter as i64)).copied();
             let unknown = workload.model.unknown_increments[counter];
-            let low = *increments as i64;
+            let low = increments.len() as i64;
             if value.is_none_or(|value| value < low || value > low + unknown as i64) {
                 problems.push(format!(
-                    "counter {counter} is {value:?} after {increments} committed increments \
+                    "counter {counter} is {value:?} after {low} committed increments \
                      and {unknown} of unknown outcome"
                 ));
             }
@@ -278,12 +276,11 @@ impl Model {
                 *state = TagState::Lost;
             }
         }
-        for (counter, epochs) in self.increment_epochs.iter_mut().enumerate() {
+        for (counter, epochs) in self.increments.iter_mut().enumerate() {
             for epoch in epochs.iter() {
                 count(*epoch, &|| format!("an increment of counter {counter}"))?;
             }
             epochs.retain(|epoch| *epoch < restored_below);
-            self.increments[counter] = epochs.len() as u64;
         }
         // The groups' inserts and deletes are the tags' transactions,
         // counted above.
