@@ -1715,7 +1715,11 @@ impl DataNodeComposite {
                     output.problems.extend(self.query_handler.take_log());
                     self.epochs.raise_floor(state.epoch_floor);
                     if let Some(disk) = self.disk.as_mut() {
-                        disk.installed(self.node, &state, &mut output.files);
+                        let me = protocol::Member {
+                            node: self.node,
+                            incarnation: self.settings.incarnation,
+                        };
+                        disk.installed(me, &state, &mut output.files);
                         // A system restart's member loads its disk before
                         // anything else reaches its fragments.
                         if disk.restore_owed().is_some()

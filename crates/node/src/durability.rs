@@ -418,9 +418,16 @@ impl NodeDisk {
     /// system restart (a restore, `restoring`), or anything else (they are
     /// dead: the node starts empty and copies, or the cluster started
     /// empty).
+    ///
+    /// A member that is neither starting nor recovered formed the
+    /// generation, whichever version is the first it installs: a genesis
+    /// member may miss version 1 and learn the state at a later one (the
+    /// simulator's seed 20842 found one that served its fragments empty).
+    /// Its incarnation tells it from an earlier run of the same node that
+    /// the state still lists.
     pub fn installed(
         &mut self,
-        node: protocol::NodeId,
+        me: protocol::Member,
         state: &ClusterState,
         out: &mut Vec<FileTask>,
     ) {
@@ -429,19 +436,19 @@ impl NodeDisk {
             self.saved_position = Some(position);
             self.task(Purpose::State, FileJob::State(encode_state(state)), out);
         }
-        let member = state.members.iter().any(|m| m.node == node);
-        let starting = state.starting.iter().any(|m| m.node == node);
+        let member = state.members.contains(&me);
+        let starting = state.starting.contains(&me);
         self.copying = starting;
         if self.settled || !member {
             return;
         }
         self.settled = true;
-        let genesis =
-            !starting && !state.recovered.iter().any(|m| m.node == node) && state.version == 1;
+        let genesis = !starting && !state.recovered.contains(&me);
         if genesis && state.restore_epoch > 0 {
             assert!(
                 self.survey.restorable_epoch >= state.restore_epoch,
-                "node {node} is made to restore to epoch {} with a disk that holds {}",
+                "node {} is made to restore to epoch {} with a disk that holds {}",
+                me.node,
                 state.restore_epoch,
                 self.survey.restorable_epoch
             );

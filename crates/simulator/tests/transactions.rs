@@ -271,8 +271,11 @@ fn a_transaction_run_with_crashes_replays_exactly() {
 /// with an error (900382), a waiting scan timed out as idle (950317),
 /// withdrawn suspicions that left transactions waiting for messages a
 /// closed connection lost (951215, 960169), an abandoned transaction's
-/// timeout arriving after its coordinator restarted (991446), an install that freed locks without running
-/// their waiters (50354 with 2 s of faults).
+/// timeout arriving after its coordinator restarted (991446), an install
+/// that freed locks without running their waiters (50354 with 2 s of
+/// faults), a system restart's member that missed version 1 of the state
+/// and served its fragments empty (20842, a whole-cluster crash without
+/// single crashes).
 #[test]
 fn seeds_that_found_bugs_pass() {
     let long = |seed: u64, data_nodes: u8, replicas: u8| SimulationOptions {
@@ -317,6 +320,9 @@ fn seeds_that_found_bugs_pass() {
         // restarted right after sending it.
         long(991_446, 2, 2),
         SimulationOptions::transactions_with_crashes(50_354, 4, 2),
+        // A genesis member of a system restart whose first state was
+        // version 2 took itself for a joiner and never restored.
+        SimulationOptions::transactions(20_842, 4, 2),
     ];
     let mut node_marks = node::NodeMarks::default();
     for options in runs {
