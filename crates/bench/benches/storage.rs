@@ -77,7 +77,7 @@ fn write(engine: &mut Engine, transaction: u64, kind: OperationKind, row: u32, f
     };
     engine.execute(0, &request, &mut Vec::new()).unwrap();
     engine.prepare(transaction).unwrap();
-    engine.commit(transaction).unwrap();
+    engine.commit(transaction, 1).unwrap();
 }
 
 fn primary_key_operations(c: &mut Criterion) {
@@ -161,6 +161,7 @@ fn filtered_range_scan(c: &mut Criterion) {
                     filter: &filter,
                     columns: &[0, 1],
                     mode: ReadMode::Committed,
+                    gci: false,
                 })
                 .unwrap();
             loop {

@@ -15,8 +15,9 @@
 //! On the cluster with disks it then measures:
 //! - **node restart**: a data node is killed (SIGKILL); once the cluster
 //!   removed it, 10% of the rows are updated; the node is started again,
-//!   and timed until it is a started member (it copies every row from its
-//!   peer: the optimized node recovery of issue 13 item 5 is not built);
+//!   and timed until it is a started member (it restores its own disk, and
+//!   its peer sends whole only the rows written since, the others by key:
+//!   NDB's optimized node recovery);
 //! - **system restart**: once a global checkpoint after the last write is
 //!   durable on every node, every process is killed with SIGKILL and
 //!   started again, and timed until both data nodes are started members;
@@ -592,7 +593,7 @@ pub fn render(figures: &RestartFigures) -> String {
     );
     let _ = writeln!(
         out,
-        "  node restart after {} rows changed: {:.0} ms ({:.1} s per GB; copies every row)",
+        "  node restart after {} rows changed: {:.0} ms ({:.1} s per GB; own disk, changed rows copied)",
         figures.node_restart_rows_changed,
         figures.node_restart_ms,
         figures.node_restart_s_per_gb()

@@ -166,7 +166,7 @@ pub fn measure_shape(rows: u64, payload_bytes: usize) -> Result<ShapeFigures, St
             .execute(0, &request, &mut Vec::new())
             .map_err(|e| e.to_string())?;
         engine.prepare(transaction).map_err(|e| e.to_string())?;
-        engine.commit(transaction).map_err(|e| e.to_string())?;
+        engine.commit(transaction, 1).map_err(|e| e.to_string())?;
         transaction += 1;
         Ok(())
     };
@@ -245,6 +245,7 @@ pub fn measure_shape(rows: u64, payload_bytes: usize) -> Result<ShapeFigures, St
             filter: &filter,
             columns: &[0, 1],
             mode: ReadMode::Committed,
+            gci: false,
         })
         .map_err(|e| e.to_string())?;
     let mut matched = 0u64;

@@ -43,7 +43,7 @@ fn write(
     let mut out = Vec::new();
     engine.execute(0, &request, &mut out).unwrap();
     engine.prepare(transaction).unwrap();
-    engine.commit(transaction).unwrap();
+    engine.commit(transaction, 1).unwrap();
 }
 
 #[test]

@@ -564,6 +564,11 @@ impl DataNodeComposite {
         let source = self.restore_source.as_mut().expect("set with the disk");
         let system = disk.system().clone();
         let epoch = disk.restore_owed().expect("owed");
+        let for_copy = disk.restoring_for_copy();
+        if for_copy {
+            self.query_handler
+                .restore_for_copy(cluster::epochs::gci_of(epoch));
+        }
         let query_handler = &mut self.query_handler;
         if let Some(checkpoint) = &system.checkpoint {
             source.checkpoint(checkpoint, &mut |record| {
@@ -576,8 +581,13 @@ impl DataNodeComposite {
         let marks = disk.marks;
         disk.finish_restore(&mut output.files);
         output.logs.push(format!(
-            "restored from this node's disk through GCI {}: {} change(s) from local checkpoint \
+            "restored from this node's disk {}through GCI {}: {} change(s) from local checkpoint \
              {}, {} from the redo log",
+            if for_copy {
+                "for its node restart (its copy then sends only rows written since) "
+            } else {
+                ""
+            },
             cluster::epochs::gci_before(epoch),
             marks.restored_checkpoint_changes,
             system

@@ -199,6 +199,9 @@ pub struct Survey {
     /// Every commit of the epochs below this is in the log (with the
     /// checkpoint): the highest live `KIND_SAVED` marker.
     pub restorable_epoch: u64,
+    /// The generation of the cluster state the node was in when it wrote
+    /// that marker (0: not known, a marker from before markers named it).
+    pub restorable_generation: u64,
     /// The highest epoch of any record, live or cut.
     pub epoch_max: u64,
     pub records: u64,
@@ -208,8 +211,13 @@ impl Survey {
     pub fn visit(&mut self, system: &SystemFile, record: &RedoRecord) {
         self.records += 1;
         self.epoch_max = self.epoch_max.max(record.epoch);
-        if record.kind == KIND_SAVED && live(system, record) {
-            self.restorable_epoch = self.restorable_epoch.max(record.epoch);
+        if record.kind == KIND_SAVED && live(system, record) && record.epoch > self.restorable_epoch
+        {
+            self.restorable_epoch = record.epoch;
+            self.restorable_generation = record
+                .payload
+                .first_chunk::<8>()
+                .map_or(0, |generation| u64::from_le_bytes(*generation));
         }
     }
 }
@@ -307,6 +315,8 @@ pub struct DiskMarks {
     /// Checkpoint steps that stopped in the middle of a fragment.
     pub checkpoint_slices_cut: u64,
     pub restores: u64,
+    /// Of the restores, node restarts' (their rows kept for the copy).
+    pub restores_for_copy: u64,
     pub restored_checkpoint_changes: u64,
     pub restored_redo_changes: u64,
     pub file_failures: u64,
@@ -325,9 +335,17 @@ pub struct NodeDisk {
     /// Whether the node's disk holds all its rows: it writes `KIND_SAVED`
     /// markers only then.
     restorable: bool,
-    /// A restore is owed (the genesis state asked for one and the runtime
-    /// has not finished it).
+    /// A restore is owed (the genesis state asked for one, or a node
+    /// restart restores its own disk, and the runtime has not finished it).
     restoring: Option<u64>,
+    /// The restore owed is a node restart's: its rows are kept aside for
+    /// the copy that follows (`QueryHandler::restore_for_copy`), and the
+    /// node's disk holds all its rows only after a checkpoint taken after
+    /// the copy.
+    restoring_for_copy: bool,
+    /// The generation of the cluster state last installed: `KIND_SAVED`
+    /// markers name it.
+    generation: u64,
     /// The epoch the last restore of this incarnation brought its
     /// fragments back below (every commit of an earlier epoch), once done.
     restored: Option<u64>,
@@ -376,6 +394,8 @@ impl NodeDisk {
             system: start.system,
             restorable: false,
             restoring: None,
+            restoring_for_copy: false,
+            generation: 0,
             restored: None,
             settled: false,
             checkpoint: Checkpoint::Idle,
@@ -436,6 +456,7 @@ impl NodeDisk {
             self.saved_position = Some(position);
             self.task(Purpose::State, FileJob::State(encode_state(state)), out);
         }
+        self.generation = state.generation;
         let member = state.members.contains(&me);
         let starting = state.starting.contains(&me);
         self.copying = starting;
@@ -443,6 +464,20 @@ impl NodeDisk {
             return;
         }
         self.settled = true;
+        // A node restart in the generation its disk was saved in restores
+        // that disk, and copies only what changed since (NDB's optimized
+        // node recovery). A commit of a generation is never taken back
+        // while it lasts; after a system restart that left this node out,
+        // its disk may hold commits the cluster took back, and it copies
+        // everything.
+        if starting
+            && self.survey.restorable_epoch > 0
+            && self.survey.restorable_generation == state.generation
+        {
+            self.restoring = Some(self.survey.restorable_epoch);
+            self.restoring_for_copy = true;
+            return;
+        }
         let genesis = !starting && !state.recovered.contains(&me);
         if genesis && state.restore_epoch > 0 {
             assert!(
@@ -495,6 +530,12 @@ impl NodeDisk {
         self.restoring
     }
 
+    /// The restore owed is a node restart's (its rows go aside for the
+    /// copy).
+    pub fn restoring_for_copy(&self) -> bool {
+        self.restoring_for_copy
+    }
+
     /// One record of the checkpoint being loaded.
     pub fn restore_checkpoint_record(
         &mut self,
@@ -529,9 +570,15 @@ impl NodeDisk {
     /// the node's disk holds all its rows.
     pub fn finish_restore(&mut self, out: &mut Vec<FileTask>) {
         let epoch = self.restoring.take().expect("a restore was under way");
-        self.restored = Some(epoch);
+        if !self.restoring_for_copy {
+            self.restored = Some(epoch);
+        }
         self.cut(epoch, out);
-        self.restorable = true;
+        // A node restart's rows are kept aside until its copy names them.
+        self.restorable = !self.restoring_for_copy;
+        if self.restoring_for_copy {
+            self.marks.restores_for_copy += 1;
+        }
         self.marks.restores += 1;
     }
 
@@ -541,7 +588,7 @@ impl NodeDisk {
     /// safe.
     pub fn mark_saved(&self, log: &mut disk::RedoLog, epoch: u64) -> Result<(), disk::RedoError> {
         if self.restorable {
-            log.append(epoch, KIND_SAVED, &[])?;
+            log.append(epoch, KIND_SAVED, &self.generation.to_le_bytes())?;
         }
         Ok(())
     }
@@ -831,7 +878,12 @@ fn apply(query_handler: &mut QueryHandler, record: &RedoRecord) -> Result<u64, S
     }
     let changes = transaction::redo::read_changes(&record.payload)?;
     query_handler
-        .restore_changes(changes.table, changes.fragment, changes.changes)
+        .restore_changes(
+            changes.table,
+            changes.fragment,
+            changes.changes,
+            protocol::gci_of(record.epoch),
+        )
         .map(u64::from)
         .map_err(|error| {
             format!(

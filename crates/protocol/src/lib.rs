@@ -18,10 +18,10 @@ pub use codec::DecodeError;
 pub use frame::{FrameDecoder, PROTOCOL_VERSION, encode_frame};
 pub use message::{EpochStep, Message};
 pub use transaction::{
-    Bound, CHAIN_NODES_MAX, Chain, CopyNext, CopyRequest, CopyRows, Execute, ExecuteEnd, Executed,
-    KeyConfirm, KeyRefuse, KeyRequest, MARKER_IDS_MAX, MarkerEntry, NO_API, Operation,
-    OperationKind, OperationResult, Phase, PhaseDone, ScanNext, ScanOpen, ScanRows,
-    TAKEOVER_REPORT_ENTRIES_MAX, TakeoverEntry, TakeoverQuery, TakeoverReport, TransactionState,
-    WorkState,
+    Bound, CHAIN_NODES_MAX, COPIED_ROW_BY_KEY, COPIED_ROW_WHOLE, Chain, CopyNext, CopyRequest,
+    CopyRows, Execute, ExecuteEnd, Executed, KeyConfirm, KeyRefuse, KeyRequest, MARKER_IDS_MAX,
+    MarkerEntry, NO_API, Operation, OperationKind, OperationResult, Phase, PhaseDone, ScanNext,
+    ScanOpen, ScanRows, TAKEOVER_REPORT_ENTRIES_MAX, TakeoverEntry, TakeoverQuery, TakeoverReport,
+    TransactionState, WorkState,
 };
 pub use types::*;

@@ -526,11 +526,22 @@ pub struct CopyRequest {
     pub fragment: u32,
     pub generation: u64,
     pub version: u64,
+    /// The starter restored every commit of the global checkpoints below
+    /// this one from its own disk (0: none): a row last written in an
+    /// earlier one comes by its key alone, and the starter takes it from
+    /// what it restored (NDB's optimized node recovery).
+    pub since_gci: u32,
 }
 
-/// The copying replica → the starter: one batch of committed rows, in the
-/// engine's scan format (each row a little-endian `u32` length, then its
-/// AttrInfo of every column in column order).
+/// A copied row sent whole: AttrInfo of every column in column order.
+pub const COPIED_ROW_WHOLE: u8 = 0;
+/// A copied row sent by its primary key's AttrInfo: it was last written
+/// before the request's `since_gci`, so the starter has it.
+pub const COPIED_ROW_BY_KEY: u8 = 1;
+
+/// The copying replica → the starter: one batch of committed rows, each a
+/// little-endian `u32` length (of what follows), the row's GCI (`u32`),
+/// its form (`COPIED_ROW_WHOLE` or `COPIED_ROW_BY_KEY`), then its AttrInfo.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyRows {
     pub copy: u64,
@@ -1050,6 +1061,7 @@ pub(crate) fn put_copy_request(w: &mut Writer, request: &CopyRequest) {
     w.u32(request.fragment);
     w.u64(request.generation);
     w.u64(request.version);
+    w.u32(request.since_gci);
 }
 
 pub(crate) fn get_copy_request(r: &mut Reader) -> Result<CopyRequest, DecodeError> {
@@ -1060,6 +1072,7 @@ pub(crate) fn get_copy_request(r: &mut Reader) -> Result<CopyRequest, DecodeErro
         fragment: r.u32("fragment")?,
         generation: r.u64("generation")?,
         version: r.u64("version")?,
+        since_gci: r.u32("since GCI")?,
     })
 }
 

@@ -433,3 +433,19 @@ pub struct Address {
     pub host: String,
     pub port: u16,
 }
+
+/// The epoch value of global checkpoint `gci`, epoch `micro` inside it.
+pub fn epoch(gci: u32, micro: u32) -> u64 {
+    (u64::from(gci) << 32) | u64::from(micro)
+}
+
+/// The global checkpoint an epoch belongs to.
+pub fn gci_of(epoch: u64) -> u32 {
+    (epoch >> 32) as u32
+}
+
+/// The global checkpoint whose epochs all lie below `epoch`: the last
+/// complete one when every epoch below `epoch` is.
+pub fn gci_before(epoch: u64) -> u32 {
+    gci_of(epoch).saturating_sub(1)
+}

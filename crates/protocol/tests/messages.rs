@@ -624,18 +624,22 @@ fn transaction_message() -> impl Strategy<Value = Message> {
             any::<u32>(),
             any::<u32>(),
             any::<u64>(),
-            any::<u64>()
+            any::<u64>(),
+            any::<u32>()
         )
-            .prop_map(|(starter, copy, table, fragment, generation, version)| {
-                Message::CopyRequest(CopyRequest {
-                    starter,
-                    copy,
-                    table,
-                    fragment,
-                    generation,
-                    version,
-                })
-            }),
+            .prop_map(
+                |(starter, copy, table, fragment, generation, version, since_gci)| {
+                    Message::CopyRequest(CopyRequest {
+                        starter,
+                        copy,
+                        table,
+                        fragment,
+                        generation,
+                        version,
+                        since_gci,
+                    })
+                }
+            ),
         (any::<u64>(), bytes(40), any::<bool>(), any::<bool>()).prop_map(
             |(copy, rows, finished, failed)| Message::CopyRows(CopyRows {
                 copy,
@@ -902,7 +906,7 @@ fn the_heartbeat_layout_is_pinned() {
         &mut bytes,
     );
     assert_eq!(&bytes[0..4], b"SHOL");
-    assert_eq!(&bytes[4..8], &[8, 0, 1, 0]);
+    assert_eq!(&bytes[4..8], &[9, 0, 1, 0]);
     assert_eq!(&bytes[8..12], &[46, 0, 0, 0]);
     assert_eq!(
         &bytes[16..],

@@ -14,7 +14,7 @@ pub mod memory;
 pub mod ordered_index;
 
 pub use engine::{
-    CHANGE_DELETE, CHANGE_PUT, Completion, Engine, EngineConfig, MemoryReport, NO_TRANSACTION,
-    OperationKind, OperationRequest, Outcome, ReadMode, ScanBatch, ScanBound, ScanRequest, TableId,
-    TableMemory, TransactionId, changes,
+    CHANGE_DELETE, CHANGE_PUT, CHANGE_PUT_AT, Completion, Engine, EngineConfig, MemoryReport,
+    NO_TRANSACTION, OperationKind, OperationRequest, Outcome, ReadMode, ScanBatch, ScanBound,
+    ScanRequest, TableId, TableMemory, TransactionId, changes, split_gci,
 };

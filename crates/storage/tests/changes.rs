@@ -149,7 +149,7 @@ fn replay(engine: &mut Engine, transaction: u64, bytes: &[u8]) {
         return;
     }
     engine.prepare(transaction).unwrap();
-    engine.commit(transaction).unwrap();
+    engine.commit(transaction, 1).unwrap();
 }
 
 #[derive(Debug, Clone)]
@@ -196,7 +196,7 @@ proptest! {
             if transaction.commit {
                 bytes.clear();
                 original.prepared_changes(id, &mut bytes).unwrap();
-                original.commit(id).unwrap();
+                original.commit(id, 1).unwrap();
                 replay(&mut replayed, id, &bytes);
             } else {
                 original.abort(id).unwrap();
@@ -218,7 +218,7 @@ fn a_row_inserted_then_deleted_is_no_change_and_an_update_logs_the_whole_row() {
     )
     .unwrap();
     engine.prepare(1).unwrap();
-    engine.commit(1).unwrap();
+    engine.commit(1, 1).unwrap();
     execute(
         &mut engine,
         2,

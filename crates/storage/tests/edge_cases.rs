@@ -20,7 +20,7 @@ fn engine() -> Engine {
 
 fn commit(engine: &mut Engine, transaction: u64) {
     engine.prepare(transaction).unwrap();
-    engine.commit(transaction).unwrap();
+    engine.commit(transaction, 1).unwrap();
 }
 
 fn encode(def: &TableDef, values: &[(u16, Value)]) -> Vec<u8> {
@@ -507,6 +507,7 @@ fn range_scans_with_bounds_order_nulls_first_and_filters() {
         filter: &[],
         columns: &[0],
         mode: ReadMode::Committed,
+        gci: false,
     };
     // NULL first, then '' and the names in collation order (case-insensitive).
     assert_eq!(
@@ -596,6 +597,7 @@ fn locking_scan_waits_for_a_row_lock_and_resumes() {
         filter: &[],
         columns: &[0, 1],
         mode: ReadMode::Exclusive,
+        gci: false,
     };
     let scan = engine.open_scan(&request).unwrap();
     let mut out = Vec::new();
@@ -666,6 +668,7 @@ fn scans_are_limited_and_bad_requests_are_refused() {
         filter: &[],
         columns: &[0],
         mode: ReadMode::Committed,
+        gci: false,
     };
     let first = engine.open_scan(&request).unwrap();
     engine.open_scan(&request).unwrap();

@@ -115,7 +115,7 @@ fn decode(bytes: &[u8]) -> (Option<String>, Option<i64>) {
 
 fn commit(engine: &mut Engine, transaction: u64) {
     engine.prepare(transaction).unwrap();
-    engine.commit(transaction).unwrap();
+    engine.commit(transaction, 1).unwrap();
 }
 
 #[test]

@@ -196,6 +196,7 @@ fn scan(
             filter: &[],
             columns: &[0, 1, 2],
             mode: ReadMode::Committed,
+            gci: false,
         })
         .unwrap();
     let mut rows = Vec::new();
@@ -378,7 +379,7 @@ fn run_steps(steps: Vec<Step>, data_memory_bytes: u64) {
                 if model.active.contains_key(&transaction) {
                     if commit {
                         engine.prepare(transaction).unwrap();
-                        engine.commit(transaction).unwrap();
+                        engine.commit(transaction, 1).unwrap();
                     } else {
                         engine.abort(transaction).unwrap();
                     }

@@ -157,8 +157,8 @@ enum Waiting {
     /// row lock.
     Copy(NodeId),
     /// A row copied to this starting node waits for a lock here: its
-    /// engine transaction, fragment and copy.
-    CopiedRow(TransactionId, (u32, u32), u64),
+    /// engine transaction, fragment, copy and GCI.
+    CopiedRow(TransactionId, (u32, u32), u64, u32),
 }
 
 /// Counters of one query handler.
@@ -188,9 +188,19 @@ pub struct QueryHandlerCounters {
     pub rows_copy_skipped_locked: u64,
     pub writes_before_copy: u64,
     pub copies_restarted: u64,
-    /// Node recovery, on a copying node: batches and rows sent.
+    /// A node restart from its own disk (`restore_for_copy`), on the
+    /// starting node: rows copied by key (taken from its restore), rows it
+    /// restored that no copy named (deleted while it was down), and
+    /// copies by key refused (a restored row missing or of another GCI:
+    /// the fragment is copied whole).
+    pub rows_copied_by_key: u64,
+    pub restored_rows_dropped: u64,
+    pub copies_by_key_refused: u64,
+    /// Node recovery, on a copying node: batches, whole rows and rows by
+    /// key sent.
     pub copy_batches_sent: u64,
     pub copy_rows_sent: u64,
+    pub copy_rows_sent_by_key: u64,
     /// Copy scans that waited for a row lock longer than a lock wait may
     /// last, and waited again from that row.
     pub copy_lock_waits_timed_out: u64,
@@ -280,6 +290,16 @@ pub struct QueryHandler {
     copy_sources: Map<(u32, u32), NodeId>,
     /// Node recovery lines for the node's log.
     copy_log: Vec<String>,
+    /// A node restart from this node's own disk (`restore_for_copy`): per
+    /// fragment replica, the rows it restored by key, with their GCI,
+    /// until the fragment's copy names them.
+    restored_aside: Option<Map<(u32, u32), copy::RestoredRows>>,
+    /// Its copies ask for rows written in this GCI or later.
+    restored_since_gci: u32,
+    /// Fragments whose copy by key was refused: copied whole.
+    full_copies: std::collections::BTreeSet<(u32, u32)>,
+    /// Scan output of a copy this node runs, before it becomes `CopyRows`.
+    copy_scratch: Vec<u8>,
     /// Rows a copy batch this node sends holds at most.
     copy_batch_rows: u32,
     /// Rows a copy this node runs sends per second at most.
@@ -330,6 +350,10 @@ impl QueryHandler {
             starting_replicas: Map::default(),
             copy_sources: Map::default(),
             copy_log: Vec::new(),
+            restored_aside: None,
+            restored_since_gci: 0,
+            full_copies: std::collections::BTreeSet::new(),
+            copy_scratch: Vec::new(),
             copy_batch_rows: COPY_BATCH_ROWS_DEFAULT,
             copy_rows_per_second: copy::COPY_ROWS_PER_SECOND_DEFAULT,
             redo: None,
@@ -402,7 +426,7 @@ impl QueryHandler {
     /// transaction is in flight.
     /// Opens a full scan of a fragment replica's committed rows, every
     /// column: the engine's error if the replica is not here.
-    fn open_committed_scan(&mut self, table: u32, fragment: u32) -> Result<u32, Error> {
+    fn open_committed_scan(&mut self, table: u32, fragment: u32, gci: bool) -> Result<u32, Error> {
         let not_here = || {
             Error::new(
                 ErrorCode::NoSuchTable,
@@ -437,11 +461,12 @@ impl QueryHandler {
             filter: &[],
             columns: &columns,
             mode: ReadMode::Committed,
+            gci,
         })
     }
 
     pub fn committed_rows(&mut self, table: u32, fragment: u32) -> Result<Vec<Vec<u8>>, Error> {
-        let scan = self.open_committed_scan(table, fragment)?;
+        let scan = self.open_committed_scan(table, fragment, false)?;
         let mut rows = Vec::new();
         let mut data = Vec::new();
         let scanned = loop {
@@ -469,6 +494,49 @@ impl QueryHandler {
             }
         };
         // The scan was opened above, so closing it cannot fail.
+        self.engine
+            .close_scan(scan)
+            .expect("a scan opened here is open");
+        scanned?;
+        rows.sort_unstable();
+        Ok(rows)
+    }
+
+    /// Each committed row of a fragment replica with its GCI, sorted by
+    /// row (`committed_rows`): replicas stamp every commit with the same
+    /// GCI, and node recovery copies a row's, so they must agree on these
+    /// too.
+    pub fn committed_rows_with_gci(
+        &mut self,
+        table: u32,
+        fragment: u32,
+    ) -> Result<Vec<(Vec<u8>, u32)>, Error> {
+        let scan = self.open_committed_scan(table, fragment, true)?;
+        let mut rows = Vec::new();
+        let mut data = Vec::new();
+        let scanned = loop {
+            data.clear();
+            let batch = match self.engine.scan_next(
+                0,
+                scan,
+                SCAN_BATCH_ROWS_MAX,
+                SCAN_BATCH_BYTES_MAX,
+                &mut data,
+            ) {
+                Ok(batch) => batch,
+                Err(error) => break Err(error),
+            };
+            let mut rest = data.as_slice();
+            while rest.len() >= 4 {
+                let length = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                let (gci, row) = storage::split_gci(&rest[4..4 + length])?;
+                rows.push((row.to_vec(), gci));
+                rest = &rest[4 + length..];
+            }
+            if batch.finished {
+                break Ok(());
+            }
+        };
         self.engine
             .close_scan(scan)
             .expect("a scan opened here is open");
@@ -700,7 +768,7 @@ impl QueryHandler {
         let mut copied_rows: Vec<TransactionId> = Vec::new();
         self.waiting.retain(|_, waiting| match waiting {
             Waiting::Key(request) => (request.table, request.fragment) != key,
-            Waiting::CopiedRow(transaction, fragment, _) => {
+            Waiting::CopiedRow(transaction, fragment, _, _) => {
                 if *fragment == key {
                     copied_rows.push(*transaction);
                 }
@@ -757,7 +825,7 @@ impl QueryHandler {
     /// a note that it committed a fragment it wrote (a takeover needs it if
     /// the coordinator and the backups die) until the complete phase.
     fn commit_as_primary(&mut self, key: WorkKey, work: Work) {
-        self.commit_work(work.engine, key);
+        self.commit_work(work.engine, key, protocol::gci_of(work.epoch));
         self.counters.commits += 1;
         if work.wrote {
             let entry = self.work.get_mut(&key).expect("present");
@@ -1244,7 +1312,7 @@ impl QueryHandler {
                 // backup prepared the work; the engine's commit of a
                 // prepared transaction cannot fail.
                 WorkState::Committing => {
-                    self.commit_work(work.engine, key);
+                    self.commit_work(work.engine, key, protocol::gci_of(work.epoch));
                     self.counters.commits += 1;
                 }
                 // The primary's note of its commit is no longer needed.
@@ -1369,6 +1437,7 @@ impl QueryHandler {
             filter: &open.filter,
             columns: &open.columns,
             mode,
+            gci: false,
         });
         match opened {
             Ok(engine_scan) => {
@@ -1643,7 +1712,7 @@ impl QueryHandler {
     }
 
     /// Appends a slice of the committed rows of a fragment replica to
-    /// `out` as changes (`CHANGE_PUT`, every column), as a local checkpoint
+    /// `out` as changes (`CHANGE_PUT_AT`: the GCI, every column), as a local checkpoint
     /// writes them: from `cursor` (`None`: the first row) until about
     /// `bytes_max` bytes are out, so one step of a checkpoint stalls the
     /// node's loop for a bounded time whatever the fragment's size. Returns
@@ -1659,7 +1728,7 @@ impl QueryHandler {
         bytes_max: u32,
         out: &mut Vec<u8>,
     ) -> Result<(u32, Option<(usize, u32)>), Error> {
-        let scan = self.open_committed_scan(table, fragment)?;
+        let scan = self.open_committed_scan(table, fragment, true)?;
         let start = out.len();
         let mut rows = 0;
         let mut data = Vec::new();
@@ -1679,11 +1748,11 @@ impl QueryHandler {
                     &mut data,
                 )?;
                 // Scan output: each row a little-endian u32 length, then its
-                // AttrInfo; a change is the same behind its kind.
+                // GCI and AttrInfo; a change is the same behind its kind.
                 let mut rest = data.as_slice();
                 while rest.len() >= 4 {
                     let length = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-                    out.push(storage::CHANGE_PUT);
+                    out.push(storage::CHANGE_PUT_AT);
                     out.extend_from_slice(&rest[..4 + length]);
                     rest = &rest[4 + length..];
                     rows += 1;
@@ -1708,16 +1777,19 @@ impl QueryHandler {
     }
 
     /// Applies changes read back from a local checkpoint or the redo log
-    /// to a fragment replica, as one committed engine transaction: a put
-    /// writes the whole row, a delete removes the row if it is there (a
-    /// checkpoint taken while writes went on may or may not hold it).
-    /// Changes of a fragment this node does not hold (its table was
-    /// dropped) are skipped. Returns how many were applied.
+    /// to a fragment replica: a put writes the whole row, a delete removes
+    /// the row if it is there (a checkpoint taken while writes went on may
+    /// or may not hold it). Rows are stamped with their GCI: a checkpoint's
+    /// own (`CHANGE_PUT_AT`), else `gci`, the record's. Changes of a
+    /// fragment this node does not hold (its table was dropped) are
+    /// skipped. A node restart's restore (`restore_for_copy`) keeps the
+    /// rows aside for its copy instead. Returns how many were applied.
     pub fn restore_changes(
         &mut self,
         table: u32,
         fragment: u32,
         changes: &[u8],
+        gci: u32,
     ) -> Result<u32, Error> {
         let Some(replica) = self.fragments.get(&(table, fragment)).copied() else {
             return Ok(0);
@@ -1728,35 +1800,61 @@ impl QueryHandler {
             .expect("a fragment's engine table")
             .primary_key
             .clone();
-        let transaction = self.next_engine_transaction;
-        self.next_engine_transaction += 1;
         let mut key = Vec::new();
         let mut data = Vec::new();
         let mut applied = 0;
+        // Puts of one GCI in a row commit together (a checkpoint's rows
+        // each carry their own).
+        let mut open: Option<(TransactionId, u32)> = None;
         let result = (|| {
             for change in storage::changes(changes) {
-                let (kind, attrinfo) = change?;
-                let kind = match kind {
-                    storage::CHANGE_PUT => {
-                        key.clear();
-                        let mut writer = schema::AttrInfoWriter::new(&mut key);
-                        for &column in &primary_key {
-                            let value = schema::AttrInfoReader::find(attrinfo, column)?
-                                .ok_or_else(|| {
-                                    Error::new(
-                                        ErrorCode::WrongKey,
-                                        "a restored row without its primary key",
-                                    )
-                                })?;
-                            writer.push(column, value);
-                        }
-                        storage::engine::OperationKind::Write
+                let (kind, change) = change?;
+                let (row_gci, attrinfo) = match kind {
+                    storage::CHANGE_PUT_AT => storage::split_gci(change)?,
+                    _ => (gci, change),
+                };
+                key.clear();
+                if kind == storage::CHANGE_DELETE {
+                    key.extend_from_slice(attrinfo);
+                } else {
+                    let mut writer = schema::AttrInfoWriter::new(&mut key);
+                    for &column in &primary_key {
+                        let value =
+                            schema::AttrInfoReader::find(attrinfo, column)?.ok_or_else(|| {
+                                Error::new(
+                                    ErrorCode::WrongKey,
+                                    "a restored row without its primary key",
+                                )
+                            })?;
+                        writer.push(column, value);
                     }
+                }
+                if let Some(aside) = self.restored_aside.as_mut() {
+                    let rows = aside.entry((table, fragment)).or_default();
+                    if kind == storage::CHANGE_DELETE {
+                        rows.remove(&key);
+                    } else {
+                        rows.insert(key.clone(), (row_gci, attrinfo.to_vec()));
+                    }
+                    applied += 1;
+                    continue;
+                }
+                let transaction = match open {
+                    Some((transaction, open_gci)) if open_gci == row_gci => transaction,
                     _ => {
-                        key.clear();
-                        key.extend_from_slice(attrinfo);
-                        storage::engine::OperationKind::Delete
+                        if let Some((transaction, open_gci)) = open.take() {
+                            self.commit_restored(transaction, (table, fragment), open_gci);
+                        }
+                        let transaction = self.next_engine_transaction;
+                        self.next_engine_transaction += 1;
+                        open = Some((transaction, row_gci));
+                        transaction
                     }
+                };
+                let kind = if kind == storage::CHANGE_DELETE {
+                    storage::engine::OperationKind::Delete
+                } else {
+                    storage::engine::OperationKind::Write
                 };
                 let token = self.next_token;
                 self.next_token += 1;
@@ -1791,18 +1889,33 @@ impl QueryHandler {
             }
             Ok(())
         })();
-        if self.engine.has_transaction(transaction) {
+        if let Some((transaction, open_gci)) = open
+            && self.engine.has_transaction(transaction)
+        {
             match result {
-                Ok(()) => {
-                    if let Err(error) = self.engine.prepare(transaction) {
-                        panic!("node {}: prepare of a restore failed: {error}", self.node);
-                    }
-                    self.commit_work(transaction, (0, table, fragment));
-                }
+                Ok(()) => self.commit_restored(transaction, (table, fragment), open_gci),
+                // The restore fails and the node stops: what it applied
+                // before goes with it.
                 Err(_) => self.abort_work(transaction),
             }
         }
         result.map(|()| applied)
+    }
+
+    fn commit_restored(
+        &mut self,
+        transaction: TransactionId,
+        (table, fragment): (u32, u32),
+        gci: u32,
+    ) {
+        if !self.engine.has_transaction(transaction) {
+            // Only deletes of rows that were not there.
+            return;
+        }
+        if let Err(error) = self.engine.prepare(transaction) {
+            panic!("node {}: prepare of a restore failed: {error}", self.node);
+        }
+        self.commit_work(transaction, (0, table, fragment), gci);
     }
 
     /// Gives back redo log bytes reserved for writes that will not commit.
@@ -1815,10 +1928,11 @@ impl QueryHandler {
         }
     }
 
-    /// The engine's commit of prepared work, which cannot fail (see
-    /// `prepare_work` for why the node stops if it does).
-    fn commit_work(&mut self, work: TransactionId, key: WorkKey) {
-        if let Err(error) = self.engine.commit(work) {
+    /// The engine's commit of prepared work in global checkpoint `gci`,
+    /// which cannot fail (see `prepare_work` for why the node stops if it
+    /// does).
+    fn commit_work(&mut self, work: TransactionId, key: WorkKey, gci: u32) {
+        if let Err(error) = self.engine.commit(work, gci) {
             panic!(
                 "node {}: commit of transaction {} on fragment {} of table {} failed: {}",
                 self.node, key.0, key.2, key.1, error
@@ -1963,8 +2077,8 @@ impl QueryHandler {
                     }
                     Some(Waiting::Scan(key)) => self.run_scan(now_ms, key, out),
                     Some(Waiting::Copy(starter)) => self.run_copy_out(now_ms, starter, out),
-                    Some(Waiting::CopiedRow(transaction, _, copy)) => {
-                        self.copied_row_done(now_ms, transaction, copy, result, out)
+                    Some(Waiting::CopiedRow(transaction, _, copy, gci)) => {
+                        self.copied_row_done(now_ms, (transaction, gci), copy, result, out)
                     }
                     None => {}
                 }

@@ -108,6 +108,13 @@ pub struct TransactionMarks {
     pub copies_restarted: u64,
     /// Copies that paused between batches to keep to their rate.
     pub copy_pauses: u64,
+    /// Node restarts from their own disks (`QueryHandler::restore_for_copy`):
+    /// rows copied by key (taken from the restore), rows restored that no
+    /// copy named (deleted while the node was down), copies by key
+    /// refused (a restored row missing or of another GCI: a bug).
+    pub rows_copied_by_key: u64,
+    pub restored_rows_dropped: u64,
+    pub copies_by_key_refused: u64,
     pub writes_missing_starting_replica: u64,
     pub reads_refused_while_copying: u64,
     /// Work whose commit phase had passed a backup, committed when its
@@ -121,6 +128,9 @@ pub struct TransactionMarks {
     pub commits_decided: u64,
     pub commit_epochs: u64,
 }
+
+/// A replica's committed rows with their GCIs.
+type StampedRows = Vec<(Vec<u8>, u32)>;
 
 impl TransactionMarks {
     pub fn add(&mut self, other: &TransactionMarks) {
@@ -155,6 +165,9 @@ impl TransactionMarks {
         self.writes_before_copy += other.writes_before_copy;
         self.copies_restarted += other.copies_restarted;
         self.copy_pauses += other.copy_pauses;
+        self.rows_copied_by_key += other.rows_copied_by_key;
+        self.restored_rows_dropped += other.restored_rows_dropped;
+        self.copies_by_key_refused += other.copies_by_key_refused;
         self.writes_missing_starting_replica += other.writes_missing_starting_replica;
         self.reads_refused_while_copying += other.reads_refused_while_copying;
         self.commits_on_promotion += other.commits_on_promotion;
@@ -405,6 +418,9 @@ impl Simulation {
             marks.writes_before_copy += counters.writes_before_copy;
             marks.copies_restarted += counters.copies_restarted;
             marks.copy_pauses += counters.copy_pauses;
+            marks.rows_copied_by_key += counters.rows_copied_by_key;
+            marks.restored_rows_dropped += counters.restored_rows_dropped;
+            marks.copies_by_key_refused += counters.copies_by_key_refused;
             marks.writes_missing_starting_replica += counters.writes_missing_starting_replica;
             marks.reads_refused_while_copying += counters.reads_refused_while_copying;
             marks.commits_on_promotion += counters.commits_on_promotion;
@@ -478,6 +494,49 @@ impl Simulation {
                             ));
                         }
                         Some(_) => {}
+                    }
+                }
+                // Replicas that hold the same rows hold them with the same
+                // GCIs: every replica stamps a commit with its epoch's, and
+                // a copy with its source's (a node restart copies by them).
+                if first
+                    .as_ref()
+                    .is_some_and(|(_, expected)| problems.is_empty() && !expected.is_empty())
+                {
+                    let mut stamped: Option<(NodeId, StampedRows)> = None;
+                    for node in fragment.replicas.iter().filter(|n| !crashed.contains(n)) {
+                        let composite = self
+                            .nodes
+                            .get_mut(node)
+                            .and_then(|sim| sim.composite.as_mut())
+                            .expect("every data node runs");
+                        let Ok(rows) = composite
+                            .query_handler_mut()
+                            .committed_rows_with_gci(route.id, index as u32)
+                        else {
+                            continue;
+                        };
+                        match &stamped {
+                            None => stamped = Some((*node, rows)),
+                            Some((other, expected)) if *expected != rows => {
+                                let differing: Vec<String> = expected
+                                    .iter()
+                                    .zip(&rows)
+                                    .filter(|(a, b)| a != b)
+                                    .take(3)
+                                    .map(|((_, a), (_, b))| {
+                                        format!("GCI {a} on node {other}, {b} on node {node}")
+                                    })
+                                    .collect();
+                                problems.push(format!(
+                                    "table {} fragment {index}: replicas hold the same rows with \
+                                     different GCIs: {}",
+                                    route.name,
+                                    differing.join("; ")
+                                ));
+                            }
+                            Some(_) => {}
+                        }
                     }
                 }
                 let rows = first.map(|(_, rows)| rows).unwrap_or_default();

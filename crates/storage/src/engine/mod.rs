@@ -37,7 +37,7 @@ use schema::{Error, ErrorCode, TableDef};
 use table::Table;
 
 pub use scan::{ScanBatch, ScanBound, ScanRequest};
-pub use transaction::{CHANGE_DELETE, CHANGE_PUT, changes};
+pub use transaction::{CHANGE_DELETE, CHANGE_PUT, CHANGE_PUT_AT, changes, split_gci};
 
 /// A table's id on this engine.
 pub type TableId = u32;

@@ -65,6 +65,10 @@ pub struct ScanRequest<'a> {
     pub filter: &'a [u8],
     pub columns: &'a [ColumnId],
     pub mode: ReadMode,
+    /// Each row's bytes (after its length, which counts them) begin with
+    /// the row's GCI, a little-endian `u32` (`Engine::commit`'s): node
+    /// recovery's copy and the local checkpoints read it.
+    pub gci: bool,
 }
 
 /// What one `scan_next` produced.
@@ -92,6 +96,7 @@ pub(crate) struct ScanRecord {
     descending: bool,
     mode: ReadMode,
     columns: Vec<ColumnId>,
+    gci: bool,
     filter: Option<Filter>,
     lower: Vec<u8>,
     lower_kind: BoundKind,
@@ -201,6 +206,7 @@ impl Engine {
             descending: request.descending,
             mode: request.mode,
             columns: request.columns.to_vec(),
+            gci: request.gci,
             filter,
             lower,
             lower_kind,
@@ -757,6 +763,9 @@ impl Engine {
         let view = table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
         let length_at = out.len();
         out.extend_from_slice(&[0; 4]);
+        if record.gci {
+            out.extend_from_slice(&table::gci(&table.rows, &self.pool, version).to_le_bytes());
+        }
         project(&table.def.layout, view, &record.columns, out);
         let length = (out.len() - length_at - 4) as u32;
         out[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());

@@ -9,12 +9,18 @@
 //!   the record that owns it; the high 8 bits are flags (`IN_USE`, always
 //!   set on a slot in use so that the slab's zeroed first word marks a free
 //!   slot; `COMMITTED`; `COPY`);
+//! - bytes 4..8, a little-endian `u32`: for a committed row, the global
+//!   checkpoint (GCI) of the commit that last wrote it (0: not known, as
+//!   for rows written without an epoch); a node restart copies only the
+//!   rows whose GCI its own disk does not reach, and a checkpoint carries
+//!   it so a restore knows it too;
 //! - the fixed part of the row (`schema::row`), `layout.fixed_bytes` bytes;
 //! - if the table has variable-size columns: the variable part's chunk
 //!   (`u32`) and its size class (`u8`).
 //!
-//! Four bytes of header per row matter: for a 68-byte row they are the
-//! difference between 72 and 76 bytes a slot.
+//! Header bytes per row matter: for a 68-byte row four of them are the
+//! difference between 72 and 76 bytes a slot. The GCI's four are NDB's
+//! choice too (its rows carry their GCI for the same node restart).
 
 use super::locks::NO_RECORD;
 use crate::hash_index::HashIndex;
@@ -24,7 +30,9 @@ use schema::key::encode_row_key;
 use schema::table::ColumnId;
 use schema::{ErrorCode, RowView, TableDef};
 
-pub(crate) const HEADER_BYTES: usize = 4;
+pub(crate) const HEADER_BYTES: usize = 8;
+/// Where a slot's GCI is.
+const GCI_AT: usize = 4;
 /// The record index field of the header word; all ones means none.
 const RECORD_BITS: u32 = 24;
 const RECORD_MASK: u32 = (1 << RECORD_BITS) - 1;
@@ -122,6 +130,7 @@ impl Table {
         };
         let bytes = self.rows.bytes_mut(pool, slot);
         bytes[0..4].copy_from_slice(&header_word(record, flags));
+        bytes[GCI_AT..GCI_AT + 4].fill(0);
         bytes[HEADER_BYTES..HEADER_BYTES + fixed.len()].copy_from_slice(fixed);
         if let Some(stored) = stored {
             write_var_ref(&self.def, bytes, stored);
@@ -172,6 +181,21 @@ pub(crate) fn header(rows: &Slab, pool: &PagePool, slot: ChunkRef) -> (u32, u8) 
 pub(crate) fn set_record(rows: &Slab, pool: &mut PagePool, slot: ChunkRef, record: u32) {
     let (_, flags) = header(rows, pool, slot);
     rows.bytes_mut(pool, slot)[0..4].copy_from_slice(&header_word(record, flags));
+}
+
+/// The GCI of the commit that last wrote a committed row (0: unknown).
+#[inline]
+pub(crate) fn gci(rows: &Slab, pool: &PagePool, slot: ChunkRef) -> u32 {
+    u32::from_le_bytes(
+        rows.bytes(pool, slot)[GCI_AT..GCI_AT + 4]
+            .try_into()
+            .unwrap(),
+    )
+}
+
+#[inline]
+pub(crate) fn set_gci(rows: &Slab, pool: &mut PagePool, slot: ChunkRef, gci: u32) {
+    rows.bytes_mut(pool, slot)[GCI_AT..GCI_AT + 4].copy_from_slice(&gci.to_le_bytes());
 }
 
 #[inline]

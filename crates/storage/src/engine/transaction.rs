@@ -21,6 +21,18 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// `Write`); `CHANGE_DELETE`: the deleted row's primary key.
 pub const CHANGE_PUT: u8 = 1;
 pub const CHANGE_DELETE: u8 = 2;
+/// A row as a local checkpoint holds it: its GCI (a little-endian `u32`,
+/// `Engine::commit`'s), then AttrInfo of every column, as a full scan with
+/// `ScanRequest::gci` reads it (the GCI counts in the length).
+pub const CHANGE_PUT_AT: u8 = 3;
+
+/// Splits a `CHANGE_PUT_AT` change into the row's GCI and its AttrInfo.
+pub fn split_gci(change: &[u8]) -> Result<(u32, &[u8]), Error> {
+    match change.split_first_chunk::<4>() {
+        Some((gci, attrinfo)) => Ok((u32::from_le_bytes(*gci), attrinfo)),
+        None => Err(Error::new(ErrorCode::WrongValue, "a row without its GCI")),
+    }
+}
 
 /// The changes in `bytes` (as `Engine::prepared_changes` wrote them):
 /// each kind and AttrInfo, or an error for bytes that are not whole
@@ -38,9 +50,10 @@ pub fn changes(bytes: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), Error>>
         }
         let kind = rest[0];
         let length = u32::from_le_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
-        if rest.len() < 5 + length || !matches!(kind, CHANGE_PUT | CHANGE_DELETE) {
+        let known = matches!(kind, CHANGE_PUT | CHANGE_DELETE | CHANGE_PUT_AT);
+        if rest.len() < 5 + length || !known {
             rest = &[];
-            return Some(Err(if matches!(kind, CHANGE_PUT | CHANGE_DELETE) {
+            return Some(Err(if known {
                 truncated()
             } else {
                 Error::new(ErrorCode::WrongValue, format!("unknown change kind {kind}"))
@@ -199,11 +212,12 @@ impl Engine {
     }
 
     /// The commit step: makes every change of a prepared transaction the
-    /// committed version and releases its locks. Never allocates or fails
-    /// once the transaction is prepared.
-    pub fn commit(&mut self, transaction: TransactionId) -> Result<(), Error> {
+    /// committed version, stamped with the global checkpoint `gci` it
+    /// commits in (0 if it has none), and releases its locks. Never
+    /// allocates or fails once the transaction is prepared.
+    pub fn commit(&mut self, transaction: TransactionId, gci: u32) -> Result<(), Error> {
         let index = self.prepared(transaction, "commit needs a prepared transaction")?;
-        self.finish(index, Engine::commit_record);
+        self.finish(index, |engine, record| engine.commit_record(record, gci));
         Ok(())
     }
 
@@ -296,7 +310,7 @@ impl Engine {
     /// Ends a transaction: applies `settle` (commit or undo) to each of its
     /// records, releases each record's lock, grants the waiters behind it,
     /// and frees the transaction record.
-    fn finish(&mut self, index: u32, settle: fn(&mut Engine, u32)) {
+    fn finish(&mut self, index: u32, mut settle: impl FnMut(&mut Engine, u32)) {
         while self.transactions.first(index) != NO_RECORD {
             let record = self.transactions.first(index);
             settle(self, record);
@@ -311,7 +325,7 @@ impl Engine {
         self.transactions.end(index);
     }
 
-    fn commit_record(&mut self, index: u32) {
+    fn commit_record(&mut self, index: u32, gci: u32) {
         let record = self.records[index as usize];
         let Engine {
             tables,
@@ -350,6 +364,7 @@ impl Engine {
                     table.rows_committed += 1;
                 }
                 table::set_flags(&table.rows, &mut self.pool, row, IN_USE | COMMITTED);
+                table::set_gci(&table.rows, &mut self.pool, row, gci);
             }
         }
         let record = &mut self.records[index as usize];

@@ -77,6 +77,11 @@ pub const COPY_BATCH_BYTES_MAX: u32 = 256 * 1024;
 /// unthrottled copy takes the writes' latency to several times idle. At
 /// this rate 2,000,000 rows (1 GB of 512-byte rows) copy in 20 s.
 pub const COPY_ROWS_PER_SECOND_DEFAULT: u64 = 100_000;
+/// Rows sent by key that cost the copy's pace one row: a key is a few
+/// bytes to send and one lookup to apply, a whole row a row's bytes and a
+/// write with every index (1/16 is a guess on the safe side; `shoal bench
+/// restart` measures the node restart that uses it).
+pub const BY_KEY_ROWS_PER_PACED_ROW: u64 = 16;
 /// How long a starter waits before it asks again for a copy that failed.
 pub const COPY_RETRY_DELAY_MS: u64 = 100;
 /// Marks a batch result whose rows partly wait and partly failed.
@@ -86,6 +91,10 @@ const FAILED_WITH_WAITS: u32 = 1 << 31;
 /// waiting that long for a lock or a transaction is rare, and a copy
 /// asked for again only copies rows again).
 pub const COPY_SILENCE_MS_MAX: u64 = 5_000;
+
+/// A fragment's rows restored by a node restart, by primary key (its
+/// AttrInfo): each row's GCI and AttrInfo of every column.
+pub(super) type RestoredRows = crate::maps::Map<Vec<u8>, (u32, Vec<u8>)>;
 
 /// Node recovery progress of a starting node.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -147,6 +156,10 @@ pub(super) struct CopyOut {
     table: u32,
     fragment: u32,
     engine_table: u32,
+    /// Rows last written before this GCI go by key (`CopyRequest::since_gci`).
+    since_gci: u32,
+    /// Rows of the batch being read that go by key.
+    by_key: u64,
     /// Holds the shared locks of the batch in flight.
     transaction: TransactionId,
     scan: Option<u32>,
@@ -288,6 +301,12 @@ impl QueryHandler {
             self.end_copy_out(starter);
         }
         if !starting {
+            // Started: what a restore kept aside is copied or was deleted.
+            if let Some(aside) = self.restored_aside.take() {
+                self.counters.restored_rows_dropped +=
+                    aside.values().map(|rows| rows.len() as u64).sum::<u64>();
+            }
+            self.full_copies.clear();
             if self.copy_in.take().is_some() || self.fragments.values().any(|r| r.copying) {
                 // Started (or out of the cluster, with no fragments left).
                 for replica in self.fragments.values_mut() {
@@ -416,6 +435,7 @@ impl QueryHandler {
                     fragment: key.1,
                     generation: self.position.0,
                     version: self.position.1,
+                    since_gci: self.copy_since_gci(key),
                 }),
             ));
             return;
@@ -532,6 +552,13 @@ impl QueryHandler {
             if let Some(replica) = self.fragments.get_mut(&key) {
                 replica.copying = false;
             }
+            // What it restored and the copy did not name was deleted
+            // while the node was down.
+            if let Some(aside) = self.restored_aside.as_mut()
+                && let Some(rows) = aside.remove(&key)
+            {
+                self.counters.restored_rows_dropped += rows.len() as u64;
+            }
             self.drive_copy_in(now_ms, out);
         }
     }
@@ -541,14 +568,14 @@ impl QueryHandler {
     pub(super) fn copied_row_done(
         &mut self,
         now_ms: u64,
-        transaction: TransactionId,
+        (transaction, gci): (TransactionId, u32),
         copy: u64,
         result: Result<(), ErrorCode>,
         out: &mut Vec<(NodeId, Message)>,
     ) {
         match result {
             Ok(()) => {
-                self.commit_copied_row(transaction);
+                self.commit_copied_row(transaction, gci);
                 self.counters.rows_copy_skipped_locked += 1;
                 self.counters.rows_copied += 1;
             }
@@ -584,19 +611,24 @@ impl QueryHandler {
         self.finish_batch(now_ms, out);
     }
 
-    fn commit_copied_row(&mut self, transaction: TransactionId) {
+    /// Commits a copied row with the GCI its source gave it, so the
+    /// replicas agree on it (a later node restart copies by it).
+    fn commit_copied_row(&mut self, transaction: TransactionId, gci: u32) {
         // The row's write is its transaction's only operation and nothing
         // of it waits any more: prepare and commit cannot fail.
         self.engine
             .prepare(transaction)
-            .and_then(|()| self.engine.commit(transaction))
+            .and_then(|()| self.engine.commit(transaction, gci))
             .expect("a copied row commits");
     }
 
     /// Writes a batch of copied rows, each in an engine transaction of its
     /// own: at once where no transaction holds the row here, else once
-    /// the holders end (`copied_row_done`). Returns how many wait, or
-    /// `u32::MAX` when the batch could not be written (it is copied again).
+    /// the holders end (`copied_row_done`). A row sent by its key is the
+    /// one this node restored (`restore_for_copy`); if that is missing or
+    /// of another GCI, the fragment is copied again whole. Returns how
+    /// many wait, with `FAILED_WITH_WAITS` when the batch could not be
+    /// written in full (it is copied again).
     fn apply_copied_rows(
         &mut self,
         now_ms: u64,
@@ -611,27 +643,83 @@ impl QueryHandler {
             .ok_or(ErrorCode::NoSuchTable)?
             .primary_key
             .clone();
+        let truncated = || Error::new(ErrorCode::WrongValue, "truncated copied row");
         let mut key = Vec::new();
         let mut waiting = 0;
         let mut rest = rows;
         while !rest.is_empty() {
-            if rest.len() < 4 {
-                return Err(Error::new(ErrorCode::WrongValue, "truncated copied row"));
+            let (length, after) = rest.split_first_chunk::<4>().ok_or_else(truncated)?;
+            let length = u32::from_le_bytes(*length) as usize;
+            if after.len() < length || length < 5 {
+                return Err(truncated());
             }
-            let length = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-            if rest.len() < 4 + length {
-                return Err(Error::new(ErrorCode::WrongValue, "truncated copied row"));
-            }
-            let row = &rest[4..4 + length];
-            rest = &rest[4 + length..];
-            key.clear();
-            let mut writer = AttrInfoWriter::new(&mut key);
-            for entry in AttrInfoReader::new(row) {
-                let (column, value) = entry?;
-                if primary_key.contains(&column) {
-                    writer.push(column, value);
+            let entry = &after[..length];
+            rest = &after[length..];
+            let gci = u32::from_le_bytes(entry[..4].try_into().expect("4 bytes"));
+            let (form, attrinfo) = (entry[4], &entry[5..]);
+            let failure = match form {
+                protocol::COPIED_ROW_WHOLE => None,
+                protocol::COPIED_ROW_BY_KEY => {
+                    let restored = self
+                        .restored_aside
+                        .as_ref()
+                        .and_then(|aside| aside.get(&fragment))
+                        .and_then(|rows| rows.get(attrinfo));
+                    match restored {
+                        Some((restored_gci, _)) if *restored_gci == gci => None,
+                        Some((restored_gci, _)) => Some(format!(
+                            "the row it restored is of GCI {restored_gci}, the source's of {gci}"
+                        )),
+                        None => Some(format!("it restored no row of GCI {gci} with that key")),
+                    }
                 }
+                other => Some(format!("a copied row of unknown form {other}")),
+            };
+            if let Some(failure) = failure {
+                // Copied whole from the start: the rows already written
+                // are rows the source holds too.
+                self.full_copies.insert(fragment);
+                self.counters.copies_by_key_refused += 1;
+                let error = Error::new(
+                    ErrorCode::WrongValue,
+                    format!(
+                        "copying fragment {} of table {} by key: {failure}; it is copied whole",
+                        fragment.1, fragment.0
+                    ),
+                );
+                if waiting == 0 {
+                    return Err(error);
+                }
+                self.copy_log.push(error.detail.into_owned());
+                return Ok(waiting | FAILED_WITH_WAITS);
             }
+            let row: &[u8] = if form == protocol::COPIED_ROW_BY_KEY {
+                self.counters.rows_copied_by_key += 1;
+                key.clear();
+                key.extend_from_slice(attrinfo);
+                &self.restored_aside.as_ref().expect("checked")[&fragment][attrinfo].1
+            } else {
+                key.clear();
+                let mut writer = AttrInfoWriter::new(&mut key);
+                for entry in AttrInfoReader::new(attrinfo) {
+                    let (column, value) = entry?;
+                    if primary_key.contains(&column) {
+                        writer.push(column, value);
+                    }
+                }
+                // A row written since the restore replaces what it
+                // restored (a copy started again sends it whole again: its
+                // GCI only grows). A row named by key stays: a copy started
+                // again names it again.
+                if let Some(rows) = self
+                    .restored_aside
+                    .as_mut()
+                    .and_then(|aside| aside.get_mut(&fragment))
+                {
+                    rows.remove(&key);
+                }
+                attrinfo
+            };
             let transaction = self.next_engine_transaction;
             self.next_engine_transaction += 1;
             let token = self.next_token;
@@ -651,7 +739,7 @@ impl QueryHandler {
                 &mut ignored,
             ) {
                 Ok(Outcome::Done) => {
-                    self.commit_copied_row(transaction);
+                    self.commit_copied_row(transaction, gci);
                     self.counters.rows_copied += 1;
                     if let Some(copy_in) = self.copy_in.as_mut() {
                         copy_in.status.rows_copied += 1;
@@ -659,7 +747,7 @@ impl QueryHandler {
                 }
                 Ok(Outcome::Waiting) => {
                     self.waiting
-                        .insert(token, Waiting::CopiedRow(transaction, fragment, copy));
+                        .insert(token, Waiting::CopiedRow(transaction, fragment, copy, gci));
                     waiting += 1;
                 }
                 Err(error) => {
@@ -676,6 +764,38 @@ impl QueryHandler {
             }
         }
         Ok(waiting)
+    }
+
+    /// The GCI a copy of `fragment` asks for rows from (`CopyRequest::since_gci`).
+    fn copy_since_gci(&self, fragment: (u32, u32)) -> u32 {
+        if self.restored_aside.is_some() && !self.full_copies.contains(&fragment) {
+            self.restored_since_gci
+        } else {
+            0
+        }
+    }
+
+    /// A node restart from this node's own disk: the restore that follows
+    /// (`restore_changes`) keeps each fragment's rows aside, by key, and
+    /// its copies then ask only for the rows written in global checkpoint
+    /// `since_gci` or later; the others come by key and are taken from
+    /// here. Rows the copy never names were deleted meanwhile and go with
+    /// the fragment's copy. The fragments themselves start empty, as in
+    /// any copy, so the copy's argument for exactness holds unchanged.
+    pub fn restore_for_copy(&mut self, since_gci: u32) {
+        assert!(
+            self.fragments.values().all(|replica| replica.copying),
+            "a restore for a copy before the copy"
+        );
+        self.restored_aside = Some(crate::maps::Map::default());
+        self.restored_since_gci = since_gci;
+    }
+
+    /// Rows kept aside by a node restart's restore and not yet copied.
+    pub fn restored_aside_rows(&self) -> u64 {
+        self.restored_aside.as_ref().map_or(0, |aside| {
+            aside.values().map(|rows| rows.len() as u64).sum()
+        })
     }
 
     // ---- the copying replica ----
@@ -723,6 +843,8 @@ impl QueryHandler {
                 table: request.table,
                 fragment: request.fragment,
                 engine_table: replica.engine_table,
+                since_gci: request.since_gci,
+                by_key: 0,
                 transaction,
                 scan: None,
                 cursor: None,
@@ -835,6 +957,7 @@ impl QueryHandler {
                         filter: &[],
                         columns: &columns,
                         mode: ReadMode::Shared,
+                        gci: true,
                     })
                     .and_then(|scan| match copy.cursor {
                         Some(cursor) => self.engine.seek_scan(scan, cursor).map(|()| scan),
@@ -856,31 +979,46 @@ impl QueryHandler {
             let rows_left = self.copy_batch_rows.saturating_sub(copy.rows);
             let bytes_left = COPY_BATCH_BYTES_MAX.saturating_sub(copy.buffer.len() as u32);
             let cursor = self.engine.scan_cursor(scan);
-            let batch =
-                match self
-                    .engine
-                    .scan_next(now_ms, scan, rows_left, bytes_left, &mut copy.buffer)
-                {
-                    Ok(batch) => batch,
-                    Err(error) if error.code == ErrorCode::LockWaitTimeout && copy.rows == 0 => {
-                        // A transaction held a row longer than a lock wait may
-                        // last: wait for it again from that row (the copy
-                        // holds no lock, so it blocks nobody meanwhile).
-                        self.counters.copy_lock_waits_timed_out += 1;
-                        copy.cursor = cursor;
-                        copy.scan = None;
-                        if let Err(error) = self.engine.close_scan(scan) {
-                            panic!("node {}: closing a copy scan: {error}", self.node);
-                        }
-                        continue_later(&mut self.engine, copy.transaction);
-                        self.run_copy_out(now_ms, starter, out);
-                        return;
+            self.copy_scratch.clear();
+            let batch = match self.engine.scan_next(
+                now_ms,
+                scan,
+                rows_left,
+                bytes_left,
+                &mut self.copy_scratch,
+            ) {
+                Ok(batch) => {
+                    let primary_key = self
+                        .engine
+                        .table_def(copy.engine_table)
+                        .map_or(&[][..], |def| &def.primary_key);
+                    copy.by_key += copied_rows(
+                        &self.copy_scratch,
+                        copy.since_gci,
+                        primary_key,
+                        &mut copy.buffer,
+                    );
+                    batch
+                }
+                Err(error) if error.code == ErrorCode::LockWaitTimeout && copy.rows == 0 => {
+                    // A transaction held a row longer than a lock wait may
+                    // last: wait for it again from that row (the copy
+                    // holds no lock, so it blocks nobody meanwhile).
+                    self.counters.copy_lock_waits_timed_out += 1;
+                    copy.cursor = cursor;
+                    copy.scan = None;
+                    if let Err(error) = self.engine.close_scan(scan) {
+                        panic!("node {}: closing a copy scan: {error}", self.node);
                     }
-                    Err(error) => {
-                        self.fail_copy_out(starter, &error, out);
-                        return;
-                    }
-                };
+                    continue_later(&mut self.engine, copy.transaction);
+                    self.run_copy_out(now_ms, starter, out);
+                    return;
+                }
+                Err(error) => {
+                    self.fail_copy_out(starter, &error, out);
+                    return;
+                }
+            };
             copy.rows += batch.rows;
             if batch.waiting && copy.rows == 0 {
                 self.waiting.insert(copy.token, Waiting::Copy(starter));
@@ -906,13 +1044,17 @@ impl QueryHandler {
                 copy.progress_ms = now_ms;
                 // The pause ends on a whole millisecond, later than the
                 // rate asks: up to one millisecond of that is made up.
+                let whole = u64::from(copy.rows) - copy.by_key;
+                let paced = whole + copy.by_key.div_ceil(BY_KEY_ROWS_PER_PACED_ROW);
                 copy.paced_until_us = copy
                     .paced_until_us
                     .max((now_ms * 1_000).saturating_sub(1_000))
-                    + u64::from(copy.rows) * 1_000_000 / self.copy_rows_per_second;
+                    + paced * 1_000_000 / self.copy_rows_per_second;
                 self.counters.copy_batches_sent += 1;
-                self.counters.copy_rows_sent += u64::from(copy.rows);
+                self.counters.copy_rows_sent += whole;
+                self.counters.copy_rows_sent_by_key += copy.by_key;
                 copy.rows = 0;
+                copy.by_key = 0;
                 out.push((
                     starter,
                     Message::CopyRows(CopyRows {
@@ -1015,7 +1157,7 @@ impl QueryHandler {
                 ),
                 Waiting::Scan(scan) => format!("scan {scan:x?} waits for a lock"),
                 Waiting::Copy(starter) => format!("the copy to node {starter} waits for a lock"),
-                Waiting::CopiedRow(_, fragment, copy) => {
+                Waiting::CopiedRow(_, fragment, copy, _) => {
                     format!("a row of copy {copy} (fragment {fragment:?}) waits for a lock")
                 }
             })
@@ -1078,4 +1220,98 @@ fn failed_rows(copy: u64) -> Message {
         finished: false,
         failed: true,
     })
+}
+
+/// Turns scan output with GCIs (`ScanRequest::gci`) into `CopyRows` rows,
+/// appended to `out`: a row last written before `since_gci` (and after
+/// GCI 0, which says nothing) by its primary key, any other whole.
+/// Returns how many went by key.
+fn copied_rows(scanned: &[u8], since_gci: u32, primary_key: &[u16], out: &mut Vec<u8>) -> u64 {
+    let mut by_key = 0;
+    let mut rest = scanned;
+    while let Some((length, after)) = rest.split_first_chunk::<4>() {
+        let length = u32::from_le_bytes(*length) as usize;
+        let (gci, attrinfo) = storage::split_gci(&after[..length]).expect("a scanned row's GCI");
+        rest = &after[length..];
+        let length_at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&gci.to_le_bytes());
+        if gci != 0 && gci < since_gci {
+            out.push(protocol::COPIED_ROW_BY_KEY);
+            let mut writer = AttrInfoWriter::new(out);
+            for &column in primary_key {
+                let value = AttrInfoReader::find(attrinfo, column)
+                    .ok()
+                    .flatten()
+                    .expect("a scanned row has its primary key");
+                writer.push(column, value);
+            }
+            by_key += 1;
+        } else {
+            out.push(protocol::COPIED_ROW_WHOLE);
+            out.extend_from_slice(attrinfo);
+        }
+        let length = (out.len() - length_at - 4) as u32;
+        out[length_at..length_at + 4].copy_from_slice(&length.to_le_bytes());
+    }
+    by_key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scanned_row(out: &mut Vec<u8>, gci: u32, id: i32, value: i64) {
+        let mut row = gci.to_le_bytes().to_vec();
+        let mut writer = AttrInfoWriter::new(&mut row);
+        writer.push(0, Some(&id.to_le_bytes()));
+        writer.push(1, Some(&value.to_le_bytes()));
+        out.extend_from_slice(&(row.len() as u32).to_le_bytes());
+        out.extend_from_slice(&row);
+    }
+
+    /// Each copied row: its GCI, its form, its AttrInfo.
+    fn entries(rows: &[u8]) -> Vec<(u32, u8, Vec<u8>)> {
+        let mut entries = Vec::new();
+        let mut rest = rows;
+        while let Some((length, after)) = rest.split_first_chunk::<4>() {
+            let length = u32::from_le_bytes(*length) as usize;
+            let entry = &after[..length];
+            let gci = u32::from_le_bytes(entry[..4].try_into().unwrap());
+            entries.push((gci, entry[4], entry[5..].to_vec()));
+            rest = &after[length..];
+        }
+        entries
+    }
+
+    /// A row last written before the starter's restore point goes by its
+    /// primary key alone; one written in that GCI or later, or of an
+    /// unknown GCI (0), goes whole; each keeps its GCI.
+    #[test]
+    fn rows_written_before_the_restore_point_go_by_key() {
+        let mut scanned = Vec::new();
+        scanned_row(&mut scanned, 6, 1, 10);
+        scanned_row(&mut scanned, 7, 2, 20);
+        scanned_row(&mut scanned, 0, 3, 30);
+        scanned_row(&mut scanned, 9, 4, 40);
+        let mut out = Vec::new();
+        assert_eq!(copied_rows(&scanned, 7, &[0], &mut out), 1);
+        let sent = entries(&out);
+        let mut key = Vec::new();
+        AttrInfoWriter::new(&mut key).push(0, Some(&1i32.to_le_bytes()));
+        assert_eq!(sent[0], (6, protocol::COPIED_ROW_BY_KEY, key));
+        for (entry, (gci, id)) in sent[1..].iter().zip([(7, 2), (0, 3), (9, 4)]) {
+            assert_eq!((entry.0, entry.1), (gci, protocol::COPIED_ROW_WHOLE));
+            let value = AttrInfoReader::find(&entry.2, 1).unwrap().unwrap().unwrap();
+            assert_eq!(value, &(i64::from(id) * 10).to_le_bytes());
+        }
+        // A starter that restored nothing gets every row whole.
+        out.clear();
+        assert_eq!(copied_rows(&scanned, 0, &[0], &mut out), 0);
+        assert!(
+            entries(&out)
+                .iter()
+                .all(|e| e.1 == protocol::COPIED_ROW_WHOLE)
+        );
+    }
 }

@@ -212,12 +212,20 @@ fn a_full_redo_log_or_buffer_refuses_writes_with_410_or_1234_and_reads_go_on() {
 
 /// Applies changes (a checkpoint's or a redo record's) to `rows`: a put
 /// writes the whole row, a delete removes it if it is there (a checkpoint
-/// taken while writes went on may or may not hold it).
+/// taken while writes went on may or may not hold it). A checkpoint's rows
+/// carry the GCI of their last commit, which is never 0 here.
 fn apply(rows: &mut BTreeMap<i64, Option<i64>>, changes: &[u8]) {
     for change in storage::changes(changes) {
-        let (kind, attrinfo) = change.expect("whole changes");
+        let (kind, change) = change.expect("whole changes");
+        let attrinfo = if kind == storage::CHANGE_PUT_AT {
+            let (gci, attrinfo) = storage::split_gci(change).expect("a GCI");
+            assert_ne!(gci, 0, "a checkpointed row without its GCI");
+            attrinfo
+        } else {
+            change
+        };
         let id = int(attrinfo, 0).expect("the key");
-        if kind == storage::CHANGE_PUT {
+        if kind == storage::CHANGE_PUT || kind == storage::CHANGE_PUT_AT {
             rows.insert(id, int(attrinfo, 1));
         } else {
             assert_eq!(kind, storage::CHANGE_DELETE);
