@@ -277,7 +277,7 @@ pub struct DataNode {
     /// Epochs and the redo log, set by the runtime for status reports.
     durability: Durability,
     /// What the node's disk held at start (`set_restorable`).
-    restorable: (u64, u64),
+    restorable: (u64, u64, u64),
     /// Each member's free DataMemory from its last heartbeat (the
     /// president plans creates against it).
     member_free_pages: BTreeMap<Member, FreePages>,
@@ -348,7 +348,7 @@ impl DataNode {
             serving: true,
             memory_pages: (0, 0),
             durability: Durability::default(),
-            restorable: (0, 0),
+            restorable: (0, 0, 0),
             memory_schema_version: 0,
             member_free_pages: BTreeMap::new(),
             marks: Marks::default(),
@@ -555,9 +555,9 @@ impl DataNode {
 
     /// What the node's disk held at start, for the management node's
     /// system restart: every commit of the epochs below `restorable_epoch`,
-    /// and records up to `disk_epoch_max`.
-    pub fn set_restorable(&mut self, restorable_epoch: u64, disk_epoch_max: u64) {
-        self.restorable = (restorable_epoch, disk_epoch_max);
+    /// saved in `generation`, and records up to `disk_epoch_max`.
+    pub fn set_restorable(&mut self, restorable_epoch: u64, generation: u64, disk_epoch_max: u64) {
+        self.restorable = (restorable_epoch, generation, disk_epoch_max);
     }
 
     /// Sets the epochs and redo log figures the next status report carries.
@@ -604,7 +604,8 @@ impl DataNode {
             pages_total,
             durability: self.durability,
             restorable_epoch: self.restorable.0,
-            disk_epoch_max: self.restorable.1,
+            restorable_generation: self.restorable.1,
+            disk_epoch_max: self.restorable.2,
         }
     }
 

@@ -914,7 +914,11 @@ impl ManagementNode {
         };
         let members: Vec<protocol::Member> = connected_data
             .iter()
-            .filter(|n| self.reports[*n].restorable_epoch >= restore.epoch)
+            .filter(|n| {
+                let report = &self.reports[*n];
+                report.restorable_epoch >= restore.epoch
+                    && report.restorable_generation == restore.generation
+            })
             .map(|n| protocol::Member {
                 node: *n,
                 incarnation: self.reports[n].incarnation,
@@ -989,11 +993,16 @@ impl ManagementNode {
     }
 
     /// What a cluster formed from `connected` restores: nothing when no
-    /// node's disk holds a global checkpoint; else the highest epoch whose
+    /// node's disk holds a global checkpoint; else, of the newest
+    /// generation any connected disk was saved in, the highest epoch whose
     /// every commit is on the disk of some connected node of each node
     /// group (the members are those nodes; the rest start empty and copy).
-    /// `None`, logged once, when some node group has no such node: the
-    /// cluster would lose committed data, so it does not form.
+    /// A disk saved in an older generation is behind a system restart that
+    /// left it out, which may have taken back commits it holds: it cannot
+    /// stand for its node group beside disks of the newer one. `None`,
+    /// logged once, when some node group has no such node: the cluster
+    /// would lose committed data, or mix a state the cluster left behind
+    /// with the newer one, so it does not form.
     fn restore_point(
         &mut self,
         connected: &[NodeId],
@@ -1005,17 +1014,25 @@ impl ManagementNode {
             .map(|n| report(n).disk_epoch_max)
             .max()
             .unwrap_or(0);
-        if connected.iter().all(|n| report(n).restorable_epoch == 0) {
+        let restorable = |node: &NodeId| report(node).restorable_epoch > 0;
+        let Some(generation) = connected
+            .iter()
+            .filter(|n| restorable(n))
+            .map(|n| report(n).restorable_generation)
+            .max()
+        else {
             return Some(RestorePoint {
                 epoch: 0,
+                generation: 0,
                 epoch_floor,
             });
-        }
+        };
         let mut epoch = u64::MAX;
         for (group, nodes) in self.settings.config.node_groups.iter().enumerate() {
             let best = nodes
                 .iter()
-                .filter(|n| connected.contains(n))
+                .filter(|n| connected.contains(n) && restorable(n))
+                .filter(|n| report(n).restorable_generation == generation)
                 .map(|n| report(n).restorable_epoch)
                 .max()
                 .unwrap_or(0);
@@ -1024,16 +1041,21 @@ impl ManagementNode {
                     self.restore_refusal_logged = true;
                     effects.events.push(Event::Log(format!(
                         "The cluster cannot start: node group {group} (nodes {nodes:?}) has no \
-                         connected data node whose disk holds a global checkpoint, while other \
-                         nodes' disks do; start its nodes, or start every data node with \
-                         --initial to discard all data"
+                         connected data node whose disk holds a global checkpoint of the \
+                         newest cluster generation ({generation}) the other nodes' disks \
+                         hold; start its nodes, or start every data node with --initial to \
+                         discard all data"
                     )));
                 }
                 return None;
             }
             epoch = epoch.min(best);
         }
-        Some(RestorePoint { epoch, epoch_floor })
+        Some(RestorePoint {
+            epoch,
+            generation,
+            epoch_floor,
+        })
     }
 
     /// Every configured node, as `SHOW` lists them.
@@ -1514,6 +1536,8 @@ impl ManagementNode {
 struct RestorePoint {
     /// Every commit of the epochs below this; 0: nothing.
     epoch: u64,
+    /// The generation the members' disks were saved in (0: nothing).
+    generation: u64,
     /// Above every epoch on the members' disks.
     epoch_floor: u64,
 }
@@ -1746,6 +1770,95 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    /// A system restart takes its restore point from the newest generation
+    /// any disk was saved in: a node group whose connected disks are all of
+    /// an older one (left out of a system restart that may have taken back
+    /// commits they hold) keeps the cluster from forming, however high
+    /// their epochs; once a disk of the newer one is back, the cluster
+    /// forms from the newer disks alone.
+    #[test]
+    fn a_system_restart_does_not_mix_disks_of_an_older_generation() {
+        let text = config::sandbox_config_text("", 4, 2, 1186, 16 << 20);
+        let config = config::parse(&text, "config.ini").expect("a valid config");
+        let groups = config.node_groups.clone();
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        let settings = ManagementSettings::new("config.ini", &text, config, [7; 32]);
+        let epoch = |gci: u64| gci << 32;
+        // (node, restorable GCI, generation): the first group's disks were
+        // saved in generation 5; the second group's first node in 5 too,
+        // its second in 4, through a higher GCI (it missed generation 5's
+        // system restart, whose epochs began above the disks it had).
+        let disks = [
+            (groups[0][0], 40, 5),
+            (groups[0][1], 38, 5),
+            (groups[1][0], 39, 5),
+            (groups[1][1], 60, 4),
+        ];
+        let run = |connected: &[(NodeId, u64, u64)]| {
+            let mut management = ManagementNode::new(settings.clone(), 1, 0, None);
+            let mut logs = Vec::new();
+            for (connection, (node, gci, generation)) in connected.iter().enumerate() {
+                let connection = connection as ConnectionId + 1;
+                management.on_connected(connection, "127.0.0.1");
+                send(
+                    &mut management,
+                    connection,
+                    Message::AllocateNodeId {
+                        role: NodeRole::Data,
+                        requested: Some(*node),
+                        listen_port: 4000,
+                    },
+                );
+                let report = DataNodeReport {
+                    incarnation: 1,
+                    restorable_epoch: epoch(*gci),
+                    restorable_generation: *generation,
+                    disk_epoch_max: epoch(*gci + 2),
+                    ..DataNodeReport::default()
+                };
+                let effects = send(
+                    &mut management,
+                    connection,
+                    Message::StatusReport {
+                        report: Box::new(report),
+                    },
+                );
+                logs.extend(logs_of(&effects));
+            }
+            let mut effects = Effects::default();
+            management.tick(1_000_000, &mut effects);
+            logs.extend(logs_of(&effects));
+            logs
+        };
+        // The second group's node of generation 5 is down: no forming.
+        let without = [disks[0], disks[1], disks[3]];
+        let logs = run(&without);
+        assert!(
+            logs.iter()
+                .any(|l| l.contains("cannot start") && l.contains("generation (5)")),
+            "{logs:#?}"
+        );
+        assert!(
+            !logs.iter().any(|l| l.contains("Cluster starts")),
+            "{logs:#?}"
+        );
+        // All four: the generation 5 disks that reach the lower of the
+        // groups' best (every epoch below GCI 39's) form it, and the rest,
+        // the generation 4 disk among them, copy.
+        let logs = run(&disks);
+        let started = logs
+            .iter()
+            .find(|l| l.contains("Cluster starts"))
+            .unwrap_or_else(|| panic!("{logs:#?}"));
+        assert!(started.contains("through GCI 38 "), "{started}");
+        let members = format!("data node(s) {},{} ", groups[0][0], groups[1][0]);
+        assert!(started.contains(&members), "{started}");
+    }
+
+    fn logs_of(effects: &Effects<ConnectionId>) -> Vec<String> {
+        logs(effects).into_iter().map(str::to_string).collect()
     }
 
     /// Two started data nodes (connections 1 and 2 for nodes 2 and 3) and

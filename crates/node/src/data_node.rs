@@ -547,8 +547,11 @@ impl DataNodeComposite {
             self.query_handler.redo().is_some(),
             "the redo log is set first"
         );
-        self.membership
-            .set_restorable(start.survey.restorable_epoch, start.survey.epoch_max);
+        self.membership.set_restorable(
+            start.survey.restorable_epoch,
+            start.survey.restorable_generation,
+            start.survey.epoch_max,
+        );
         self.disk = Some(NodeDisk::new(
             start,
             checkpoint_trigger_bytes,

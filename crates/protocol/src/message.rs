@@ -639,6 +639,7 @@ impl Message {
                 w.u64(report.rows_copied);
                 write_durability(&mut w, &report.durability);
                 w.u64(report.restorable_epoch);
+                w.u64(report.restorable_generation);
                 w.u64(report.disk_epoch_max);
             }
             Message::StatusRequest { request } => {
@@ -1011,6 +1012,7 @@ impl Message {
                     rows_copied: r.u64("rows copied")?,
                     durability: read_durability(&mut r)?,
                     restorable_epoch: r.u64("restorable epoch")?,
+                    restorable_generation: r.u64("restorable generation")?,
                     disk_epoch_max: r.u64("disk epoch max")?,
                 }),
             },

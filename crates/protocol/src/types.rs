@@ -385,8 +385,10 @@ pub struct DataNodeReport {
     pub durability: Durability,
     /// What the node's disk held when it started: every commit of the
     /// epochs below `restorable_epoch` (0: nothing a system restart can
-    /// use), and records of epochs up to `disk_epoch_max`.
+    /// use), saved while the cluster state was of `restorable_generation`,
+    /// and records of epochs up to `disk_epoch_max`.
     pub restorable_epoch: u64,
+    pub restorable_generation: u64,
     pub disk_epoch_max: u64,
 }
 

@@ -291,6 +291,7 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                             redo_total_bytes: incarnation / 7,
                         },
                         restorable_epoch: version ^ 9,
+                        restorable_generation: version ^ 10,
                         disk_epoch_max: tables as u64 * 3,
                     })
                 }
