@@ -419,14 +419,10 @@ impl QueryHandler {
         std::mem::take(&mut self.log)
     }
 
-    /// The committed rows of a fragment replica here, each as AttrInfo of
-    /// every column in column order, sorted; an error (723) if the replica
-    /// is not here, or the engine's if it cannot scan it. For checkers:
-    /// every replica of a fragment must hold the same rows once no
-    /// transaction is in flight.
     /// Opens a full scan of a fragment replica's committed rows, every
-    /// column: the engine's error if the replica is not here.
-    fn open_committed_scan(&mut self, table: u32, fragment: u32, gci: bool) -> Result<u32, Error> {
+    /// column, each with its GCI: the engine's error if the replica is not
+    /// here.
+    fn open_committed_scan(&mut self, table: u32, fragment: u32) -> Result<u32, Error> {
         let not_here = || {
             Error::new(
                 ErrorCode::NoSuchTable,
@@ -461,45 +457,18 @@ impl QueryHandler {
             filter: &[],
             columns: &columns,
             mode: ReadMode::Committed,
-            gci,
+            gci: true,
         })
     }
 
+    /// The committed rows of a fragment replica here, each as AttrInfo of
+    /// every column in column order, sorted; an error (723) if the replica
+    /// is not here, or the engine's if it cannot scan it. For checkers:
+    /// every replica of a fragment must hold the same rows once no
+    /// transaction is in flight.
     pub fn committed_rows(&mut self, table: u32, fragment: u32) -> Result<Vec<Vec<u8>>, Error> {
-        let scan = self.open_committed_scan(table, fragment, false)?;
-        let mut rows = Vec::new();
-        let mut data = Vec::new();
-        let scanned = loop {
-            data.clear();
-            // A committed read never waits, so the time does not matter.
-            let batch = match self.engine.scan_next(
-                0,
-                scan,
-                SCAN_BATCH_ROWS_MAX,
-                SCAN_BATCH_BYTES_MAX,
-                &mut data,
-            ) {
-                Ok(batch) => batch,
-                Err(error) => break Err(error),
-            };
-            // Scan output: each row a little-endian u32 length, then its AttrInfo.
-            let mut rest = data.as_slice();
-            while rest.len() >= 4 {
-                let length = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-                rows.push(rest[4..4 + length].to_vec());
-                rest = &rest[4 + length..];
-            }
-            if batch.finished {
-                break Ok(());
-            }
-        };
-        // The scan was opened above, so closing it cannot fail.
-        self.engine
-            .close_scan(scan)
-            .expect("a scan opened here is open");
-        scanned?;
-        rows.sort_unstable();
-        Ok(rows)
+        let rows = self.committed_rows_with_gci(table, fragment)?;
+        Ok(rows.into_iter().map(|(row, _)| row).collect())
     }
 
     /// Each committed row of a fragment replica with its GCI, sorted by
@@ -511,7 +480,7 @@ impl QueryHandler {
         table: u32,
         fragment: u32,
     ) -> Result<Vec<(Vec<u8>, u32)>, Error> {
-        let scan = self.open_committed_scan(table, fragment, true)?;
+        let scan = self.open_committed_scan(table, fragment)?;
         let mut rows = Vec::new();
         let mut data = Vec::new();
         let scanned = loop {
@@ -526,10 +495,13 @@ impl QueryHandler {
                 Ok(batch) => batch,
                 Err(error) => break Err(error),
             };
+            // Scan output: each row a little-endian u32 length, then its
+            // GCI and AttrInfo.
             let mut rest = data.as_slice();
             while rest.len() >= 4 {
                 let length = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-                let (gci, row) = storage::split_gci(&rest[4..4 + length])?;
+                let (gci, row) =
+                    storage::split_gci(&rest[4..4 + length]).expect("a scanned row's GCI");
                 rows.push((row.to_vec(), gci));
                 rest = &rest[4 + length..];
             }
@@ -537,6 +509,7 @@ impl QueryHandler {
                 break Ok(());
             }
         };
+        // The scan was opened above, so closing it cannot fail.
         self.engine
             .close_scan(scan)
             .expect("a scan opened here is open");
@@ -1728,7 +1701,7 @@ impl QueryHandler {
         bytes_max: u32,
         out: &mut Vec<u8>,
     ) -> Result<(u32, Option<(usize, u32)>), Error> {
-        let scan = self.open_committed_scan(table, fragment, true)?;
+        let scan = self.open_committed_scan(table, fragment)?;
         let start = out.len();
         let mut rows = 0;
         let mut data = Vec::new();
@@ -1834,7 +1807,12 @@ impl QueryHandler {
                     if kind == storage::CHANGE_DELETE {
                         rows.remove(&key);
                     } else {
-                        rows.insert(key.clone(), (row_gci, attrinfo.to_vec()));
+                        let row = copy::RestoredRow {
+                            gci: row_gci,
+                            row: attrinfo.to_vec(),
+                            named: false,
+                        };
+                        rows.insert(key.clone(), row);
                     }
                     applied += 1;
                     continue;

@@ -129,9 +129,6 @@ pub struct TransactionMarks {
     pub commit_epochs: u64,
 }
 
-/// A replica's committed rows with their GCIs.
-type StampedRows = Vec<(Vec<u8>, u32)>;
-
 impl TransactionMarks {
     pub fn add(&mut self, other: &TransactionMarks) {
         self.lock_wait_timeouts += other.lock_wait_timeouts;
@@ -457,18 +454,19 @@ impl Simulation {
         let mut committed: BTreeMap<(u32, u32), Vec<Vec<u8>>> = BTreeMap::new();
         for route in routing.tables() {
             for (index, fragment) in route.fragments.iter().enumerate() {
-                let mut first: Option<(NodeId, Vec<Vec<u8>>)> = None;
+                // Each replica's rows, and their GCIs in the same order.
+                let mut first: Option<(NodeId, Vec<Vec<u8>>, Vec<u32>)> = None;
                 for node in fragment.replicas.iter().filter(|n| !crashed.contains(n)) {
                     let composite = self
                         .nodes
                         .get_mut(node)
                         .and_then(|sim| sim.composite.as_mut())
                         .expect("every data node runs");
-                    let rows = match composite
+                    let (rows, gcis): (Vec<Vec<u8>>, Vec<u32>) = match composite
                         .query_handler_mut()
-                        .committed_rows(route.id, index as u32)
+                        .committed_rows_with_gci(route.id, index as u32)
                     {
-                        Ok(rows) => rows,
+                        Ok(rows) => rows.into_iter().unzip(),
                         Err(error) => {
                             problems.push(format!(
                                 "node {node}: fragment {index} of table {}: {}",
@@ -478,8 +476,8 @@ impl Simulation {
                         }
                     };
                     match &first {
-                        None => first = Some((*node, rows)),
-                        Some((primary, expected)) if *expected != rows => {
+                        None => first = Some((*node, rows, gcis)),
+                        Some((primary, expected, _)) if *expected != rows => {
                             let only = |a: &Vec<Vec<u8>>, b: &Vec<Vec<u8>>| -> Vec<Vec<u8>> {
                                 a.iter().filter(|row| !b.contains(row)).cloned().collect()
                             };
@@ -493,53 +491,30 @@ impl Simulation {
                                 describe_rows(&route.def, &only(&rows, expected))
                             ));
                         }
+                        // The same rows hold the same GCIs: every replica
+                        // stamps a commit with its epoch's, and a copy with
+                        // its source's (a node restart copies by them).
+                        Some((primary, _, expected)) if *expected != gcis => {
+                            let differing: Vec<String> = expected
+                                .iter()
+                                .zip(&gcis)
+                                .filter(|(a, b)| a != b)
+                                .take(3)
+                                .map(|(a, b)| {
+                                    format!("GCI {a} on node {primary}, {b} on node {node}")
+                                })
+                                .collect();
+                            problems.push(format!(
+                                "table {} fragment {index}: replicas hold the same rows with \
+                                 different GCIs: {}",
+                                route.name,
+                                differing.join("; ")
+                            ));
+                        }
                         Some(_) => {}
                     }
                 }
-                // Replicas that hold the same rows hold them with the same
-                // GCIs: every replica stamps a commit with its epoch's, and
-                // a copy with its source's (a node restart copies by them).
-                if first
-                    .as_ref()
-                    .is_some_and(|(_, expected)| problems.is_empty() && !expected.is_empty())
-                {
-                    let mut stamped: Option<(NodeId, StampedRows)> = None;
-                    for node in fragment.replicas.iter().filter(|n| !crashed.contains(n)) {
-                        let composite = self
-                            .nodes
-                            .get_mut(node)
-                            .and_then(|sim| sim.composite.as_mut())
-                            .expect("every data node runs");
-                        let Ok(rows) = composite
-                            .query_handler_mut()
-                            .committed_rows_with_gci(route.id, index as u32)
-                        else {
-                            continue;
-                        };
-                        match &stamped {
-                            None => stamped = Some((*node, rows)),
-                            Some((other, expected)) if *expected != rows => {
-                                let differing: Vec<String> = expected
-                                    .iter()
-                                    .zip(&rows)
-                                    .filter(|(a, b)| a != b)
-                                    .take(3)
-                                    .map(|((_, a), (_, b))| {
-                                        format!("GCI {a} on node {other}, {b} on node {node}")
-                                    })
-                                    .collect();
-                                problems.push(format!(
-                                    "table {} fragment {index}: replicas hold the same rows with \
-                                     different GCIs: {}",
-                                    route.name,
-                                    differing.join("; ")
-                                ));
-                            }
-                            Some(_) => {}
-                        }
-                    }
-                }
-                let rows = first.map(|(_, rows)| rows).unwrap_or_default();
+                let rows = first.map(|(_, rows, _)| rows).unwrap_or_default();
                 self.outcome.transactions.rows_checked += rows.len() as u64;
                 if route.base_table.is_some() {
                     self.outcome.transactions.index_rows_checked += rows.len() as u64;

@@ -93,8 +93,21 @@ const FAILED_WITH_WAITS: u32 = 1 << 31;
 pub const COPY_SILENCE_MS_MAX: u64 = 5_000;
 
 /// A fragment's rows restored by a node restart, by primary key (its
-/// AttrInfo): each row's GCI and AttrInfo of every column.
-pub(super) type RestoredRows = crate::maps::Map<Vec<u8>, (u32, Vec<u8>)>;
+/// AttrInfo).
+pub(super) type RestoredRows = crate::maps::Map<Vec<u8>, RestoredRow>;
+
+pub(super) struct RestoredRow {
+    pub gci: u32,
+    /// AttrInfo of every column.
+    pub row: Vec<u8>,
+    /// A copy named it by key (it stays, for a copy started again).
+    pub named: bool,
+}
+
+/// Restored rows no copy named: deleted while the node was down.
+fn unnamed(rows: &RestoredRows) -> u64 {
+    rows.values().filter(|row| !row.named).count() as u64
+}
 
 /// Node recovery progress of a starting node.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -303,8 +316,7 @@ impl QueryHandler {
         if !starting {
             // Started: what a restore kept aside is copied or was deleted.
             if let Some(aside) = self.restored_aside.take() {
-                self.counters.restored_rows_dropped +=
-                    aside.values().map(|rows| rows.len() as u64).sum::<u64>();
+                self.counters.restored_rows_dropped += aside.values().map(unnamed).sum::<u64>();
             }
             self.full_copies.clear();
             if self.copy_in.take().is_some() || self.fragments.values().any(|r| r.copying) {
@@ -557,7 +569,7 @@ impl QueryHandler {
             if let Some(aside) = self.restored_aside.as_mut()
                 && let Some(rows) = aside.remove(&key)
             {
-                self.counters.restored_rows_dropped += rows.len() as u64;
+                self.counters.restored_rows_dropped += unnamed(&rows);
             }
             self.drive_copy_in(now_ms, out);
         }
@@ -657,68 +669,70 @@ impl QueryHandler {
             rest = &after[length..];
             let gci = u32::from_le_bytes(entry[..4].try_into().expect("4 bytes"));
             let (form, attrinfo) = (entry[4], &entry[5..]);
-            let failure = match form {
-                protocol::COPIED_ROW_WHOLE => None,
-                protocol::COPIED_ROW_BY_KEY => {
-                    let restored = self
+            let row: Result<&[u8], String> = match form {
+                protocol::COPIED_ROW_WHOLE => {
+                    key.clear();
+                    let mut writer = AttrInfoWriter::new(&mut key);
+                    for entry in AttrInfoReader::new(attrinfo) {
+                        let (column, value) = entry?;
+                        if primary_key.contains(&column) {
+                            writer.push(column, value);
+                        }
+                    }
+                    // A row written since the restore replaces what it
+                    // restored (a copy started again sends it whole again:
+                    // its GCI only grows). A row named by key stays: a copy
+                    // started again names it again.
+                    if let Some(rows) = self
                         .restored_aside
-                        .as_ref()
-                        .and_then(|aside| aside.get(&fragment))
-                        .and_then(|rows| rows.get(attrinfo));
-                    match restored {
-                        Some((restored_gci, _)) if *restored_gci == gci => None,
-                        Some((restored_gci, _)) => Some(format!(
-                            "the row it restored is of GCI {restored_gci}, the source's of {gci}"
-                        )),
-                        None => Some(format!("it restored no row of GCI {gci} with that key")),
+                        .as_mut()
+                        .and_then(|aside| aside.get_mut(&fragment))
+                    {
+                        rows.remove(&key);
                     }
+                    Ok(attrinfo)
                 }
-                other => Some(format!("a copied row of unknown form {other}")),
-            };
-            if let Some(failure) = failure {
-                // Copied whole from the start: the rows already written
-                // are rows the source holds too.
-                self.full_copies.insert(fragment);
-                self.counters.copies_by_key_refused += 1;
-                let error = Error::new(
-                    ErrorCode::WrongValue,
-                    format!(
-                        "copying fragment {} of table {} by key: {failure}; it is copied whole",
-                        fragment.1, fragment.0
-                    ),
-                );
-                if waiting == 0 {
-                    return Err(error);
-                }
-                self.copy_log.push(error.detail.into_owned());
-                return Ok(waiting | FAILED_WITH_WAITS);
-            }
-            let row: &[u8] = if form == protocol::COPIED_ROW_BY_KEY {
-                self.counters.rows_copied_by_key += 1;
-                key.clear();
-                key.extend_from_slice(attrinfo);
-                &self.restored_aside.as_ref().expect("checked")[&fragment][attrinfo].1
-            } else {
-                key.clear();
-                let mut writer = AttrInfoWriter::new(&mut key);
-                for entry in AttrInfoReader::new(attrinfo) {
-                    let (column, value) = entry?;
-                    if primary_key.contains(&column) {
-                        writer.push(column, value);
-                    }
-                }
-                // A row written since the restore replaces what it
-                // restored (a copy started again sends it whole again: its
-                // GCI only grows). A row named by key stays: a copy started
-                // again names it again.
-                if let Some(rows) = self
+                protocol::COPIED_ROW_BY_KEY => match self
                     .restored_aside
                     .as_mut()
                     .and_then(|aside| aside.get_mut(&fragment))
+                    .and_then(|rows| rows.get_mut(attrinfo))
                 {
-                    rows.remove(&key);
+                    Some(restored) if restored.gci == gci => {
+                        self.counters.rows_copied_by_key += 1;
+                        key.clear();
+                        key.extend_from_slice(attrinfo);
+                        restored.named = true;
+                        Ok(&restored.row)
+                    }
+                    Some(restored) => Err(format!(
+                        "the row it restored is of GCI {}, the source's of {gci}",
+                        restored.gci
+                    )),
+                    None => Err(format!("it restored no row of GCI {gci} with that key")),
+                },
+                other => Err(format!("a copied row of unknown form {other}")),
+            };
+            let row = match row {
+                Ok(row) => row,
+                Err(failure) => {
+                    // Copied whole from the start: the rows already written
+                    // are rows the source holds too.
+                    self.full_copies.insert(fragment);
+                    self.counters.copies_by_key_refused += 1;
+                    let error = Error::new(
+                        ErrorCode::WrongValue,
+                        format!(
+                            "copying fragment {} of table {} by key: {failure}; it is copied whole",
+                            fragment.1, fragment.0
+                        ),
+                    );
+                    if waiting == 0 {
+                        return Err(error);
+                    }
+                    self.copy_log.push(error.detail.into_owned());
+                    return Ok(waiting | FAILED_WITH_WAITS);
                 }
-                attrinfo
             };
             let transaction = self.next_engine_transaction;
             self.next_engine_transaction += 1;
@@ -789,13 +803,6 @@ impl QueryHandler {
         );
         self.restored_aside = Some(crate::maps::Map::default());
         self.restored_since_gci = since_gci;
-    }
-
-    /// Rows kept aside by a node restart's restore and not yet copied.
-    pub fn restored_aside_rows(&self) -> u64 {
-        self.restored_aside.as_ref().map_or(0, |aside| {
-            aside.values().map(|rows| rows.len() as u64).sum()
-        })
     }
 
     // ---- the copying replica ----
