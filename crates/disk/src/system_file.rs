@@ -1,6 +1,6 @@
 //! The system file: the few facts a data node's restart starts from (NDB's
 //! P0.sysfile): the redo log's generation, where its replay begins, and
-//! the local checkpoint to load.
+//! the local checkpoints to load.
 //!
 //! It is written in place, so a crash mid-write must not lose it: the file
 //! has two slots, each write goes to the slot the last one did not use
@@ -15,7 +15,7 @@
 //! | 8 | 8 | sequence (the write's number, from 1) |
 //! | 16 | 4 | length of the body |
 //! | 20 | 4 | CRC-32C of bytes 8..20 and the body |
-//! | 24 | length | body: format version (1), then the fields of `SystemFile` |
+//! | 24 | length | body: format version (2), then the fields of `SystemFile` |
 
 use crate::redo::Lsn;
 
@@ -24,7 +24,8 @@ pub const SLOT_BYTES: usize = 4096;
 pub const FILE_BYTES: u64 = 2 * SLOT_BYTES as u64;
 const MAGIC: &[u8; 8] = b"SHOALSYS";
 const SLOT_HEADER_BYTES: usize = 24;
-const FORMAT_VERSION: u8 = 1;
+/// 2: a chain of checkpoints, each with the parts it wrote whole.
+const FORMAT_VERSION: u8 = 2;
 
 /// A local checkpoint a restart can load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,73 @@ pub struct CheckpointInfo {
     pub epoch_limit: u64,
     /// The length of its file: a read that ends elsewhere found it damaged.
     pub bytes: u64,
+    /// The parts of every fragment it wrote whole, a bit each
+    /// (`storage::CHECKPOINT_PARTS`); of the others it holds the changes
+    /// since the checkpoint before it began. All ones: a whole checkpoint.
+    pub whole_parts: u64,
+}
+
+impl CheckpointInfo {
+    pub fn is_whole(&self) -> bool {
+        self.whole_parts == u64::MAX
+    }
+}
+
+/// Checkpoints a chain holds at most: a partial checkpoint writes at least
+/// one part in eight whole, so every part is written whole within eight.
+pub const CHECKPOINT_CHAIN_MAX: usize = 8;
+
+/// For each of the 64 parts, the position in `chain` (oldest first) of the
+/// newest checkpoint that wrote it whole; `None` if some part has none
+/// (the chain cannot be restored).
+pub fn newest_whole(chain: &[CheckpointInfo]) -> Option<[usize; 64]> {
+    let mut newest = [usize::MAX; 64];
+    for (position, checkpoint) in chain.iter().enumerate() {
+        for (part, slot) in newest.iter_mut().enumerate() {
+            if checkpoint.whole_parts & (1 << part) != 0 {
+                *slot = position;
+            }
+        }
+    }
+    newest.iter().all(|&p| p != usize::MAX).then_some(newest)
+}
+
+/// For the checkpoint at `position` of `chain`, the parts a restore takes
+/// from it: those no later checkpoint wrote whole.
+pub fn parts_taken(newest: &[usize; 64], position: usize) -> u64 {
+    newest
+        .iter()
+        .enumerate()
+        .filter(|(_, newest)| **newest <= position)
+        .fold(0, |parts, (part, _)| parts | 1 << part)
+}
+
+/// The checkpoints of a chain, for a log line: "none", "7", or "3 to 10".
+pub fn chain_names(chain: &[CheckpointInfo]) -> String {
+    match (chain.first(), chain.last()) {
+        (Some(first), Some(last)) if first.id != last.id => format!("{} to {}", first.id, last.id),
+        (Some(only), _) => only.id.to_string(),
+        _ => "none".to_string(),
+    }
+}
+
+/// `chain` with `next` appended and the oldest checkpoints no restore
+/// needs any more dropped; and the ids of those dropped.
+pub fn chain_with(
+    chain: &[CheckpointInfo],
+    next: CheckpointInfo,
+) -> (Vec<CheckpointInfo>, Vec<u64>) {
+    let mut chain = chain.to_vec();
+    chain.push(next);
+    let newest = newest_whole(&chain);
+    let keep_from = match newest {
+        Some(newest) => newest.iter().copied().min().expect("64 parts"),
+        // Not restorable yet (a partial checkpoint before any whole one
+        // cannot be installed): nothing is dropped.
+        None => 0,
+    };
+    let dropped = chain.drain(..keep_from).map(|c| c.id).collect();
+    (chain, dropped)
 }
 
 /// Most cuts the file keeps (`SystemFile::cuts`); a local checkpoint
@@ -68,8 +136,11 @@ pub struct SystemFile {
     pub generation: u32,
     /// Where a restart's scan of the redo log begins.
     pub redo_tail: Lsn,
-    /// The local checkpoint a restart loads, if there is one.
-    pub checkpoint: Option<CheckpointInfo>,
+    /// The local checkpoints a restart loads, oldest first: each part of
+    /// every fragment from the newest that wrote it whole, then the
+    /// changes of every later one (`parts_taken`). The newest's
+    /// `redo_start` is `redo_tail`. Empty: none.
+    pub checkpoints: Vec<CheckpointInfo>,
     /// Earlier restarts' cuts of the redo log, oldest first.
     pub cuts: Vec<Cut>,
 }
@@ -80,15 +151,18 @@ impl SystemFile {
         let mut body = vec![FORMAT_VERSION];
         body.extend_from_slice(&self.generation.to_le_bytes());
         body.extend_from_slice(&self.redo_tail.to_le_bytes());
-        match self.checkpoint {
-            None => body.push(0),
-            Some(checkpoint) => {
-                body.push(1);
-                body.extend_from_slice(&checkpoint.id.to_le_bytes());
-                body.extend_from_slice(&checkpoint.redo_start.to_le_bytes());
-                body.extend_from_slice(&checkpoint.epoch_limit.to_le_bytes());
-                body.extend_from_slice(&checkpoint.bytes.to_le_bytes());
-            }
+        assert!(
+            self.checkpoints.len() <= CHECKPOINT_CHAIN_MAX,
+            "{} checkpoints",
+            self.checkpoints.len()
+        );
+        body.push(self.checkpoints.len() as u8);
+        for checkpoint in &self.checkpoints {
+            body.extend_from_slice(&checkpoint.id.to_le_bytes());
+            body.extend_from_slice(&checkpoint.redo_start.to_le_bytes());
+            body.extend_from_slice(&checkpoint.epoch_limit.to_le_bytes());
+            body.extend_from_slice(&checkpoint.bytes.to_le_bytes());
+            body.extend_from_slice(&checkpoint.whole_parts.to_le_bytes());
         }
         assert!(self.cuts.len() <= CUTS_MAX, "{} cuts", self.cuts.len());
         body.push(self.cuts.len() as u8);
@@ -183,16 +257,23 @@ fn decode_slot(slot: &[u8]) -> Result<(SystemFile, u64), String> {
     let mut reader = Reader { bytes: body, at: 1 };
     let generation = reader.u32()?;
     let redo_tail = reader.u64()?;
-    let checkpoint = match reader.u8()? {
-        0 => None,
-        1 => Some(CheckpointInfo {
+    let chained = usize::from(reader.u8()?);
+    if chained > CHECKPOINT_CHAIN_MAX {
+        return Err(format!("a chain of {chained} checkpoints"));
+    }
+    let mut checkpoints = Vec::with_capacity(chained);
+    for _ in 0..chained {
+        checkpoints.push(CheckpointInfo {
             id: reader.u64()?,
             redo_start: reader.u64()?,
             epoch_limit: reader.u64()?,
             bytes: reader.u64()?,
-        }),
-        other => return Err(format!("a checkpoint marker {other}")),
-    };
+            whole_parts: reader.u64()?,
+        });
+    }
+    if !checkpoints.is_empty() && newest_whole(&checkpoints).is_none() {
+        return Err("a chain of checkpoints that misses a part".to_string());
+    }
     let count = usize::from(reader.u8()?);
     if count > CUTS_MAX {
         return Err(format!("{count} cuts"));
@@ -208,7 +289,7 @@ fn decode_slot(slot: &[u8]) -> Result<(SystemFile, u64), String> {
         SystemFile {
             generation,
             redo_tail,
-            checkpoint,
+            checkpoints,
             cuts,
         },
         sequence,
@@ -258,18 +339,28 @@ mod tests {
         let first = SystemFile {
             generation: 3,
             redo_tail: 77,
-            checkpoint: None,
+            checkpoints: Vec::new(),
             cuts: Vec::new(),
         };
         let second = SystemFile {
             generation: 4,
             redo_tail: 1 << 40,
-            checkpoint: Some(CheckpointInfo {
-                id: 9,
-                redo_start: 1 << 39,
-                epoch_limit: 5 << 32,
-                bytes: 123_456,
-            }),
+            checkpoints: vec![
+                CheckpointInfo {
+                    id: 9,
+                    redo_start: 1 << 38,
+                    epoch_limit: 4 << 32,
+                    bytes: 123_456,
+                    whole_parts: u64::MAX,
+                },
+                CheckpointInfo {
+                    id: 10,
+                    redo_start: 1 << 39,
+                    epoch_limit: 5 << 32,
+                    bytes: 2_345,
+                    whole_parts: 0x0101_0101_0101_0101,
+                },
+            ],
             cuts: vec![
                 Cut {
                     end: 1 << 39,
@@ -287,5 +378,45 @@ mod tests {
         // Both spoiled: an error, not a new node.
         file[SLOT_BYTES * slot_of(1) as usize + 10] ^= 1;
         assert!(SystemFile::decode(&file).is_err());
+    }
+
+    /// A chain keeps each part's newest whole checkpoint and every later
+    /// one; a restore takes each part from there on.
+    #[test]
+    fn a_chain_keeps_each_parts_newest_whole_checkpoint() {
+        let checkpoint = |id, whole_parts| CheckpointInfo {
+            id,
+            redo_start: id * 100,
+            epoch_limit: id << 32,
+            bytes: 10,
+            whole_parts,
+        };
+        let residue = |r: u32| 0x0101_0101_0101_0101u64 << r;
+        let (chain, dropped) = chain_with(&[], checkpoint(1, u64::MAX));
+        assert_eq!(dropped, Vec::<u64>::new());
+        let mut chain = chain;
+        for id in 2..=8 {
+            let (next, dropped) = chain_with(&chain, checkpoint(id, residue(id as u32 - 2)));
+            assert!(dropped.is_empty(), "{id}: the whole one is still needed");
+            chain = next;
+        }
+        // The eighth partial writes the last residue whole: the whole
+        // checkpoint is no longer needed.
+        let (next, dropped) = chain_with(&chain, checkpoint(9, residue(7)));
+        assert_eq!(dropped, vec![1]);
+        assert_eq!(next.len(), CHECKPOINT_CHAIN_MAX);
+        let newest = newest_whole(&next).expect("every part");
+        assert_eq!(parts_taken(&newest, 0), residue(0));
+        assert_eq!(parts_taken(&newest, 7), u64::MAX);
+        // A whole checkpoint ends the chain.
+        let (next, dropped) = chain_with(&next, checkpoint(10, u64::MAX));
+        assert_eq!(next.len(), 1);
+        assert_eq!(dropped, (2..=9).collect::<Vec<_>>());
+        // A chain that misses a part is not read as one.
+        let broken = SystemFile {
+            checkpoints: vec![checkpoint(3, residue(1))],
+            ..SystemFile::default()
+        };
+        assert!(SystemFile::decode(&broken.encode(1)).is_err());
     }
 }

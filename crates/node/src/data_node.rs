@@ -217,6 +217,12 @@ pub struct NodeMarks {
     /// middle of a fragment (the next step goes on from its cursor).
     pub checkpoints_installed: u64,
     pub checkpoint_slices_cut: u64,
+    /// Of the checkpoints installed, partial ones; the deleted keys
+    /// partial checkpoints wrote; restores that read a chain of more than
+    /// one checkpoint.
+    pub partial_checkpoints_installed: u64,
+    pub checkpoint_deletes: u64,
+    pub restores_from_chains: u64,
 }
 
 impl NodeMarks {
@@ -240,6 +246,9 @@ impl NodeMarks {
         self.save_markers_refused += other.save_markers_refused;
         self.checkpoints_installed += other.checkpoints_installed;
         self.checkpoint_slices_cut += other.checkpoint_slices_cut;
+        self.partial_checkpoints_installed += other.partial_checkpoints_installed;
+        self.checkpoint_deletes += other.checkpoint_deletes;
+        self.restores_from_chains += other.restores_from_chains;
     }
 }
 
@@ -466,6 +475,9 @@ impl DataNodeComposite {
         if let Some(disk) = &self.disk {
             marks.checkpoints_installed = disk.marks.checkpoints_installed;
             marks.checkpoint_slices_cut = disk.marks.checkpoint_slices_cut;
+            marks.partial_checkpoints_installed = disk.marks.partial_checkpoints_installed;
+            marks.checkpoint_deletes = disk.marks.checkpoint_deletes;
+            marks.restores_from_chains = disk.marks.restores_from_chains;
         }
         marks
     }
@@ -573,10 +585,15 @@ impl DataNodeComposite {
                 .restore_for_copy(cluster::epochs::gci_of(epoch));
         }
         let query_handler = &mut self.query_handler;
-        if let Some(checkpoint) = &system.checkpoint {
-            source.checkpoint(checkpoint, &mut |record| {
-                disk.restore_checkpoint_record(query_handler, &record)
-            })?;
+        if !system.checkpoints.is_empty() {
+            let newest = disk::system_file::newest_whole(&system.checkpoints)
+                .ok_or("the system file's chain of checkpoints misses a part")?;
+            for (position, checkpoint) in system.checkpoints.iter().enumerate() {
+                let parts = disk::system_file::parts_taken(&newest, position);
+                source.checkpoint(checkpoint, &mut |record| {
+                    disk.restore_checkpoint_record(query_handler, parts, &record)
+                })?;
+            }
         }
         source.redo(system.redo_tail, &mut |record| {
             disk.restore_redo_record(query_handler, &record)
@@ -584,8 +601,8 @@ impl DataNodeComposite {
         let marks = disk.marks;
         disk.finish_restore(&mut output.files);
         output.logs.push(format!(
-            "restored from this node's disk {}through GCI {}: {} change(s) from local checkpoint \
-             {}, {} from the redo log",
+            "restored from this node's disk {}through GCI {}: {} change(s) from local \
+             checkpoint(s) {}, {} from the redo log",
             if for_copy {
                 "for its node restart (its copy then sends only rows written since) "
             } else {
@@ -593,9 +610,7 @@ impl DataNodeComposite {
             },
             cluster::epochs::gci_before(epoch),
             marks.restored_checkpoint_changes,
-            system
-                .checkpoint
-                .map_or("(none)".to_string(), |c| c.id.to_string()),
+            disk::system_file::chain_names(&system.checkpoints),
             marks.restored_redo_changes
         ));
         Ok(())

@@ -6,23 +6,34 @@
 //! files at start (`survey`) and at a restore, handing the records in.
 //!
 //! ## Local checkpoints
-//! A checkpoint writes every committed row of every fragment replica of the
+//! A checkpoint writes the committed rows of every fragment replica of the
 //! node to one file, fragment by fragment, while writes go on (a fuzzy
-//! copy, as NDB's LCP). Replaying the redo log from `redo_start` over it
-//! gives every commit: a change is in the checkpoint or in the log after
-//! `redo_start` (the log's head when the checkpoint began, or the first
-//! record of work a backup had logged and not yet committed in its
+//! copy, as NDB's LCP). It is partial, as NDB 7.6's: of the 64 parts a
+//! fragment's slots fall in, it writes an eighth whole (`next_whole_parts`,
+//! in turn) and of the others the rows changed and the keys deleted since
+//! the previous checkpoint began; the first one, and the first after a
+//! restore, a copy or a checkpoint given up, is whole. The system file
+//! keeps the chain a restore needs, at most `CHECKPOINT_CHAIN_MAX`: each
+//! part from the newest checkpoint that wrote it whole on
+//! (`disk::system_file::chain_with`). Why that restores every row is in
+//! `transaction`'s `query_handler/checkpoint.rs`.
+//!
+//! Replaying the redo log from the newest checkpoint's `redo_start` over
+//! the chain gives every commit: a change is in a checkpoint or in the log
+//! after `redo_start` (the log's head when the checkpoint began, or the
+//! first record of work a backup had logged and not yet committed in its
 //! engine), and replaying a row's full image or its delete twice changes
 //! nothing. The checkpoint holds only epochs below `epoch_limit`, so it is
 //! installed in the system file (and the log's tail moved up to its
 //! `redo_start`) once those epochs are durable cluster-wide: every restart
-//! from then on restores at least that far. Until then the previous one
-//! stays in force.
+//! from then on restores at least that far. Until then the previous chain
+//! stays in force, and the checkpoints it no longer needs are deleted once
+//! it is installed.
 //!
 //! ## When, and how fast
-//! A checkpoint writes every row, so taking one after a fixed amount of
-//! redo (NDB's `TimeBetweenLocalCheckpoints`) would write the whole data
-//! set for every few MiB of changes. The next one begins once the redo
+//! A checkpoint writes at least an eighth of the rows, so taking one after
+//! a fixed amount of redo (NDB's `TimeBetweenLocalCheckpoints`) would write
+//! much of the data set for every few MiB of changes. The next one begins once the redo
 //! written since the last one began reaches the size of the last installed
 //! checkpoint (at least `TimeBetweenLocalCheckpoints`' bytes): a
 //! checkpoint then writes about as much as the redo log did, whatever the
@@ -47,9 +58,12 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use disk::system_file::{CUTS_MAX, CheckpointInfo, Cut, SystemFile};
+use disk::system_file::{
+    CHECKPOINT_CHAIN_MAX, CUTS_MAX, CheckpointInfo, Cut, SystemFile, chain_with,
+};
 use disk::{Lsn, RedoRecord};
 use protocol::ClusterState;
+use storage::CheckpointSelection;
 use transaction::QueryHandler;
 use transaction::redo::{KIND_CHANGES, KIND_SAVED};
 
@@ -279,6 +293,9 @@ enum Checkpoint {
     Writing {
         id: u64,
         redo_start: Lsn,
+        /// The rows it takes: every row of the parts it writes whole, the
+        /// changed rows of the others.
+        selection: CheckpointSelection,
         fragments: VecDeque<(u32, u32)>,
         cursor: Option<(usize, u32)>,
         offset: u64,
@@ -291,9 +308,11 @@ enum Checkpoint {
     Durable {
         info: CheckpointInfo,
     },
-    /// The system file naming it is being written.
+    /// The system file naming it is being written; the checkpoints it
+    /// makes unneeded are deleted once it is.
     Installing {
         info: CheckpointInfo,
+        unneeded: Vec<u64>,
     },
 }
 
@@ -311,7 +330,13 @@ enum Purpose {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DiskMarks {
     pub checkpoints_installed: u64,
+    /// Of those, partial ones (some parts only changed rows).
+    pub partial_checkpoints_installed: u64,
     pub checkpoint_rows: u64,
+    /// Keys deleted that partial checkpoints wrote.
+    pub checkpoint_deletes: u64,
+    /// Restores that read a chain of more than one checkpoint.
+    pub restores_from_chains: u64,
     /// Checkpoint steps that stopped in the middle of a fragment.
     pub checkpoint_slices_cut: u64,
     pub restores: u64,
@@ -371,6 +396,11 @@ pub struct NodeDisk {
     copying: bool,
     /// The checkpoint under way was begun after the node's copy finished.
     checkpoint_after_copy: bool,
+    /// The next checkpoint writes every part whole: rows were restored or
+    /// copied into new slots, or a checkpoint was given up after its begin
+    /// moved the window of changes on (see `transaction`'s checkpoint
+    /// module).
+    whole_next: bool,
     /// (generation, schema version) of the state last saved.
     saved_position: Option<(u64, u64)>,
     next_token: u64,
@@ -386,7 +416,7 @@ impl NodeDisk {
         checkpoint_trigger_bytes: u64,
         checkpoint_slice_bytes: u32,
     ) -> NodeDisk {
-        let next_checkpoint_id = start.system.checkpoint.map_or(1, |c| c.id + 1);
+        let next_checkpoint_id = start.system.checkpoints.last().map_or(1, |c| c.id + 1);
         NodeDisk {
             start_end: start.redo_end,
             survey: start.survey,
@@ -406,6 +436,7 @@ impl NodeDisk {
             checkpoint_writes_max: 1,
             copying: false,
             checkpoint_after_copy: false,
+            whole_next: true,
             saved_position: None,
             next_token: 1,
             pending: BTreeMap::new(),
@@ -536,13 +567,15 @@ impl NodeDisk {
         self.restoring_for_copy
     }
 
-    /// One record of the checkpoint being loaded.
+    /// One record of a checkpoint of the chain being loaded, of which the
+    /// restore takes the rows of `parts` (`disk::system_file::parts_taken`).
     pub fn restore_checkpoint_record(
         &mut self,
         query_handler: &mut QueryHandler,
+        parts: u64,
         record: &RedoRecord,
     ) -> Result<(), String> {
-        let applied = apply(query_handler, record)?;
+        let applied = apply(query_handler, record, parts)?;
         self.marks.restored_checkpoint_changes += applied;
         Ok(())
     }
@@ -561,7 +594,7 @@ impl NodeDisk {
         {
             return Ok(());
         }
-        let applied = apply(query_handler, record)?;
+        let applied = apply(query_handler, record, u64::MAX)?;
         self.marks.restored_redo_changes += applied;
         Ok(())
     }
@@ -579,7 +612,12 @@ impl NodeDisk {
         if self.restoring_for_copy {
             self.marks.restores_for_copy += 1;
         }
+        if self.system.checkpoints.len() > 1 {
+            self.marks.restores_from_chains += 1;
+        }
         self.marks.restores += 1;
+        // The rows went into new slots, so new parts.
+        self.whole_next = true;
     }
 
     /// Appends the `KIND_SAVED` marker of a save of the epochs below
@@ -612,7 +650,7 @@ impl NodeDisk {
                 let capacity = log.config().capacity_bytes();
                 let threshold = checkpoint_threshold(
                     self.checkpoint_trigger_bytes,
-                    self.system.checkpoint.map_or(0, |c| c.bytes),
+                    self.system.checkpoints.last().map_or(0, |c| c.bytes),
                     capacity,
                 );
                 // A node whose disk does not hold its rows yet (it copied
@@ -622,16 +660,29 @@ impl NodeDisk {
                 if !member || self.copying || self.restoring.is_some() || !due || !self.settled {
                     return Ok(());
                 }
-                let redo_start = query_handler
-                    .checkpoint_redo_start()
-                    .expect("a node with a redo log");
                 self.last_checkpoint_head = log.head();
+                let whole_parts = match self.system.checkpoints.last() {
+                    Some(newest)
+                        if !self.whole_next && !query_handler.checkpoint_deletes_lost() =>
+                    {
+                        next_whole_parts(newest.whole_parts)
+                    }
+                    _ => u64::MAX,
+                };
+                let start = query_handler
+                    .begin_checkpoint(whole_parts == u64::MAX)
+                    .expect("a node with a redo log");
+                self.whole_next = false;
                 let id = self.next_checkpoint_id;
                 self.next_checkpoint_id += 1;
                 self.checkpoint_after_copy = true;
                 self.checkpoint = Checkpoint::Writing {
                     id,
-                    redo_start,
+                    redo_start: start.redo_start,
+                    selection: CheckpointSelection {
+                        whole_parts,
+                        changed_since_gci: start.changed_since_gci,
+                    },
                     fragments: query_handler.fragment_replicas().into(),
                     cursor: None,
                     offset: 0,
@@ -650,11 +701,12 @@ impl NodeDisk {
             Checkpoint::Writing {
                 id,
                 redo_start,
+                selection,
                 fragments,
                 cursor,
                 offset,
             } => {
-                let (id, redo_start) = (*id, *redo_start);
+                let (id, redo_start, selection) = (*id, *redo_start, *selection);
                 if let Some(log) = query_handler.redo() {
                     self.checkpoint_writes_max =
                         checkpoint_writes_max(log.used_bytes(), log.config().capacity_bytes());
@@ -670,11 +722,21 @@ impl NodeDisk {
                 match fragments.front().copied() {
                     Some((table, fragment)) => {
                         self.scratch.clear();
+                        // A partial checkpoint writes a fragment's deletes
+                        // before its rows: a restore applies them first, so
+                        // a key deleted and written again comes back.
+                        if cursor.is_none() && selection.whole_parts != u64::MAX {
+                            self.marks.checkpoint_deletes += u64::from(
+                                query_handler
+                                    .checkpoint_deletes((table, fragment), &mut self.scratch),
+                            );
+                        }
                         // A fragment dropped since the checkpoint began has
                         // nothing to keep.
                         let Ok((rows, next)) = query_handler.checkpoint_slice(
                             (table, fragment),
                             *cursor,
+                            selection,
                             self.checkpoint_slice_bytes,
                             &mut self.scratch,
                         ) else {
@@ -727,6 +789,7 @@ impl NodeDisk {
                             redo_start,
                             epoch_limit: query_handler.logged_epoch_max().max(current_epoch) + 1,
                             bytes: *offset,
+                            whole_parts: selection.whole_parts,
                         };
                         self.checkpoint = Checkpoint::Syncing { info };
                         self.task(Purpose::CheckpointSync, FileJob::CheckpointSync { id }, out);
@@ -740,12 +803,18 @@ impl NodeDisk {
                     return Ok(());
                 }
                 let info = *info;
-                self.system.checkpoint = Some(info);
+                let (chain, unneeded) = chain_with(&self.system.checkpoints, info);
+                assert!(
+                    chain.len() <= CHECKPOINT_CHAIN_MAX,
+                    "a chain of {} checkpoints",
+                    chain.len()
+                );
+                self.system.checkpoints = chain;
                 self.system.redo_tail = info.redo_start;
                 let tail = info.redo_start;
                 self.system.cuts.retain(|cut| cut.end > tail);
                 let system = self.system.clone();
-                self.checkpoint = Checkpoint::Installing { info };
+                self.checkpoint = Checkpoint::Installing { info, unneeded };
                 self.task(Purpose::System, FileJob::System(system), out);
                 Ok(())
             }
@@ -785,6 +854,7 @@ impl NodeDisk {
                     };
                     if let Some(id) = id {
                         self.checkpoint = Checkpoint::Idle;
+                        self.whole_next = true;
                         self.task(
                             Purpose::CheckpointDelete,
                             FileJob::CheckpointDelete { id },
@@ -798,6 +868,7 @@ impl NodeDisk {
                     // delete left: it is given up and begun again later.
                     if matches!(self.checkpoint, Checkpoint::Writing { .. }) {
                         self.checkpoint = Checkpoint::Idle;
+                        self.whole_next = true;
                     }
                     format!("a local checkpoint file could not be deleted: {error}")
                 }
@@ -822,24 +893,29 @@ impl NodeDisk {
                 None
             }
             Purpose::System => {
-                let Checkpoint::Installing { info } = self.checkpoint else {
+                let Checkpoint::Installing { info, .. } = &self.checkpoint else {
                     return None;
                 };
-                if self.system.checkpoint != Some(info) {
+                if self.system.checkpoints.last() != Some(info) {
                     return None;
                 }
-                self.checkpoint = Checkpoint::Idle;
+                let Checkpoint::Installing { info, unneeded } =
+                    std::mem::replace(&mut self.checkpoint, Checkpoint::Idle)
+                else {
+                    unreachable!("matched above")
+                };
                 if let Some(log) = query_handler.redo_mut() {
                     log.release(info.redo_start.min(log.durable()));
                 }
-                if info.id > 1 {
+                for id in unneeded {
                     self.task(
                         Purpose::CheckpointDelete,
-                        FileJob::CheckpointDelete { id: info.id - 1 },
+                        FileJob::CheckpointDelete { id },
                         out,
                     );
                 }
                 self.marks.checkpoints_installed += 1;
+                self.marks.partial_checkpoints_installed += u64::from(!info.is_whole());
                 let became_restorable = !self.restorable && self.checkpoint_after_copy;
                 if self.checkpoint_after_copy {
                     self.restorable = true;
@@ -861,6 +937,7 @@ impl NodeDisk {
         self.restorable = false;
         self.copying = true;
         self.checkpoint_after_copy = false;
+        self.whole_next = true;
         if matches!(
             self.checkpoint,
             Checkpoint::Writing { .. } | Checkpoint::Syncing { .. } | Checkpoint::Durable { .. }
@@ -871,8 +948,24 @@ impl NodeDisk {
     }
 }
 
-/// Applies a `KIND_CHANGES` record's changes; returns how many applied.
-fn apply(query_handler: &mut QueryHandler, record: &RedoRecord) -> Result<u64, String> {
+/// The parts a partial checkpoint after one that wrote `previous` whole
+/// writes whole: the next eighth of them, in turn (parts `r`, `r + 8`, …
+/// for the next residue `r`), so each part is written whole within
+/// `CHECKPOINT_CHAIN_MAX` checkpoints and a restore reads at most as many.
+pub fn next_whole_parts(previous: u64) -> u64 {
+    const EVERY_EIGHTH: u64 = 0x0101_0101_0101_0101;
+    const _: () = assert!(CHECKPOINT_CHAIN_MAX == 8 && storage::CHECKPOINT_PARTS == 64);
+    let residue = if previous == u64::MAX {
+        0
+    } else {
+        (previous.trailing_zeros() + 1) % 8
+    };
+    EVERY_EIGHTH << residue
+}
+
+/// Applies a `KIND_CHANGES` record's changes, of a checkpoint's rows those
+/// of `parts`; returns how many applied.
+fn apply(query_handler: &mut QueryHandler, record: &RedoRecord, parts: u64) -> Result<u64, String> {
     if record.kind != KIND_CHANGES {
         return Ok(0);
     }
@@ -883,6 +976,7 @@ fn apply(query_handler: &mut QueryHandler, record: &RedoRecord) -> Result<u64, S
             changes.fragment,
             changes.changes,
             protocol::gci_of(record.epoch),
+            parts,
         )
         .map(u64::from)
         .map_err(|error| {
@@ -946,6 +1040,22 @@ mod tests {
             survey.visit(&system, &r);
         }
         assert_eq!(survey.restorable_epoch, restored_below);
+    }
+
+    /// After a whole checkpoint, partial ones write every eighth part
+    /// whole, in turn, so each part is written whole within eight.
+    #[test]
+    fn partial_checkpoints_take_turns_at_writing_an_eighth_of_the_parts_whole() {
+        let mut whole = u64::MAX;
+        let mut covered = 0;
+        for turn in 0..8 {
+            whole = next_whole_parts(whole);
+            assert_eq!(whole.count_ones(), 8, "turn {turn}");
+            assert_eq!(covered & whole, 0, "turn {turn} writes a part again");
+            covered |= whole;
+        }
+        assert_eq!(covered, u64::MAX);
+        assert_eq!(next_whole_parts(whole), next_whole_parts(u64::MAX));
     }
 
     #[test]

@@ -421,6 +421,16 @@ fn open_disk(
         .checked_add(1)
         .ok_or("the redo log's generation is at its largest")?;
     system.write(contents.clone())?;
+    for path in crate::node_disk::delete_unchained_checkpoints(&file_system, &contents.checkpoints)?
+    {
+        log(
+            node,
+            &format!(
+                "deleted {}: the local checkpoint chain does not name it",
+                path.display()
+            ),
+        );
+    }
     let directory = redo_directory(&file_system);
     let mut redo_files =
         crate::redo_files::RedoFiles::open(&directory, &redo_config).map_err(|e| e.to_string())?;
@@ -436,7 +446,7 @@ fn open_disk(
         node,
         &format!(
             "redo log: {} files of {} MiB in {}, generation {}; from its tail {} to {}: {} \
-             record(s){}; local checkpoint {}",
+             record(s){}; local checkpoint(s) {}",
             redo_config.files,
             redo_config.file_bytes >> 20,
             directory.display(),
@@ -451,9 +461,7 @@ fn open_disk(
                     cluster::epochs::gci_before(epoch)
                 ),
             },
-            contents
-                .checkpoint
-                .map_or("none".to_string(), |c| c.id.to_string())
+            disk::system_file::chain_names(&contents.checkpoints)
         ),
     );
     Ok(OpenedDisk {

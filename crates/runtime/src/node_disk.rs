@@ -103,6 +103,43 @@ pub fn checkpoint_path(file_system: &Path, id: u64) -> PathBuf {
     checkpoint_directory(file_system).join(format!("{id:010}.lcp"))
 }
 
+/// Deletes the checkpoint files the system file's chain does not name, at
+/// start: one the node died while writing, or ones a newer checkpoint made
+/// unneeded when the node died before deleting them. Nothing else reads
+/// them, and left alone they would fill the disk run after run. Returns
+/// the files deleted.
+pub fn delete_unchained_checkpoints(
+    file_system: &Path,
+    chain: &[CheckpointInfo],
+) -> Result<Vec<PathBuf>, String> {
+    let directory = checkpoint_directory(file_system);
+    let mut deleted = Vec::new();
+    let entries = match std::fs::read_dir(&directory) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(deleted),
+        Err(e) => return Err(format!("cannot list {}: {e}", directory.display())),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot list {}: {e}", directory.display()))?;
+        let name = entry.file_name();
+        let Some(id) = name
+            .to_str()
+            .and_then(|name| name.strip_suffix(".lcp"))
+            .and_then(|id| id.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if chain.iter().any(|checkpoint| checkpoint.id == id) {
+            continue;
+        }
+        let path = checkpoint_path(file_system, id);
+        std::fs::remove_file(&path)
+            .map_err(|e| format!("cannot delete {}: {e}", path.display()))?;
+        deleted.push(path);
+    }
+    Ok(deleted)
+}
+
 /// The cluster state saved in `file_system`, if any.
 pub fn read_saved_state(file_system: &Path) -> Result<Option<protocol::ClusterState>, String> {
     let path = file_system.join(STATE_FILE);
@@ -328,5 +365,47 @@ impl Drop for DiskThread {
         if let Some(handle) = self.handle.take() {
             let _ = handle.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// At start, checkpoint files the chain does not name go (one being
+    /// written when the node died, ones made unneeded); the chain's stay.
+    #[test]
+    fn checkpoint_files_no_chain_names_are_deleted_at_start() {
+        let file_system =
+            std::env::temp_dir().join(format!("shoal-unchained-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&file_system);
+        std::fs::create_dir_all(checkpoint_directory(&file_system)).expect("a directory");
+        for id in [3, 4, 5, 9] {
+            std::fs::write(checkpoint_path(&file_system, id), b"rows").expect("written");
+        }
+        let other = checkpoint_directory(&file_system).join("notes.txt");
+        std::fs::write(&other, b"not ours").expect("written");
+        let info = |id| CheckpointInfo {
+            id,
+            redo_start: 0,
+            epoch_limit: 1,
+            bytes: 4,
+            whole_parts: u64::MAX,
+        };
+        let mut deleted =
+            delete_unchained_checkpoints(&file_system, &[info(4), info(5)]).expect("deleted");
+        deleted.sort();
+        assert_eq!(
+            deleted,
+            vec![
+                checkpoint_path(&file_system, 3),
+                checkpoint_path(&file_system, 9)
+            ]
+        );
+        for (id, kept) in [(3, false), (4, true), (5, true), (9, false)] {
+            assert_eq!(checkpoint_path(&file_system, id).exists(), kept, "{id}");
+        }
+        assert!(other.exists(), "a file that is not a checkpoint stays");
+        std::fs::remove_dir_all(&file_system).expect("cleaned up");
     }
 }

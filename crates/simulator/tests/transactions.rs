@@ -19,6 +19,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) -> TransactionMarks 
     let mut disks = DiskOutcome::default();
     let mut saves_after_sync = 0;
     let (mut checkpoints_installed, mut slices_cut) = (0, 0);
+    let (mut partial_checkpoints, mut checkpoint_deletes, mut chain_restores) = (0, 0, 0);
     let (mut system_crashes, mut crashed_while_starting) = (0, 0);
     let (mut kept_by_crashes, mut lost_to_crashes) = (0, 0);
     let (mut committed, mut aborted, mut executes, mut rows, mut scans) = (0, 0, 0, 0, 0);
@@ -33,6 +34,9 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) -> TransactionMarks 
                 saves_after_sync += outcome.node_marks.saves_after_sync;
                 checkpoints_installed += outcome.node_marks.checkpoints_installed;
                 slices_cut += outcome.node_marks.checkpoint_slices_cut;
+                partial_checkpoints += outcome.node_marks.partial_checkpoints_installed;
+                checkpoint_deletes += outcome.node_marks.checkpoint_deletes;
+                chain_restores += outcome.node_marks.restores_from_chains;
                 system_crashes += outcome.system_crashes;
                 crashed_while_starting += outcome.crash_restarts_crashed;
                 kept_by_crashes += outcome.commits_kept_by_crashes;
@@ -70,6 +74,17 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) -> TransactionMarks 
         slices_cut > 0,
         "no checkpoint step stopped inside a fragment"
     );
+    // Partial checkpoints (changed rows and deleted keys of most parts)
+    // were installed, and restores read chains of them.
+    eprintln!(
+        "{checkpoints_installed} checkpoints installed, {partial_checkpoints} partial, \
+         {checkpoint_deletes} deleted keys written; {chain_restores} restores from chains"
+    );
+    assert!(partial_checkpoints > 0, "no partial checkpoint");
+    assert!(
+        checkpoint_deletes > 0,
+        "no partial checkpoint wrote a deleted key"
+    );
     // Whole-cluster crashes (one run in four): some again while the nodes
     // started; their restarts kept the commits of the restored epochs and
     // took back some of later ones, and the final checks found exactly
@@ -81,6 +96,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) -> TransactionMarks 
     if seeds_per_shape() >= 100 {
         assert!(system_crashes > 0 && crashed_while_starting > 0);
         assert!(kept_by_crashes > 0 && lost_to_crashes > 0);
+        assert!(chain_restores > 0, "no restore read a chain of checkpoints");
     }
     assert!(disks.failures > 0, "{disks:?}");
     marks

@@ -14,7 +14,8 @@ pub mod memory;
 pub mod ordered_index;
 
 pub use engine::{
-    CHANGE_DELETE, CHANGE_PUT, CHANGE_PUT_AT, Completion, Engine, EngineConfig, MemoryReport,
-    NO_TRANSACTION, OperationKind, OperationRequest, Outcome, ReadMode, ScanBatch, ScanBound,
-    ScanRequest, TableId, TableMemory, TransactionId, changes, split_gci,
+    CHANGE_DELETE, CHANGE_PUT, CHANGE_ROW_OF_PART, CHECKPOINT_PARTS, CheckpointSelection,
+    Completion, Engine, EngineConfig, MemoryReport, NO_TRANSACTION, OperationKind,
+    OperationRequest, Outcome, ReadMode, RowOfPart, ScanBatch, ScanBound, ScanRequest, TableId,
+    TableMemory, TransactionId, changes, checkpoint_part, split_gci, split_row_of_part,
 };

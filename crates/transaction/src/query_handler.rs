@@ -71,7 +71,9 @@ use crate::redo;
 use crate::routing::Routing;
 use disk::redo::{RedoError, RedoLog};
 
+mod checkpoint;
 mod copy;
+pub use checkpoint::CheckpointStart;
 pub use copy::{
     COPY_BATCH_BYTES_MAX, COPY_BATCH_ROWS_DEFAULT, COPY_BATCH_ROWS_MAX, COPY_RETRY_DELAY_MS,
     COPY_SILENCE_MS_MAX, CopyStatus,
@@ -312,6 +314,9 @@ pub struct QueryHandler {
     redo_record: Vec<u8>,
     /// The highest epoch of any change logged here.
     logged_epoch_max: u64,
+    /// What changed since the last local checkpoint began, for the next
+    /// partial one (`checkpoint`).
+    changes: checkpoint::ChangeLog,
 }
 
 impl QueryHandler {
@@ -360,6 +365,7 @@ impl QueryHandler {
             redo_scratch: Vec::new(),
             redo_record: Vec::new(),
             logged_epoch_max: 0,
+            changes: checkpoint::ChangeLog::new(),
         })
     }
 
@@ -367,6 +373,9 @@ impl QueryHandler {
     /// Set before any write arrives.
     pub fn set_redo(&mut self, log: RedoLog) {
         assert!(self.work.is_empty(), "the redo log is set before any write");
+        // The keys a partial checkpoint keeps of deletes are bounded by the
+        // redo buffer's configured size (their records passed through it).
+        self.changes.set_bytes_max(log.config().buffer_bytes);
         self.redo = Some(log);
     }
 
@@ -1653,28 +1662,14 @@ impl QueryHandler {
         });
         redo.unreserve(left);
         work.logged_at = first;
+        self.changes
+            .logged((key.1, key.2), first, &self.redo_scratch);
         self.logged_epoch_max = self.logged_epoch_max.max(epoch);
     }
 
     /// The highest epoch of any change logged here (0 before the first).
     pub fn logged_epoch_max(&self) -> u64 {
         self.logged_epoch_max
-    }
-
-    /// Where a local checkpoint that begins now must start replaying the
-    /// redo log: the log's head, or the first record of work a backup
-    /// logged but has not yet committed in its engine (its rows are not
-    /// in the checkpoint).
-    pub fn checkpoint_redo_start(&self) -> Option<disk::Lsn> {
-        let redo = self.redo.as_ref()?;
-        let committing = self
-            .work
-            .values()
-            .filter(|work| work.state == WorkState::Committing)
-            .map(|work| work.logged_at)
-            .min()
-            .unwrap_or(NOT_LOGGED);
-        Some(redo.head().min(committing))
     }
 
     /// The fragment replicas this node holds, in order.
@@ -1684,85 +1679,24 @@ impl QueryHandler {
         keys
     }
 
-    /// Appends a slice of the committed rows of a fragment replica to
-    /// `out` as changes (`CHANGE_PUT_AT`: the GCI, every column), as a local checkpoint
-    /// writes them: from `cursor` (`None`: the first row) until about
-    /// `bytes_max` bytes are out, so one step of a checkpoint stalls the
-    /// node's loop for a bounded time whatever the fragment's size. Returns
-    /// how many rows, and where the next slice starts (`None`: the
-    /// fragment is done). The cursor is a slot address, stable while rows
-    /// come and go, so no row unchanged since the checkpoint began is
-    /// missed; a row changed between slices may be seen twice or not at
-    /// all, and its change is in the redo log after the checkpoint's start.
-    pub fn checkpoint_slice(
-        &mut self,
-        (table, fragment): (u32, u32),
-        cursor: Option<(usize, u32)>,
-        bytes_max: u32,
-        out: &mut Vec<u8>,
-    ) -> Result<(u32, Option<(usize, u32)>), Error> {
-        let scan = self.open_committed_scan(table, fragment)?;
-        let start = out.len();
-        let mut rows = 0;
-        let mut data = Vec::new();
-        let scanned = (|| {
-            if let Some(cursor) = cursor {
-                self.engine.seek_scan(scan, cursor)?;
-            }
-            loop {
-                data.clear();
-                let written = (out.len() - start) as u32;
-                // A committed read never waits, so the time does not matter.
-                let batch = self.engine.scan_next(
-                    0,
-                    scan,
-                    SCAN_BATCH_ROWS_MAX,
-                    SCAN_BATCH_BYTES_MAX.min(bytes_max.saturating_sub(written).max(1)),
-                    &mut data,
-                )?;
-                // Scan output: each row a little-endian u32 length, then its
-                // GCI and AttrInfo; a change is the same behind its kind.
-                let mut rest = data.as_slice();
-                while rest.len() >= 4 {
-                    let length = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-                    out.push(storage::CHANGE_PUT_AT);
-                    out.extend_from_slice(&rest[..4 + length]);
-                    rest = &rest[4 + length..];
-                    rows += 1;
-                }
-                if batch.finished {
-                    return Ok(None);
-                }
-                if (out.len() - start) as u32 >= bytes_max {
-                    let next = self
-                        .engine
-                        .scan_cursor(scan)
-                        .expect("a full scan has a cursor");
-                    return Ok(Some(next));
-                }
-            }
-        })();
-        // The scan was opened above, so closing it cannot fail.
-        self.engine
-            .close_scan(scan)
-            .expect("a scan opened here is open");
-        scanned.map(|next| (rows, next))
-    }
-
     /// Applies changes read back from a local checkpoint or the redo log
     /// to a fragment replica: a put writes the whole row, a delete removes
     /// the row if it is there (a checkpoint taken while writes went on may
-    /// or may not hold it). Rows are stamped with their GCI: a checkpoint's
-    /// own (`CHANGE_PUT_AT`), else `gci`, the record's. Changes of a
-    /// fragment this node does not hold (its table was dropped) are
-    /// skipped. A node restart's restore (`restore_for_copy`) keeps the
-    /// rows aside for its copy instead. Returns how many were applied.
+    /// or may not hold it). A checkpoint's rows (`CHANGE_ROW_OF_PART`)
+    /// are applied only if their part is in `parts` (a bit per part; the
+    /// restore takes each part from the newest checkpoint that wrote it
+    /// whole on) and carry their own GCI; other rows are stamped with
+    /// `gci`, the record's. Changes of a fragment this node does not hold
+    /// (its table was dropped) are skipped. A node restart's restore
+    /// (`restore_for_copy`) keeps the rows aside for its copy instead.
+    /// Returns how many were applied.
     pub fn restore_changes(
         &mut self,
         table: u32,
         fragment: u32,
         changes: &[u8],
         gci: u32,
+        parts: u64,
     ) -> Result<u32, Error> {
         let Some(replica) = self.fragments.get(&(table, fragment)).copied() else {
             return Ok(0);
@@ -1783,7 +1717,13 @@ impl QueryHandler {
             for change in storage::changes(changes) {
                 let (kind, change) = change?;
                 let (row_gci, attrinfo) = match kind {
-                    storage::CHANGE_PUT_AT => storage::split_gci(change)?,
+                    storage::CHANGE_ROW_OF_PART => {
+                        let row = storage::split_row_of_part(change)?;
+                        if parts & (1 << row.part) == 0 {
+                            continue;
+                        }
+                        (row.gci, row.attrinfo)
+                    }
                     _ => (gci, change),
                 };
                 key.clear();
@@ -1910,6 +1850,7 @@ impl QueryHandler {
     /// which cannot fail (see `prepare_work` for why the node stops if it
     /// does).
     fn commit_work(&mut self, work: TransactionId, key: WorkKey, gci: u32) {
+        self.changes.committed(gci);
         if let Err(error) = self.engine.commit(work, gci) {
             panic!(
                 "node {}: commit of transaction {} on fragment {} of table {} failed: {}",

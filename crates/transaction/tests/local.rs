@@ -286,6 +286,16 @@ impl Cluster {
         true
     }
 
+    /// Commits are decided in `epoch` from now on, on every node (the
+    /// cluster is idle: no commit waits for one).
+    fn set_commit_epoch(&mut self, epoch: u64) {
+        for node in self.nodes.values_mut() {
+            let mut out = Vec::new();
+            node.coordinator.set_commit_epoch(Some(epoch), &mut out);
+            assert!(out.is_empty(), "{out:?}");
+        }
+    }
+
     /// Delivers the oldest message in flight from `from` to `to`, which
     /// must exist: tests use it to let one link overtake another.
     fn deliver_from(&mut self, from: NodeId, to: NodeId) {

@@ -36,8 +36,13 @@ use schema::table::{ColumnId, ROW_SIZE_MAX};
 use schema::{Error, ErrorCode, TableDef};
 use table::Table;
 
-pub use scan::{ScanBatch, ScanBound, ScanRequest};
-pub use transaction::{CHANGE_DELETE, CHANGE_PUT, CHANGE_PUT_AT, changes, split_gci};
+pub use scan::{
+    CHECKPOINT_PART_SLOTS, CHECKPOINT_PARTS, CHECKPOINT_SLOTS_PER_BATCH, CheckpointSelection,
+    ScanBatch, ScanBound, ScanRequest, checkpoint_part,
+};
+pub use transaction::{
+    CHANGE_DELETE, CHANGE_PUT, CHANGE_ROW_OF_PART, RowOfPart, changes, split_gci, split_row_of_part,
+};
 
 /// A table's id on this engine.
 pub type TableId = u32;

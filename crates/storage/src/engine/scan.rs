@@ -40,6 +40,56 @@ const INDEX_COLLECT_BATCH: usize = 256;
 /// were best, 64 the worst (14 M rows/s against 23 M).
 const PREFETCH_DISTANCE: usize = 12;
 
+/// The parts a fragment's row slots fall in for local checkpoints (NDB
+/// 7.6's partial LCP): a partial checkpoint writes every row of some parts
+/// and only the rows changed since the last checkpoint of the others, and a
+/// restore takes each part from the newest checkpoint that wrote it whole
+/// on. 64, so a set of parts is a `u64`.
+pub const CHECKPOINT_PARTS: u32 = 64;
+/// Consecutive slots that fall in one part: small enough that a fragment
+/// of a few dozen rows spans several parts (the simulator's do), large
+/// enough that a part's rows are near each other in memory.
+pub const CHECKPOINT_PART_SLOTS: u32 = 8;
+/// Slots a checkpoint scan looks at in one batch at most, whatever it
+/// takes: a partial checkpoint may pass many unchanged rows between two it
+/// writes, and each batch runs on the node's loop.
+pub const CHECKPOINT_SLOTS_PER_BATCH: u32 = 4096;
+
+/// The checkpoint part of the slot at `slot_index` of the page at
+/// `page_position` of a fragment's row slab. Slot addresses are stable
+/// while the fragment lives (rows never move, pages go back only with the
+/// whole table), so a row stays in its part for as long as the node runs;
+/// a restart restores rows into new slots, so its first checkpoint writes
+/// every part whole.
+#[inline]
+pub fn checkpoint_part(page_position: usize, slot_index: u32) -> u16 {
+    let slot = page_position as u64 * u64::from(crate::memory::slab::CHUNKS_PER_PAGE_MAX)
+        + u64::from(slot_index);
+    ((slot / u64::from(CHECKPOINT_PART_SLOTS)) % u64::from(CHECKPOINT_PARTS)) as u16
+}
+
+/// Which rows a local checkpoint's scan takes (`select_for_checkpoint`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointSelection {
+    /// The parts whose every row is taken, a bit each.
+    pub whole_parts: u64,
+    /// A row of another part is taken when its GCI is this or later.
+    pub changed_since_gci: u32,
+}
+
+impl CheckpointSelection {
+    /// Every row.
+    pub const ALL: CheckpointSelection = CheckpointSelection {
+        whole_parts: u64::MAX,
+        changed_since_gci: 0,
+    };
+
+    #[inline]
+    fn takes(&self, part: u16, gci: u32) -> bool {
+        self.whole_parts & (1 << part) != 0 || gci >= self.changed_since_gci
+    }
+}
+
 /// One end of an index range, as AttrInfo of a prefix of the index's columns.
 #[derive(Debug, Clone, Copy)]
 pub enum ScanBound<'a> {
@@ -97,6 +147,7 @@ pub(crate) struct ScanRecord {
     mode: ReadMode,
     columns: Vec<ColumnId>,
     gci: bool,
+    checkpoint: Option<CheckpointSelection>,
     filter: Option<Filter>,
     lower: Vec<u8>,
     lower_kind: BoundKind,
@@ -207,6 +258,7 @@ impl Engine {
             mode: request.mode,
             columns: request.columns.to_vec(),
             gci: request.gci,
+            checkpoint: None,
             filter,
             lower,
             lower_kind,
@@ -259,6 +311,32 @@ impl Engine {
             ));
         }
         (record.page_position, record.slot_index) = cursor;
+        Ok(())
+    }
+
+    /// Makes a committed full scan that has handed out nothing yet a local
+    /// checkpoint's: it hands out only the rows `selection` takes, each
+    /// row's bytes beginning with its part (a little-endian `u16`) and its
+    /// GCI (`CHANGE_ROW_OF_PART`'s form), and a batch looks at
+    /// `CHECKPOINT_SLOTS_PER_BATCH` slots at most (it may then hold no row
+    /// and not be finished).
+    pub fn select_for_checkpoint(
+        &mut self,
+        scan: u32,
+        selection: CheckpointSelection,
+    ) -> Result<(), Error> {
+        let record = self
+            .scans
+            .get_mut(scan as usize)
+            .and_then(Option::as_mut)
+            .ok_or(ErrorCode::NoSuchScan)?;
+        if record.index.is_some() || record.mode != ReadMode::Committed || !record.gci {
+            return Err(Error::new(
+                ErrorCode::WrongTransactionState,
+                "only a committed full scan with GCIs can take a checkpoint's rows",
+            ));
+        }
+        record.checkpoint = Some(selection);
         Ok(())
     }
 
@@ -395,6 +473,7 @@ impl Engine {
         out: &mut Vec<u8>,
         batch: &mut ScanBatch,
     ) {
+        let mut looked_at = 0;
         loop {
             let table = self.tables[record.table as usize].as_ref().unwrap();
             let pages = table.rows.pages();
@@ -408,6 +487,19 @@ impl Engine {
                 continue;
             }
             let slot = ChunkRef::new(pages[record.page_position], record.slot_index);
+            if let Some(selection) = record.checkpoint {
+                if looked_at == CHECKPOINT_SLOTS_PER_BATCH {
+                    return;
+                }
+                looked_at += 1;
+                let part = checkpoint_part(record.page_position, record.slot_index);
+                // A committed read hands out the row's own slot, so its
+                // GCI is the one read here (a free slot's is never used).
+                if !selection.takes(part, table::gci(&table.rows, &self.pool, slot)) {
+                    record.slot_index += 1;
+                    continue;
+                }
+            }
             match self.visit(now_ms, scan, record, slot, None) {
                 Step::Wait => {
                     batch.waiting = true;
@@ -763,6 +855,10 @@ impl Engine {
         let view = table::row_view(&table.def, &table.rows, &table.parts, &self.pool, version);
         let length_at = out.len();
         out.extend_from_slice(&[0; 4]);
+        if record.checkpoint.is_some() {
+            let part = checkpoint_part(record.page_position, record.slot_index);
+            out.extend_from_slice(&part.to_le_bytes());
+        }
         if record.gci {
             out.extend_from_slice(&table::gci(&table.rows, &self.pool, version).to_le_bytes());
         }

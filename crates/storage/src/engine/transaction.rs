@@ -21,16 +21,43 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// `Write`); `CHANGE_DELETE`: the deleted row's primary key.
 pub const CHANGE_PUT: u8 = 1;
 pub const CHANGE_DELETE: u8 = 2;
-/// A row as a local checkpoint holds it: its GCI (a little-endian `u32`,
-/// `Engine::commit`'s), then AttrInfo of every column, as a full scan with
-/// `ScanRequest::gci` reads it (the GCI counts in the length).
-pub const CHANGE_PUT_AT: u8 = 3;
+/// A row as a local checkpoint holds it: the checkpoint part its slot is
+/// in (a little-endian `u16`, `checkpoint_part`), its GCI (a
+/// little-endian `u32`, `Engine::commit`'s), then AttrInfo of every
+/// column, as a checkpoint scan (`Engine::select_for_checkpoint`) reads
+/// it (the part and the GCI count in the length).
+pub const CHANGE_ROW_OF_PART: u8 = 3;
 
-/// Splits a `CHANGE_PUT_AT` change into the row's GCI and its AttrInfo.
-pub fn split_gci(change: &[u8]) -> Result<(u32, &[u8]), Error> {
-    match change.split_first_chunk::<4>() {
+/// Splits a row a scan with `ScanRequest::gci` read into its GCI and its
+/// AttrInfo.
+pub fn split_gci(row: &[u8]) -> Result<(u32, &[u8]), Error> {
+    match row.split_first_chunk::<4>() {
         Some((gci, attrinfo)) => Ok((u32::from_le_bytes(*gci), attrinfo)),
         None => Err(Error::new(ErrorCode::WrongValue, "a row without its GCI")),
+    }
+}
+
+/// A `CHANGE_ROW_OF_PART` change, split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowOfPart<'a> {
+    pub part: u16,
+    pub gci: u32,
+    pub attrinfo: &'a [u8],
+}
+
+/// Splits a `CHANGE_ROW_OF_PART` change into the row's part, its GCI and
+/// its AttrInfo.
+pub fn split_row_of_part(change: &[u8]) -> Result<RowOfPart<'_>, Error> {
+    match change.split_first_chunk::<6>() {
+        Some((head, attrinfo)) => Ok(RowOfPart {
+            part: u16::from_le_bytes([head[0], head[1]]),
+            gci: u32::from_le_bytes([head[2], head[3], head[4], head[5]]),
+            attrinfo,
+        }),
+        None => Err(Error::new(
+            ErrorCode::WrongValue,
+            "a checkpoint row without its part and GCI",
+        )),
     }
 }
 
@@ -50,7 +77,7 @@ pub fn changes(bytes: &[u8]) -> impl Iterator<Item = Result<(u8, &[u8]), Error>>
         }
         let kind = rest[0];
         let length = u32::from_le_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
-        let known = matches!(kind, CHANGE_PUT | CHANGE_DELETE | CHANGE_PUT_AT);
+        let known = matches!(kind, CHANGE_PUT | CHANGE_DELETE | CHANGE_ROW_OF_PART);
         if rest.len() < 5 + length || !known {
             rest = &[];
             return Some(Err(if known {

@@ -51,14 +51,17 @@ fn flush(log: &mut RedoLog, disk: &mut DiskModel<u32>) {
 
 /// Every record of `node`'s redo log, read back from disk.
 fn records(cluster: &mut Cluster, node: NodeId) -> Vec<RedoRecord> {
+    records_on(cluster, node, &mut DiskModel::new())
+}
+
+/// Every record of `node`'s redo log, read back from `disk`, which holds
+/// what earlier calls wrote.
+fn records_on(cluster: &mut Cluster, node: NodeId, disk: &mut DiskModel<u32>) -> Vec<RedoRecord> {
     let log = cluster.query_handler(node).redo_mut().expect("a redo log");
-    let mut disk = DiskModel::new();
-    flush(log, &mut disk);
+    flush(log, disk);
     let mut records = Vec::new();
-    let end = disk::scan(&TEST_REDO, log.tail(), &mut disk, |record| {
-        records.push(record)
-    })
-    .expect("reads");
+    let end =
+        disk::scan(&TEST_REDO, log.tail(), disk, |record| records.push(record)).expect("reads");
     assert_eq!(end, log.head(), "the scan finds every record");
     records
 }
@@ -213,19 +216,24 @@ fn a_full_redo_log_or_buffer_refuses_writes_with_410_or_1234_and_reads_go_on() {
 /// Applies changes (a checkpoint's or a redo record's) to `rows`: a put
 /// writes the whole row, a delete removes it if it is there (a checkpoint
 /// taken while writes went on may or may not hold it). A checkpoint's rows
-/// carry the GCI of their last commit, which is never 0 here.
-fn apply(rows: &mut BTreeMap<i64, Option<i64>>, changes: &[u8]) {
+/// are taken only of `parts`, and carry the GCI of their last commit,
+/// which is never 0 here.
+fn apply(rows: &mut BTreeMap<i64, Option<i64>>, changes: &[u8], parts: u64) {
     for change in storage::changes(changes) {
         let (kind, change) = change.expect("whole changes");
-        let attrinfo = if kind == storage::CHANGE_PUT_AT {
-            let (gci, attrinfo) = storage::split_gci(change).expect("a GCI");
-            assert_ne!(gci, 0, "a checkpointed row without its GCI");
-            attrinfo
+        let attrinfo = if kind == storage::CHANGE_ROW_OF_PART {
+            let row = storage::split_row_of_part(change).expect("a part and a GCI");
+            assert_ne!(row.gci, 0, "a checkpointed row without its GCI");
+            assert!(u32::from(row.part) < storage::CHECKPOINT_PARTS);
+            if parts & (1 << row.part) == 0 {
+                continue;
+            }
+            row.attrinfo
         } else {
             change
         };
         let id = int(attrinfo, 0).expect("the key");
-        if kind == storage::CHANGE_PUT || kind == storage::CHANGE_PUT_AT {
+        if kind == storage::CHANGE_PUT || kind == storage::CHANGE_ROW_OF_PART {
             rows.insert(id, int(attrinfo, 1));
         } else {
             assert_eq!(kind, storage::CHANGE_DELETE);
@@ -249,8 +257,9 @@ fn a_checkpoint_written_in_slices_while_commits_go_on_restores_with_the_redo_aft
     // The checkpoint begins: every record from here on is replayed over it.
     let redo_start = cluster
         .query_handler(1)
-        .checkpoint_redo_start()
-        .expect("a redo log");
+        .begin_checkpoint(true)
+        .expect("a redo log")
+        .redo_start;
     let fragments = cluster.query_handler(1).fragment_replicas();
     let mut checkpoint = Vec::new();
     let (mut slices, mut rows_written) = (0, 0);
@@ -262,7 +271,13 @@ fn a_checkpoint_written_in_slices_while_commits_go_on_restores_with_the_redo_aft
             // About two rows a slice.
             let (rows, next) = cluster
                 .query_handler(1)
-                .checkpoint_slice(fragment, cursor, 40, &mut checkpoint)
+                .checkpoint_slice(
+                    fragment,
+                    cursor,
+                    storage::CheckpointSelection::ALL,
+                    40,
+                    &mut checkpoint,
+                )
                 .expect("a fragment of this node");
             slices += 1;
             rows_written += rows;
@@ -300,7 +315,7 @@ fn a_checkpoint_written_in_slices_while_commits_go_on_restores_with_the_redo_aft
     );
     // Restore: the checkpoint, then every record logged since it began.
     let mut restored = BTreeMap::new();
-    apply(&mut restored, &checkpoint);
+    apply(&mut restored, &checkpoint, u64::MAX);
     let records = records(&mut cluster, 1);
     assert!(
         records.iter().any(|record| record.lsn < redo_start),
@@ -308,8 +323,148 @@ fn a_checkpoint_written_in_slices_while_commits_go_on_restores_with_the_redo_aft
     );
     for record in records.iter().filter(|record| record.lsn >= redo_start) {
         let changes = read_changes(&record.payload).expect("a changes record");
-        apply(&mut restored, changes.changes);
+        apply(&mut restored, changes.changes, u64::MAX);
     }
     let restored: Vec<(i64, Option<i64>)> = restored.into_iter().collect();
     assert_eq!(restored, cluster.committed_rows(1));
+}
+
+/// Partial checkpoints (NDB 7.6's partial LCP): a whole one, then ten that
+/// each write an eighth of the parts whole and of the others the rows
+/// changed and the keys deleted since the previous one began, while
+/// updates, deletes, inserts and keys deleted and inserted again go on
+/// between their slices. The chain the system file would keep, each part
+/// from its newest whole checkpoint on, with the redo after the newest's
+/// start, must give exactly the committed rows after every checkpoint.
+#[test]
+fn a_chain_of_partial_checkpoints_with_the_redo_after_the_newest_restores_every_commit() {
+    use disk::system_file::{CheckpointInfo, chain_with, newest_whole, parts_taken};
+    let mut cluster = with_redo(false);
+    let keys: Vec<i32> = (0..160)
+        .map(|n| cluster.key_in(n % super::PARTITIONS, (n / super::PARTITIONS) as usize))
+        .collect();
+    let inserts = keys.iter().map(|id| insert(*id, i64::from(*id))).collect();
+    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, inserts);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.assert_idle();
+    let mut next_transaction = 10;
+    let mut later = keys.len();
+    let mut files: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    let mut chain: Vec<CheckpointInfo> = Vec::new();
+    let (mut whole_rows, mut partial_rows_max, mut deletes) = (0, 0, 0);
+    let mut step = 0usize;
+    let mut disk = DiskModel::new();
+    for id in 1..=11u64 {
+        // Each checkpoint begins in a global checkpoint of its own, as
+        // the cluster's are seconds apart.
+        cluster.set_commit_epoch(TEST_EPOCH + (id << 32));
+        let whole_parts = if id == 1 {
+            u64::MAX
+        } else {
+            0x0101_0101_0101_0101u64 << ((id - 2) % 8)
+        };
+        let start = cluster
+            .query_handler(1)
+            .begin_checkpoint(whole_parts == u64::MAX)
+            .expect("a redo log");
+        let selection = storage::CheckpointSelection {
+            whole_parts,
+            changed_since_gci: start.changed_since_gci,
+        };
+        let mut file = Vec::new();
+        let mut rows_written = 0;
+        for fragment in cluster.query_handler(1).fragment_replicas() {
+            if whole_parts != u64::MAX {
+                deletes += cluster
+                    .query_handler(1)
+                    .checkpoint_deletes(fragment, &mut file);
+            }
+            let mut cursor = None;
+            loop {
+                let (rows, next) = cluster
+                    .query_handler(1)
+                    .checkpoint_slice(fragment, cursor, selection, 200, &mut file)
+                    .expect("a fragment of this node");
+                rows_written += rows;
+                // Between slices: a row updated, one deleted, one inserted,
+                // and a key deleted before and inserted again now.
+                step += 1;
+                let updated = keys[(step * 5) % 40];
+                let doomed = keys[40 + (step * 7) % 120];
+                let operations = vec![update(updated, 1_000 + step as i64), delete(doomed)];
+                let executed = cluster.execute(1, next_transaction, ExecuteEnd::Commit, operations);
+                next_transaction += 1;
+                assert_ne!(executed.state, TransactionState::Open, "{executed:?}");
+                let back = keys[40 + (step * 11) % 120];
+                let fresh = cluster.key_in(0, later);
+                later += 1;
+                for operation in [
+                    insert(fresh, i64::from(fresh)),
+                    insert(back, -(step as i64)),
+                ] {
+                    // The key inserted again may be there still (630): that
+                    // transaction aborts and changes nothing.
+                    let executed =
+                        cluster.execute(1, next_transaction, ExecuteEnd::Commit, vec![operation]);
+                    next_transaction += 1;
+                    assert_ne!(executed.state, TransactionState::Open, "{executed:?}");
+                }
+                cursor = next;
+                if cursor.is_none() {
+                    break;
+                }
+            }
+        }
+        if whole_parts == u64::MAX {
+            whole_rows = rows_written;
+        } else {
+            partial_rows_max = partial_rows_max.max(rows_written);
+        }
+        cluster.assert_idle();
+        let info = CheckpointInfo {
+            id,
+            redo_start: start.redo_start,
+            epoch_limit: 0,
+            bytes: file.len() as u64,
+            whole_parts,
+        };
+        files.insert(id, file);
+        let (next_chain, unneeded) = chain_with(&chain, info);
+        for id in unneeded {
+            files.remove(&id);
+        }
+        chain = next_chain;
+        // Restore: the chain, each checkpoint's parts from their newest
+        // whole one on, then every record logged since the newest began.
+        let newest = newest_whole(&chain).expect("every part");
+        let mut restored = BTreeMap::new();
+        for (position, checkpoint) in chain.iter().enumerate() {
+            apply(
+                &mut restored,
+                &files[&checkpoint.id],
+                parts_taken(&newest, position),
+            );
+        }
+        let records = records_on(&mut cluster, 1, &mut disk);
+        for record in records
+            .iter()
+            .filter(|record| record.lsn >= start.redo_start)
+        {
+            let changes = read_changes(&record.payload).expect("a changes record");
+            apply(&mut restored, changes.changes, u64::MAX);
+        }
+        let restored: Vec<(i64, Option<i64>)> = restored.into_iter().collect();
+        assert_eq!(
+            restored,
+            cluster.committed_rows(1),
+            "restored from checkpoints {:?}",
+            chain.iter().map(|c| c.id).collect::<Vec<_>>()
+        );
+    }
+    assert_eq!(chain.len(), 8, "the whole one is no longer needed");
+    assert!(deletes > 0, "no partial checkpoint wrote a deleted key");
+    assert!(
+        partial_rows_max < whole_rows,
+        "partial checkpoints wrote {partial_rows_max} rows, the whole one {whole_rows}"
+    );
 }
