@@ -22,5 +22,5 @@ pub mod system_file;
 
 pub use redo::{
     DiskCompletion, DiskRequest, Lsn, RECORD_HEADER_BYTES, RECORD_PAYLOAD_BYTES_MAX, ReadAt,
-    RedoConfig, RedoError, RedoLog, RedoRecord, scan,
+    RedoConfig, RedoError, RedoLog, RedoRecord, Scan, scan,
 };

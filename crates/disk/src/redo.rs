@@ -694,42 +694,119 @@ pub fn scan(
     reader: &mut dyn ReadAt,
     mut visit: impl FnMut(RedoRecord),
 ) -> Result<Lsn, String> {
-    let mut at = start;
-    let mut generation = 0u32;
-    let mut record = Vec::new();
-    loop {
+    let mut scan = Scan::new(start);
+    scan.step(config, reader, u64::MAX, &mut |record| {
+        visit(record);
+        Ok(())
+    })?;
+    Ok(scan.at())
+}
+
+/// A scan of the records from a start to the log's end (`scan`) that goes
+/// a step at a time: a restore reads a bounded number of bytes between the
+/// node's other work, so its heartbeats go on.
+#[derive(Debug, Clone)]
+pub struct Scan {
+    start: Lsn,
+    at: Lsn,
+    /// The scan ends here at the latest.
+    end: Lsn,
+    /// The highest generation read so far: a record of a lower one is an
+    /// earlier run's, past the end.
+    generation: u32,
+    ended: bool,
+}
+
+impl Scan {
+    pub fn new(start: Lsn) -> Scan {
+        Scan::until(start, Lsn::MAX)
+    }
+
+    /// A scan that ends at `end` at the latest: a restore of a node whose
+    /// log goes on taking records reads only what was there at its start.
+    pub fn until(start: Lsn, end: Lsn) -> Scan {
+        Scan {
+            start,
+            at: start,
+            end,
+            generation: 0,
+            ended: false,
+        }
+    }
+
+    /// Where the next record is read (after the end: the end).
+    pub fn at(&self) -> Lsn {
+        self.at
+    }
+
+    /// Whether the end was reached.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Reads records until about `bytes_max` bytes were read (at least
+    /// one record) or the end, giving each to `visit` and stopping at the
+    /// first error it returns; returns whether the end was reached.
+    pub fn step(
+        &mut self,
+        config: &RedoConfig,
+        reader: &mut dyn ReadAt,
+        bytes_max: u64,
+        visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
+    ) -> Result<bool, String> {
+        let step_start = self.at;
+        let mut record = Vec::new();
+        while !self.ended && self.at - step_start < bytes_max {
+            match self.read_one(config, reader, &mut record)? {
+                Some(next) => {
+                    self.at += next.payload.len() as u64 + RECORD_HEADER_BYTES as u64;
+                    visit(next)?;
+                }
+                None => self.ended = true,
+            }
+        }
+        Ok(self.ended)
+    }
+
+    /// The record at `self.at`, or `None` at the end.
+    fn read_one(
+        &mut self,
+        config: &RedoConfig,
+        reader: &mut dyn ReadAt,
+        record: &mut Vec<u8>,
+    ) -> Result<Option<RedoRecord>, String> {
+        let (start, at) = (self.start, self.at);
         let mut header = [0u8; RECORD_HEADER_BYTES];
-        if at - start + RECORD_HEADER_BYTES as u64 > config.capacity_bytes() {
-            return Ok(at);
+        if at >= self.end || at - start + RECORD_HEADER_BYTES as u64 > config.capacity_bytes() {
+            return Ok(None);
         }
         read_log(config, reader, at, &mut header)?;
         let length = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
         if !(RECORD_HEADER_BYTES..=RECORD_HEADER_BYTES + RECORD_PAYLOAD_BYTES_MAX).contains(&length)
             || at - start + length as u64 > config.capacity_bytes()
         {
-            return Ok(at);
+            return Ok(None);
         }
         let lsn = u64::from_le_bytes(header[8..16].try_into().expect("8 bytes"));
         let record_generation = u32::from_le_bytes(header[24..28].try_into().expect("4 bytes"));
-        if lsn != at || header[28] != FORMAT_VERSION || record_generation < generation {
-            return Ok(at);
+        if lsn != at || header[28] != FORMAT_VERSION || record_generation < self.generation {
+            return Ok(None);
         }
         record.clear();
         record.resize(length, 0);
-        read_log(config, reader, at, &mut record)?;
+        read_log(config, reader, at, record)?;
         let stored = u32::from_le_bytes(record[4..8].try_into().expect("4 bytes"));
-        if record_checksum(&record) != stored {
-            return Ok(at);
+        if record_checksum(record) != stored {
+            return Ok(None);
         }
-        generation = record_generation;
-        visit(RedoRecord {
+        self.generation = record_generation;
+        Ok(Some(RedoRecord {
             lsn,
             epoch: u64::from_le_bytes(record[16..24].try_into().expect("8 bytes")),
-            generation,
+            generation: record_generation,
             kind: record[29],
             payload: record[RECORD_HEADER_BYTES..].to_vec(),
-        });
-        at += length as u64;
+        }))
     }
 }
 

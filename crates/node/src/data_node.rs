@@ -252,6 +252,29 @@ impl NodeMarks {
     }
 }
 
+/// Bytes of records one step of a node restart's restore reads, about:
+/// the steps run between the node's other inputs, so its heartbeats go on
+/// (a million rows restored in one go took two seconds, and its peers
+/// declared it dead).
+pub const RESTORE_STEP_BYTES: u64 = 4 << 20;
+
+/// A restore from the node's disk under way: the chain's checkpoints in
+/// order, then the redo log from its tail.
+struct Restoring {
+    /// The chain's checkpoint being read; the chain's length once the
+    /// redo log is.
+    position: usize,
+    scan: disk::Scan,
+    /// Where the redo log ended at the node's start.
+    redo_end: disk::Lsn,
+    /// Each part's newest whole checkpoint in the chain.
+    newest: [usize; 64],
+    epoch: u64,
+    for_copy: bool,
+    /// The system file as the restore began (its chain and tail).
+    system: disk::system_file::SystemFile,
+}
+
 /// A data node: its blocks and the state of its connections.
 pub struct DataNodeComposite {
     node: NodeId,
@@ -277,6 +300,12 @@ pub struct DataNodeComposite {
     disk: Option<NodeDisk>,
     /// Reads the node's files at a restore.
     restore_source: Option<Box<dyn RestoreSource>>,
+    /// A restore from the node's disk under way (`restore`).
+    restoring: Option<Restoring>,
+    /// Bytes of records a node restart's restore reads a step
+    /// (`RESTORE_STEP_BYTES`; the simulator's are small, so its restores
+    /// take several steps).
+    restore_step_bytes: u64,
     routing: Routing,
     coordinator_config: CoordinatorConfig,
     /// Where this node listens, announced to the management node.
@@ -393,6 +422,8 @@ impl DataNodeComposite {
             redo_failure_logged: None,
             disk: None,
             restore_source: None,
+            restoring: None,
+            restore_step_bytes: RESTORE_STEP_BYTES,
             routing: Routing::new(),
             coordinator_config,
             listen,
@@ -541,6 +572,8 @@ impl DataNodeComposite {
             // A checkpoint writes a fragment per step, between inputs.
             .min(match &self.disk {
                 Some(disk) if disk.checkpoint_busy() => 0,
+                // A node restart's restore reads a step between inputs.
+                _ if self.restoring.is_some() => 0,
                 _ => u64::MAX,
             })
     }
@@ -552,7 +585,7 @@ impl DataNodeComposite {
         &mut self,
         start: DiskStart,
         source: Box<dyn RestoreSource>,
-        (checkpoint_trigger_bytes, checkpoint_slice_bytes): (u64, u32),
+        (checkpoint_trigger_bytes, checkpoint_slice_bytes, restore_step_bytes): (u64, u32, u64),
     ) {
         assert!(self.disk.is_none(), "the disk is set once");
         assert!(
@@ -570,50 +603,136 @@ impl DataNodeComposite {
             checkpoint_slice_bytes,
         ));
         self.restore_source = Some(source);
+        self.restore_step_bytes = restore_step_bytes.max(1);
     }
 
-    /// Loads the checkpoint and replays the redo log up to the epoch the
-    /// genesis state restores to, into the fragments just created.
+    /// Begins the restore the disk owes (`NodeDisk::restore_owed`): the
+    /// chain of checkpoints, then the redo log up to the epoch it restores
+    /// to. A system restart's runs to its end at once, before anything
+    /// else reaches the fragments just created. A node restart's keeps
+    /// its rows aside for the copy (`QueryHandler::restore_for_copy`) and
+    /// goes on a step at a time between the node's other inputs
+    /// (`step_restore`), so its heartbeats go on; the copies wait for it.
     fn restore(&mut self, output: &mut Output) -> Result<(), String> {
         let disk = self.disk.as_mut().expect("a restore needs a disk");
-        let source = self.restore_source.as_mut().expect("set with the disk");
         let system = disk.system().clone();
+        let redo_end = disk.start_end();
         let epoch = disk.restore_owed().expect("owed");
         let for_copy = disk.restoring_for_copy();
+        let newest = if system.checkpoints.is_empty() {
+            [0; 64]
+        } else {
+            disk::system_file::newest_whole(&system.checkpoints)
+                .ok_or("the system file's chain of checkpoints misses a part")?
+        };
         if for_copy {
             self.query_handler
                 .restore_for_copy(cluster::epochs::gci_of(epoch));
         }
-        let query_handler = &mut self.query_handler;
-        if !system.checkpoints.is_empty() {
-            let newest = disk::system_file::newest_whole(&system.checkpoints)
-                .ok_or("the system file's chain of checkpoints misses a part")?;
-            for (position, checkpoint) in system.checkpoints.iter().enumerate() {
-                let parts = disk::system_file::parts_taken(&newest, position);
-                source.checkpoint(checkpoint, &mut |record| {
-                    disk.restore_checkpoint_record(query_handler, parts, &record)
-                })?;
-            }
+        self.restoring = Some(Restoring {
+            position: 0,
+            scan: if system.checkpoints.is_empty() {
+                disk::Scan::until(system.redo_tail, redo_end)
+            } else {
+                disk::Scan::new(0)
+            },
+            redo_end,
+            newest,
+            epoch,
+            for_copy,
+            system,
+        });
+        if !for_copy {
+            while !self.restore_step(u64::MAX, output)? {}
         }
-        source.redo(system.redo_tail, &mut |record| {
+        Ok(())
+    }
+
+    /// Reads about `bytes_max` bytes of the restore under way; returns
+    /// whether it is done (and then finished, with its log line).
+    fn restore_step(&mut self, bytes_max: u64, output: &mut Output) -> Result<bool, String> {
+        let restoring = self.restoring.as_mut().expect("a restore under way");
+        let disk = self.disk.as_mut().expect("a restore needs a disk");
+        let source = self.restore_source.as_mut().expect("set with the disk");
+        let query_handler = &mut self.query_handler;
+        let chain = &restoring.system.checkpoints;
+        if let Some(checkpoint) = chain.get(restoring.position) {
+            let parts = disk::system_file::parts_taken(&restoring.newest, restoring.position);
+            let done = source.checkpoint_step(
+                checkpoint,
+                &mut restoring.scan,
+                bytes_max,
+                &mut |record| disk.restore_checkpoint_record(query_handler, parts, &record),
+            )?;
+            if done {
+                restoring.position += 1;
+                restoring.scan = if restoring.position < chain.len() {
+                    disk::Scan::new(0)
+                } else {
+                    disk::Scan::until(restoring.system.redo_tail, restoring.redo_end)
+                };
+            }
+            return Ok(false);
+        }
+        let done = source.redo_step(&mut restoring.scan, bytes_max, &mut |record| {
             disk.restore_redo_record(query_handler, &record)
         })?;
+        if !done {
+            return Ok(false);
+        }
+        let restoring = self.restoring.take().expect("under way");
         let marks = disk.marks;
         disk.finish_restore(&mut output.files);
         output.logs.push(format!(
             "restored from this node's disk {}through GCI {}: {} change(s) from local \
              checkpoint(s) {}, {} from the redo log",
-            if for_copy {
+            if restoring.for_copy {
                 "for its node restart (its copy then sends only rows written since) "
             } else {
                 ""
             },
-            cluster::epochs::gci_before(epoch),
+            cluster::epochs::gci_before(restoring.epoch),
             marks.restored_checkpoint_changes,
-            disk::system_file::chain_names(&system.checkpoints),
+            disk::system_file::chain_names(&restoring.system.checkpoints),
             marks.restored_redo_changes
         ));
-        Ok(())
+        Ok(true)
+    }
+
+    /// A step of a node restart's restore, between inputs; once it is
+    /// done the copies start.
+    fn step_restore(&mut self, now_ms: u64, output: &mut Output) {
+        let Some(restoring) = &self.restoring else {
+            return;
+        };
+        assert!(
+            restoring.for_copy,
+            "a system restart's restore runs at once"
+        );
+        if !self.query_handler.restoring_for_copy() {
+            // The node's start ended another way (it restarts): what was
+            // restored aside is gone with it.
+            self.restoring = None;
+            if let Some(disk) = self.disk.as_mut() {
+                disk.abandon_restore();
+            }
+            return;
+        }
+        match self.restore_step(self.restore_step_bytes, output) {
+            Ok(false) => {}
+            Ok(true) => {
+                self.query_handler.restored_for_copy();
+                self.run_transaction_blocks(now_ms, output, |node, out| {
+                    node.query_handler.start_copies(now_ms, out);
+                });
+            }
+            Err(error) => {
+                output.stop = Some(format!(
+                    "the restore from this node's disk failed: {error} (start it with \
+                     --initial to discard its disk and copy its data from the other nodes)"
+                ));
+            }
+        }
     }
 
     /// A file task from `Output::files` ended.
@@ -1293,6 +1412,7 @@ impl DataNodeComposite {
             self.close_silent_api_links(now_ms, output);
         }
         self.drive_management(now_ms, output);
+        self.step_restore(now_ms, output);
         self.step_disk(output);
         if self.drain.is_some() {
             self.step_drain(now_ms, output);
@@ -1987,6 +2107,7 @@ impl DataNodeComposite {
         if let Some(disk) = self.disk.as_mut() {
             disk.restarted();
         }
+        self.restoring = None;
         self.routing = Routing::new();
         self.departed.clear();
         self.query_handler.install(&self.routing);

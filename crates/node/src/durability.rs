@@ -61,7 +61,7 @@ use std::collections::{BTreeMap, VecDeque};
 use disk::system_file::{
     CHECKPOINT_CHAIN_MAX, CUTS_MAX, CheckpointInfo, Cut, SystemFile, chain_with,
 };
-use disk::{Lsn, RedoRecord};
+use disk::{Lsn, RedoRecord, Scan};
 use protocol::ClusterState;
 use storage::CheckpointSelection;
 use transaction::QueryHandler;
@@ -129,47 +129,33 @@ pub struct FileTask {
 }
 
 /// Reads the node's files for a restore (the runtime's real files, or the
-/// simulator's disk model).
+/// simulator's disk model), a step at a time: a restore reads a bounded
+/// number of bytes between the node's other work.
 pub trait RestoreSource {
-    /// Every record of checkpoint `info`, in order; an error if the file
+    /// Reads about `bytes_max` bytes of checkpoint `info`'s records from
+    /// where `scan` stands (`Scan::new(0)` for the first step), giving each
+    /// to `visit`; returns whether the file is done. An error if the file
     /// does not hold `info.bytes` of whole records.
-    fn checkpoint(
+    fn checkpoint_step(
         &mut self,
         info: &CheckpointInfo,
+        scan: &mut Scan,
+        bytes_max: u64,
         visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
-    ) -> Result<(), String>;
+    ) -> Result<bool, String>;
 
-    /// Every record of the redo log from `tail` to its end, in order.
-    fn redo(
+    /// Reads about `bytes_max` bytes of the redo log's records from where
+    /// `scan` stands (from the log's tail on), giving each to `visit`;
+    /// returns whether the log's end was reached.
+    fn redo_step(
         &mut self,
-        tail: Lsn,
+        scan: &mut Scan,
+        bytes_max: u64,
         visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
-    ) -> Result<(), String>;
+    ) -> Result<bool, String>;
 }
 
-/// Reads the records of `reader` from `start` with `disk::scan`, stopping
-/// at the first error `visit` returns; returns where the records end.
-pub fn scan_with(
-    config: &disk::RedoConfig,
-    start: Lsn,
-    reader: &mut dyn disk::ReadAt,
-    visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
-) -> Result<Lsn, String> {
-    let mut failure = None;
-    let end = disk::scan(config, start, reader, |record| {
-        if failure.is_none()
-            && let Err(error) = visit(record)
-        {
-            failure = Some(error);
-        }
-    })?;
-    match failure {
-        Some(error) => Err(error),
-        None => Ok(end),
-    }
-}
-
-/// The layout `scan` reads a checkpoint file with: one file, records from
+/// The layout a checkpoint file is read with: one file, records from
 /// offset 0.
 const CHECKPOINT_LAYOUT: disk::RedoConfig = disk::RedoConfig {
     files: 1,
@@ -177,22 +163,26 @@ const CHECKPOINT_LAYOUT: disk::RedoConfig = disk::RedoConfig {
     buffer_bytes: 0,
 };
 
-/// Reads checkpoint `info`'s records from `reader` (its one file, zeros
-/// past its end) with `scan_with`; an error if they do not end exactly at
-/// `info.bytes` (the file is damaged).
-pub fn read_checkpoint(
+/// A step of reading checkpoint `info` from `reader` (its one file, zeros
+/// past its end) with `scan`; an error if its records do not end exactly
+/// at `info.bytes` (the file is damaged).
+pub fn read_checkpoint_step(
     info: &CheckpointInfo,
+    scan: &mut Scan,
     reader: &mut dyn disk::ReadAt,
+    bytes_max: u64,
     visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
-) -> Result<(), String> {
-    let end = scan_with(&CHECKPOINT_LAYOUT, 0, reader, visit)?;
-    if end != info.bytes {
+) -> Result<bool, String> {
+    let ended = scan.step(&CHECKPOINT_LAYOUT, reader, bytes_max, visit)?;
+    if ended && scan.at() != info.bytes {
         return Err(format!(
-            "local checkpoint {} holds whole records through byte {end}, not {}: it is damaged",
-            info.id, info.bytes
+            "local checkpoint {} holds whole records through byte {}, not {}: it is damaged",
+            info.id,
+            scan.at(),
+            info.bytes
         ));
     }
-    Ok(())
+    Ok(ended)
 }
 
 /// What the runtime found on the node's disk at start.
@@ -561,6 +551,12 @@ impl NodeDisk {
         self.restoring
     }
 
+    /// Where the redo log ended at start: a restore reads no further (the
+    /// node's own records follow).
+    pub fn start_end(&self) -> Lsn {
+        self.start_end
+    }
+
     /// The restore owed is a node restart's (its rows go aside for the
     /// copy).
     pub fn restoring_for_copy(&self) -> bool {
@@ -617,6 +613,20 @@ impl NodeDisk {
         }
         self.marks.restores += 1;
         // The rows went into new slots, so new parts.
+        self.whole_next = true;
+    }
+
+    /// A node restart's restore was given up before its end (the node's
+    /// start ended another way): its disk holds all its rows only after a
+    /// checkpoint taken after its next copy.
+    pub fn abandon_restore(&mut self) {
+        assert!(
+            self.restoring_for_copy,
+            "only a node restart's restore is given up"
+        );
+        self.restoring = None;
+        self.restoring_for_copy = false;
+        self.restorable = false;
         self.whole_next = true;
     }
 
@@ -934,6 +944,10 @@ impl NodeDisk {
     /// The node restarts as a new incarnation (it was excluded): it copies
     /// its fragments again, so its disk no longer holds them.
     pub fn restarted(&mut self) {
+        // A restore under way is given up: the new incarnation copies
+        // everything.
+        self.restoring = None;
+        self.restoring_for_copy = false;
         self.restorable = false;
         self.copying = true;
         self.checkpoint_after_copy = false;

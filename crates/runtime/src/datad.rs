@@ -281,6 +281,7 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
             FileRestoreSource {
                 file_system: opened.file_system,
                 redo_config: opened.redo_config,
+                redo_files: None,
             },
         ));
     }
@@ -315,6 +316,7 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
             (
                 checkpoint_trigger_bytes(&own),
                 node::durability::CHECKPOINT_SLICE_BYTES,
+                node::data_node::RESTORE_STEP_BYTES,
             ),
         );
     }

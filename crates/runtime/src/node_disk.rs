@@ -11,8 +11,8 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use disk::system_file::{CheckpointInfo, FILE_BYTES, SLOT_BYTES, SystemFile, slot_of};
-use disk::{DiskCompletion, DiskRequest, Lsn, ReadAt, RedoConfig, RedoRecord};
-use node::durability::{FileJob, FileTask, RestoreSource, read_checkpoint, scan_with};
+use disk::{DiskCompletion, DiskRequest, ReadAt, RedoConfig, RedoRecord};
+use node::durability::{FileJob, FileTask, RestoreSource, read_checkpoint_step};
 
 use crate::redo_files::RedoFiles;
 
@@ -333,28 +333,43 @@ impl ReadAt for CheckpointFile {
 pub struct FileRestoreSource {
     pub file_system: PathBuf,
     pub redo_config: RedoConfig,
+    /// The redo log's files, opened at the restore's first redo step.
+    pub redo_files: Option<RedoFiles>,
 }
 
 impl RestoreSource for FileRestoreSource {
-    fn checkpoint(
+    fn checkpoint_step(
         &mut self,
         info: &CheckpointInfo,
+        scan: &mut disk::Scan,
+        bytes_max: u64,
         visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         let path = checkpoint_path(&self.file_system, info.id);
         let file = File::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        read_checkpoint(info, &mut CheckpointFile(file), visit)
+        read_checkpoint_step(info, scan, &mut CheckpointFile(file), bytes_max, visit)
             .map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    fn redo(
+    fn redo_step(
         &mut self,
-        tail: Lsn,
+        scan: &mut disk::Scan,
+        bytes_max: u64,
         visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
-    ) -> Result<(), String> {
-        let mut files = RedoFiles::open(&redo_directory(&self.file_system), &self.redo_config)
-            .map_err(|e| e.to_string())?;
-        scan_with(&self.redo_config, tail, &mut files, visit).map(|_| ())
+    ) -> Result<bool, String> {
+        let files = match &mut self.redo_files {
+            Some(files) => files,
+            files => files.insert(
+                RedoFiles::open(&redo_directory(&self.file_system), &self.redo_config)
+                    .map_err(|e| e.to_string())?,
+            ),
+        };
+        let ended = scan.step(&self.redo_config, files, bytes_max, visit)?;
+        if ended {
+            // The files are not read again until the next restore.
+            self.redo_files = None;
+        }
+        Ok(ended)
     }
 }
 

@@ -716,3 +716,133 @@ fn scans_are_limited_and_bad_requests_are_refused() {
         ErrorCode::WrongTransactionState
     );
 }
+
+/// A checkpoint scan takes every row of the parts it writes whole and the
+/// rows of the others committed at or after its GCI, each with its part
+/// and GCI first; a batch looks at a bounded number of slots, so a scan
+/// that passes many unchanged rows hands out empty batches before it ends.
+#[test]
+fn a_checkpoint_scan_takes_whole_parts_and_changed_rows_with_their_part_and_gci() {
+    use storage::CheckpointSelection;
+    let mut engine = engine();
+    engine.create_table(1, names_table()).unwrap();
+    let rows = 5_000;
+    for id in 0..rows {
+        insert_name(&mut engine, 1, id, None).unwrap();
+    }
+    engine.prepare(1).unwrap();
+    engine.commit(1, 7).unwrap();
+    // Every 100th row is written again in GCI 9.
+    let def = names_table();
+    for id in (0..rows).step_by(100) {
+        let key = encode(&def, &[(0, Value::Int(id.into()))]);
+        let values = encode(&def, &[(1, Value::from(format!("n{id}").as_str()))]);
+        execute(&mut engine, 2, 1, OperationKind::Update, &key, &values, &[]).unwrap();
+    }
+    engine.prepare(2).unwrap();
+    engine.commit(2, 9).unwrap();
+    let request = ScanRequest {
+        transaction: NO_TRANSACTION,
+        token: 0,
+        table: 1,
+        index: None,
+        lower: ScanBound::Unbounded,
+        upper: ScanBound::Unbounded,
+        descending: false,
+        filter: &[],
+        columns: &[0, 1],
+        mode: ReadMode::Committed,
+        gci: true,
+    };
+    let whole_parts = 1u64 << 3 | 1 << 40;
+    let scan = engine.open_scan(&request).unwrap();
+    engine
+        .select_for_checkpoint(
+            scan,
+            CheckpointSelection {
+                whole_parts,
+                changed_since_gci: 9,
+            },
+        )
+        .unwrap();
+    let mut taken = Vec::new();
+    loop {
+        let mut out = Vec::new();
+        let batch = engine.scan_next(0, scan, 992, 1 << 20, &mut out).unwrap();
+        let mut at = 0;
+        while at < out.len() {
+            let length = u32::from_le_bytes(out[at..at + 4].try_into().unwrap()) as usize;
+            let row = &out[at + 4..at + 4 + length];
+            let part = u16::from_le_bytes([row[0], row[1]]);
+            let gci = u32::from_le_bytes(row[2..6].try_into().unwrap());
+            let values = decode(&def, &row[6..]);
+            let Value::Int(id) = values[0] else {
+                panic!("{values:?}")
+            };
+            taken.push((id, part, gci, values[1].clone()));
+            at += 4 + length;
+        }
+        if batch.finished {
+            break;
+        }
+    }
+    engine.close_scan(scan).unwrap();
+    let changed = taken.iter().filter(|(_, _, gci, _)| *gci == 9).count();
+    assert_eq!(changed, (rows / 100) as usize, "every changed row");
+    for (id, part, gci, name) in &taken {
+        assert!(
+            whole_parts & (1 << part) != 0 || *gci == 9,
+            "row {id} of part {part}, GCI {gci}"
+        );
+        assert_eq!(*gci == 9, id % 100 == 0, "row {id}");
+        if *gci == 9 {
+            assert_eq!(*name, Value::from(format!("n{id}").as_str()));
+        }
+    }
+    let whole = taken.iter().filter(|(_, _, gci, _)| *gci == 7).count();
+    // Two parts in 64 whole: about 1/32 of the unchanged rows.
+    let unchanged = (rows - rows / 100) as usize;
+    assert!(
+        whole > unchanged / 64 && whole < unchanged / 16,
+        "{whole} unchanged rows taken of {unchanged}"
+    );
+    // Nothing changed since GCI 10 and no part whole: the batches stop at
+    // their slot bound, empty, until the scan ends.
+    let scan = engine.open_scan(&request).unwrap();
+    let none = CheckpointSelection {
+        whole_parts: 0,
+        changed_since_gci: 10,
+    };
+    engine.select_for_checkpoint(scan, none).unwrap();
+    let mut batches = 0;
+    loop {
+        let mut out = Vec::new();
+        let batch = engine.scan_next(0, scan, 992, 1 << 20, &mut out).unwrap();
+        assert_eq!((batch.rows, out.len()), (0, 0));
+        batches += 1;
+        if batch.finished {
+            break;
+        }
+    }
+    engine.close_scan(scan).unwrap();
+    assert_eq!(
+        batches,
+        (rows as u32).div_ceil(storage::engine::CHECKPOINT_SLOTS_PER_BATCH),
+        "batches of {} slots",
+        storage::engine::CHECKPOINT_SLOTS_PER_BATCH
+    );
+    // Only a committed full scan with GCIs can be a checkpoint's.
+    let scan = engine
+        .open_scan(&ScanRequest {
+            gci: false,
+            ..request
+        })
+        .unwrap();
+    assert!(
+        engine
+            .select_for_checkpoint(scan, CheckpointSelection::ALL)
+            .is_err()
+    );
+    engine.close_scan(scan).unwrap();
+    engine.check_invariants();
+}

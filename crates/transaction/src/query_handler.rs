@@ -298,6 +298,9 @@ pub struct QueryHandler {
     restored_aside: Option<Map<(u32, u32), copy::RestoredRows>>,
     /// Its copies ask for rows written in this GCI or later.
     restored_since_gci: u32,
+    /// That restore is still reading the node's disk (a step at a time):
+    /// the copies wait.
+    restore_for_copy_pending: bool,
     /// Fragments whose copy by key was refused: copied whole.
     full_copies: std::collections::BTreeSet<(u32, u32)>,
     /// Scan output of a copy this node runs, before it becomes `CopyRows`.
@@ -357,6 +360,7 @@ impl QueryHandler {
             copy_log: Vec::new(),
             restored_aside: None,
             restored_since_gci: 0,
+            restore_for_copy_pending: false,
             full_copies: std::collections::BTreeSet::new(),
             copy_scratch: Vec::new(),
             copy_batch_rows: COPY_BATCH_ROWS_DEFAULT,

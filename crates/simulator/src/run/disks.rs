@@ -9,11 +9,9 @@
 
 use disk::model::DiskModel;
 use disk::system_file::{CheckpointInfo, SystemFile};
-use disk::{DiskCompletion, DiskRequest, Lsn, RedoConfig, RedoLog, RedoRecord};
+use disk::{DiskCompletion, DiskRequest, RedoConfig, RedoLog, RedoRecord};
 use node::DataNodeComposite;
-use node::durability::{
-    DiskStart, FileJob, FileTask, RestoreSource, Survey, read_checkpoint, scan_with,
-};
+use node::durability::{DiskStart, FileJob, FileTask, RestoreSource, Survey, read_checkpoint_step};
 use protocol::{ClusterState, NodeId};
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
@@ -33,6 +31,9 @@ const SIM_CHECKPOINT_TRIGGER_BYTES: u64 = 2 << 10;
 /// A checkpoint step's bytes: a row or two, so the simulated fragments are
 /// written in several steps with commits between them.
 const SIM_CHECKPOINT_SLICE_BYTES: u32 = 64;
+/// Bytes a node restart's restore reads a step: small, so a restore takes
+/// several steps with other inputs between them.
+const SIM_RESTORE_STEP_BYTES: u64 = 512;
 /// How often a write or sync fails.
 const DISK_FAILURE_PROBABILITY: f64 = 0.01;
 /// How often a sync takes long (a busy disk).
@@ -104,7 +105,11 @@ impl Simulation {
                 redo: disk.model.clone(),
                 checkpoints: disk.checkpoints.clone(),
             }),
-            (SIM_CHECKPOINT_TRIGGER_BYTES, SIM_CHECKPOINT_SLICE_BYTES),
+            (
+                SIM_CHECKPOINT_TRIGGER_BYTES,
+                SIM_CHECKPOINT_SLICE_BYTES,
+                SIM_RESTORE_STEP_BYTES,
+            ),
         );
     }
 
@@ -313,23 +318,26 @@ impl disk::ReadAt for CheckpointReader<'_> {
 }
 
 impl RestoreSource for ModelSource {
-    fn checkpoint(
+    fn checkpoint_step(
         &mut self,
         info: &CheckpointInfo,
+        scan: &mut disk::Scan,
+        bytes_max: u64,
         visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         let mut reader = CheckpointReader {
             model: &self.checkpoints,
             id: info.id,
         };
-        read_checkpoint(info, &mut reader, visit)
+        read_checkpoint_step(info, scan, &mut reader, bytes_max, visit)
     }
 
-    fn redo(
+    fn redo_step(
         &mut self,
-        tail: Lsn,
+        scan: &mut disk::Scan,
+        bytes_max: u64,
         visit: &mut dyn FnMut(RedoRecord) -> Result<(), String>,
-    ) -> Result<(), String> {
-        scan_with(&SIM_REDO, tail, &mut self.redo, visit).map(|_| ())
+    ) -> Result<bool, String> {
+        scan.step(&SIM_REDO, &mut self.redo, bytes_max, visit)
     }
 }

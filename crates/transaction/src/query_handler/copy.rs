@@ -315,6 +315,7 @@ impl QueryHandler {
         }
         if !starting {
             // Started: what a restore kept aside is copied or was deleted.
+            self.restore_for_copy_pending = false;
             if let Some(aside) = self.restored_aside.take() {
                 self.counters.restored_rows_dropped += aside.values().map(unnamed).sum::<u64>();
             }
@@ -415,7 +416,9 @@ impl QueryHandler {
             copy_in.restart_current();
             self.counters.copies_restarted += 1;
         }
-        if copy_in.retry_at_ms.is_some() {
+        // The copies ask for rows since the restore's GCI, and the rows
+        // they name by key must be aside: they wait for the restore.
+        if copy_in.retry_at_ms.is_some() || self.restore_for_copy_pending {
             return;
         }
         while let Some(key) = copy_in.pending.front().copied() {
@@ -803,6 +806,24 @@ impl QueryHandler {
         );
         self.restored_aside = Some(crate::maps::Map::default());
         self.restored_since_gci = since_gci;
+        self.restore_for_copy_pending = true;
+    }
+
+    /// Whether a restore for a copy (`restore_for_copy`) is under way: no
+    /// copy starts until `restored_for_copy`. An install that ends the
+    /// node's start ends it too (the rows aside are dropped).
+    pub fn restoring_for_copy(&self) -> bool {
+        self.restore_for_copy_pending
+    }
+
+    /// The restore for a copy is done: the copies may start
+    /// (`start_copies`).
+    pub fn restored_for_copy(&mut self) {
+        assert!(
+            self.restored_aside.is_some(),
+            "a restore for a copy ended without its rows aside"
+        );
+        self.restore_for_copy_pending = false;
     }
 
     // ---- the copying replica ----
