@@ -360,6 +360,61 @@ fn found_prefix<'a>(
 /// A record an earlier run wrote past the end a later run resumed from
 /// (never synced, kept by the crash) is not taken for the later run's,
 /// even where the later run's record ends exactly at its start.
+/// A scan in steps of a few bytes reads the same records as one scan, a
+/// visit's error stops it, and a scan until a position ends there.
+#[test]
+fn a_scan_in_steps_reads_what_one_scan_does_and_ends_where_it_is_told() {
+    let mut disk = DiskModel::new();
+    let mut log = RedoLog::new(SMALL, 0, 1);
+    for number in 0..30u64 {
+        log.append(number, 1, &payload(number, 5_000 + number as usize * 977))
+            .expect("room");
+    }
+    log.want_durable(log.head());
+    drive(&mut log, &mut disk, 0);
+    let (all, end) = scan_all(&SMALL, &disk, 0);
+    assert_eq!((all.len(), end), (30, log.head()));
+    let mut scan = Scan::new(0);
+    let (mut stepped, mut steps) = (Vec::new(), 0);
+    while !scan
+        .step(&SMALL, &mut disk.clone(), 20_000, &mut |record| {
+            stepped.push(record);
+            Ok(())
+        })
+        .expect("reads")
+    {
+        steps += 1;
+    }
+    assert!(steps > 5, "{steps} steps");
+    assert_eq!(stepped, all);
+    assert_eq!(scan.at(), end);
+    // Until the 10th record's position: the nine before it.
+    let mut until = Scan::until(0, all[9].lsn);
+    let mut read = 0;
+    assert!(
+        until
+            .step(&SMALL, &mut disk.clone(), u64::MAX, &mut |_| {
+                read += 1;
+                Ok(())
+            })
+            .expect("reads")
+    );
+    assert_eq!((read, until.at()), (9, all[9].lsn));
+    // A visit's error stops the scan and is returned.
+    let mut failing = Scan::new(0);
+    let error = failing
+        .step(&SMALL, &mut disk.clone(), u64::MAX, &mut |record| {
+            if record.epoch == 3 {
+                Err("no".to_string())
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap_err();
+    assert_eq!(error, "no");
+    assert_eq!(failing.at(), all[4].lsn);
+}
+
 #[test]
 fn a_stale_record_of_an_earlier_run_ends_the_log() {
     use crate::model::WriteFate;

@@ -57,7 +57,8 @@ use storage::engine::{
 use super::{QueryHandler, Waiting};
 use crate::routing::Routing;
 
-/// Rows one `CopyRows` carries at most: the rows of a batch stay locked at
+/// Rows one `CopyRows` carries at most, rows sent by key counted
+/// `1 / BY_KEY_ROWS_PER_PACED_ROW` each: the rows of a batch stay locked at
 /// the copying replica for one round trip, so a write to one of them waits
 /// that long at most.
 pub const COPY_BATCH_ROWS_MAX: u32 = 128;
@@ -161,6 +162,15 @@ struct Current {
     fragment: u32,
     source: NodeId,
     copy: u64,
+}
+
+impl CopyOut {
+    /// The rows of the batch being read as the copy's pace counts them: a
+    /// row by key is `1 / BY_KEY_ROWS_PER_PACED_ROW` of one.
+    fn paced_rows(&self) -> u64 {
+        let whole = u64::from(self.rows) - self.by_key;
+        whole + self.by_key.div_ceil(BY_KEY_ROWS_PER_PACED_ROW)
+    }
 }
 
 /// The copying replica's side, one per starter.
@@ -1004,7 +1014,13 @@ impl QueryHandler {
             }
         };
         loop {
-            let rows_left = self.copy_batch_rows.saturating_sub(copy.rows);
+            // A batch holds `copy_batch_rows` rows' worth of pace: rows sent
+            // by key count 1/16 each, so a batch of them carries many more
+            // (a million rows by key at 32 a batch spent most of a node
+            // restart in round trips).
+            let rows_left =
+                u32::try_from(u64::from(self.copy_batch_rows).saturating_sub(copy.paced_rows()))
+                    .expect("below the batch's rows");
             let bytes_left = COPY_BATCH_BYTES_MAX.saturating_sub(copy.buffer.len() as u32);
             let cursor = self.engine.scan_cursor(scan);
             self.copy_scratch.clear();
@@ -1063,7 +1079,7 @@ impl QueryHandler {
             }
             if batch.waiting
                 || batch.finished
-                || copy.rows >= self.copy_batch_rows
+                || copy.paced_rows() >= u64::from(self.copy_batch_rows)
                 || copy.buffer.len() as u32 >= COPY_BATCH_BYTES_MAX
             {
                 let finished = batch.finished && !batch.waiting;
@@ -1073,7 +1089,7 @@ impl QueryHandler {
                 // The pause ends on a whole millisecond, later than the
                 // rate asks: up to one millisecond of that is made up.
                 let whole = u64::from(copy.rows) - copy.by_key;
-                let paced = whole + copy.by_key.div_ceil(BY_KEY_ROWS_PER_PACED_ROW);
+                let paced = copy.paced_rows();
                 copy.paced_until_us = copy
                     .paced_until_us
                     .max((now_ms * 1_000).saturating_sub(1_000))
