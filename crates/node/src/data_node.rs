@@ -643,7 +643,16 @@ impl DataNodeComposite {
             system,
         });
         if !for_copy {
-            while !self.restore_step(u64::MAX, output)? {}
+            loop {
+                match self.restore_step(u64::MAX, output) {
+                    Ok(true) => break,
+                    Ok(false) => {}
+                    Err(error) => {
+                        self.restoring = None;
+                        return Err(error);
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -727,6 +736,7 @@ impl DataNodeComposite {
                 });
             }
             Err(error) => {
+                self.restoring = None;
                 output.stop = Some(format!(
                     "the restore from this node's disk failed: {error} (start it with \
                      --initial to discard its disk and copy its data from the other nodes)"
