@@ -54,8 +54,6 @@
 //! log has a generation no run before it had (the caller keeps the
 //! generation on disk, synced before the first append).
 
-use std::collections::VecDeque;
-
 /// A byte position in the endless log.
 pub type Lsn = u64;
 
@@ -243,8 +241,11 @@ pub struct RedoLog {
     written: Lsn,
     /// Every byte below is synced.
     synced: Lsn,
-    /// The bytes from `written` to `head`.
-    buffer: VecDeque<u8>,
+    /// The bytes from `written` to `head`, contiguous: a record is encoded
+    /// straight into it and a write copies its piece out with one memcpy
+    /// (a ring of bytes took a copy through a scratch record and bytewise
+    /// copies in and out).
+    buffer: Vec<u8>,
     /// Bytes promised to prepared operations (`reserve`): counted as used
     /// in the files and in the buffer, so their commits always fit.
     reserved: u64,
@@ -260,7 +261,6 @@ pub struct RedoLog {
     /// The time of the last `poll`.
     polled_at_ms: u64,
     failure: Option<String>,
-    scratch: Vec<u8>,
 }
 
 impl RedoLog {
@@ -284,7 +284,7 @@ impl RedoLog {
             head: end,
             written: end,
             synced: end,
-            buffer: VecDeque::new(),
+            buffer: Vec::new(),
             reserved: 0,
             write: None,
             sync: None,
@@ -294,7 +294,6 @@ impl RedoLog {
             retry_at_ms: 0,
             polled_at_ms: 0,
             failure: None,
-            scratch: Vec::new(),
         }
     }
 
@@ -391,15 +390,28 @@ impl RedoLog {
     /// the record's length is used; the rest stays reserved for the
     /// caller to use or give back). Never refused.
     pub fn append_reserved(&mut self, epoch: u64, kind: u8, payload: &[u8], reserved: u64) -> Lsn {
-        let length = (RECORD_HEADER_BYTES + payload.len()) as u64;
-        assert!(payload.len() <= RECORD_PAYLOAD_BYTES_MAX);
+        self.append_reserved_parts(epoch, kind, &[payload], reserved)
+    }
+
+    /// `append_reserved` of the payload `parts` make one after another
+    /// (a header and what follows it, without a copy to join them).
+    pub fn append_reserved_parts(
+        &mut self,
+        epoch: u64,
+        kind: u8,
+        parts: &[&[u8]],
+        reserved: u64,
+    ) -> Lsn {
+        let payload_bytes: usize = parts.iter().map(|part| part.len()).sum();
+        let length = (RECORD_HEADER_BYTES + payload_bytes) as u64;
+        assert!(payload_bytes <= RECORD_PAYLOAD_BYTES_MAX);
         assert!(
             length <= reserved && reserved <= self.reserved,
             "a record of {length} bytes from {reserved} reserved (of {})",
             self.reserved
         );
         self.reserved -= length;
-        self.push(epoch, kind, payload)
+        self.push(epoch, kind, parts)
     }
 
     /// Appends one record; returns its `Lsn`. Nothing is appended on an
@@ -411,23 +423,14 @@ impl RedoLog {
             });
         }
         self.room_for((RECORD_HEADER_BYTES + payload.len()) as u64)?;
-        Ok(self.push(epoch, kind, payload))
+        Ok(self.push(epoch, kind, &[payload]))
     }
 
-    fn push(&mut self, epoch: u64, kind: u8, payload: &[u8]) -> Lsn {
-        let length = (RECORD_HEADER_BYTES + payload.len()) as u64;
+    fn push(&mut self, epoch: u64, kind: u8, parts: &[&[u8]]) -> Lsn {
         let lsn = self.head;
-        encode_record(
-            lsn,
-            epoch,
-            self.generation,
-            kind,
-            payload,
-            &mut self.scratch,
-        );
-        debug_assert_eq!(self.scratch.len() as u64, length);
-        self.buffer.extend(self.scratch.iter().copied());
-        self.head += length;
+        let start = self.buffer.len();
+        encode_record_parts_into(lsn, epoch, self.generation, kind, parts, &mut self.buffer);
+        self.head += (self.buffer.len() - start) as u64;
         assert_eq!(self.head - self.written, self.buffered_bytes());
         assert!(self.used_bytes() + self.reserved <= self.config.capacity_bytes());
         lsn
@@ -487,11 +490,7 @@ impl RedoLog {
                 .min(self.head - at)
                 .min(WRITE_REQUEST_BYTES_MAX);
             let from = (at - self.written) as usize;
-            let bytes: Vec<u8> = self
-                .buffer
-                .range(from..from + piece as usize)
-                .copied()
-                .collect();
+            let bytes = self.buffer[from..from + piece as usize].to_vec();
             let token = self.token();
             flight.pending.push(token);
             flight.files.push(file);
@@ -611,19 +610,6 @@ impl RedoLog {
     }
 }
 
-/// Writes one record into `out` (cleared first).
-fn encode_record(
-    lsn: Lsn,
-    epoch: u64,
-    generation: u32,
-    kind: u8,
-    payload: &[u8],
-    out: &mut Vec<u8>,
-) {
-    out.clear();
-    encode_record_into(lsn, epoch, generation, kind, payload, out);
-}
-
 /// Appends one record in the log's format to `out`: local checkpoint
 /// files use it too, with `lsn` the record's offset in the file, so
 /// `scan` reads them back.
@@ -635,9 +621,23 @@ pub fn encode_record_into(
     payload: &[u8],
     out: &mut Vec<u8>,
 ) {
-    assert!(payload.len() <= RECORD_PAYLOAD_BYTES_MAX);
+    encode_record_parts_into(lsn, epoch, generation, kind, &[payload], out);
+}
+
+/// `encode_record_into` of the payload `parts` make one after another.
+pub fn encode_record_parts_into(
+    lsn: Lsn,
+    epoch: u64,
+    generation: u32,
+    kind: u8,
+    parts: &[&[u8]],
+    out: &mut Vec<u8>,
+) {
+    let payload_bytes: usize = parts.iter().map(|part| part.len()).sum();
+    assert!(payload_bytes <= RECORD_PAYLOAD_BYTES_MAX);
     let start = out.len();
-    let length = u32::try_from(RECORD_HEADER_BYTES + payload.len()).expect("a bounded record");
+    out.reserve(RECORD_HEADER_BYTES + payload_bytes);
+    let length = u32::try_from(RECORD_HEADER_BYTES + payload_bytes).expect("a bounded record");
     out.extend_from_slice(&length.to_le_bytes());
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&lsn.to_le_bytes());
@@ -646,7 +646,10 @@ pub fn encode_record_into(
     out.push(FORMAT_VERSION);
     out.push(kind);
     out.extend_from_slice(&[0; 2]);
-    out.extend_from_slice(payload);
+    debug_assert_eq!(out.len() - start, RECORD_HEADER_BYTES);
+    for part in parts {
+        out.extend_from_slice(part);
+    }
     let checksum = record_checksum(&out[start..]);
     out[start + 4..start + 8].copy_from_slice(&checksum.to_le_bytes());
 }

@@ -314,7 +314,6 @@ pub struct QueryHandler {
     redo: Option<RedoLog>,
     /// A commit's changes, gathered before they are appended.
     redo_scratch: Vec<u8>,
-    redo_record: Vec<u8>,
     /// The highest epoch of any change logged here.
     logged_epoch_max: u64,
     /// What changed since the last local checkpoint began, for the next
@@ -367,7 +366,6 @@ impl QueryHandler {
             copy_rows_per_second: copy::COPY_ROWS_PER_SECOND_DEFAULT,
             redo: None,
             redo_scratch: Vec::new(),
-            redo_record: Vec::new(),
             logged_epoch_max: 0,
             changes: checkpoint::ChangeLog::new(),
         })
@@ -1655,14 +1653,12 @@ impl QueryHandler {
         }
         let mut left = reserved;
         let mut first = NOT_LOGGED;
-        let record = &mut self.redo_record;
+        let header = redo::header(key.1, key.2, key.0);
         redo::pieces(&self.redo_scratch, |changes| {
-            record.clear();
-            redo::write_header(key.1, key.2, key.0, record);
-            record.extend_from_slice(changes);
-            let lsn = redo.append_reserved(epoch, redo::KIND_CHANGES, record, left);
+            let lsn =
+                redo.append_reserved_parts(epoch, redo::KIND_CHANGES, &[&header, changes], left);
             first = first.min(lsn);
-            left -= (disk::redo::RECORD_HEADER_BYTES + record.len()) as u64;
+            left -= (disk::redo::RECORD_HEADER_BYTES + header.len() + changes.len()) as u64;
         });
         redo.unreserve(left);
         work.logged_at = first;

@@ -64,9 +64,16 @@ pub fn reserve_bytes(def: &TableDef) -> u64 {
 
 /// The payload's header; the changes follow it.
 pub fn write_header(table: u32, fragment: u32, transaction: u64, out: &mut Vec<u8>) {
-    out.extend_from_slice(&table.to_le_bytes());
-    out.extend_from_slice(&fragment.to_le_bytes());
-    out.extend_from_slice(&transaction.to_le_bytes());
+    out.extend_from_slice(&header(table, fragment, transaction));
+}
+
+/// The payload's header, as bytes.
+pub fn header(table: u32, fragment: u32, transaction: u64) -> [u8; CHANGES_HEADER_BYTES] {
+    let mut bytes = [0; CHANGES_HEADER_BYTES];
+    bytes[0..4].copy_from_slice(&table.to_le_bytes());
+    bytes[4..8].copy_from_slice(&fragment.to_le_bytes());
+    bytes[8..16].copy_from_slice(&transaction.to_le_bytes());
+    bytes
 }
 
 /// A `KIND_CHANGES` payload, read.
