@@ -194,10 +194,12 @@ pub struct QueryHandlerCounters {
     /// starting node: rows copied by key (taken from its restore), rows it
     /// restored that no copy named (deleted while it was down), and
     /// copies by key refused (a restored row missing or of another GCI:
-    /// the fragment is copied whole).
+    /// the fragment is copied whole), and restores whose rows outgrew
+    /// their bound (every fragment then copied whole).
     pub rows_copied_by_key: u64,
     pub restored_rows_dropped: u64,
     pub copies_by_key_refused: u64,
+    pub restores_for_copy_given_up: u64,
     /// Node recovery, on a copying node: batches, whole rows and rows by
     /// key sent.
     pub copy_batches_sent: u64,
@@ -298,6 +300,13 @@ pub struct QueryHandler {
     restored_aside: Option<Map<(u32, u32), copy::RestoredRows>>,
     /// Its copies ask for rows written in this GCI or later.
     restored_since_gci: u32,
+    /// Heap bytes the rows put aside took (`copy::restored_row_bytes`
+    /// each), and the most they may take: DataMemory's size, what the
+    /// node could hold of them anyway. Past it the rows aside are dropped
+    /// and every fragment is copied whole (`restored_aside_given_up`).
+    restored_aside_bytes: u64,
+    restored_aside_bytes_max: u64,
+    restored_aside_given_up: bool,
     /// That restore is still reading the node's disk (a step at a time):
     /// the copies wait.
     restore_for_copy_pending: bool,
@@ -327,6 +336,7 @@ impl QueryHandler {
         config.tables_max = FRAGMENT_REPLICAS_PER_NODE_MAX;
         // Every engine transaction holds at least one operation record.
         config.transactions_max = config.operations_max;
+        let restored_aside_bytes_max = config.data_memory_bytes;
         let engine = Engine::new(config)?;
         Ok(QueryHandler {
             node,
@@ -359,6 +369,9 @@ impl QueryHandler {
             copy_log: Vec::new(),
             restored_aside: None,
             restored_since_gci: 0,
+            restored_aside_bytes: 0,
+            restored_aside_bytes_max,
+            restored_aside_given_up: false,
             restore_for_copy_pending: false,
             full_copies: std::collections::BTreeSet::new(),
             copy_scratch: Vec::new(),
@@ -1743,18 +1756,29 @@ impl QueryHandler {
                     }
                 }
                 if let Some(aside) = self.restored_aside.as_mut() {
+                    applied += 1;
+                    if self.restored_aside_given_up {
+                        continue;
+                    }
                     let rows = aside.entry((table, fragment)).or_default();
                     if kind == storage::CHANGE_DELETE {
                         rows.remove(&key);
-                    } else {
-                        let row = copy::RestoredRow {
-                            gci: row_gci,
-                            row: attrinfo.to_vec(),
-                            named: false,
-                        };
-                        rows.insert(key.clone(), row);
+                        continue;
                     }
-                    applied += 1;
+                    // Counted as they are put aside and never taken back
+                    // (a delete frees less than it looks): the peak stays
+                    // under the bound.
+                    self.restored_aside_bytes += copy::restored_row_bytes(&key, attrinfo);
+                    if self.restored_aside_bytes > self.restored_aside_bytes_max {
+                        self.give_up_restored_aside();
+                        continue;
+                    }
+                    let row = copy::RestoredRow {
+                        gci: row_gci,
+                        row: attrinfo.to_vec(),
+                        named: false,
+                    };
+                    rows.insert(key.clone(), row);
                     continue;
                 }
                 let transaction = match open {

@@ -37,6 +37,10 @@ pub(super) struct SimLink {
 /// only published addresses with a port).
 const SIMULATED_PORT: u16 = 1;
 
+/// The bound on a restore's rows aside in the starts that test giving
+/// them up: a few dozen rows.
+const RESTORED_ASIDE_BYTES_MAX_SMALL: u64 = 4_096;
+
 impl Simulation {
     /// The engine of a data node in a run without the transaction
     /// workload: `SCHEMA_RUN_DATA_MEMORY_PAGES` of DataMemory, which the
@@ -66,7 +70,15 @@ impl Simulation {
         // Small copy batches make a node recovery copy interleave with the
         // workload's writes row by row.
         if self.crash_plan.is_some() {
-            query_handler.set_copy_batch_rows(between(&mut self.rng, 1, 8) as u32);
+            let batch_rows = between(&mut self.rng, 1, 8) as u32;
+            query_handler.set_copy_batch_rows(batch_rows);
+            // One start in eight bounds the rows a restore from the node's
+            // own disk keeps aside to a few, so the restore gives them up
+            // and its copies send every row whole (no draw of its own, so
+            // the seeds' runs stay as they were).
+            if batch_rows == 1 {
+                query_handler.set_restored_aside_bytes_max(RESTORED_ASIDE_BYTES_MAX_SMALL);
+            }
             // Paced copies wait between batches, under the workload.
             query_handler.set_copy_rows_per_second(between(&mut self.rng, 1_000, 100_000));
         }

@@ -115,6 +115,9 @@ pub struct TransactionMarks {
     pub rows_copied_by_key: u64,
     pub restored_rows_dropped: u64,
     pub copies_by_key_refused: u64,
+    /// Restores whose rows aside outgrew their bound: every fragment was
+    /// copied whole.
+    pub restores_for_copy_given_up: u64,
     pub writes_missing_starting_replica: u64,
     pub reads_refused_while_copying: u64,
     /// Work whose commit phase had passed a backup, committed when its
@@ -165,6 +168,7 @@ impl TransactionMarks {
         self.rows_copied_by_key += other.rows_copied_by_key;
         self.restored_rows_dropped += other.restored_rows_dropped;
         self.copies_by_key_refused += other.copies_by_key_refused;
+        self.restores_for_copy_given_up += other.restores_for_copy_given_up;
         self.writes_missing_starting_replica += other.writes_missing_starting_replica;
         self.reads_refused_while_copying += other.reads_refused_while_copying;
         self.commits_on_promotion += other.commits_on_promotion;
@@ -418,6 +422,7 @@ impl Simulation {
             marks.rows_copied_by_key += counters.rows_copied_by_key;
             marks.restored_rows_dropped += counters.restored_rows_dropped;
             marks.copies_by_key_refused += counters.copies_by_key_refused;
+            marks.restores_for_copy_given_up += counters.restores_for_copy_given_up;
             marks.writes_missing_starting_replica += counters.writes_missing_starting_replica;
             marks.reads_refused_while_copying += counters.reads_refused_while_copying;
             marks.commits_on_promotion += counters.commits_on_promotion;

@@ -105,6 +105,13 @@ pub(super) struct RestoredRow {
     pub named: bool,
 }
 
+/// Heap bytes a row put aside takes: its key and row, and about as much
+/// again for the map's entry and the two allocations.
+pub(super) fn restored_row_bytes(key: &[u8], row: &[u8]) -> u64 {
+    const ENTRY_OVERHEAD_BYTES: u64 = 96;
+    key.len() as u64 + row.len() as u64 + ENTRY_OVERHEAD_BYTES
+}
+
 /// Restored rows no copy named: deleted while the node was down.
 fn unnamed(rows: &RestoredRows) -> u64 {
     rows.values().filter(|row| !row.named).count() as u64
@@ -795,7 +802,10 @@ impl QueryHandler {
 
     /// The GCI a copy of `fragment` asks for rows from (`CopyRequest::since_gci`).
     fn copy_since_gci(&self, fragment: (u32, u32)) -> u32 {
-        if self.restored_aside.is_some() && !self.full_copies.contains(&fragment) {
+        if self.restored_aside.is_some()
+            && !self.restored_aside_given_up
+            && !self.full_copies.contains(&fragment)
+        {
             self.restored_since_gci
         } else {
             0
@@ -816,7 +826,31 @@ impl QueryHandler {
         );
         self.restored_aside = Some(crate::maps::Map::default());
         self.restored_since_gci = since_gci;
+        self.restored_aside_bytes = 0;
+        self.restored_aside_given_up = false;
         self.restore_for_copy_pending = true;
+    }
+
+    /// The rows a restore put aside outgrew their bound: they are dropped,
+    /// the rest of the restore keeps none, and every fragment is copied
+    /// whole (as from a node without a disk).
+    pub(super) fn give_up_restored_aside(&mut self) {
+        self.restored_aside_given_up = true;
+        if let Some(aside) = self.restored_aside.as_mut() {
+            aside.clear();
+        }
+        self.counters.restores_for_copy_given_up += 1;
+        self.copy_log.push(format!(
+            "the rows restored from this node's disk took over {} bytes (DataMemory): they \
+             are dropped and every fragment is copied whole",
+            self.restored_aside_bytes_max
+        ));
+    }
+
+    /// Bounds the heap the rows of a node restart's restore take
+    /// (DataMemory's size by default).
+    pub fn set_restored_aside_bytes_max(&mut self, bytes_max: u64) {
+        self.restored_aside_bytes_max = bytes_max;
     }
 
     /// Whether a restore for a copy (`restore_for_copy`) is under way: no
