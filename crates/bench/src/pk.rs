@@ -227,7 +227,7 @@ fn start_cluster(executable: &Path, nodes: usize) -> Result<OwnCluster, String> 
 /// Nanoseconds the threads of process `pid` have run on a CPU, summed from
 /// `/proc/<pid>/task/*/schedstat` (its first field); `None` off Linux or
 /// once the process is gone.
-fn process_cpu_ns(pid: &str) -> Option<u64> {
+pub(crate) fn process_cpu_ns(pid: &str) -> Option<u64> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut total = 0;
     for task in tasks.flatten() {

@@ -10,7 +10,17 @@
 //! - **updates**: random rows overwritten for `update_seconds`;
 //! - **disk writes**: the bytes the data node processes wrote to storage
 //!   in each phase (`write_bytes` of `/proc/<pid>/io`: the redo log and
-//!   the local checkpoints), as bandwidth.
+//!   the local checkpoints), as bandwidth;
+//! - **CPU per operation**: of the data nodes (their threads' run time)
+//!   and of the whole machine (busy time in `/proc/stat`, which also holds
+//!   the kernel's writeback of the files): on a machine the load itself
+//!   saturates, throughput follows the CPU an operation costs, and CPU
+//!   time holds still where throughput swings with whatever else runs.
+//!
+//! The load runs in rounds that alternate between the clusters; besides
+//! the ratio of the totals it reports each round's ratio (the cluster with
+//! disks against the in-memory one right before or after it) and their
+//! median, which a drift of the machine's speed moves least.
 //!
 //! On the cluster with disks it then measures:
 //! - **node restart**: a data node is killed (SIGKILL); once the cluster
@@ -42,6 +52,9 @@ pub struct RestartOptions {
     pub row_bytes: u16,
     pub threads: usize,
     pub update_seconds: f64,
+    /// Rounds of the load (each inserts a share of the rows into both
+    /// clusters, then updates both for a share of the time).
+    pub rounds: u32,
     pub json: bool,
 }
 
@@ -55,6 +68,12 @@ pub struct LoadFigures {
     /// Bytes the data nodes wrote to storage during each phase, per second.
     pub insert_disk_bytes_per_s: f64,
     pub update_disk_bytes_per_s: f64,
+    /// CPU µs per operation of the data nodes together, and of the whole
+    /// machine (client, data nodes, kernel).
+    pub insert_node_cpu_us: f64,
+    pub update_node_cpu_us: f64,
+    pub insert_machine_cpu_us: f64,
+    pub update_machine_cpu_us: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -66,6 +85,9 @@ pub struct RestartFigures {
     pub data_bytes: u64,
     pub with_disk: LoadFigures,
     pub in_memory: LoadFigures,
+    /// Each round's throughput with disks ÷ in memory.
+    pub insert_round_ratios: Vec<f64>,
+    pub update_round_ratios: Vec<f64>,
     pub node_restart_ms: f64,
     pub node_restart_rows_changed: u32,
     pub system_restart_ms: f64,
@@ -82,6 +104,15 @@ impl RestartFigures {
         self.with_disk.updates_per_s / self.in_memory.updates_per_s.max(1e-9)
     }
 
+    /// The median of the rounds' insert ratios.
+    pub fn insert_round_ratio_median(&self) -> f64 {
+        median(&self.insert_round_ratios)
+    }
+
+    pub fn update_round_ratio_median(&self) -> f64 {
+        median(&self.update_round_ratios)
+    }
+
     /// Seconds of system restart per GB of payload.
     pub fn system_restart_s_per_gb(&self) -> f64 {
         self.system_restart_ms / 1e3 / (self.data_bytes as f64 / 1e9).max(1e-12)
@@ -93,8 +124,6 @@ impl RestartFigures {
 }
 
 const TABLE: &str = "bench_restart";
-/// Rounds of the load, alternating between the clusters.
-const ROUNDS: u32 = 4;
 /// How long one client call may wait for the cluster.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -108,6 +137,51 @@ fn written_bytes(pids: &[u32]) -> u64 {
                 .and_then(|value| value.trim().parse::<u64>().ok())
         })
         .sum()
+}
+
+/// The machine's busy CPU time so far, in ns: every CPU's time in
+/// `/proc/stat` but idle and I/O wait. `None` off Linux.
+fn machine_busy_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().next()?.strip_prefix("cpu ")?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .map(|field| field.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal (guest time is in
+    // user already).
+    let busy: u64 = ticks
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|(field, _)| *field != 3 && *field != 4)
+        .map(|(_, ticks)| ticks)
+        .sum();
+    // The kernel counts in USER_HZ ticks, 100 a second on Linux.
+    Some(busy * 10_000_000)
+}
+
+/// CPU ns the processes `pids` have run so far (`None` if one is gone).
+fn processes_cpu_ns(pids: &[u32]) -> Option<u64> {
+    pids.iter()
+        .map(|pid| crate::pk::process_cpu_ns(&pid.to_string()))
+        .sum()
+}
+
+/// The middle value (the mean of the two middle ones for an even count;
+/// 0 for none).
+fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[middle - 1] + sorted[middle]) / 2.0
+    } else {
+        sorted[middle]
+    }
 }
 
 /// Runs `work(thread, session)` on `threads` threads; returns the calls
@@ -179,12 +253,16 @@ struct Measured<'a> {
     updates: Phase,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Phase {
     committed: u64,
     failed: u64,
     seconds: f64,
     written_bytes: u64,
+    node_cpu_ns: u64,
+    machine_cpu_ns: u64,
+    /// Each round's committed calls per second.
+    round_rates: Vec<f64>,
 }
 
 impl Phase {
@@ -194,6 +272,42 @@ impl Phase {
             self.committed as f64 / seconds,
             self.written_bytes as f64 / seconds,
         )
+    }
+
+    /// CPU µs per committed call of the data nodes and of the machine.
+    fn cpu_us(&self) -> (f64, f64) {
+        let calls = self.committed.max(1) as f64;
+        (
+            self.node_cpu_ns as f64 / 1e3 / calls,
+            self.machine_cpu_ns as f64 / 1e3 / calls,
+        )
+    }
+
+    /// Measures one round of `work` (which returns the calls committed and
+    /// failed) on the data nodes `pids`.
+    fn measure(
+        &mut self,
+        pids: &[u32],
+        work: impl FnOnce() -> Result<(u64, u64), String>,
+    ) -> Result<u64, String> {
+        let written = written_bytes(pids);
+        let node_cpu = processes_cpu_ns(pids);
+        let machine_cpu = machine_busy_ns();
+        let began = Instant::now();
+        let (committed, failed) = work()?;
+        let seconds = began.elapsed().as_secs_f64();
+        self.seconds += seconds;
+        self.written_bytes += written_bytes(pids).saturating_sub(written);
+        if let (Some(before), Some(after)) = (node_cpu, processes_cpu_ns(pids)) {
+            self.node_cpu_ns += after.saturating_sub(before);
+        }
+        if let (Some(before), Some(after)) = (machine_cpu, machine_busy_ns()) {
+            self.machine_cpu_ns += after.saturating_sub(before);
+        }
+        self.committed += committed;
+        self.failed += failed;
+        self.round_rates.push(committed as f64 / seconds.max(1e-9));
+        Ok(failed)
     }
 }
 
@@ -207,13 +321,9 @@ impl Measured<'_> {
     ) -> Result<(), String> {
         let threads = options.threads.max(1);
         let pids = self.own.data_node_pids();
-        let written = written_bytes(&pids);
-        let began = Instant::now();
-        let table = self.table;
-        let (committed, failed) = on_threads(
-            self.client,
-            threads,
-            |thread, session, committed, failed| {
+        let (client, table) = (self.client, self.table);
+        let failed = self.inserts.measure(&pids, || {
+            on_threads(client, threads, |thread, session, committed, failed| {
                 let mut id = ids.start + thread as u32;
                 while id < ids.end {
                     tally(
@@ -230,12 +340,8 @@ impl Measured<'_> {
                     );
                     id += threads as u32;
                 }
-            },
-        )?;
-        self.inserts.seconds += began.elapsed().as_secs_f64();
-        self.inserts.written_bytes += written_bytes(&pids).saturating_sub(written);
-        self.inserts.committed += committed;
-        self.inserts.failed += failed;
+            })
+        })?;
         if failed > 0 {
             return Err(format!("{failed} inserts failed"));
         }
@@ -246,14 +352,10 @@ impl Measured<'_> {
     fn update(&mut self, seconds: f64, round: u64, options: &RestartOptions) -> Result<(), String> {
         let threads = options.threads.max(1);
         let pids = self.own.data_node_pids();
-        let written = written_bytes(&pids);
-        let began = Instant::now();
-        let until = began + Duration::from_secs_f64(seconds);
-        let table = self.table;
-        let (committed, failed) = on_threads(
-            self.client,
-            threads,
-            |thread, session, committed, failed| {
+        let until = Instant::now() + Duration::from_secs_f64(seconds);
+        let (client, table) = (self.client, self.table);
+        self.updates.measure(&pids, || {
+            on_threads(client, threads, |thread, session, committed, failed| {
                 let mut random = 0x9e37_79b9_7f4a_7c15_u64 ^ ((round << 16) + thread as u64 + 1);
                 while Instant::now() < until {
                     let id = (next_random(&mut random) % u64::from(options.rows.max(1))) as u32;
@@ -271,18 +373,16 @@ impl Measured<'_> {
                         failed,
                     );
                 }
-            },
-        )?;
-        self.updates.seconds += began.elapsed().as_secs_f64();
-        self.updates.written_bytes += written_bytes(&pids).saturating_sub(written);
-        self.updates.committed += committed;
-        self.updates.failed += failed;
+            })
+        })?;
         Ok(())
     }
 
     fn figures(&self) -> LoadFigures {
         let (inserts_per_s, insert_disk_bytes_per_s) = self.inserts.per_second();
         let (updates_per_s, update_disk_bytes_per_s) = self.updates.per_second();
+        let (insert_node_cpu_us, insert_machine_cpu_us) = self.inserts.cpu_us();
+        let (update_node_cpu_us, update_machine_cpu_us) = self.updates.cpu_us();
         LoadFigures {
             inserts_per_s,
             insert_errors: self.inserts.failed,
@@ -290,11 +390,25 @@ impl Measured<'_> {
             update_errors: self.updates.failed,
             insert_disk_bytes_per_s,
             update_disk_bytes_per_s,
+            insert_node_cpu_us,
+            update_node_cpu_us,
+            insert_machine_cpu_us,
+            update_machine_cpu_us,
         }
     }
 }
 
-/// The same load on both clusters, in `ROUNDS` rounds that alternate
+/// Each round's rate with disks ÷ the in-memory rate of the same round.
+fn round_ratios(with_disk: &Phase, in_memory: &Phase) -> Vec<f64> {
+    with_disk
+        .round_rates
+        .iter()
+        .zip(&in_memory.round_rates)
+        .map(|(disk, memory)| disk / memory.max(1e-9))
+        .collect()
+}
+
+/// The same load on both clusters, in `options.rounds` rounds that alternate
 /// between them (which goes first alternates too), so a machine whose
 /// speed drifts during the run slows both alike: each round inserts a
 /// share of the rows into each, then updates each for a share of the time.
@@ -303,7 +417,7 @@ fn load_both<'a>(
     in_memory: &mut Measured<'a>,
     options: &RestartOptions,
 ) -> Result<(), String> {
-    let rounds = ROUNDS.min(options.rows);
+    let rounds = options.rounds.clamp(1, options.rows);
     for round in 0..rounds {
         let ids = options.rows * round / rounds..options.rows * (round + 1) / rounds;
         let (first, second) = if round % 2 == 0 {
@@ -529,6 +643,8 @@ pub fn run(options: &RestartOptions) -> Result<RestartFigures, String> {
         load_both(&mut with_disk, &mut in_memory, options)?;
         figures.with_disk = with_disk.figures();
         figures.in_memory = in_memory.figures();
+        figures.insert_round_ratios = round_ratios(&with_disk.inserts, &in_memory.inserts);
+        figures.update_round_ratios = round_ratios(&with_disk.updates, &in_memory.updates);
         Ok((disk_client, disk_table))
     });
     let (disk_client, disk_table) = match clients {
@@ -568,19 +684,45 @@ pub fn render(figures: &RestartFigures) -> String {
         figures.data_bytes as f64 / 1e6,
         figures.threads
     );
+    let percents = |ratios: &[f64]| {
+        ratios
+            .iter()
+            .map(|ratio| format!("{:.0}", ratio * 100.0))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     let _ = writeln!(
         out,
-        "  inserts/s: {:.0} with disk, {:.0} in memory only ({:.0}%, target >= 90%)",
+        "  inserts/s: {:.0} with disk, {:.0} in memory only ({:.0}%, target >= 90%); rounds {} \
+         (median {:.0}%)",
         figures.with_disk.inserts_per_s,
         figures.in_memory.inserts_per_s,
-        figures.insert_ratio() * 100.0
+        figures.insert_ratio() * 100.0,
+        percents(&figures.insert_round_ratios),
+        figures.insert_round_ratio_median() * 100.0
     );
     let _ = writeln!(
         out,
-        "  updates/s: {:.0} with disk, {:.0} in memory only ({:.0}%, target >= 90%)",
+        "  updates/s: {:.0} with disk, {:.0} in memory only ({:.0}%, target >= 90%); rounds {} \
+         (median {:.0}%)",
         figures.with_disk.updates_per_s,
         figures.in_memory.updates_per_s,
-        figures.update_ratio() * 100.0
+        figures.update_ratio() * 100.0,
+        percents(&figures.update_round_ratios),
+        figures.update_round_ratio_median() * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "  CPU µs per insert / update, data nodes: {:.1} / {:.1} with disk, {:.1} / {:.1} in \
+         memory; whole machine: {:.1} / {:.1} with disk, {:.1} / {:.1} in memory",
+        figures.with_disk.insert_node_cpu_us,
+        figures.with_disk.update_node_cpu_us,
+        figures.in_memory.insert_node_cpu_us,
+        figures.in_memory.update_node_cpu_us,
+        figures.with_disk.insert_machine_cpu_us,
+        figures.with_disk.update_machine_cpu_us,
+        figures.in_memory.insert_machine_cpu_us,
+        figures.in_memory.update_machine_cpu_us
     );
     let _ = writeln!(
         out,
@@ -617,6 +759,10 @@ pub fn to_json(figures: &RestartFigures) -> String {
             "update_errors": load.update_errors,
             "insert_disk_bytes_per_s": load.insert_disk_bytes_per_s,
             "update_disk_bytes_per_s": load.update_disk_bytes_per_s,
+            "insert_node_cpu_us": load.insert_node_cpu_us,
+            "update_node_cpu_us": load.update_node_cpu_us,
+            "insert_machine_cpu_us": load.insert_machine_cpu_us,
+            "update_machine_cpu_us": load.update_machine_cpu_us,
         })
     };
     serde_json::json!({
@@ -628,6 +774,10 @@ pub fn to_json(figures: &RestartFigures) -> String {
         "in_memory": load(&figures.in_memory),
         "insert_ratio": figures.insert_ratio(),
         "update_ratio": figures.update_ratio(),
+        "insert_round_ratios": figures.insert_round_ratios,
+        "update_round_ratios": figures.update_round_ratios,
+        "insert_round_ratio_median": figures.insert_round_ratio_median(),
+        "update_round_ratio_median": figures.update_round_ratio_median(),
         "node_restart_ms": figures.node_restart_ms,
         "node_restart_rows_changed": figures.node_restart_rows_changed,
         "node_restart_s_per_gb": figures.node_restart_s_per_gb(),

@@ -415,6 +415,10 @@ pub struct BenchRestartArgs {
     #[arg(long, value_name = "S", default_value_t = 10.0)]
     pub update_seconds: f64,
 
+    /// Rounds of the load, alternating between the two clusters.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub rounds: u32,
+
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,

@@ -333,10 +333,15 @@ fn bench_restart(args: &crate::cli::BenchRestartArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if args.rows < 1_000 || args.row_bytes == 0 || args.threads == 0 || args.update_seconds <= 0.0 {
+    if args.rows < 1_000
+        || args.row_bytes == 0
+        || args.threads == 0
+        || args.update_seconds <= 0.0
+        || args.rounds == 0
+    {
         eprintln!(
-            "shoal bench restart: --rows takes 1000 or more; --row-bytes, --threads and \
-             --update-seconds take numbers above 0"
+            "shoal bench restart: --rows takes 1000 or more; --row-bytes, --threads, \
+             --update-seconds and --rounds take numbers above 0"
         );
         return ExitCode::FAILURE;
     }
@@ -346,6 +351,7 @@ fn bench_restart(args: &crate::cli::BenchRestartArgs) -> ExitCode {
         row_bytes: args.row_bytes,
         threads: args.threads,
         update_seconds: args.update_seconds,
+        rounds: args.rounds,
         json: args.json,
     };
     match bench::restart::run(&options) {
