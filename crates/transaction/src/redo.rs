@@ -63,11 +63,6 @@ pub fn reserve_bytes(def: &TableDef) -> u64 {
 }
 
 /// The payload's header; the changes follow it.
-pub fn write_header(table: u32, fragment: u32, transaction: u64, out: &mut Vec<u8>) {
-    out.extend_from_slice(&header(table, fragment, transaction));
-}
-
-/// The payload's header, as bytes.
 pub fn header(table: u32, fragment: u32, transaction: u64) -> [u8; CHANGES_HEADER_BYTES] {
     let mut bytes = [0; CHANGES_HEADER_BYTES];
     bytes[0..4].copy_from_slice(&table.to_le_bytes());
@@ -155,8 +150,7 @@ mod tests {
 
     #[test]
     fn a_header_reads_back() {
-        let mut payload = Vec::new();
-        write_header(7, 3, 1 << 40, &mut payload);
+        let mut payload = header(7, 3, 1 << 40).to_vec();
         payload.extend(change(4));
         let read = read_changes(&payload).unwrap();
         assert_eq!(
