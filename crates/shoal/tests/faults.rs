@@ -1719,6 +1719,205 @@ fn bank_survives_every_process_killed_and_restarted_from_disk() {
     whole_cluster_kill_rounds("faults-kill-all", 2, rounds(DEFAULT_ROUNDS_KILL_ALL));
 }
 
+/// The redo log of `redo_laps`: 4 files of 4 MiB, NDB's smallest file.
+const LAPS_LOG_FILES: u64 = 4;
+const LAPS_LOG_FILE_BYTES: u64 = 4 << 20;
+/// Rows of `LAPS_ROW_BYTES`, written by `LAPS_THREADS` threads, each at
+/// most `LAPS_WRITES_PER_S_PER_THREAD` writes a second, until the writes
+/// add up to `LAPS` times the log's size.
+const LAPS_ROWS: u32 = 4_000;
+const LAPS_ROW_BYTES: usize = 1_000;
+const LAPS_THREADS: u32 = 4;
+const LAPS_WRITES_PER_S_PER_THREAD: u64 = 500;
+const LAPS: u64 = 3;
+
+/// Local checkpoints keep up with a sustained write load (issue 13, item
+/// 3): on a 16 MiB redo log, paced one-row writes of 1 KB add up to three
+/// times the log's size and none is refused (410 for a full log, 1234 for
+/// a full buffer), so checkpoints moved the log's tail lap after lap.
+/// Then every process is killed: the restart from the chain of
+/// checkpoints and the redo after them brings back every row as its last
+/// acknowledged write left it.
+#[test]
+fn sustained_writes_lap_a_small_redo_log_without_410_and_survive_a_kill() {
+    let _serial = serial();
+    let name = "faults-redo-laps";
+    let dir = scratch_dir(name);
+    let port = free_port();
+    let text = config::sandbox_config_text(
+        dir.to_str().expect("UTF-8"),
+        2,
+        2,
+        port,
+        DATA_MEMORY_BYTES,
+    )
+    .replacen(
+        "[ndbd default]\n",
+        &format!(
+            "[ndbd default]\nNoOfFragmentLogFiles={LAPS_LOG_FILES}\nFragmentLogFileSize={}M\n",
+            LAPS_LOG_FILE_BYTES >> 20
+        ),
+        1,
+    );
+    let mut cluster =
+        FaultCluster::start_with_config(dir, "127.0.0.1", port, &text, 2, BTreeMap::new());
+    let client = connect(&cluster);
+    let definition = TableDef::new(
+        "laps",
+        vec![
+            ColumnDef::new("id", ColumnType::Int { unsigned: false }, false),
+            ColumnDef::new(
+                "payload",
+                ColumnType::Varbinary {
+                    length: LAPS_ROW_BYTES as u16,
+                },
+                false,
+            ),
+        ],
+        vec![0],
+        vec![],
+    )
+    .expect("a valid table");
+    client
+        .create_table(&definition, &TableOptions::default())
+        .expect("create laps");
+    let table = client.table("laps").expect("laps");
+    let payload = |id: u32, version: u32| {
+        let mut bytes = vec![(id ^ version) as u8; LAPS_ROW_BYTES];
+        bytes[..4].copy_from_slice(&version.to_le_bytes());
+        bytes
+    };
+    let writes_wanted = LAPS * LAPS_LOG_FILES * LAPS_LOG_FILE_BYTES / LAPS_ROW_BYTES as u64;
+    let began = Instant::now();
+    // Each thread writes its own rows (id % threads), in turn, so it knows
+    // each row's last acknowledged version; the highest GCI it committed in.
+    let results: Vec<(BTreeMap<u32, u32>, u32, Vec<String>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..LAPS_THREADS)
+            .map(|thread| {
+                let (client, table, payload) = (&client, &table, &payload);
+                scope.spawn(move || {
+                    let mut session = client.session().expect("session");
+                    session.set_timeout(CALL_TIMEOUT);
+                    let mut versions = BTreeMap::new();
+                    let mut failures = Vec::new();
+                    let mut gci_max = 0;
+                    let writes = writes_wanted / u64::from(LAPS_THREADS);
+                    let started = Instant::now();
+                    for write in 0..writes {
+                        // Paced: write number `write` waits for its moment.
+                        let due = started
+                            + Duration::from_micros(
+                                write * 1_000_000 / LAPS_WRITES_PER_S_PER_THREAD,
+                            );
+                        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                            std::thread::sleep(wait);
+                        }
+                        let id =
+                            thread + LAPS_THREADS * (write as u32 % (LAPS_ROWS / LAPS_THREADS));
+                        let version = write as u32 + 1;
+                        let mut transaction = session.start_transaction(None).expect("start");
+                        transaction
+                            .write(
+                                table,
+                                &[
+                                    (0, Value::Int(i64::from(id))),
+                                    (1, Value::Bytes(payload(id, version))),
+                                ],
+                            )
+                            .expect("define");
+                        match session.execute(&mut transaction, ExecuteEnd::Commit) {
+                            Ok(()) => {
+                                versions.insert(id, version);
+                                gci_max = gci_max.max(transaction.commit_gci().expect("a write"));
+                            }
+                            Err(error) => {
+                                failures.push(format!("write {write} of row {id}: {error}"));
+                                if failures.len() >= 10 {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    (versions, gci_max, failures)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().expect("a writer"))
+            .collect()
+    });
+    let failures: Vec<&String> = results.iter().flat_map(|r| &r.2).collect();
+    assert!(
+        failures.is_empty(),
+        "writes refused while the checkpoints should keep up: {failures:?}\n{}",
+        cluster.logs()
+    );
+    let versions: BTreeMap<u32, u32> = results.iter().flat_map(|r| r.0.clone()).collect();
+    let gci_max = results.iter().map(|r| r.1).max().unwrap_or(0);
+    let written = writes_wanted / u64::from(LAPS_THREADS) * u64::from(LAPS_THREADS);
+    eprintln!(
+        "{written} writes of {LAPS_ROW_BYTES} bytes in {:?} ({} MiB; the log holds {} MiB), \
+         the last in GCI {gci_max}",
+        began.elapsed(),
+        written * LAPS_ROW_BYTES as u64 >> 20,
+        LAPS_LOG_FILES * LAPS_LOG_FILE_BYTES >> 20
+    );
+    // Each write logs at least its row on each replica.
+    assert!(
+        written * LAPS_ROW_BYTES as u64 >= LAPS * LAPS_LOG_FILES * LAPS_LOG_FILE_BYTES * 99 / 100
+    );
+    // Every acknowledged write durable, then every process killed.
+    eventually(Duration::from_secs(20), || {
+        durability(&cluster).and_then(|(durable, _)| (durable >= u64::from(gci_max)).then_some(()))
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "GCI {gci_max} was not durable within 20 s:\n{}",
+            cluster.logs()
+        )
+    });
+    cluster.kill("mgmd");
+    for node in cluster.data_nodes.clone() {
+        cluster.kill(&node.to_string());
+    }
+    cluster.start_all(&client);
+    assert!(
+        cluster.restored_gci() >= gci_max,
+        "the restart restored through GCI {}, the last write was in {gci_max}",
+        cluster.restored_gci()
+    );
+    let mut session = client.session().expect("session");
+    session.set_timeout(CALL_TIMEOUT);
+    let ids: Vec<u32> = versions.keys().copied().collect();
+    for chunk in ids.chunks(100) {
+        let mut transaction = retry_temporary("read the rows back", || {
+            let mut transaction = session.start_transaction(None)?;
+            let mut reads = Vec::new();
+            for &id in chunk {
+                reads.push(transaction.read(
+                    &table,
+                    &[(0, Value::Int(i64::from(id)))],
+                    &[1],
+                    LockMode::Committed,
+                )?);
+            }
+            session.execute(&mut transaction, ExecuteEnd::Commit)?;
+            Ok((transaction, reads))
+        });
+        let (transaction, reads) = &mut transaction;
+        for (&id, &operation) in chunk.iter().zip(reads.iter()) {
+            let row = transaction.row(operation).expect("every row is back");
+            assert_eq!(
+                row.get(1),
+                Some(&Value::Bytes(payload(id, versions[&id]))),
+                "row {id} is not its last acknowledged write (version {})",
+                versions[&id]
+            );
+        }
+    }
+}
+
 #[test]
 fn bank_survives_the_management_node_killed_and_restarted() {
     let _serial = serial();

@@ -2035,13 +2035,19 @@ impl QueryHandler {
 /// state; a retry routes afresh.
 /// The temporary refusal of a write the redo log has no room for.
 fn redo_refusal(error: &RedoError) -> Error {
-    let code = match error {
-        RedoError::LogFull { .. } => ErrorCode::RedoLogFull,
-        RedoError::BufferFull { .. } | RedoError::RecordTooLarge { .. } => {
-            ErrorCode::RedoBufferFull
-        }
+    // The code's own text names the overload; the detail says by how much.
+    let (code, detail) = match error {
+        RedoError::LogFull { needed, free } => (
+            ErrorCode::RedoLogFull,
+            format!("{needed} bytes needed, {free} free until a local checkpoint completes"),
+        ),
+        RedoError::BufferFull { buffered, needed } => (
+            ErrorCode::RedoBufferFull,
+            format!("RedoBuffer holds {buffered} bytes not yet written, {needed} more do not fit"),
+        ),
+        RedoError::RecordTooLarge { .. } => (ErrorCode::RedoBufferFull, error.to_string()),
     };
-    Error::new(code, error.to_string())
+    Error::new(code, detail)
 }
 
 fn copying_refusal(node: NodeId, table: u32, fragment: u32) -> Error {
