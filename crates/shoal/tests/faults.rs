@@ -1860,8 +1860,8 @@ fn sustained_writes_lap_a_small_redo_log_without_410_and_survive_a_kill() {
         "{written} writes of {LAPS_ROW_BYTES} bytes in {:?} ({} MiB; the log holds {} MiB), \
          the last in GCI {gci_max}",
         began.elapsed(),
-        written * LAPS_ROW_BYTES as u64 >> 20,
-        LAPS_LOG_FILES * LAPS_LOG_FILE_BYTES >> 20
+        (written * LAPS_ROW_BYTES as u64) >> 20,
+        (LAPS_LOG_FILES * LAPS_LOG_FILE_BYTES) >> 20
     );
     // Each write logs at least its row on each replica.
     assert!(
