@@ -521,5 +521,42 @@ fn both_serving_modes_wait_without_holding_up_others() {
                 .any(|code| said.contains(code)),
             "{name}: the idle session was not closed: {idled:?}"
         );
+
+        // KILL closes an idle connection at once, not at its next command.
+        let mut victim = cli_session(port, "SELECT CONNECTION_ID();\n");
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(
+            victim.stdout.take().expect("stdout"),
+        ));
+        let header = lines.next().expect("a header").expect("read");
+        assert_eq!(header, "CONNECTION_ID()", "{name}");
+        let id: u64 = lines
+            .next()
+            .expect("an id")
+            .expect("read")
+            .parse()
+            .expect("a number");
+        let listed = |id: u64| {
+            processes(port)
+                .lines()
+                .any(|line| line.starts_with(&format!("{id}\t")))
+        };
+        assert!(listed(id), "{name}: {}", processes(port));
+        let (ok, out, err) = cli(port, "root", None, &format!("KILL {id}"));
+        assert!(ok, "{name}: {out} {err}");
+        support::eventually(Duration::from_secs(10), || (!listed(id)).then_some(()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{name}: the killed idle connection {id} stayed: {}",
+                    processes(port)
+                )
+            });
+        let stdin = victim.stdin.as_mut().expect("stdin");
+        let _ = stdin.write_all(b"SELECT 3;\n");
+        drop(victim.stdin.take());
+        let killed = victim.wait_with_output().expect("the killed client ends");
+        assert!(
+            !killed.status.success(),
+            "{name}: the killed connection still answered: {killed:?}"
+        );
     }
 }

@@ -72,6 +72,11 @@ pub struct Process {
     pub query_killed: Arc<AtomicBool>,
     /// Set by `KILL [CONNECTION]`: the connection closes.
     pub connection_killed: Arc<AtomicBool>,
+    /// Ends the connection's wait for its client's next command (shuts
+    /// the socket's reading side), so `KILL` closes an idle connection at
+    /// once instead of at its next command; `None` where there is no
+    /// socket to shut.
+    pub closer: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 /// Shared by every session of one SQL node.

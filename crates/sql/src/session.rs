@@ -1046,6 +1046,12 @@ impl Session {
         }
         if id != self.connection_id {
             process.interrupter.interrupt();
+            // A connection killed by another closes now, idle or not (its
+            // statement, if one runs, still answers first); one that kills
+            // itself closes after this answer.
+            if !query_only && let Some(closer) = &process.closer {
+                closer();
+            }
         }
         Ok(Outcome::done(0))
     }

@@ -565,6 +565,13 @@ impl Connection {
             info: String::new(),
             info_shown: false,
         };
+        let closer: Option<Arc<dyn Fn() + Send + Sync>> =
+            self.stream.tcp().try_clone().ok().map(|socket| {
+                Arc::new(move || {
+                    // Reads then end; what is being written still goes out.
+                    let _ = socket.shutdown(std::net::Shutdown::Read);
+                }) as Arc<dyn Fn() + Send + Sync>
+            });
         server.processes.lock().expect("processes").insert(
             self.connection_id,
             Process {
@@ -574,6 +581,7 @@ impl Connection {
                 interrupter,
                 query_killed: Arc::clone(&self.query_killed),
                 connection_killed: Arc::clone(&self.killed),
+                closer,
             },
         );
         let status = self.status();
