@@ -66,6 +66,7 @@
 //! | `TimeBetweenGlobalCheckpoints` | ndbd | ms | 2000 | 20..=32000 | NDB |
 //! | `TimeBetweenEpochs` | ndbd | ms | 100 | 0..=32000 | NDB |
 //! | `Diskless` | ndbd | boolean: no redo log, no checkpoints, nothing survives a system restart | false | | NDB |
+//! | `SchedulerSpinTimer` | ndbd | µs a data node looks for input before it sleeps, 0 = never | 50 (NDB: 0) | 0..=500 | NDB |
 //! | `TimeBetweenLocalCheckpoints` | ndbd | log2 of 4-byte words | 20 | 0..=31 | NDB |
 //! | `NoOfFragmentLogFiles` | ndbd | integer | 16 | 3.. | NDB |
 //! | `FragmentLogFileSize` | ndbd | size | 16M | 4M..=1G | NDB |
@@ -240,6 +241,9 @@ pub struct DataNodeConfig {
     /// Diskless: the node keeps nothing on disk (no redo log, no local
     /// checkpoints); a system restart starts empty.
     pub diskless: bool,
+    /// SchedulerSpinTimer: microseconds the node's thread polls for input
+    /// (yielding between polls) before it sleeps; 0 sleeps at once.
+    pub scheduler_spin_us: u64,
     /// Base-2 logarithm of the 4-byte words written between local
     /// checkpoints, as in NDB.
     pub time_between_local_checkpoints: u32,

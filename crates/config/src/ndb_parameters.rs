@@ -95,7 +95,7 @@ use ValueKind::{Boolean, Choice, CpuList, Integer, Milliseconds, Size, Text};
 // One entry per line, like a row of NDB's table; rustfmt would spread each
 // over eight lines.
 #[rustfmt::skip]
-pub static WITHOUT_EFFECT: [Parameter; 197] = [
+pub static WITHOUT_EFFECT: [Parameter; 196] = [
     // [system] and [computer].
     text("Name", SYSTEM),
     ndb("PrimaryMGMNode", SYSTEM, Integer, Number(0), 0, RNIL),
@@ -123,7 +123,6 @@ pub static WITHOUT_EFFECT: [Parameter; 197] = [
     ndb("TimeBetweenWatchDogCheck", DATA, Milliseconds, Number(6000), 70, RNIL),
     ndb("SchedulerExecutionTimer", DATA, Integer, Number(50), 0, 11000),
     ndb("MaxSendDelay", DATA, Integer, Number(0), 0, 11000),
-    ndb("SchedulerSpinTimer", DATA, Integer, Number(0), 0, 500),
     ndb("SchedulerResponsiveness", DATA, Integer, Number(5), 0, 10),
     ndb("__sched_scan_priority", DATA, Integer, Number(6), 1, 16),
     ndb("__disk_data_format", DATA, Integer, Number(1), 0, 1),

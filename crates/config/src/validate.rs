@@ -549,6 +549,7 @@ fn build_data_node(
         transaction_inactive_timeout_ms: view.number("TransactionInactiveTimeout"),
         time_between_global_checkpoints_ms: view.number("TimeBetweenGlobalCheckpoints"),
         time_between_epochs_ms: view.number("TimeBetweenEpochs"),
+        scheduler_spin_us: view.number("SchedulerSpinTimer"),
         time_between_local_checkpoints: narrow(view.number("TimeBetweenLocalCheckpoints")),
         fragment_log_files: narrow(view.number("NoOfFragmentLogFiles")),
         fragment_log_file_size_bytes: view.number("FragmentLogFileSize"),

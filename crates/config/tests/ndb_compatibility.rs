@@ -247,6 +247,7 @@ fn keys_without_effect_are_named_in_one_notice_with_their_lines() {
         "StopOnError (",
         "MaxStartFailRetries (",
         "StartFailRetryDelay (",
+        "SchedulerSpinTimer (",
     ] {
         assert!(!notice.contains(applied), "{applied} listed in: {notice}");
     }
@@ -255,6 +256,10 @@ fn keys_without_effect_are_named_in_one_notice_with_their_lines() {
     assert!(!node.stop_on_error);
     assert_eq!(node.start_fail_retries_max, 3);
     assert_eq!(node.start_fail_retry_delay_s, 0);
+    assert_eq!(
+        node.scheduler_spin_us, 0,
+        "SchedulerSpinTimer=0 sleeps at once"
+    );
 }
 
 #[test]
@@ -283,6 +288,12 @@ fn newly_accepted_keys_are_checked_against_ndb_ranges() {
         4,
         "MaxNoOfConcurrentScans",
         "`501` is out of range 2..=500",
+    );
+    assert_error(
+        &format!("{base}SchedulerSpinTimer=501\n"),
+        4,
+        "SchedulerSpinTimer",
+        "`501` is out of range 0..=500",
     );
     assert_error(
         &format!("{base}TimeBetweenEpochs=32001\n"),

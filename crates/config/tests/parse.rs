@@ -194,6 +194,7 @@ fn unset_parameters_take_ndb_defaults() {
     assert_eq!(node.transaction_deadlock_detection_timeout_ms, 1200);
     assert_eq!(node.time_between_global_checkpoints_ms, 2000);
     assert_eq!(node.time_between_local_checkpoints, 20);
+    assert_eq!(node.scheduler_spin_us, 50);
     assert_eq!(node.fragment_log_files, 16);
     assert_eq!(node.fragment_log_file_size_bytes, 16 * MIB);
     assert_eq!(node.redo_buffer_bytes, 32 * MIB);
