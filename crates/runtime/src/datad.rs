@@ -638,8 +638,7 @@ impl Runtime {
                 std::thread::yield_now();
             }
         }
-        self.poll
-            .poll(events, Some(timeout.saturating_sub(self.spin.min(timeout))))
+        self.poll.poll(events, Some(timeout - spin))
     }
 
     fn now_ms(&self) -> u64 {
