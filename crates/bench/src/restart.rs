@@ -15,7 +15,10 @@
 //!   and of the whole machine (busy time in `/proc/stat`, which also holds
 //!   the kernel's writeback of the files): on a machine the load itself
 //!   saturates, throughput follows the CPU an operation costs, and CPU
-//!   time holds still where throughput swings with whatever else runs.
+//!   time holds still where throughput swings with whatever else runs;
+//! - **time stolen**: on a virtual machine, the share of the machine's
+//!   time its hypervisor gave to others (`steal` in `/proc/stat`, not
+//!   counted as busy), which slows both clusters by turns.
 //!
 //! The load runs in rounds that alternate between the clusters; besides
 //! the ratio of the totals it reports each round's ratio (the cluster with
@@ -74,6 +77,10 @@ pub struct LoadFigures {
     pub update_node_cpu_us: f64,
     pub insert_machine_cpu_us: f64,
     pub update_machine_cpu_us: f64,
+    /// The share of the machine's time stolen by its hypervisor during
+    /// each phase (0 on a machine of its own).
+    pub insert_stolen_share: f64,
+    pub update_stolen_share: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -141,7 +148,11 @@ fn written_bytes(pids: &[u32]) -> u64 {
 
 /// The machine's busy CPU time so far, in ns: every CPU's time in
 /// `/proc/stat` but idle and I/O wait. `None` off Linux.
-fn machine_busy_ns() -> Option<u64> {
+/// The machine's CPU time so far, in ns: (busy, stolen, all). Busy is
+/// this machine's own work; stolen is the time a virtual machine's
+/// processors wanted to run and the hypervisor ran something else (it
+/// slows every process alike, and swings from minute to minute).
+fn machine_cpu_ns() -> Option<(u64, u64, u64)> {
     let text = std::fs::read_to_string("/proc/stat").ok()?;
     let line = text.lines().next()?.strip_prefix("cpu ")?;
     let ticks: Vec<u64> = line
@@ -150,15 +161,26 @@ fn machine_busy_ns() -> Option<u64> {
         .collect::<Option<_>>()?;
     // user nice system idle iowait irq softirq steal (guest time is in
     // user already).
-    let busy: u64 = ticks
+    let field = |index: usize| ticks.get(index).copied().unwrap_or(0);
+    let busy = [0, 1, 2, 5, 6]
         .iter()
-        .take(8)
-        .enumerate()
-        .filter(|(field, _)| *field != 3 && *field != 4)
-        .map(|(_, ticks)| ticks)
-        .sum();
+        .map(|index| field(*index))
+        .sum::<u64>();
+    let stolen = field(7);
+    let all = busy + stolen + field(3) + field(4);
     // The kernel counts in USER_HZ ticks, 100 a second on Linux.
-    Some(busy * 10_000_000)
+    const NS_PER_TICK: u64 = 10_000_000;
+    Some((busy * NS_PER_TICK, stolen * NS_PER_TICK, all * NS_PER_TICK))
+}
+
+/// Rounds of the load when not asked for: one per 50,000 rows, at least
+/// 4 and at most 40. The load's throughput swings with the machine (on a
+/// virtual machine by half within a minute, with the time stolen from
+/// it), so the more often the clusters take turns, the more alike the
+/// conditions each pair of rounds compares: with 4 rounds of a million
+/// rows, the rounds' ratios ran from 0.49 to 1.56 on one machine.
+pub fn default_rounds(rows: u32) -> u32 {
+    (rows / 50_000).clamp(4, 40)
 }
 
 /// CPU ns the processes `pids` have run so far (`None` if one is gone).
@@ -261,6 +283,8 @@ struct Phase {
     written_bytes: u64,
     node_cpu_ns: u64,
     machine_cpu_ns: u64,
+    machine_stolen_ns: u64,
+    machine_all_ns: u64,
     /// Each round's committed calls per second.
     round_rates: Vec<f64>,
 }
@@ -283,6 +307,11 @@ impl Phase {
         )
     }
 
+    /// The share of the machine's time stolen from it.
+    fn stolen_share(&self) -> f64 {
+        self.machine_stolen_ns as f64 / self.machine_all_ns.max(1) as f64
+    }
+
     /// Measures one round of `work` (which returns the calls committed and
     /// failed) on the data nodes `pids`.
     fn measure(
@@ -292,7 +321,7 @@ impl Phase {
     ) -> Result<u64, String> {
         let written = written_bytes(pids);
         let node_cpu = processes_cpu_ns(pids);
-        let machine_cpu = machine_busy_ns();
+        let machine_cpu = machine_cpu_ns();
         let began = Instant::now();
         let (committed, failed) = work()?;
         let seconds = began.elapsed().as_secs_f64();
@@ -301,8 +330,10 @@ impl Phase {
         if let (Some(before), Some(after)) = (node_cpu, processes_cpu_ns(pids)) {
             self.node_cpu_ns += after.saturating_sub(before);
         }
-        if let (Some(before), Some(after)) = (machine_cpu, machine_busy_ns()) {
-            self.machine_cpu_ns += after.saturating_sub(before);
+        if let (Some(before), Some(after)) = (machine_cpu, machine_cpu_ns()) {
+            self.machine_cpu_ns += after.0.saturating_sub(before.0);
+            self.machine_stolen_ns += after.1.saturating_sub(before.1);
+            self.machine_all_ns += after.2.saturating_sub(before.2);
         }
         self.committed += committed;
         self.failed += failed;
@@ -394,6 +425,8 @@ impl Measured<'_> {
             update_node_cpu_us,
             insert_machine_cpu_us,
             update_machine_cpu_us,
+            insert_stolen_share: self.inserts.stolen_share(),
+            update_stolen_share: self.updates.stolen_share(),
         }
     }
 }
@@ -726,6 +759,15 @@ pub fn render(figures: &RestartFigures) -> String {
     );
     let _ = writeln!(
         out,
+        "  machine time stolen by its hypervisor, inserts / updates: {:.1}% / {:.1}% with disk, \
+         {:.1}% / {:.1}% in memory",
+        figures.with_disk.insert_stolen_share * 100.0,
+        figures.with_disk.update_stolen_share * 100.0,
+        figures.in_memory.insert_stolen_share * 100.0,
+        figures.in_memory.update_stolen_share * 100.0
+    );
+    let _ = writeln!(
+        out,
         "  disk writes of the data nodes (redo log and local checkpoints): {:.1} MB/s while \
          inserting, {:.1} MB/s while updating ({} and {} failed writes)",
         figures.with_disk.insert_disk_bytes_per_s / 1e6,
@@ -763,6 +805,8 @@ pub fn to_json(figures: &RestartFigures) -> String {
             "update_node_cpu_us": load.update_node_cpu_us,
             "insert_machine_cpu_us": load.insert_machine_cpu_us,
             "update_machine_cpu_us": load.update_machine_cpu_us,
+            "insert_stolen_share": load.insert_stolen_share,
+            "update_stolen_share": load.update_stolen_share,
         })
     };
     serde_json::json!({
@@ -786,4 +830,26 @@ pub fn to_json(figures: &RestartFigures) -> String {
         "rows_after_system_restart": figures.rows_after_system_restart,
     })
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_follow_the_rows_within_bounds() {
+        assert_eq!(default_rounds(1_000), 4);
+        assert_eq!(default_rounds(200_000), 4);
+        assert_eq!(default_rounds(1_000_000), 20);
+        assert_eq!(default_rounds(u32::MAX), 40);
+    }
+
+    #[test]
+    fn the_machine_time_stolen_is_apart_from_its_busy_time() {
+        let Some((busy, stolen, all)) = machine_cpu_ns() else {
+            return;
+        };
+        assert!(busy + stolen <= all, "{busy} + {stolen} > {all}");
+        assert!(all > 0);
+    }
 }

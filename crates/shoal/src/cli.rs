@@ -415,9 +415,10 @@ pub struct BenchRestartArgs {
     #[arg(long, value_name = "S", default_value_t = 10.0)]
     pub update_seconds: f64,
 
-    /// Rounds of the load, alternating between the two clusters.
-    #[arg(long, value_name = "N", default_value_t = 4)]
-    pub rounds: u32,
+    /// Rounds of the load, alternating between the two clusters (by
+    /// default one per 50,000 rows, 4 to 40).
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u32>,
 
     /// Print one JSON object instead of text.
     #[arg(long)]

@@ -337,7 +337,7 @@ fn bench_restart(args: &crate::cli::BenchRestartArgs) -> ExitCode {
         || args.row_bytes == 0
         || args.threads == 0
         || args.update_seconds <= 0.0
-        || args.rounds == 0
+        || args.rounds == Some(0)
     {
         eprintln!(
             "shoal bench restart: --rows takes 1000 or more; --row-bytes, --threads, \
@@ -351,7 +351,9 @@ fn bench_restart(args: &crate::cli::BenchRestartArgs) -> ExitCode {
         row_bytes: args.row_bytes,
         threads: args.threads,
         update_seconds: args.update_seconds,
-        rounds: args.rounds,
+        rounds: args
+            .rounds
+            .unwrap_or_else(|| bench::restart::default_rounds(args.rows)),
         json: args.json,
     };
     match bench::restart::run(&options) {
