@@ -49,6 +49,33 @@ impl BlockingStream {
         })
     }
 
+    /// Reads what has arrived without waiting (`MSG_DONTWAIT`, which
+    /// leaves the socket blocking for its other users): `WouldBlock` when
+    /// nothing has.
+    pub fn read_now(&self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::fd::AsFd;
+        let fd = match self {
+            BlockingStream::Tcp(stream) => stream.as_fd(),
+            BlockingStream::Unix(stream) => stream.as_fd(),
+        };
+        loop {
+            match rustix::net::recv(fd, &mut *buffer, rustix::net::RecvFlags::DONTWAIT) {
+                Ok((read, _)) => return Ok(read),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    /// The socket's descriptor, to watch it for input (`epoll`).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match self {
+            BlockingStream::Tcp(stream) => stream.as_raw_fd(),
+            BlockingStream::Unix(stream) => stream.as_raw_fd(),
+        }
+    }
+
     /// Whether this is a data node's local socket rather than TCP.
     pub fn is_local(&self) -> bool {
         matches!(self, BlockingStream::Unix(_))

@@ -7,6 +7,18 @@
 //! frame per execute, under that connection's lock); answers come back
 //! through the session's mailbox. A transaction id carries its session in
 //! its top bits, so the receiving thread finds the mailbox without a map.
+//!
+//! A **driven** connection (`Cluster::connect_driven`) has no receiving
+//! threads: the threads that run its sessions read the sockets themselves
+//! (`LinkReceiver::pump`, when their `epoll` says a socket is readable),
+//! so an answer reaches a session without waking a thread in between (the
+//! SQL node's workers, `crates/sqld/src/worker.rs`). Whoever pumps holds
+//! the link's receiver; one that finds it held leaves a mark, and the
+//! holder reads again before it lets go, so no input waits for the next.
+//! A thread that blocks for an answer (not a task) reads the sockets
+//! itself every `BLOCKED_PUMP_INTERVAL`, and a keeper thread per link,
+//! which wakes only at the heartbeat interval, sends the heartbeats and
+//! acknowledgements due and ends a silent link.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
@@ -76,7 +88,15 @@ pub(crate) enum Delivery {
 pub(crate) struct Mailbox {
     queue: Mutex<Queue>,
     ready: Condvar,
+    /// The connection, when it is driven: a thread that blocks for a
+    /// delivery reads its sockets meanwhile (see the module's notes).
+    driven: Option<std::sync::Weak<Inner>>,
 }
+
+/// How often a thread blocked for an answer on a driven connection reads
+/// its sockets: such waits are rare (dictionary requests, threads that are
+/// not tasks), and this bounds what they add to one.
+const BLOCKED_PUMP_INTERVAL: Duration = Duration::from_millis(1);
 
 #[derive(Default)]
 struct Queue {
@@ -90,6 +110,13 @@ struct Queue {
 }
 
 impl Mailbox {
+    fn new(driven: Option<std::sync::Weak<Inner>>) -> Mailbox {
+        Mailbox {
+            driven,
+            ..Mailbox::default()
+        }
+    }
+
     pub(crate) fn push(&self, delivery: Delivery) {
         let (waiting, task) = {
             let mut queue = self.queue.lock().expect("mailbox");
@@ -144,10 +171,29 @@ impl Mailbox {
                     crate::task::suspend(deadline);
                     queue = self.queue.lock().expect("mailbox");
                 }
-                None => {
-                    queue.waiting = true;
-                    queue = self.ready.wait_timeout(queue, left).expect("mailbox").0;
-                }
+                None => match &self.driven {
+                    Some(inner) => {
+                        // Nobody else may be reading the sockets now (the
+                        // thread that watches them may be this one).
+                        drop(queue);
+                        if let Some(inner) = inner.upgrade() {
+                            pump_links(&inner);
+                        }
+                        queue = self.queue.lock().expect("mailbox");
+                        if queue.deliveries.is_empty() {
+                            queue.waiting = true;
+                            queue = self
+                                .ready
+                                .wait_timeout(queue, left.min(BLOCKED_PUMP_INTERVAL))
+                                .expect("mailbox")
+                                .0;
+                        }
+                    }
+                    None => {
+                        queue.waiting = true;
+                        queue = self.ready.wait_timeout(queue, left).expect("mailbox").0;
+                    }
+                },
             }
         }
     }
@@ -177,6 +223,142 @@ pub(crate) struct Link {
     /// The connection's refusals (see `Shared::refusals`), so a send on a
     /// link its data node refused says why.
     refusals: Refusals,
+    /// How it is read when the connection is driven (else a receiving
+    /// thread owns the reading side).
+    driven: Option<DrivenReceiver>,
+}
+
+/// The reading side of a driven connection's link.
+struct DrivenReceiver {
+    receiver: Mutex<Receiver>,
+    /// Set by a pump that found `receiver` held: its holder reads again.
+    more: AtomicBool,
+    fd: std::os::fd::RawFd,
+}
+
+/// What reads one link's socket of a driven connection; whoever pumps
+/// holds it.
+struct Receiver {
+    reader: BlockingStream,
+    decoder: FrameDecoder,
+    acks: PendingAcks,
+    /// When the data node was last heard.
+    heard: Instant,
+    messages: Vec<Message>,
+    ack_frame: Vec<u8>,
+    /// The socket closed or failed and the sessions were told: nothing
+    /// more is read.
+    ended: bool,
+}
+
+impl Receiver {
+    /// Reads everything that has arrived and hands it out (`dispatch`).
+    fn read_arrived(&mut self, shared: &Shared, link: &Link) {
+        while !self.ended {
+            match self.reader.read_now(self.decoder.spare(RECEIVE_BYTES_MIN)) {
+                Ok(0) => self.end(shared, link),
+                Ok(read) => {
+                    self.heard = Instant::now();
+                    self.decoder.filled(read);
+                    shared.counters.values[crate::session::BYTES_RECEIVED]
+                        .fetch_add(read as u64, Ordering::Relaxed);
+                    loop {
+                        match self.decoder.next_frame(&mut self.messages) {
+                            Ok(true) => {
+                                for message in self.messages.drain(..) {
+                                    dispatch(shared, link, message, &mut self.acks);
+                                }
+                            }
+                            Ok(false) => break,
+                            Err(_) => {
+                                self.end(shared, link);
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => self.end(shared, link),
+            }
+        }
+        if !self.ended {
+            send_acks(link, &mut self.acks, false, &mut self.ack_frame);
+        }
+    }
+
+    /// The link is over: every session hears that its node is down, once.
+    fn end(&mut self, shared: &Shared, link: &Link) {
+        assert!(!self.ended, "a link ended twice");
+        self.ended = true;
+        link.alive.store(false, Ordering::Release);
+        let _ = self.reader.shutdown(Shutdown::Both);
+        shared.node_down(link.node);
+    }
+}
+
+/// Reads what has arrived on a driven `link`. Returns at once when
+/// another thread is reading it: that thread reads this input too (see
+/// the module's notes).
+fn pump(shared: &Shared, link: &Link) {
+    let Some(driven) = &link.driven else {
+        return;
+    };
+    driven.more.store(true, Ordering::SeqCst);
+    loop {
+        let mut receiver = match driven.receiver.try_lock() {
+            Ok(receiver) => receiver,
+            Err(std::sync::TryLockError::WouldBlock) => return,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        };
+        // Cleared while held: input that came before a mark set from here
+        // on is read below, and a mark set later is seen after the unlock.
+        driven.more.store(false, Ordering::SeqCst);
+        receiver.read_arrived(shared, link);
+        drop(receiver);
+        if !driven.more.load(Ordering::SeqCst) {
+            return;
+        }
+    }
+}
+
+/// Reads what has arrived on every link of a driven connection.
+fn pump_links(inner: &Inner) {
+    for (_, slot) in &inner.links {
+        let link = slot.lock().expect("link").clone();
+        if let Some(link) = link {
+            pump(&inner.shared, &link);
+        }
+    }
+}
+
+/// A data node's socket of a driven connection, for a thread that watches
+/// it (`epoll`, edge-triggered) and reads it when it becomes readable.
+#[derive(Clone)]
+pub struct LinkReceiver {
+    link: Arc<Link>,
+    shared: Arc<Shared>,
+}
+
+impl LinkReceiver {
+    /// The socket to watch for input. It stays open while this value
+    /// lives.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.link.driven.as_ref().expect("a driven link").fd
+    }
+
+    pub fn node(&self) -> NodeId {
+        self.link.node
+    }
+
+    /// Reads what has arrived and hands it to the sessions waiting for it.
+    pub fn pump(&self) {
+        pump(&self.shared, &self.link);
+    }
+
+    /// Whether this is the same link as `other`.
+    pub fn same_link(&self, other: &LinkReceiver) -> bool {
+        Arc::ptr_eq(&self.link, &other.link)
+    }
 }
 
 /// A link's send queue. A sender that finds another one writing appends
@@ -234,6 +416,7 @@ impl Link {
             room: Condvar::new(),
             alive: AtomicBool::new(true),
             refusals,
+            driven: None,
         })
     }
 
@@ -506,6 +689,12 @@ pub(crate) struct Inner {
     round_robin: AtomicUsize,
     /// One administrative request at a time: they share a mailbox.
     admin: Mutex<()>,
+    /// Read by the threads that run its sessions, not by receiving
+    /// threads (see the module's notes).
+    driven: bool,
+    /// Counts the links opened, so a thread that watches the sockets
+    /// notices a new one.
+    links_opened: AtomicU64,
 }
 
 /// A connection to a cluster. Cheap to clone; every clone is the same
@@ -530,6 +719,20 @@ impl Cluster {
     /// takes a free API node id, connects to every data node and waits
     /// (up to `timeout`) until all are connected and the dictionary is read.
     pub fn connect(connectstring: &str, timeout: Duration) -> Result<Cluster, ClientError> {
+        Cluster::connect_with(connectstring, timeout, false)
+    }
+
+    /// `connect`, for a runtime whose threads read the data nodes' sockets
+    /// themselves (`link_receivers`): no receiving threads.
+    pub fn connect_driven(connectstring: &str, timeout: Duration) -> Result<Cluster, ClientError> {
+        Cluster::connect_with(connectstring, timeout, true)
+    }
+
+    fn connect_with(
+        connectstring: &str,
+        timeout: Duration,
+        driven: bool,
+    ) -> Result<Cluster, ClientError> {
         let mut management =
             BlockingConnection::connect(connectstring, 0, NodeRole::Api, REQUEST_TIMEOUT)
                 .map_err(|e| ClientError::connection(e.to_string()))?;
@@ -568,9 +771,7 @@ impl Cluster {
                 )
             })
             .collect();
-        let mut mailboxes = vec![None; SESSIONS_MAX];
-        mailboxes[ADMIN_MAILBOX] = Some(Arc::new(Mailbox::default()));
-        let inner = Arc::new(Inner {
+        let inner = Arc::new_cyclic(|weak| Inner {
             node,
             connectstring: connectstring.to_string(),
             management: ManagementLink::open(management),
@@ -588,7 +789,12 @@ impl Cluster {
             ),
             heartbeats,
             shared: Arc::new(Shared {
-                mailboxes: RwLock::new(mailboxes),
+                mailboxes: RwLock::new({
+                    let mut mailboxes = vec![None; SESSIONS_MAX];
+                    mailboxes[ADMIN_MAILBOX] =
+                        Some(Arc::new(Mailbox::new(driven.then(|| weak.clone()))));
+                    mailboxes
+                }),
                 counters: SharedCounters::default(),
                 refusals: Refusals::default(),
                 state_seen: Mutex::new(((0, 0), 0)),
@@ -600,12 +806,19 @@ impl Cluster {
             next_transaction: AtomicU64::new(1),
             round_robin: AtomicUsize::new(0),
             admin: Mutex::new(()),
+            driven,
+            links_opened: AtomicU64::new(0),
         });
         let cluster = Cluster { inner };
         let weak = Arc::downgrade(&cluster.inner);
         std::thread::Builder::new()
             .name(format!("shoal-management-{node}"))
             .spawn(move || keep_management_connection(weak))
+            .map_err(|e| ClientError::connection(format!("cannot start a thread: {e}")))?;
+        let weak = Arc::downgrade(&cluster.inner);
+        std::thread::Builder::new()
+            .name(format!("shoal-links-{node}"))
+            .spawn(move || keep_data_node_links(weak))
             .map_err(|e| ClientError::connection(format!("cannot start a thread: {e}")))?;
         cluster.wait_until_ready(&config.node_groups, Instant::now() + timeout)?;
         Ok(cluster)
@@ -744,6 +957,35 @@ impl Cluster {
             .collect()
     }
 
+    /// Whether this connection is driven (`connect_driven`).
+    pub fn is_driven(&self) -> bool {
+        self.inner.driven
+    }
+
+    /// How many links to data nodes this connection has opened: when it
+    /// changes, `link_receivers` has a new one.
+    pub fn links_opened(&self) -> u64 {
+        self.inner.links_opened.load(Ordering::Acquire)
+    }
+
+    /// The open links of a driven connection, to watch and pump (empty
+    /// for one that is not driven).
+    pub fn link_receivers(&self) -> Vec<LinkReceiver> {
+        if !self.inner.driven {
+            return Vec::new();
+        }
+        self.inner
+            .links
+            .iter()
+            .filter_map(|(_, slot)| slot.lock().expect("link").clone())
+            .filter(|link| link.alive.load(Ordering::Acquire))
+            .map(|link| LinkReceiver {
+                link,
+                shared: Arc::clone(&self.inner.shared),
+            })
+            .collect()
+    }
+
     /// A new session (NDB's `Ndb` object): one per thread.
     pub fn session(&self) -> Result<Session, ClientError> {
         let mut mailboxes = self.inner.shared.mailboxes.write().expect("mailboxes");
@@ -759,7 +1001,8 @@ impl Cluster {
                 format!("{SESSIONS_MAX} sessions are open on this cluster connection"),
             ));
         };
-        let mailbox = Arc::new(Mailbox::default());
+        let driven = self.inner.driven.then(|| Arc::downgrade(&self.inner));
+        let mailbox = Arc::new(Mailbox::new(driven));
         mailboxes[id] = Some(Arc::clone(&mailbox));
         Ok(Session::new(self.clone(), id as u32, mailbox))
     }
@@ -957,6 +1200,9 @@ impl Cluster {
             match self.open_link(*node, &address) {
                 Some(link) => {
                     *slot.lock().expect("link") = Some(link);
+                    // After the link is in its slot: whoever sees the count
+                    // change finds it there.
+                    self.inner.links_opened.fetch_add(1, Ordering::AcqRel);
                     self.inner
                         .failed_connects
                         .lock()
@@ -1019,14 +1265,47 @@ impl Cluster {
         let heartbeats = self.heartbeats(node);
         stream.set_read_timeout(Some(heartbeats.interval)).ok()?;
         let reader = stream.try_clone().ok()?;
-        let link = Arc::new(Link::new(
+        let mut link = Link::new(
             node,
             incarnation,
             stream,
             Arc::clone(&self.inner.shared.refusals),
-        )?);
+        )?;
         let shared = Arc::clone(&self.inner.shared);
         let mut acks = PendingAcks::default();
+        if self.inner.driven {
+            link.driven = Some(DrivenReceiver {
+                fd: reader.raw_fd(),
+                receiver: Mutex::new(Receiver {
+                    reader,
+                    decoder,
+                    acks,
+                    heard: Instant::now(),
+                    messages: Vec::new(),
+                    ack_frame: Vec::new(),
+                    ended: false,
+                }),
+                more: AtomicBool::new(false),
+            });
+            let link = Arc::new(link);
+            for message in pending {
+                let mut receiver = link
+                    .driven
+                    .as_ref()
+                    .expect("driven")
+                    .receiver
+                    .lock()
+                    .expect("receiver");
+                dispatch(&shared, &link, message, &mut receiver.acks);
+            }
+            let keeping = Arc::clone(&link);
+            std::thread::Builder::new()
+                .name(format!("shoal-keeper-{node}"))
+                .spawn(move || keep_link(keeping, shared, heartbeats))
+                .ok()?;
+            return Some(link);
+        }
+        let link = Arc::new(link);
         for message in pending {
             dispatch(&shared, &link, message, &mut acks);
         }
@@ -1270,6 +1549,31 @@ fn absorb_addresses(inner: &Inner, wait: Duration) {
 /// same API node id, as NDB's API does, pausing longer after each failed
 /// attempt. Sessions never wait for it: they use the addresses already
 /// known. Ends when the cluster connection is dropped.
+/// Connects again, in the background, to each data node whose link is
+/// down, at most every `RECONNECT_INTERVAL` (as NDB's API nodes do): a
+/// restarted data node is otherwise reached again only by a call that
+/// needs it, while transactions are routed to connected nodes only, so it
+/// would never get the share of the load its replicas are for. On a
+/// thread of its own: an attempt may take `CONNECT_TIMEOUT`.
+fn keep_data_node_links(inner: std::sync::Weak<Inner>) {
+    loop {
+        std::thread::sleep(RECONNECT_INTERVAL);
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let cluster = Cluster { inner };
+        if cluster
+            .inner
+            .data_nodes
+            .iter()
+            .any(|node| cluster.link(*node).is_none())
+        {
+            absorb_addresses(&cluster.inner, Duration::ZERO);
+            cluster.connect_data_nodes();
+        }
+    }
+}
+
 fn keep_management_connection(inner: std::sync::Weak<Inner>) {
     let mut pause = MANAGEMENT_RETRY_PAUSE;
     let mut next_keep_alive = Instant::now();
@@ -1461,6 +1765,53 @@ const DEFAULT_MISSED_HEARTBEATS: u32 = 6;
 /// Room each read of a data-node connection offers at least.
 const RECEIVE_BYTES_MIN: usize = 256 * 1024;
 
+/// The frame of an API node's heartbeat to a data node.
+fn heartbeat_frame() -> Vec<u8> {
+    let mut frame = Vec::new();
+    encode_frame(
+        &[Message::Heartbeat {
+            generation: 0,
+            version: 0,
+            free_pages: None,
+            sent_at_ms: 0,
+        }],
+        &mut frame,
+    );
+    frame
+}
+
+/// The keeper of a driven connection's link: at each heartbeat interval
+/// it reads what no watcher read, sends the acknowledgements due and a
+/// heartbeat, and ends the link when the data node has been silent too
+/// long (the receiving thread's other duties, see `receive_loop`).
+fn keep_link(link: Arc<Link>, shared: Arc<Shared>, heartbeats: Heartbeats) {
+    let heartbeat_frame = heartbeat_frame();
+    let driven = link.driven.as_ref().expect("a driven link");
+    loop {
+        std::thread::sleep(heartbeats.interval);
+        pump(&shared, &link);
+        let mut receiver = driven.receiver.lock().unwrap_or_else(|p| p.into_inner());
+        if receiver.ended {
+            return;
+        }
+        if receiver.heard.elapsed() > heartbeats.silence_max {
+            // A stopped data node keeps its socket open: only its silence
+            // tells, and the sessions waiting on it must hear NodeDown.
+            receiver.end(&shared, &link);
+            return;
+        }
+        let Receiver {
+            acks, ack_frame, ..
+        } = &mut *receiver;
+        send_acks(&link, acks, true, ack_frame);
+        drop(receiver);
+        // The data node answers each heartbeat, and closes the connection
+        // of an API node that stopped sending them. A send that failed
+        // closed the socket: the next read ends the link.
+        let _ = link.send(&heartbeat_frame, Instant::now() + heartbeats.interval);
+    }
+}
+
 /// Reads one data-node connection until it fails, dispatching answers.
 fn receive_loop(
     mut reader: BlockingStream,
@@ -1471,16 +1822,7 @@ fn receive_loop(
     mut acks: PendingAcks,
 ) {
     let mut messages = Vec::new();
-    let mut heartbeat_frame = Vec::new();
-    encode_frame(
-        &[Message::Heartbeat {
-            generation: 0,
-            version: 0,
-            free_pages: None,
-            sent_at_ms: 0,
-        }],
-        &mut heartbeat_frame,
-    );
+    let heartbeat_frame = heartbeat_frame();
     // The handshake just heard the data node.
     let mut heard = Instant::now();
     let mut next_heartbeat = heard + heartbeats.interval;
@@ -1632,6 +1974,8 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
         next_transaction: AtomicU64::new(1),
         round_robin: AtomicUsize::new(0),
         admin: Mutex::new(()),
+        driven: false,
+        links_opened: AtomicU64::new(0),
     });
     (Cluster { inner }, listener)
 }

@@ -24,7 +24,7 @@ pub use auto_increment::{
     PREFETCH_DEFAULT as AUTO_INCREMENT_PREFETCH_DEFAULT,
     PREFETCH_MAX as AUTO_INCREMENT_PREFETCH_MAX,
 };
-pub use connection::{Cluster, REQUEST_TIMEOUT, SESSIONS_MAX};
+pub use connection::{Cluster, LinkReceiver, REQUEST_TIMEOUT, SESSIONS_MAX};
 pub use error::{ClientError, ErrorClass, classify};
 pub use pool::ClusterPool;
 pub use protocol::{ClusterState, ExecuteEnd, OperationKind};

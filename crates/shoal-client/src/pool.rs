@@ -22,11 +22,29 @@ impl ClusterPool {
         size: usize,
         timeout: Duration,
     ) -> Result<ClusterPool, ClientError> {
+        ClusterPool::connect_with(connectstring, size, timeout, Cluster::connect)
+    }
+
+    /// `connect` with driven connections (`Cluster::connect_driven`).
+    pub fn connect_driven(
+        connectstring: &str,
+        size: usize,
+        timeout: Duration,
+    ) -> Result<ClusterPool, ClientError> {
+        ClusterPool::connect_with(connectstring, size, timeout, Cluster::connect_driven)
+    }
+
+    fn connect_with(
+        connectstring: &str,
+        size: usize,
+        timeout: Duration,
+        connect: fn(&str, Duration) -> Result<Cluster, ClientError>,
+    ) -> Result<ClusterPool, ClientError> {
         if size == 0 {
             return Err(ClientError::usage("a pool needs at least one connection"));
         }
         let connections = (0..size)
-            .map(|_| Cluster::connect(connectstring, timeout))
+            .map(|_| connect(connectstring, timeout))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ClusterPool {
             connections,
@@ -42,6 +60,13 @@ impl ClusterPool {
     pub fn session(&self) -> Result<Session, ClientError> {
         let index = self.next.fetch_add(1, Ordering::Relaxed) % self.connections.len();
         self.connections[index].session()
+    }
+
+    /// A session on connection `index` (modulo the pool's size): a
+    /// runtime that reads each connection's sockets on its own thread
+    /// keeps that thread's sessions on it.
+    pub fn session_on(&self, index: usize) -> Result<Session, ClientError> {
+        self.connections[index % self.connections.len()].session()
     }
 
     /// The counters of every connection, summed.

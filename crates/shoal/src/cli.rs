@@ -295,6 +295,11 @@ pub struct SqldArgs {
     /// its own.
     #[arg(long, value_name = "N", default_value_t = sqld::default_worker_threads())]
     pub worker_threads: usize,
+
+    /// Microseconds a worker with nothing to run polls its sockets before
+    /// it sleeps, 0 to 500 (as a data node's SchedulerSpinTimer).
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = sqld::WORKER_SPIN_DEFAULT_US)]
+    pub worker_spin: u64,
 }
 
 #[derive(Debug, Args)]

@@ -64,6 +64,7 @@ fn sqld(args: &crate::cli::SqldArgs) -> ExitCode {
         wait_timeout_seconds: args.wait_timeout,
         cluster_wait_seconds: args.ndb_wait_connected,
         worker_threads: args.worker_threads,
+        worker_spin_us: args.worker_spin,
     };
     match sqld::run(settings, stop) {
         Ok(()) => ExitCode::SUCCESS,

@@ -560,3 +560,143 @@ fn both_serving_modes_wait_without_holding_up_others() {
         );
     }
 }
+
+/// A data node killed (SIGKILL) while clients insert through the SQL node,
+/// whose workers read the data nodes' sockets themselves: every client
+/// finishes (no statement waits forever for an answer from the dead
+/// node), every insert the SQL node acknowledged is there afterwards, and
+/// once `shoal up` has started the node again the SQL node uses it.
+#[test]
+fn a_data_node_killed_under_sql_load_loses_no_acknowledged_insert() {
+    const CLIENTS: usize = 3;
+    const INSERTS: usize = 4_000;
+    let sandbox = Sandbox::start("sql-datad-kill", 2, 2);
+    let port = sql_port(&sandbox);
+    let (ok, out, err) = cli(
+        port,
+        "root",
+        None,
+        "CREATE DATABASE load; CREATE TABLE load.r (id INT PRIMARY KEY, client INT NOT NULL) \
+         ENGINE=NDB;",
+    );
+    assert!(ok, "{out} {err}");
+    let victims = sandbox.processes("--ndb-nodeid 3");
+    assert_eq!(victims.len(), 1, "one data node 3: {victims:?}");
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            let mut script = String::new();
+            for line in 0..INSERTS {
+                script.push_str(&format!(
+                    "INSERT INTO load.r VALUES ({}, {client});\n",
+                    client * INSERTS + line
+                ));
+            }
+            // `--force` goes on after an error, which names its line.
+            let mut child = mariadb(port, "root", false)
+                .args(["--force", "--skip-reconnect"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("the mariadb client runs (scripts/install-sql-tools installs it)");
+            let mut input = child.stdin.take().expect("stdin");
+            std::thread::spawn(move || {
+                let _ = input.write_all(script.as_bytes());
+            });
+            child
+        })
+        .collect();
+    // The kill lands while the clients insert: some rows are in already.
+    support::eventually(Duration::from_secs(60), || {
+        let (ok, out, _) = cli(port, "root", None, "SELECT COUNT(*) FROM load.r");
+        let count: usize = out.lines().nth(1)?.trim().parse().ok()?;
+        (ok && count >= 500).then_some(())
+    })
+    .expect("the clients insert");
+    assert!(support::signal(victims[0], rustix::process::Signal::KILL));
+
+    let mut acknowledged = Vec::new();
+    let mut failures = 0;
+    for (client, child) in clients.into_iter().enumerate() {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sender.send(child.wait_with_output());
+        });
+        let output = receiver
+            .recv_timeout(Duration::from_secs(300))
+            .expect("every client finishes: no statement waits forever")
+            .expect("the client's output");
+        let errors = String::from_utf8_lossy(&output.stderr).to_string();
+        let failed: std::collections::BTreeSet<usize> = errors
+            .lines()
+            .filter_map(|line| {
+                line.split(" at line ")
+                    .nth(1)?
+                    .split(':')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        for line in errors.lines() {
+            // A node failure, or a temporary error while the node group
+            // takes over: never an internal error or a wrong answer.
+            assert!(
+                ["1297", "4010", "1205", "1296", "1114"]
+                    .iter()
+                    .any(|code| line.contains(code))
+                    || !line.starts_with("ERROR"),
+                "client {client}: {line}"
+            );
+        }
+        failures += failed.len();
+        acknowledged.extend(
+            (1..=INSERTS)
+                .filter(|line| !failed.contains(line))
+                .map(|line| client * INSERTS + line - 1),
+        );
+    }
+    eprintln!(
+        "{} inserts acknowledged, {failures} failed",
+        acknowledged.len()
+    );
+    assert!(
+        acknowledged.len() > CLIENTS * INSERTS / 2,
+        "most inserts succeed ({failures} failed)"
+    );
+    // Every acknowledged insert is there.
+    let (ok, out, err) = cli(port, "root", None, "SELECT id FROM load.r ORDER BY id");
+    assert!(ok, "{err}");
+    let present: std::collections::BTreeSet<usize> =
+        out.lines().skip(1).filter_map(|l| l.parse().ok()).collect();
+    let missing: Vec<_> = acknowledged
+        .iter()
+        .filter(|id| !present.contains(id))
+        .collect();
+    assert!(missing.is_empty(), "acknowledged and missing: {missing:?}");
+    // `shoal up` starts the node again; once it is started, the SQL node
+    // reaches it again (a write to a key it holds first opens the link).
+    support::eventually(Duration::from_secs(120), || {
+        let (_, show) = sandbox.mgm("SHOW");
+        (show.matches("Nodegroup: 0").count() == 2 && !show.contains("starting")).then_some(())
+    })
+    .expect("data node 3 is started again");
+    let mut next_id = 1_000_000;
+    let ready = support::eventually(Duration::from_secs(60), || {
+        let mut sql = String::from("REPLACE INTO load.r VALUES ");
+        for offset in 0..32 {
+            if offset > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("({}, 99)", next_id + offset));
+        }
+        next_id += 32;
+        sql.push_str("; SHOW STATUS LIKE 'Ndb_number_of_ready_data_nodes'");
+        let (ok, out, _) = cli(port, "root", None, &sql);
+        (ok && out.contains("Ndb_number_of_ready_data_nodes\t2")).then_some(())
+    });
+    assert!(
+        ready.is_some(),
+        "the SQL node does not reach the restarted node"
+    );
+}

@@ -486,7 +486,7 @@ impl Connection {
 
     /// The stored account for `user` from this client's host.
     fn account(&mut self, user: &str) -> Option<Account> {
-        let mut native = self.shared.server.pool.session().ok()?;
+        let mut native = crate::worker::native_session(&self.shared.server.pool).ok()?;
         let (_, credentials) = sql::users::lookup(&mut native, user, &self.peer_host).ok()??;
         Some(Account {
             plugin: AuthPlugin::CachingSha2Password,
@@ -528,7 +528,7 @@ impl Connection {
             session.reset();
         }
         if self.session.is_none() || authenticated.change_user {
-            let native = match server.pool.session() {
+            let native = match crate::worker::native_session(&server.pool) {
                 Ok(native) => native,
                 Err(e) => {
                     let error = sql::session::cluster_error(e);

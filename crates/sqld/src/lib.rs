@@ -33,6 +33,9 @@ const ACCEPT_POLL_INTERVAL: Duration = Duration::from_millis(100);
 pub const CONNECTION_POOL_MAX: usize = 63;
 /// Most `--worker-threads`: past a few per core they only take turns.
 pub const WORKER_THREADS_MAX: usize = 256;
+/// `--worker-spin` by default and at most, in µs (see `worker`'s spin).
+pub const WORKER_SPIN_DEFAULT_US: u64 = 50;
+pub const WORKER_SPIN_MAX_US: u64 = 500;
 
 /// How the SQL node runs.
 #[derive(Debug, Clone)]
@@ -55,6 +58,8 @@ pub struct Settings {
     /// Worker threads serving the connections as tasks (`worker.rs`); 0
     /// serves each connection on a thread of its own.
     pub worker_threads: usize,
+    /// µs a worker polls before it sleeps (`--worker-spin`).
+    pub worker_spin_us: u64,
 }
 
 impl Default for Settings {
@@ -72,6 +77,7 @@ impl Default for Settings {
             wait_timeout_seconds: sql::variables::WAIT_TIMEOUT_DEFAULT as u64,
             cluster_wait_seconds: 120,
             worker_threads: default_worker_threads(),
+            worker_spin_us: WORKER_SPIN_DEFAULT_US,
         }
     }
 }
@@ -90,7 +96,14 @@ fn connect_pool(settings: &Settings, stop: &AtomicBool) -> Result<ClusterPool, S
     while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
         let attempt =
             CLUSTER_ATTEMPT_TIMEOUT.min(Duration::from_secs(settings.cluster_wait_seconds.max(1)));
-        match ClusterPool::connect(&settings.connectstring, settings.pool_size, attempt) {
+        // With workers, the cluster connections are driven: the workers
+        // read the data nodes' sockets (see `worker`).
+        let connected = if settings.worker_threads > 0 {
+            ClusterPool::connect_driven(&settings.connectstring, settings.pool_size, attempt)
+        } else {
+            ClusterPool::connect(&settings.connectstring, settings.pool_size, attempt)
+        };
+        match connected {
             Ok(pool) => return Ok(pool),
             Err(e) => {
                 if e.to_string() != last_error {
@@ -122,6 +135,12 @@ pub fn run(settings: Settings, stop: Arc<AtomicBool>) -> Result<(), String> {
         return Err(format!(
             "--worker-threads must be 0 to {WORKER_THREADS_MAX}, not {}",
             settings.worker_threads
+        ));
+    }
+    if settings.worker_spin_us > WORKER_SPIN_MAX_US {
+        return Err(format!(
+            "--worker-spin must be 0 to {WORKER_SPIN_MAX_US} microseconds, not {}",
+            settings.worker_spin_us
         ));
     }
     let keys = keys::load_or_generate(
@@ -176,7 +195,11 @@ pub fn run(settings: Settings, stop: Arc<AtomicBool>) -> Result<(), String> {
     );
     let workers = match settings.worker_threads {
         0 => None,
-        count => Some(worker::Workers::start(count, Arc::clone(&shared))?),
+        count => Some(worker::Workers::start(
+            count,
+            Duration::from_micros(settings.worker_spin_us),
+            Arc::clone(&shared),
+        )?),
     };
     // The listener is non-blocking: wait for a client in epoll, waking at
     // least every ACCEPT_POLL_INTERVAL to look at the stop flag.

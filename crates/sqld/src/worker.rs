@@ -14,6 +14,14 @@
 //! from a data node wakes its task by a push onto the worker's queue, and
 //! the worker's eventfd is written only while it sleeps.
 //!
+//! When the cluster connections are driven (`Cluster::connect_driven`),
+//! the workers also read the data nodes' sockets: each watches some of
+//! them in its `epoll` (`watched_links`) and reads them when readable, so
+//! a reply reaches its task without waking a receiving thread first. The
+//! sessions of a worker's tasks use the connection `worker % pool size`
+//! (`native_session`): with a connection per worker, a worker reads the
+//! replies of its own tasks only, and its wakes cost no system call.
+//!
 //! A task is woken without cause at times (an fd event for a wait on the
 //! mailbox, a stale wake after a timeout); every wait it makes is a loop
 //! that checks what it waits for, so that is harmless.
@@ -29,6 +37,7 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
+use shoal_client::{ClientError, ClusterPool, LinkReceiver, Session};
 
 use crate::connection::{self, Shared};
 
@@ -39,6 +48,46 @@ const TASK_STACK_BYTES: usize = 2 << 20;
 const WAKE_TOKEN: Token = Token(usize::MAX);
 /// Readiness events taken per `epoll_wait`.
 const EVENTS_PER_POLL: usize = 256;
+/// Tokens of the data-node sockets a worker watches, downwards from just
+/// below `WAKE_TOKEN` (a worker watches at most one per data node of its
+/// connection, far fewer than this).
+const LINK_TOKENS: usize = 1 << 16;
+
+fn link_token(index: usize) -> Token {
+    assert!(index < LINK_TOKENS, "link token {index}");
+    Token(usize::MAX - 1 - index)
+}
+
+fn link_index(token: Token) -> Option<usize> {
+    (usize::MAX - 1)
+        .checked_sub(token.0)
+        .filter(|index| *index < LINK_TOKENS)
+}
+
+thread_local! {
+    /// The index of the worker running on this thread.
+    static WORKER_INDEX: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// A native-API session for a connection served on this thread: on a
+/// worker, on the connection whose sockets that worker reads (see the
+/// module's notes); elsewhere, the pool's next.
+pub(crate) fn native_session(pool: &ClusterPool) -> Result<Session, ClientError> {
+    match WORKER_INDEX.with(std::cell::Cell::get) {
+        Some(index) => pool.session_on(index),
+        None => pool.session(),
+    }
+}
+
+/// Whether worker `worker` of `workers` watches the socket of the data
+/// node at `node_index` (in the connection's order) on its connection
+/// (`worker % pool`): the workers that share a connection take its data
+/// nodes in turn, so each socket has one watcher.
+fn watches(worker: usize, workers: usize, pool: usize, node_index: usize) -> bool {
+    let connection = worker % pool;
+    let sharing = (connection..workers).step_by(pool).count();
+    node_index % sharing == worker / pool
+}
 
 /// What a suspended task waits for. Socket readiness resumes only a task
 /// that waits for that readiness, so the edges the kernel reports while a
@@ -166,8 +215,13 @@ pub struct Workers {
 }
 
 impl Workers {
-    /// Starts `count` workers serving connections with `shared`.
-    pub fn start(count: usize, shared: Arc<Shared>) -> Result<Workers, String> {
+    /// Starts `count` workers serving connections with `shared`, each
+    /// polling for `spin` before it sleeps.
+    pub fn start(
+        count: usize,
+        spin: std::time::Duration,
+        shared: Arc<Shared>,
+    ) -> Result<Workers, String> {
         let mut workers = Vec::with_capacity(count);
         for index in 0..count {
             let poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
@@ -182,7 +236,10 @@ impl Workers {
             let own = Arc::clone(&worker);
             std::thread::Builder::new()
                 .name(format!("sql-worker-{index}"))
-                .spawn(move || Worker::new(own, poll, shared).run())
+                .spawn(move || {
+                    WORKER_INDEX.with(|current| current.set(Some(index)));
+                    Worker::new(own, index, count, spin, poll, shared).run()
+                })
                 .map_err(|e| format!("cannot start a worker thread: {e}"))?;
             workers.push(worker);
         }
@@ -206,10 +263,25 @@ impl Workers {
     }
 }
 
+/// What a worker's spin found.
+enum Spun {
+    Events,
+    Inbox,
+    Nothing,
+}
+
 struct Worker {
     own: Arc<WorkerShared>,
+    /// How long the worker polls before it sleeps (`spin`).
+    spin_for: std::time::Duration,
+    index: usize,
+    workers: usize,
     poll: Poll,
     shared: Arc<Shared>,
+    /// The data-node sockets this worker watches (by `link_token`), and
+    /// its connection's `links_opened` when they were taken.
+    links: Vec<LinkReceiver>,
+    links_seen: Option<u64>,
     tasks: Vec<Option<Entry>>,
     free: Vec<usize>,
     generation: u64,
@@ -218,11 +290,23 @@ struct Worker {
 }
 
 impl Worker {
-    fn new(own: Arc<WorkerShared>, poll: Poll, shared: Arc<Shared>) -> Worker {
+    fn new(
+        own: Arc<WorkerShared>,
+        index: usize,
+        workers: usize,
+        spin: std::time::Duration,
+        poll: Poll,
+        shared: Arc<Shared>,
+    ) -> Worker {
         Worker {
             own,
+            spin_for: spin,
+            index,
+            workers,
             poll,
             shared,
+            links: Vec::new(),
+            links_seen: None,
             tasks: Vec::new(),
             free: Vec::new(),
             generation: 0,
@@ -243,17 +327,24 @@ impl Worker {
                     self.take_inbox();
                 }
             }
-            self.own.sleeping.store(true, Ordering::SeqCst);
-            if self.inbox_has_work() {
-                self.own.sleeping.store(false, Ordering::SeqCst);
-                continue;
-            }
-            let timeout = self
-                .timers
-                .peek()
-                .map(|std::cmp::Reverse((at, _))| at.saturating_duration_since(Instant::now()));
-            let polled = self.poll.poll(&mut events, timeout);
-            self.own.sleeping.store(false, Ordering::SeqCst);
+            self.watch_links();
+            let polled = match self.spin(&mut events) {
+                Spun::Events => Ok(()),
+                Spun::Inbox => continue,
+                Spun::Nothing => {
+                    self.own.sleeping.store(true, Ordering::SeqCst);
+                    if self.inbox_has_work() {
+                        self.own.sleeping.store(false, Ordering::SeqCst);
+                        continue;
+                    }
+                    let timeout = self.timers.peek().map(|std::cmp::Reverse((at, _))| {
+                        at.saturating_duration_since(Instant::now())
+                    });
+                    let polled = self.poll.poll(&mut events, timeout);
+                    self.own.sleeping.store(false, Ordering::SeqCst);
+                    polled
+                }
+            };
             if let Err(e) = polled
                 && e.kind() != std::io::ErrorKind::Interrupted
             {
@@ -262,6 +353,14 @@ impl Worker {
             for event in events.iter() {
                 let slot = event.token().0;
                 if event.token() == WAKE_TOKEN {
+                    continue;
+                }
+                if let Some(index) = link_index(event.token()) {
+                    // Replies wake their tasks through the inbox, which
+                    // the loop takes next.
+                    if let Some(link) = self.links.get(index) {
+                        link.pump();
+                    }
                     continue;
                 }
                 let closed = event.is_error() || event.is_read_closed() || event.is_write_closed();
@@ -291,6 +390,83 @@ impl Worker {
                     self.make_ready(id.slot, Some(id.generation));
                 }
             }
+        }
+    }
+
+    /// Watches the sockets of the data nodes this worker reads, again
+    /// whenever its connection opened a link since it last looked.
+    fn watch_links(&mut self) {
+        let pool = &self.shared.server.pool;
+        let connections = pool.connections();
+        let cluster = &connections[self.index % connections.len()];
+        if !cluster.is_driven() {
+            return;
+        }
+        let opened = cluster.links_opened();
+        if self.links_seen == Some(opened) {
+            return;
+        }
+        self.links_seen = Some(opened);
+        for link in self.links.drain(..) {
+            // The link (and with it its socket) is alive until dropped
+            // here, so the descriptor is still the one registered.
+            let _ = self.poll.registry().deregister(&mut SourceFd(&link.fd()));
+        }
+        let nodes: Vec<_> = cluster.data_nodes().iter().map(|(node, _)| *node).collect();
+        for link in cluster.link_receivers() {
+            let Some(node_index) = nodes.iter().position(|node| *node == link.node()) else {
+                continue;
+            };
+            if !watches(self.index, self.workers, connections.len(), node_index) {
+                continue;
+            }
+            let token = link_token(self.links.len());
+            match self.poll.registry().register(
+                &mut SourceFd(&link.fd()),
+                token,
+                Interest::READABLE,
+            ) {
+                Ok(()) => {
+                    // What came before the registration is read now.
+                    link.pump();
+                    self.links.push(link);
+                }
+                // Its keeper and blocked waits still read it, late.
+                Err(e) => eprintln!(
+                    "sqld: worker {} cannot watch data node {}: {e}",
+                    self.index,
+                    link.node()
+                ),
+            }
+        }
+    }
+
+    /// Polls without sleeping, yielding the core between polls, for up to
+    /// `spin` (never past the next timer): a worker that sleeps is woken
+    /// by the next reply or request, and on a machine with fewer cores
+    /// than busy threads that wake-up was the biggest part of a query's
+    /// cost (see `datad`'s `SchedulerSpinTimer`).
+    fn spin(&mut self, events: &mut Events) -> Spun {
+        let now = Instant::now();
+        let until = match self.timers.peek() {
+            Some(std::cmp::Reverse((at, _))) => (*at).min(now + self.spin_for),
+            None => now + self.spin_for,
+        };
+        if self.spin_for.is_zero() {
+            return Spun::Nothing;
+        }
+        loop {
+            match self.poll.poll(events, Some(std::time::Duration::ZERO)) {
+                Ok(()) if !events.is_empty() => return Spun::Events,
+                _ => {}
+            }
+            if self.inbox_has_work() {
+                return Spun::Inbox;
+            }
+            if Instant::now() >= until {
+                return Spun::Nothing;
+            }
+            std::thread::yield_now();
         }
     }
 
