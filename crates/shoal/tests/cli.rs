@@ -107,6 +107,14 @@ fn invalid_flag_values_are_refused() {
     assert_eq!(output.status.code(), Some(2), "NoOfReplicas is 1 to 4");
     let output = shoal(&["bench", "storage", "--rows", "many"]);
     assert_eq!(output.status.code(), Some(2), "--rows takes a number");
+    // Checked before anything is bound or connected.
+    let output = shoal(&["sqld", "--port", "0", "--worker-spin", "501"]);
+    assert!(!output.status.success(), "a spin of 501 µs was taken");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--worker-spin must be 0 to 500 microseconds, not 501"),
+        "{stderr}"
+    );
 }
 
 /// An address where nothing listens: port 1 (tcpmux) is long obsolete, and
