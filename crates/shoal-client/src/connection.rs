@@ -695,6 +695,10 @@ pub(crate) struct Inner {
     /// Counts the links opened, so a thread that watches the sockets
     /// notices a new one.
     links_opened: AtomicU64,
+    /// Held while links are opened: two threads that found the same link
+    /// down would each open one, and the data node refuses an API node's
+    /// second connection.
+    connecting: Mutex<()>,
 }
 
 /// A connection to a cluster. Cheap to clone; every clone is the same
@@ -808,6 +812,7 @@ impl Cluster {
             admin: Mutex::new(()),
             driven,
             links_opened: AtomicU64::new(0),
+            connecting: Mutex::new(()),
         });
         let cluster = Cluster { inner };
         let weak = Arc::downgrade(&cluster.inner);
@@ -1173,6 +1178,12 @@ impl Cluster {
     }
 
     fn connect_data_nodes(&self) {
+        let _connecting = self.inner.connecting.lock().expect("connecting");
+        self.connect_data_nodes_held();
+    }
+
+    /// `connect_data_nodes` with `Inner::connecting` held.
+    fn connect_data_nodes_held(&self) {
         for (node, slot) in &self.inner.links {
             if self.link(*node).is_some() {
                 continue;
@@ -1568,8 +1579,12 @@ fn keep_data_node_links(inner: std::sync::Weak<Inner>) {
             .iter()
             .any(|node| cluster.link(*node).is_none())
         {
+            // A caller connecting now does this already.
+            let Ok(_connecting) = cluster.inner.connecting.try_lock() else {
+                continue;
+            };
             absorb_addresses(&cluster.inner, Duration::ZERO);
-            cluster.connect_data_nodes();
+            cluster.connect_data_nodes_held();
         }
     }
 }
@@ -1976,6 +1991,7 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
         admin: Mutex::new(()),
         driven: false,
         links_opened: AtomicU64::new(0),
+        connecting: Mutex::new(()),
     });
     (Cluster { inner }, listener)
 }
