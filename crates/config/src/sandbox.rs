@@ -13,14 +13,15 @@ const SANDBOX_MANAGEMENT_NODE_ID: u8 = 1;
 /// The SQL node's id: the first id above the data node range (1..=144), so
 /// it never collides with a data node whatever their count.
 const SANDBOX_MYSQLD_NODE_ID: u8 = 145;
-/// Free API slots for tools and benchmarks.
-const SANDBOX_API_SLOTS: usize = 4;
+/// Free API slots for tools and benchmarks, and the SQL node's further
+/// cluster connections (one per worker thread, up to four).
+const SANDBOX_API_SLOTS: usize = 8;
 /// Every sandbox node runs on this machine.
 const SANDBOX_HOST: &str = "127.0.0.1";
 
 /// Writes a config.ini for a cluster on this machine: one `[ndb_mgmd]` with
 /// id 1 listening on `mgm_port`, data nodes with ids 2..=`data_nodes`+1, one
-/// `[mysqld]` with id 145 and four `[api]` slots without ids. Each node with
+/// `[mysqld]` with id 145 and eight `[api]` slots without ids. Each node with
 /// a directory gets its own under `data_dir` (`ndb_mgmd-1`, `ndbd-2`, ...).
 pub fn sandbox_config_text(
     data_dir: &str,

@@ -667,7 +667,7 @@ fn sandbox_config_round_trips() {
         assert_eq!(management.node_id, 1);
         assert_eq!(management.port, 41186);
         assert_eq!(management.data_dir, "/tmp/shoal/ndb_mgmd-1");
-        assert_eq!(config.api_nodes.len(), 5);
+        assert_eq!(config.api_nodes.len(), 9);
         assert_eq!(config.api_nodes[0].kind, ApiKind::Mysqld);
         assert_eq!(config.api_nodes[0].node_id, Some(145));
         assert!(

@@ -298,7 +298,8 @@ impl Receiver {
 
 /// Reads what has arrived on a driven `link`. Returns at once when
 /// another thread is reading it: that thread reads this input too (see
-/// the module's notes).
+/// the module's notes). Whoever takes the receiver other than through
+/// here must pump after letting it go.
 fn pump(shared: &Shared, link: &Link) {
     let Some(driven) = &link.driven else {
         return;
@@ -1820,6 +1821,9 @@ fn keep_link(link: Arc<Link>, shared: Arc<Shared>, heartbeats: Heartbeats) {
         } = &mut *receiver;
         send_acks(&link, acks, true, ack_frame);
         drop(receiver);
+        // A pump that found the receiver held meanwhile left its input to
+        // the holder, which reads only here.
+        pump(&shared, &link);
         // The data node answers each heartbeat, and closes the connection
         // of an API node that stopped sending them. A send that failed
         // closed the socket: the next read ends the link.

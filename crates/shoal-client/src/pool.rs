@@ -22,30 +22,47 @@ impl ClusterPool {
         size: usize,
         timeout: Duration,
     ) -> Result<ClusterPool, ClientError> {
-        ClusterPool::connect_with(connectstring, size, timeout, Cluster::connect)
+        ClusterPool::connect_with(connectstring, size, size, timeout, Cluster::connect)
     }
 
-    /// `connect` with driven connections (`Cluster::connect_driven`).
+    /// `connect` with driven connections (`Cluster::connect_driven`): at
+    /// least `required` of them (past those, one that cannot be opened,
+    /// say for want of a free API slot, ends the pool there).
     pub fn connect_driven(
         connectstring: &str,
         size: usize,
+        required: usize,
         timeout: Duration,
     ) -> Result<ClusterPool, ClientError> {
-        ClusterPool::connect_with(connectstring, size, timeout, Cluster::connect_driven)
+        ClusterPool::connect_with(
+            connectstring,
+            size,
+            required,
+            timeout,
+            Cluster::connect_driven,
+        )
     }
 
     fn connect_with(
         connectstring: &str,
         size: usize,
+        required: usize,
         timeout: Duration,
         connect: fn(&str, Duration) -> Result<Cluster, ClientError>,
     ) -> Result<ClusterPool, ClientError> {
-        if size == 0 {
-            return Err(ClientError::usage("a pool needs at least one connection"));
+        if size == 0 || required == 0 || required > size {
+            return Err(ClientError::usage(
+                "a pool needs at least one connection, and no more required than wanted",
+            ));
         }
-        let connections = (0..size)
-            .map(|_| connect(connectstring, timeout))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut connections = Vec::with_capacity(size);
+        for index in 0..size {
+            match connect(connectstring, timeout) {
+                Ok(connection) => connections.push(connection),
+                Err(error) if index < required => return Err(error),
+                Err(_) => break,
+            }
+        }
         Ok(ClusterPool {
             connections,
             next: AtomicUsize::new(0),

@@ -407,12 +407,12 @@ fn a_client_refused_by_full_data_nodes_is_told_why() {
     })
     .expect("both data nodes' addresses");
     // Every slot of both data nodes taken: each holds one per configured
-    // node (8 in the sandbox configuration), for peers that proved their
+    // node (12 in the sandbox configuration), for peers that proved their
     // claim with the cluster secret (a Hello alone takes no slot).
     let mut holders = Vec::new();
     for entry in &addresses {
         let address = format!("{}:{}", entry.host, entry.port);
-        for claimed in 0..10u8 {
+        for claimed in 0..14u8 {
             let mut holder = BlockingConnection::connect(
                 &address,
                 200 + claimed,
@@ -428,8 +428,8 @@ fn a_client_refused_by_full_data_nodes_is_told_why() {
         }
     }
     assert!(
-        holders.len() < 20,
-        "the data nodes accepted every holder: {} of 20",
+        holders.len() < 28,
+        "the data nodes accepted every holder: {} of 28",
         holders.len()
     );
     // The holders heartbeat as live API nodes do: a data node closes the

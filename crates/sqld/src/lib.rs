@@ -31,6 +31,9 @@ const CLUSTER_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 const ACCEPT_POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// Most cluster connections one SQL node opens (`--ndb-cluster-connection-pool`).
 pub const CONNECTION_POOL_MAX: usize = 63;
+/// Most cluster connections opened by default (one per worker thread):
+/// each takes an API slot, and tools need some too.
+pub const DEFAULT_POOL_MAX: usize = 4;
 /// Most `--worker-threads`: past a few per core they only take turns.
 pub const WORKER_THREADS_MAX: usize = 256;
 /// `--worker-spin` by default and at most, in µs (see `worker`'s spin).
@@ -43,7 +46,9 @@ pub struct Settings {
     pub connectstring: String,
     pub bind_address: String,
     pub port: u16,
-    pub pool_size: usize,
+    /// Cluster connections; `None`: one per worker thread, as many as the
+    /// cluster has free API slots for (at least one).
+    pub pool_size: Option<usize>,
     /// Where keys and certificates live.
     pub data_dir: PathBuf,
     pub ssl_cert: Option<PathBuf>,
@@ -68,7 +73,7 @@ impl Default for Settings {
             connectstring: "localhost:1186".into(),
             bind_address: "0.0.0.0".into(),
             port: 3306,
-            pool_size: 1,
+            pool_size: None,
             data_dir: PathBuf::from("./shoal-sqld"),
             ssl_cert: None,
             ssl_key: None,
@@ -98,10 +103,17 @@ fn connect_pool(settings: &Settings, stop: &AtomicBool) -> Result<ClusterPool, S
             CLUSTER_ATTEMPT_TIMEOUT.min(Duration::from_secs(settings.cluster_wait_seconds.max(1)));
         // With workers, the cluster connections are driven: the workers
         // read the data nodes' sockets (see `worker`).
+        // By default a connection per worker, so that a worker reads only
+        // the replies of its own sessions (a long statement on one worker
+        // then holds up no other worker's replies).
+        let (size, required) = match settings.pool_size {
+            Some(size) => (size, size),
+            None => (settings.worker_threads.clamp(1, DEFAULT_POOL_MAX), 1),
+        };
         let connected = if settings.worker_threads > 0 {
-            ClusterPool::connect_driven(&settings.connectstring, settings.pool_size, attempt)
+            ClusterPool::connect_driven(&settings.connectstring, size, required, attempt)
         } else {
-            ClusterPool::connect(&settings.connectstring, settings.pool_size, attempt)
+            ClusterPool::connect(&settings.connectstring, size, attempt)
         };
         match connected {
             Ok(pool) => return Ok(pool),
@@ -125,10 +137,11 @@ fn connect_pool(settings: &Settings, stop: &AtomicBool) -> Result<ClusterPool, S
 
 /// Runs the SQL node until `stop` is set.
 pub fn run(settings: Settings, stop: Arc<AtomicBool>) -> Result<(), String> {
-    if settings.pool_size == 0 || settings.pool_size > CONNECTION_POOL_MAX {
+    if let Some(size) = settings.pool_size
+        && (size == 0 || size > CONNECTION_POOL_MAX)
+    {
         return Err(format!(
-            "--ndb-cluster-connection-pool must be 1 to {CONNECTION_POOL_MAX}, not {}",
-            settings.pool_size
+            "--ndb-cluster-connection-pool must be 1 to {CONNECTION_POOL_MAX}, not {size}"
         ));
     }
     if settings.worker_threads > WORKER_THREADS_MAX {
@@ -191,7 +204,7 @@ pub fn run(settings: Settings, stop: Arc<AtomicBool>) -> Result<(), String> {
     println!(
         "sqld: ready for connections on {address} (node id {}, {} cluster connection(s))",
         server.pool.connections()[0].node_id(),
-        settings.pool_size
+        server.pool.connections().len()
     );
     let workers = match settings.worker_threads {
         0 => None,
