@@ -161,6 +161,10 @@ pub struct Marks {
     /// A proposal from a member this node does not follow (`follows`) was
     /// refused.
     pub proposals_refused_from_a_member_not_followed: u64,
+    /// A create that the members' free DataMemory, as last reported, could
+    /// not hold waited for reports measured after the last dictionary
+    /// change (one may have been a drop that freed pages).
+    pub schema_request_waited_for_memory_report: u64,
 }
 
 impl Marks {
@@ -178,6 +182,8 @@ impl Marks {
         self.suspected_members_heard_again += other.suspected_members_heard_again;
         self.proposals_refused_from_a_member_not_followed +=
             other.proposals_refused_from_a_member_not_followed;
+        self.schema_request_waited_for_memory_report +=
+            other.schema_request_waited_for_memory_report;
     }
 }
 
@@ -272,6 +278,9 @@ pub struct DataNode {
     serving: bool,
     /// DataMemory pages (used, total), set by the runtime for status reports.
     memory_pages: (u64, u64),
+    /// (schema version, pages): what the president counted for the tables
+    /// of that version on this node, when they were admitted.
+    reserved_pages: (u64, u64),
     /// The schema version installed when `memory_pages` was measured.
     memory_schema_version: u64,
     /// Epochs and the redo log, set by the runtime for status reports.
@@ -347,6 +356,7 @@ impl DataNode {
             stopped: false,
             serving: true,
             memory_pages: (0, 0),
+            reserved_pages: (0, 0),
             durability: Durability::default(),
             restorable: (0, 0, 0),
             memory_schema_version: 0,
@@ -551,6 +561,22 @@ impl DataNode {
     pub fn set_memory_pages(&mut self, used: u64, total: u64) {
         self.memory_pages = (used, total);
         self.memory_schema_version = self.state.as_ref().map_or(0, |s| s.schema_version);
+        if self.reserved_pages.0 != self.memory_schema_version {
+            let me = self.me.node;
+            let reserved = self.state.as_ref().map_or(0, |state| {
+                state
+                    .tables
+                    .iter()
+                    .map(|table| {
+                        dictionary::pages_per_node(table)
+                            .get(&me)
+                            .copied()
+                            .unwrap_or(0)
+                    })
+                    .sum()
+            });
+            self.reserved_pages = (self.memory_schema_version, reserved);
+        }
     }
 
     /// What the node's disk held at start, for the management node's
@@ -568,6 +594,11 @@ impl DataNode {
     /// The free DataMemory heartbeats report, once the runtime measured it.
     fn free_pages(&self) -> Option<FreePages> {
         let (used, total) = self.memory_pages;
+        // The president admitted each table for the pages it counts for
+        // it, one for its first rows among them, which an empty table has
+        // not taken yet: those stay promised, or a table created later
+        // could take the page an earlier one's first insert needs.
+        let used = used.max(self.reserved_pages.1);
         (total > 0).then(|| FreePages {
             pages: total.saturating_sub(used),
             schema_version: self.memory_schema_version,
@@ -1286,6 +1317,23 @@ impl DataNode {
             }
             match dictionary::plan(state, &request.change, origin, &self.settings, &free_pages) {
                 Ok(change) => return Some(change),
+                Err(error)
+                    if error.ndb_code == dictionary::TABLE_FULL_NDB_CODE
+                        && free_pages
+                            .values()
+                            .any(|report| report.schema_version < state.schema_version) =>
+                {
+                    // A report measured before the last dictionary change
+                    // does not count the pages a dropped table gave back
+                    // (DROP then CREATE of the same table, as sysbench's
+                    // cleanup then prepare). Every member measures again
+                    // at its next heartbeat, and the queue waits for that,
+                    // so the refusal, if it comes, is judged on memory as
+                    // it is: within a heartbeat interval, since no other
+                    // dictionary change passes this request meanwhile.
+                    self.marks.schema_request_waited_for_memory_report += 1;
+                    return None;
+                }
                 Err(error) => {
                     let request = self.schema_requests.pop_front().expect("front");
                     // A temporary refusal invites a retry of the same
@@ -2027,9 +2075,14 @@ mod tests {
 
         /// Node 3 tells the president how much DataMemory it has free.
         fn report_free_pages(&mut self, now_ms: u64, pages: u64) {
+            self.report_free_pages_at(now_ms, pages, 0);
+        }
+
+        /// The same, measured with `schema_version` installed.
+        fn report_free_pages_at(&mut self, now_ms: u64, pages: u64, schema_version: u64) {
             let free_pages = Some(FreePages {
                 pages,
-                schema_version: 0,
+                schema_version,
             });
             let heartbeat = Message::Heartbeat {
                 generation: 1,
@@ -2207,6 +2260,90 @@ mod tests {
                 .any(|e| matches!(e, Event::Excluded { .. })),
             "{effects:?}"
         );
+    }
+
+    /// DROP then CREATE at once (sysbench's cleanup then prepare): the
+    /// members' last reports were measured while the dropped table still
+    /// held their memory. The create waits for reports measured after the
+    /// drop instead of being refused on stale figures, and a report that
+    /// is current and still too small refuses it (827).
+    #[test]
+    fn a_create_after_a_drop_waits_for_memory_measured_after_the_drop() {
+        let mut cluster = Cluster::formed();
+        for node in [2, 3] {
+            let node = cluster.nodes.get_mut(&node).expect("node");
+            node.set_memory_pages(0, 1_000);
+        }
+        cluster.report_free_pages(10, 1_000);
+        let mut request = 0;
+        let mut change = |cluster: &mut Cluster, now_ms: u64, change: protocol::SchemaChange| {
+            request += 1;
+            cluster.input(now_ms, API, 2, Message::SchemaRequest { request, change });
+            cluster.run(now_ms, |_| false);
+            request
+        };
+        let created = change(&mut cluster, 20, create("t"));
+        let dropped = change(
+            &mut cluster,
+            30,
+            protocol::SchemaChange::DropTable { name: "t".into() },
+        );
+        for asked in [created, dropped] {
+            assert!(
+                cluster
+                    .answers
+                    .iter()
+                    .any(|(r, result)| *r == asked && result.is_ok()),
+                "{:?}",
+                cluster.answers
+            );
+        }
+        let schema_version = cluster.nodes[&2].state().expect("state").schema_version;
+        assert!(schema_version >= 2, "a create and a drop: {schema_version}");
+
+        // Node 3 measured before the drop and found its memory full.
+        cluster.report_free_pages_at(40, 0, schema_version - 1);
+        let waiting = change(&mut cluster, 50, create("t"));
+        assert!(
+            cluster.answers.iter().all(|(r, _)| *r != waiting),
+            "answered from a report that predates the drop: {:?}",
+            cluster.answers
+        );
+        assert_eq!(
+            cluster.nodes[&2]
+                .marks()
+                .schema_request_waited_for_memory_report,
+            1
+        );
+
+        // Its next measurement counts the freed pages: the create goes on.
+        cluster.report_free_pages_at(150, 1_000, schema_version);
+        cluster.tick(150, 2);
+        cluster.run(150, |_| false);
+        assert!(
+            cluster
+                .answers
+                .iter()
+                .any(|(r, result)| *r == waiting && result.is_ok()),
+            "{:?}",
+            cluster.answers
+        );
+
+        // A current report that cannot hold a table refuses it, at once.
+        let president = cluster.nodes.get_mut(&2).expect("node 2");
+        president.set_memory_pages(0, 1_000);
+        let schema_version = president.state().expect("state").schema_version;
+        cluster.report_free_pages_at(160, 0, schema_version);
+        let refused = change(&mut cluster, 170, create("u"));
+        let answer = cluster
+            .answers
+            .iter()
+            .find(|(r, _)| *r == refused)
+            .map(|(_, result)| result.clone());
+        match answer {
+            Some(Err(error)) => assert_eq!(error.ndb_code, dictionary::TABLE_FULL_NDB_CODE),
+            other => panic!("expected 827, got {other:?}"),
+        }
     }
 
     /// The president proposes a create, node 3 accepts it, the `Accepted`

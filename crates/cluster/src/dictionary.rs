@@ -49,6 +49,8 @@ pub const FRAGMENT_PAGES_MIN: u64 = 2;
 /// NDB's 711, the one temporary refusal planning gives (a node has not
 /// reported its memory yet): the request may be retried and then applied.
 pub const NOT_YET_NDB_CODE: u16 = 711;
+/// NDB's 827, table full: a create the members' free DataMemory cannot hold.
+pub const TABLE_FULL_NDB_CODE: u16 = 827;
 /// Largest encoded table definition accepted.
 pub const DEFINITION_BYTES_MAX: usize = 256 * 1024;
 /// Largest dictionary, as it travels whole in a `Decided` message: well
