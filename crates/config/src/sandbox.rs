@@ -13,8 +13,8 @@ const SANDBOX_MANAGEMENT_NODE_ID: u8 = 1;
 /// The SQL node's id: the first id above the data node range (1..=144), so
 /// it never collides with a data node whatever their count.
 const SANDBOX_MYSQLD_NODE_ID: u8 = 145;
-/// Free API slots for tools and benchmarks, and a SQL node's further
-/// cluster connections (`--ndb-cluster-connection-pool`).
+/// Free API slots for tools and benchmarks, and the SQL node's further
+/// cluster connections (one per worker thread, up to four).
 const SANDBOX_API_SLOTS: usize = 8;
 /// Every sandbox node runs on this machine.
 const SANDBOX_HOST: &str = "127.0.0.1";

@@ -26,7 +26,7 @@ use std::net::Shutdown;
 #[cfg(test)]
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use protocol::identity::ClusterSecret;
@@ -700,6 +700,12 @@ pub(crate) struct Inner {
     /// down would each open one, and the data node refuses an API node's
     /// second connection.
     connecting: Mutex<()>,
+    /// The other connections of its pool (`ClusterPool`): a dictionary
+    /// this one read after its own DDL is theirs at once too, as one
+    /// process must not see a table dropped through one connection still
+    /// existing through another (NDB's mysqld shares its dictionary
+    /// across its pool).
+    siblings: OnceLock<Vec<Weak<Inner>>>,
 }
 
 /// A connection to a cluster. Cheap to clone; every clone is the same
@@ -814,6 +820,7 @@ impl Cluster {
             driven,
             links_opened: AtomicU64::new(0),
             connecting: Mutex::new(()),
+            siblings: OnceLock::new(),
         });
         let cluster = Cluster { inner };
         let weak = Arc::downgrade(&cluster.inner);
@@ -1104,8 +1111,41 @@ impl Cluster {
         }
         let mut routing = Routing::new();
         routing.install(&state);
-        *self.inner.routing.write().expect("routing") = Arc::new(routing);
+        let routing = Arc::new(routing);
+        *self.inner.routing.write().expect("routing") = Arc::clone(&routing);
+        for sibling in self.inner.siblings.get().into_iter().flatten() {
+            if let Some(inner) = sibling.upgrade() {
+                Cluster { inner }.adopt_routing(&routing);
+            }
+        }
         Ok(())
+    }
+
+    /// Takes `routing`, read by another connection of the same pool, if
+    /// it is newer than this connection's.
+    fn adopt_routing(&self, routing: &Arc<Routing>) {
+        let before = {
+            let mut current = self.inner.routing.write().expect("routing");
+            if current.version() >= routing.version() {
+                return;
+            }
+            std::mem::replace(&mut *current, Arc::clone(routing))
+        };
+        self.close_departed(&before, routing);
+    }
+
+    /// Makes `connections` one pool: each adopts the dictionary any other
+    /// reads (see `Inner::siblings`). Once per connection.
+    pub(crate) fn join_pool(connections: &[Cluster]) {
+        for connection in connections {
+            let others = connections
+                .iter()
+                .filter(|other| !Arc::ptr_eq(&other.inner, &connection.inner))
+                .map(|other| Arc::downgrade(&other.inner))
+                .collect();
+            let joined = connection.inner.siblings.set(others).is_ok();
+            assert!(joined, "a connection joins one pool");
+        }
     }
 
     /// Closes the link to every data node that `before` had as a member
@@ -1996,6 +2036,7 @@ pub(crate) fn offline_cluster(data_nodes: &[NodeId]) -> (Cluster, std::net::TcpL
         driven: false,
         links_opened: AtomicU64::new(0),
         connecting: Mutex::new(()),
+        siblings: OnceLock::new(),
     });
     (Cluster { inner }, listener)
 }

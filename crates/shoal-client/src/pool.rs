@@ -63,6 +63,7 @@ impl ClusterPool {
                 Err(_) => break,
             }
         }
+        Cluster::join_pool(&connections);
         Ok(ClusterPool {
             connections,
             next: AtomicUsize::new(0),

@@ -250,7 +250,8 @@ pub struct SqldArgs {
     pub ndb_connectstring: String,
 
     /// Cluster connections this SQL node opens (each takes an API slot);
-    /// client connections are spread over them (default 1).
+    /// client connections are spread over them. By default one per worker
+    /// thread up to 4, as many as there are free API slots (at least one).
     #[arg(long, value_name = "N")]
     pub ndb_cluster_connection_pool: Option<usize>,
 

@@ -700,3 +700,59 @@ fn a_data_node_killed_under_sql_load_loses_no_acknowledged_insert() {
         "the SQL node does not reach the restarted node"
     );
 }
+
+/// A SQL node with a pool of two cluster connections (two workers, a
+/// connection each): a table dropped through one connection is gone
+/// through the other at once, and one created through one is there
+/// through the other, as sysbench's cleanup then prepare needs. Each
+/// `mariadb` run is a new client connection, which the workers take in
+/// turn, so consecutive statements go through different connections.
+/// Before the pool shared its dictionary, the CREATE after a DROP failed
+/// with 1050 until a heartbeat told the other connection.
+#[test]
+fn a_pool_of_connections_shares_the_dictionary() {
+    let sandbox = Sandbox::start("sql-pool", 2, 2);
+    let main_port = sql_port(&sandbox);
+    let (ok, out, err) = cli(main_port, "root", None, "CREATE DATABASE pool");
+    assert!(ok, "{out} {err}");
+    let mut nodes = support::Processes::default();
+    let port = support::free_port();
+    let dir = support::scratch_dir("sql-pool-sqld");
+    nodes.spawn(
+        "pooled",
+        &[
+            "sqld",
+            "--ndb-connectstring",
+            &sandbox.connectstring(),
+            "--port",
+            &port.to_string(),
+            "--bind-address",
+            "127.0.0.1",
+            "--data-dir",
+            &dir.display().to_string(),
+            "--worker-threads",
+            "2",
+            "--ndb-cluster-connection-pool",
+            "2",
+        ],
+        &dir.join("sqld.log"),
+    );
+    support::eventually(SQL_READY_TIMEOUT, || {
+        cli(port, "root", None, "SELECT 1").0.then_some(())
+    })
+    .expect("the pooled SQL node starts");
+    for round in 0..6 {
+        let steps = [
+            "DROP TABLE IF EXISTS pool.t".to_string(),
+            "CREATE TABLE pool.t (id INT PRIMARY KEY, v INT) ENGINE=NDB".to_string(),
+            format!("INSERT INTO pool.t VALUES ({round}, {round})"),
+        ];
+        for step in &steps {
+            let (ok, out, err) = cli(port, "root", None, step);
+            assert!(ok, "round {round}, {step}: {out} {err}");
+        }
+        let (ok, out, err) = cli(port, "root", None, "SELECT id, v FROM pool.t");
+        assert!(ok, "round {round}: {out} {err}");
+        assert_eq!(out, format!("id\tv\n{round}\t{round}\n"), "round {round}");
+    }
+}

@@ -1,14 +1,13 @@
 //! The SQL node's runtime (`shoal sqld`, mysqld): cluster connections,
-//! the listener, and one thread per client connection driving the
-//! sans-IO `mysql-protocol` state machine and a `sql::session::Session`.
+//! the listener, and the client connections, each driving the sans-IO
+//! `mysql-protocol` state machine and a `sql::session::Session`.
 //!
-//! Why a thread per connection: the native API's `Session` is
-//! synchronous (a call waits for its answer), so a connection's statement
-//! needs a thread while it waits on the cluster anyway; with blocking
-//! sockets and `TCP_NODELAY` each response is one `write` and each request
-//! one `read`, and the kernel schedules the waiting. The threads share the
-//! cluster connections of the pool (`--ndb-cluster-connection-pool`), whose
-//! receiving threads hand each session its answers.
+//! By default worker threads, one per core, serve the client connections
+//! as tasks (`worker`) and read the data nodes' sockets themselves, with a
+//! cluster connection each (`--ndb-cluster-connection-pool`, as many as
+//! the cluster has free API slots for); `--worker-threads 0` serves each
+//! client connection on a thread of its own instead, whose session waits
+//! on the cluster as a blocked thread. ARCHITECTURE.md says why.
 
 pub mod connection;
 pub mod keys;
@@ -31,6 +30,9 @@ const CLUSTER_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 const ACCEPT_POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// Most cluster connections one SQL node opens (`--ndb-cluster-connection-pool`).
 pub const CONNECTION_POOL_MAX: usize = 63;
+/// Most cluster connections opened by default (one per worker thread):
+/// each takes an API slot, and tools need some too.
+pub const DEFAULT_POOL_MAX: usize = 4;
 /// Most `--worker-threads`: past a few per core they only take turns.
 pub const WORKER_THREADS_MAX: usize = 256;
 /// `--worker-spin` by default and at most, in µs (see `worker`'s spin).
@@ -43,7 +45,8 @@ pub struct Settings {
     pub connectstring: String,
     pub bind_address: String,
     pub port: u16,
-    /// Cluster connections; `None`: one.
+    /// Cluster connections; `None`: one per worker thread, as many as the
+    /// cluster has free API slots for (at least one).
     pub pool_size: Option<usize>,
     /// Where keys and certificates live.
     pub data_dir: PathBuf,
@@ -99,12 +102,13 @@ fn connect_pool(settings: &Settings, stop: &AtomicBool) -> Result<ClusterPool, S
             CLUSTER_ATTEMPT_TIMEOUT.min(Duration::from_secs(settings.cluster_wait_seconds.max(1)));
         // With workers, the cluster connections are driven: the workers
         // read the data nodes' sockets (see `worker`).
-        // One connection by default: each connection of a pool keeps its
-        // own dictionary, which learns of another's DDL only within a
-        // heartbeat interval (sysbench's cleanup then prepare met a table
-        // dropped through one connection as existing through the other).
-        let size = settings.pool_size.unwrap_or(1);
-        let required = size;
+        // By default a connection per worker, so that a worker reads only
+        // the replies of its own sessions (a long statement on one worker
+        // then holds up no other worker's replies).
+        let (size, required) = match settings.pool_size {
+            Some(size) => (size, size),
+            None => (settings.worker_threads.clamp(1, DEFAULT_POOL_MAX), 1),
+        };
         let connected = if settings.worker_threads > 0 {
             ClusterPool::connect_driven(&settings.connectstring, size, required, attempt)
         } else {
