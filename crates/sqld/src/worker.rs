@@ -447,14 +447,14 @@ impl Worker {
     /// than busy threads that wake-up was the biggest part of a query's
     /// cost (see `datad`'s `SchedulerSpinTimer`).
     fn spin(&mut self, events: &mut Events) -> Spun {
+        if self.spin_for.is_zero() {
+            return Spun::Nothing;
+        }
         let now = Instant::now();
         let until = match self.timers.peek() {
             Some(std::cmp::Reverse((at, _))) => (*at).min(now + self.spin_for),
             None => now + self.spin_for,
         };
-        if self.spin_for.is_zero() {
-            return Spun::Nothing;
-        }
         loop {
             match self.poll.poll(events, Some(std::time::Duration::ZERO)) {
                 Ok(()) if !events.is_empty() => return Spun::Events,
