@@ -262,19 +262,15 @@ impl Receiver {
                     self.decoder.filled(read);
                     shared.counters.values[crate::session::BYTES_RECEIVED]
                         .fetch_add(read as u64, Ordering::Relaxed);
-                    loop {
-                        match self.decoder.next_frame(&mut self.messages) {
-                            Ok(true) => {
-                                for message in self.messages.drain(..) {
-                                    dispatch(shared, link, message, &mut self.acks);
-                                }
-                            }
-                            Ok(false) => break,
-                            Err(_) => {
-                                self.end(shared, link);
-                                break;
-                            }
-                        }
+                    let frames = dispatch_frames(
+                        &mut self.decoder,
+                        &mut self.messages,
+                        shared,
+                        link,
+                        &mut self.acks,
+                    );
+                    if frames.is_err() {
+                        self.end(shared, link);
                     }
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -1932,24 +1928,30 @@ fn receive_loop(
         decoder.filled(read);
         shared.counters.values[crate::session::BYTES_RECEIVED]
             .fetch_add(read as u64, Ordering::Relaxed);
-        loop {
-            match decoder.next_frame(&mut messages) {
-                Ok(true) => {
-                    for message in messages.drain(..) {
-                        dispatch(&shared, &link, message, &mut acks);
-                    }
-                }
-                Ok(false) => break,
-                Err(_) => {
-                    link.alive.store(false, Ordering::Release);
-                    shared.node_down(link.node);
-                    return;
-                }
-            }
+        if dispatch_frames(&mut decoder, &mut messages, &shared, &link, &mut acks).is_err() {
+            break;
         }
     }
     link.alive.store(false, Ordering::Release);
     shared.node_down(link.node);
+}
+
+/// Hands every whole frame `decoder` holds to its sessions (a link's
+/// receiving thread and a driven link's pump both read this way). An
+/// error is a corrupt stream: the caller ends the link.
+fn dispatch_frames(
+    decoder: &mut FrameDecoder,
+    messages: &mut Vec<Message>,
+    shared: &Shared,
+    link: &Link,
+    acks: &mut PendingAcks,
+) -> Result<(), protocol::DecodeError> {
+    while decoder.next_frame(messages)? {
+        for message in messages.drain(..) {
+            dispatch(shared, link, message, acks);
+        }
+    }
+    Ok(())
 }
 
 /// Committed answers acknowledged in one `CommitAck` once this many are
