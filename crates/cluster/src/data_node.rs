@@ -597,7 +597,9 @@ impl DataNode {
         // The president admitted each table for the pages it counts for
         // it, one for its first rows among them, which an empty table has
         // not taken yet: those stay promised, or a table created later
-        // could take the page an earlier one's first insert needs.
+        // could take the page an earlier one's first insert needs. A
+        // bound, not a per-table account: once the tables' rows use more
+        // than all of them were counted for, used pages alone are told.
         let used = used.max(self.reserved_pages.1);
         (total > 0).then(|| FreePages {
             pages: total.saturating_sub(used),

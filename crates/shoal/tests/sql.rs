@@ -396,6 +396,40 @@ fn sql_behaviour_files_pass() {
 /// The mariadb CLI started on `port` with `sql` on its stdin, left
 /// running (its stdin stays open until the caller drops or closes it);
 /// it prints each result at once and does not reconnect.
+/// Starts a further SQL node on `sandbox`'s cluster, on a free port, with
+/// `extra` arguments; returns its port once it answers a query.
+fn start_sqld(
+    nodes: &mut support::Processes,
+    sandbox: &Sandbox,
+    name: &str,
+    scratch: &str,
+    extra: &[&str],
+) -> u16 {
+    let port = support::free_port();
+    let dir = support::scratch_dir(scratch);
+    let connectstring = sandbox.connectstring();
+    let port_arg = port.to_string();
+    let dir_arg = dir.display().to_string();
+    let mut args = vec![
+        "sqld",
+        "--ndb-connectstring",
+        &connectstring,
+        "--port",
+        &port_arg,
+        "--bind-address",
+        "127.0.0.1",
+        "--data-dir",
+        &dir_arg,
+    ];
+    args.extend_from_slice(extra);
+    nodes.spawn(name, &args, &dir.join("sqld.log"));
+    support::eventually(SQL_READY_TIMEOUT, || {
+        cli(port, "root", None, "SELECT 1").0.then_some(())
+    })
+    .unwrap_or_else(|| panic!("{name}: the SQL node did not start"));
+    port
+}
+
 fn cli_session(port: u16, sql: &str) -> std::process::Child {
     let mut child = mariadb(port, "root", false)
         .args(["--skip-reconnect", "--unbuffered"])
@@ -433,29 +467,13 @@ fn both_serving_modes_wait_without_holding_up_others() {
     assert!(ok, "{out} {err}");
     let mut nodes = support::Processes::default();
     for (name, workers) in [("workers", "1"), ("threads", "0")] {
-        let port = support::free_port();
-        let dir = support::scratch_dir(&format!("sql-modes-{name}"));
-        nodes.spawn(
+        let port = start_sqld(
+            &mut nodes,
+            &sandbox,
             name,
-            &[
-                "sqld",
-                "--ndb-connectstring",
-                &sandbox.connectstring(),
-                "--port",
-                &port.to_string(),
-                "--bind-address",
-                "127.0.0.1",
-                "--data-dir",
-                &dir.display().to_string(),
-                "--worker-threads",
-                workers,
-            ],
-            &dir.join("sqld.log"),
+            &format!("sql-modes-{name}"),
+            &["--worker-threads", workers],
         );
-        support::eventually(SQL_READY_TIMEOUT, || {
-            cli(port, "root", None, "SELECT 1").0.then_some(())
-        })
-        .unwrap_or_else(|| panic!("{name}: the SQL node did not start"));
 
         // A holds row 1; B waits for it; C, meanwhile, is answered.
         let (ok, out, err) = cli(port, "root", None, "UPDATE modes.t SET v = 0 WHERE id = 1");
@@ -716,31 +734,18 @@ fn a_pool_of_connections_shares_the_dictionary() {
     let (ok, out, err) = cli(main_port, "root", None, "CREATE DATABASE pool");
     assert!(ok, "{out} {err}");
     let mut nodes = support::Processes::default();
-    let port = support::free_port();
-    let dir = support::scratch_dir("sql-pool-sqld");
-    nodes.spawn(
+    let port = start_sqld(
+        &mut nodes,
+        &sandbox,
         "pooled",
+        "sql-pool-sqld",
         &[
-            "sqld",
-            "--ndb-connectstring",
-            &sandbox.connectstring(),
-            "--port",
-            &port.to_string(),
-            "--bind-address",
-            "127.0.0.1",
-            "--data-dir",
-            &dir.display().to_string(),
             "--worker-threads",
             "2",
             "--ndb-cluster-connection-pool",
             "2",
         ],
-        &dir.join("sqld.log"),
     );
-    support::eventually(SQL_READY_TIMEOUT, || {
-        cli(port, "root", None, "SELECT 1").0.then_some(())
-    })
-    .expect("the pooled SQL node starts");
     for round in 0..6 {
         let steps = [
             "DROP TABLE IF EXISTS pool.t".to_string(),
