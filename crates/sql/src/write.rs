@@ -763,13 +763,22 @@ fn replace_rows(
     for (i, row) in rows.iter().enumerate() {
         let conflicts = conflicting_rows(session, &mut transaction, table, row)?;
         let key = plan::primary_key_of(table, row);
+        let mut deleted = false;
         for old in &conflicts {
             let old_key = plan::primary_key_of(table, old);
             if old_key != key {
                 transaction
                     .delete(&table.route, &old_key)
                     .map_err(crate::session::cluster_error)?;
+                deleted = true;
             }
+        }
+        if deleted {
+            // The row deleted holds a unique key the new one takes: its
+            // index row must be gone before the new one's goes in, and the
+            // operations of one batch on different rows run side by side
+            // (as in NDB).
+            session.execute_in_place(&mut transaction, false)?;
         }
         transaction
             .write(&table.route, &pairs(row))
@@ -808,7 +817,7 @@ fn upsert_rows(
                 let (new, changed) =
                     apply_assignments(session, table, &old, &mut sql_row, &compiled, i as u64 + 1)?;
                 if changed {
-                    write_changed(&mut transaction, table, &old, &new)?;
+                    write_changed(session, &mut transaction, table, &old, &new)?;
                     affected += 2;
                 } else if session.client_found_rows {
                     affected += 1;
@@ -967,6 +976,7 @@ fn apply_assignments(
 /// Defines the write that turns `old` into `new`: an update of the
 /// changed columns, or a delete and insert when the primary key changed.
 fn write_changed(
+    session: &mut Session,
     transaction: &mut Transaction,
     table: &SqlTable,
     old: &StoredRow,
@@ -981,6 +991,13 @@ fn write_changed(
         transaction
             .delete(&table.route, &plan::primary_key_of(table, old))
             .map_err(crate::session::cluster_error)?;
+        if table.def().ordered_indexes.iter().any(|index| index.unique) {
+            // The new row may keep a unique key of the old one: the old
+            // row's index row must be gone before the new one's goes in,
+            // and operations on different rows of one batch run side by
+            // side (as in NDB).
+            session.execute_in_place(transaction, false)?;
+        }
         transaction
             .insert(&table.route, &pairs(new))
             .map_err(crate::session::cluster_error)?;
@@ -1109,7 +1126,7 @@ pub fn update(session: &mut Session, update: &ast::Update) -> StatementResult {
             }
         }
         if row_changed {
-            write_changed(&mut transaction, &table, old, &new)?;
+            write_changed(session, &mut transaction, &table, old, &new)?;
             changed += 1;
             pending += 1;
             if pending >= ROWS_PER_BATCH {
