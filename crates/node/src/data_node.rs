@@ -168,7 +168,9 @@ impl Output {
 #[derive(Debug, Clone)]
 pub struct CoordinatorStep {
     pub from: NodeId,
-    pub input: Message,
+    /// `None` for what the coordinator sent when the epoch to decide
+    /// commits in came (commits that waited for it).
+    pub input: Option<Message>,
     pub sent: Vec<(NodeId, Message)>,
 }
 
@@ -1660,7 +1662,15 @@ impl DataNodeComposite {
         let epoch = self.epochs.commit_epoch();
         if epoch != self.coordinator_epoch {
             self.coordinator_epoch = epoch;
+            let before = out.len();
             self.coordinator.set_commit_epoch(epoch, out);
+            if self.observing && out.len() > before {
+                self.steps.push(CoordinatorStep {
+                    from: self.node,
+                    input: None,
+                    sent: out[before..].to_vec(),
+                });
+            }
         }
         if let Some(owed) = self.epochs.completion_owed()
             && self.coordinator.commits_settled_below(owed)
@@ -1743,7 +1753,7 @@ impl DataNodeComposite {
         if let Some((input, before)) = observed {
             self.steps.push(CoordinatorStep {
                 from,
-                input,
+                input: Some(input),
                 sent: out[before..].to_vec(),
             });
         }
