@@ -168,9 +168,7 @@ impl Output {
 #[derive(Debug, Clone)]
 pub struct CoordinatorStep {
     pub from: NodeId,
-    /// `None` for what the coordinator sent when the epoch to decide
-    /// commits in came (commits that waited for it).
-    pub input: Option<Message>,
+    pub input: Message,
     pub sent: Vec<(NodeId, Message)>,
 }
 
@@ -1662,15 +1660,7 @@ impl DataNodeComposite {
         let epoch = self.epochs.commit_epoch();
         if epoch != self.coordinator_epoch {
             self.coordinator_epoch = epoch;
-            let before = out.len();
             self.coordinator.set_commit_epoch(epoch, out);
-            if self.observing && out.len() > before {
-                self.steps.push(CoordinatorStep {
-                    from: self.node,
-                    input: None,
-                    sent: out[before..].to_vec(),
-                });
-            }
         }
         if let Some(owed) = self.epochs.completion_owed()
             && self.coordinator.commits_settled_below(owed)
@@ -1753,7 +1743,7 @@ impl DataNodeComposite {
         if let Some((input, before)) = observed {
             self.steps.push(CoordinatorStep {
                 from,
-                input: Some(input),
+                input,
                 sent: out[before..].to_vec(),
             });
         }

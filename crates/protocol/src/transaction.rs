@@ -423,14 +423,6 @@ pub struct Phase {
     /// (`cluster::epochs`); each replica logs the commit with it. 0 in
     /// Complete and Abort.
     pub epoch: u64,
-    /// For a Commit: the backups the primary sends Complete through once
-    /// it committed, first to last, instead of answering `Committed`; the
-    /// last of them answers `Completed` to the coordinator, which is on
-    /// that last replica's node. Commit and complete of the fragment then
-    /// take one pass along its chain, back and forth, and end where they
-    /// began. Empty: the primary answers `Committed` (and in Complete and
-    /// Abort).
-    pub then_complete: Vec<NodeId>,
 }
 
 /// `Phase::api` when no API waits for the answer (node ids start at 1).
@@ -941,7 +933,6 @@ pub(crate) fn put_phase(w: &mut Writer, phase: &Phase) {
     w.u8(phase.api);
     w.u64(phase.client);
     w.u64(phase.epoch);
-    w.bytes(&phase.then_complete);
 }
 
 pub(crate) fn get_phase(r: &mut Reader) -> Result<Phase, DecodeError> {
@@ -954,7 +945,6 @@ pub(crate) fn get_phase(r: &mut Reader) -> Result<Phase, DecodeError> {
         api: r.u8("api")?,
         client: r.u64("client")?,
         epoch: r.u64("epoch")?,
-        then_complete: r.bytes("then_complete")?.to_vec(),
     })
 }
 

@@ -492,19 +492,19 @@ fn phase() -> impl Strategy<Value = Phase> {
         any::<u8>(),
         any::<u64>(),
         any::<u64>(),
-        bytes(4),
     )
-        .prop_map(|fields| Phase {
-            transaction: fields.0,
-            coordinator: fields.1,
-            table: fields.2,
-            fragment: fields.3,
-            chain: fields.4,
-            api: fields.5,
-            client: fields.6,
-            epoch: fields.7,
-            then_complete: fields.8,
-        })
+        .prop_map(
+            |(transaction, coordinator, table, fragment, chain, api, client, epoch)| Phase {
+                transaction,
+                coordinator,
+                table,
+                fragment,
+                chain,
+                api,
+                client,
+                epoch,
+            },
+        )
 }
 
 fn phase_done() -> impl Strategy<Value = PhaseDone> {

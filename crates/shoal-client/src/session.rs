@@ -960,12 +960,8 @@ impl Session {
         }
     }
 
-    /// The coordinator for a transaction that begins on `partition`: a
-    /// node holding one of its replicas, if one is connected. For a
-    /// READ_BACKUP table, the last replica: its reads are local there as on
-    /// the primary, and a write's commit and complete end on the
-    /// coordinator's node, two crossings fewer (`Phase::then_complete`).
-    /// Otherwise the primary, where committed and locked reads go.
+    /// The node holding the primary replica of `partition` (of the copy
+    /// nearest nobody in particular), if it is connected.
     fn node_for_partition(
         &self,
         table: &TableRoute,
@@ -973,18 +969,12 @@ impl Session {
     ) -> Result<NodeId, ClientError> {
         let routing = self.cluster.current_routing();
         let fragment = table.fragments_of(partition).start;
-        let replicas = &table.fragments[fragment as usize].replicas;
-        let usable =
-            |node: &&NodeId| routing.is_started(**node) && self.cluster.link(**node).is_some();
-        let chosen = if table.reads_any_replica() {
-            replicas.iter().rev().find(usable)
-        } else {
-            replicas.iter().find(usable)
-        };
-        match chosen {
-            Some(&node) => Ok(node),
-            None => self.cluster.next_node(),
+        for &node in &table.fragments[fragment as usize].replicas {
+            if routing.is_started(node) && self.cluster.link(node).is_some() {
+                return Ok(node);
+            }
         }
+        self.cluster.next_node()
     }
 
     /// Sends the operations defined since the last execute and waits for

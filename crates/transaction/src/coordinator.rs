@@ -19,12 +19,6 @@
 //!    with backups get `Complete`. The API gets its answer after the commit
 //!    phase, or after the complete phase when the transaction wrote to a
 //!    READ_BACKUP table, so that it reads its own writes from any replica.
-//!    A fragment whose last replica is on this node does both in one pass:
-//!    its primary sends Complete on through the backups instead of
-//!    answering `Committed`, and the last (beside this coordinator)
-//!    answers `Completed` (`Phase::then_complete`). The API's hint puts a
-//!    READ_BACKUP table's transaction here, so an autocommitted write
-//!    crosses between nodes four times, not six.
 //!    A commit ends the transaction's scans; locking scans opened just
 //!    before it are released afterwards (`release_late_scans`).
 //! 4. Abort: each fragment gets `Abort` along its chain forwards.
@@ -134,18 +128,6 @@ struct Participant {
     /// `release_late_scans`). Kept when a backup fails and the chain
     /// shrinks: the Commit that went out earlier still took that path.
     committed_through_backups: bool,
-    /// The Commit out goes on as Complete from the primary through the
-    /// backups (`Phase::then_complete`: this coordinator is on the last
-    /// replica), so the fragment answers `Completed` in the commit phase.
-    /// Cleared when the Commit is resent the usual way after a failure.
-    complete_in_commit: bool,
-    /// The fragment's Complete ran in the commit phase: only the primary's
-    /// note of its commit may still need one (`note_at_primary`).
-    completed: bool,
-    /// The primary keeps its note of the commit until a Complete reaches
-    /// it: the Commit that went on as Complete named no API, so the
-    /// primary kept no marker in its place.
-    note_at_primary: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -786,9 +768,6 @@ impl Coordinator {
                 done: false,
                 committer: None,
                 committed_through_backups: false,
-                complete_in_commit: false,
-                completed: false,
-                note_at_primary: false,
             });
         }
         self.transactions.insert(
@@ -1044,7 +1023,7 @@ impl Coordinator {
             Message::KeyConfirm(confirm) => self.on_key_confirm(confirm, out),
             Message::KeyRefuse(refuse) => self.on_key_refuse(refuse, out),
             Message::Committed(done) => self.on_phase_done(Stage::Committing, done, out),
-            Message::Completed(done) => self.on_completed(done, out),
+            Message::Completed(done) => self.on_phase_done(Stage::Completing, done, out),
             Message::Aborted(done) => self.on_phase_done(Stage::Aborting, done, out),
             Message::TakeoverReport(report) => self.on_takeover_report(from, *report, out),
             Message::CommitAck { transactions } if !self.routing.is_live(from) => {
@@ -1732,22 +1711,10 @@ impl Coordinator {
         }
         let waiting = marker_of(transaction);
         transaction.marked |= waiting.0 != protocol::NO_API;
-        let own = transaction.takeover_of.is_none();
         for participant in transaction.participants.iter_mut().filter(|p| !p.done) {
             participant.done = false;
             participant.committer = Some(participant.chain[0]);
             participant.committed_through_backups |= participant.chain.len() > 1;
-            // On the last replica (where the API's hint puts a READ_BACKUP
-            // table's writes), the commit and complete of the fragment
-            // end here: one pass instead of two (see `query_handler`). A
-            // takeover's commits go the usual way: they need not be quick,
-            // and the replicas may hold anything of the failed coordinator.
-            participant.complete_in_commit = own
-                && participant.writes
-                && participant.chain.len() > 1
-                && participant.chain.last() == Some(&self.node);
-            participant.note_at_primary =
-                participant.complete_in_commit && waiting.0 == protocol::NO_API;
             out.push(commit_message(id, self.node, participant, waiting, epoch));
         }
     }
@@ -1835,10 +1802,7 @@ impl Coordinator {
             } else {
                 participant.done = false;
                 outstanding += 1;
-                // A fragment that completed in the commit phase only drops
-                // the primary's note now: every replica shows the change.
-                reply_after_complete |=
-                    participant.writes && participant.read_backup && !participant.completed;
+                reply_after_complete |= participant.writes && participant.read_backup;
                 out.push(complete_message(id, self.node, participant, targets));
             }
         }
@@ -1999,13 +1963,6 @@ impl Coordinator {
             }
             match stage {
                 Stage::Committing => {
-                    // The usual way after a failure: the Complete of a
-                    // Commit that was to go on as one may be lost with the
-                    // failed node, so this fragment is done at `Committed`
-                    // and gets Complete in the complete phase. A `Completed`
-                    // of the pass that went before is then ignored.
-                    participant.complete_in_commit = false;
-                    participant.note_at_primary = false;
                     participant.committer = Some(participant.chain[0]);
                     participant.committed_through_backups |= participant.chain.len() > 1;
                     out.push(commit_message(
@@ -2036,25 +1993,6 @@ impl Coordinator {
         if transaction.outstanding == 0 {
             self.advance(id, stage, out);
         }
-    }
-
-    /// `Completed` ends the complete phase of a fragment, or, in the
-    /// commit phase, the pass of a Commit that went on as Complete.
-    fn on_completed(&mut self, done: PhaseDone, out: &mut Vec<(NodeId, Message)>) {
-        let Some(transaction) = self.transactions.get_mut(&done.transaction) else {
-            return;
-        };
-        if transaction.stage != Stage::Committing {
-            self.on_phase_done(Stage::Completing, done, out);
-            return;
-        }
-        let Some(participant) = transaction.participants.iter_mut().find(|p| {
-            p.table == done.table && p.fragment == done.fragment && !p.done && p.complete_in_commit
-        }) else {
-            return;
-        };
-        participant.completed = true;
-        self.on_phase_done(Stage::Committing, done, out);
     }
 
     fn on_phase_done(&mut self, stage: Stage, done: PhaseDone, out: &mut Vec<(NodeId, Message)>) {
@@ -2599,9 +2537,6 @@ fn plan_chain(
             done: false,
             committer: None,
             committed_through_backups: false,
-            complete_in_commit: false,
-            completed: false,
-            note_at_primary: false,
         }),
     }
     Some(chain)
@@ -2617,7 +2552,6 @@ fn phase(id: u64, coordinator: NodeId, participant: &Participant, chain: Vec<Nod
         api: protocol::NO_API,
         client: 0,
         epoch: 0,
-        then_complete: Vec::new(),
     }
 }
 
@@ -2647,14 +2581,6 @@ fn commit_message(
     commit.api = api;
     commit.client = client;
     commit.epoch = epoch;
-    if participant.complete_in_commit {
-        assert_eq!(
-            participant.chain.last(),
-            Some(&coordinator),
-            "transaction {id}: Complete in the commit phase ends on the coordinator's node"
-        );
-        commit.then_complete = participant.chain[1..].to_vec();
-    }
     (first, Message::Commit(commit))
 }
 
@@ -2666,15 +2592,6 @@ fn complete_targets(participant: &Participant) -> Vec<NodeId> {
     let committer = participant
         .committer
         .expect("Complete follows the commit phase");
-    if participant.completed {
-        // Every replica committed in the commit phase's one pass; the
-        // primary (the committer) may keep its note.
-        return if participant.note_at_primary && participant.chain.contains(&committer) {
-            vec![committer]
-        } else {
-            Vec::new()
-        };
-    }
     let mut targets = Vec::with_capacity(participant.chain.len());
     if participant.writes && participant.chain.contains(&committer) {
         targets.push(committer);

@@ -36,12 +36,6 @@
 //! - Complete runs through the backups: each commits in the engine. Only
 //!   then does a read of a backup see the change, which is why a READ_BACKUP
 //!   table's commit is acknowledged after this phase.
-//! - When the coordinator is on the last backup, the primary does not
-//!   answer `Committed`: it sends Complete on through the backups itself
-//!   (`Phase::then_complete`), and the last answers `Completed` to the
-//!   coordinator beside it. The commit still reaches every backup before
-//!   the primary makes the change visible, and every backup commits after
-//!   the primary did, as in the two passes.
 //! - Abort runs the chain forwards, behind any operation forwarded before
 //!   it (each link is FIFO), and undoes the work on every replica.
 //!
@@ -552,21 +546,6 @@ impl QueryHandler {
     /// or aborted everywhere).
     pub fn open_work(&self) -> usize {
         self.work.len()
-    }
-
-    /// The fragments (table, fragment) where this replica holds
-    /// `transaction`'s work decided but not committed in its engine (a
-    /// backup the Commit passed, before its Complete): for checkers, no
-    /// READ_BACKUP commit is answered while any is left.
-    pub fn uncommitted_fragments_of(&self, transaction: u64) -> Vec<(u32, u32)> {
-        let mut fragments: Vec<(u32, u32)> = self
-            .work
-            .iter()
-            .filter(|((id, _, _), work)| *id == transaction && work.state == WorkState::Committing)
-            .map(|((_, table, fragment), _)| (*table, *fragment))
-            .collect();
-        fragments.sort_unstable();
-        fragments
     }
 
     /// Commit markers held (for checkers: none may outlive quiescence).
@@ -1310,56 +1289,12 @@ impl QueryHandler {
                 (WorkState::Committing, false) | (WorkState::Committed, _) => {}
             }
         }
-        if !phase.chain.is_empty() {
-            let next = phase.chain.remove(0);
-            out.push((next, Message::Commit(phase)));
-        } else if phase.then_complete.is_empty() {
+        if phase.chain.is_empty() {
             out.push((phase.coordinator, Message::Committed(done(&phase))));
         } else {
-            self.complete_after_commit(key, phase, out);
+            let next = phase.chain.remove(0);
+            out.push((next, Message::Commit(phase)));
         }
-    }
-
-    /// The primary of a Commit that goes on as Complete (`Phase::
-    /// then_complete`): the coordinator is on the last backup, so the
-    /// fragment's commit and complete end there, two hops sooner than
-    /// through `Committed` and a Complete from the coordinator.
-    fn complete_after_commit(
-        &mut self,
-        key: WorkKey,
-        mut phase: Phase,
-        out: &mut Vec<(NodeId, Message)>,
-    ) {
-        assert_ne!(
-            phase.coordinator, self.node,
-            "transaction {}: a Commit that goes on as Complete from its coordinator's own node",
-            phase.transaction
-        );
-        // The note of this commit is for a takeover that finds no other
-        // replica that knew; the commit marker kept here tells it as much
-        // (a takeover commits what a marker names), and it lives until
-        // the API has its answer. With a marker, the note goes now and no
-        // Complete need come back for it; without one (no API waits), the
-        // coordinator sends one (`Participant::note_at_primary`).
-        if self.markers.contains_key(&phase.transaction)
-            && self
-                .work
-                .get(&key)
-                .is_some_and(|work| work.state == WorkState::Committed)
-        {
-            self.work.remove(&key);
-        }
-        let mut chain = std::mem::take(&mut phase.then_complete);
-        let next = chain.remove(0);
-        let complete = Phase {
-            chain,
-            api: protocol::NO_API,
-            client: 0,
-            epoch: 0,
-            then_complete: Vec::new(),
-            ..phase
-        };
-        out.push((next, Message::Complete(complete)));
     }
 
     fn on_complete(&mut self, mut phase: Phase, out: &mut Vec<(NodeId, Message)>) {

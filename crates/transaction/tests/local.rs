@@ -1782,7 +1782,6 @@ fn a_commit_reaching_work_with_a_waiting_operation_stops_the_node() {
             api: protocol::NO_API,
             client: 0,
             epoch: 1,
-            then_complete: Vec::new(),
         }),
         &mut out,
     );
@@ -2010,86 +2009,6 @@ fn a_node_that_is_not_a_member_refuses_new_transactions_with_4035() {
     cluster.assert_idle();
 }
 
-/// Messages between data nodes until the API's answer.
-fn crossings_until_answer(cluster: &Cluster) -> Vec<String> {
-    let answered = cluster
-        .steps
-        .iter()
-        .position(|step| step.to == API)
-        .expect("an answer");
-    cluster.steps[..answered]
-        .iter()
-        .filter(|step| step.from != step.to && step.from != API)
-        .map(|step| {
-            format!(
-                "{}->{} {}",
-                step.from,
-                step.to,
-                message_name(&step.delivered)
-            )
-        })
-        .collect()
-}
-
-fn message_name(message: &Message) -> &'static str {
-    match message {
-        Message::KeyRequest(_) => "KeyRequest",
-        Message::KeyConfirm(_) => "KeyConfirm",
-        Message::Commit(_) => "Commit",
-        Message::Committed(_) => "Committed",
-        Message::Complete(_) => "Complete",
-        Message::Completed(_) => "Completed",
-        _ => "other",
-    }
-}
-
-#[test]
-fn a_write_coordinated_on_its_last_replica_commits_and_completes_in_one_pass() {
-    // Partition 1: primary 2, backup 1.
-    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
-    let b = cluster.key_in(1, 0);
-    // On the backup's node (where the API's hint puts a READ_BACKUP
-    // table's transaction), the primary sends Complete on to the backup
-    // instead of Committed back, and the backup answers beside the
-    // coordinator: four crossings.
-    let executed = cluster.execute(1, 1, ExecuteEnd::Commit, vec![insert(b, 7)]);
-    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
-    assert_eq!(
-        crossings_until_answer(&cluster),
-        [
-            "1->2 KeyRequest",
-            "2->1 KeyRequest",
-            "1->2 Commit",
-            "2->1 Complete"
-        ]
-    );
-    // Answered once both replicas show the row (READ_BACKUP); the primary
-    // kept no note of its commit (its marker tells a takeover as much),
-    // and its marker goes with the API's acknowledgement.
-    assert_eq!(cluster.committed_rows(1), [(i64::from(b), Some(7))]);
-    assert_eq!(cluster.committed_rows(2), [(i64::from(b), Some(7))]);
-    assert_eq!(cluster.query_handler(2).open_work(), 0);
-    cluster.assert_idle();
-
-    // On the primary's node the two passes stay: six crossings.
-    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
-    let executed = cluster.execute(2, 1, ExecuteEnd::Commit, vec![insert(b, 8)]);
-    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
-    assert_eq!(
-        crossings_until_answer(&cluster),
-        [
-            "2->1 KeyRequest",
-            "1->2 KeyConfirm",
-            "2->1 Commit",
-            "1->2 Commit",
-            "2->1 Complete",
-            "1->2 Completed"
-        ]
-    );
-    assert_eq!(cluster.committed_rows(1), [(i64::from(b), Some(8))]);
-    cluster.assert_idle();
-}
-
 #[test]
 fn a_primary_dying_after_it_committed_leaves_the_backup_completed() {
     let mut cluster = Cluster::new(false, CoordinatorConfig::default());
@@ -2103,18 +2022,18 @@ fn a_primary_dying_after_it_committed_leaves_the_backup_completed() {
     cluster.deliver_from(API, 1);
     cluster.deliver_from(1, 1);
     // Node 2 prepares partition 0, then commits partition 1 as its primary.
-    // Node 1, partition 1's last replica, is the coordinator's node, so
-    // node 2 sends Complete on to it instead of Committed.
     cluster.deliver_from(1, 2);
     cluster.deliver_from(1, 2);
-    let to_node_1: Vec<&Message> = cluster.links[&(2, 1)].iter().collect();
+    // Node 1 commits partition 0 as its primary (its Committed stays on
+    // the way), and the coordinator hears that partition 1 committed.
+    cluster.deliver_from(2, 1);
+    cluster.deliver_from(2, 1);
     assert!(
-        matches!(to_node_1.as_slice(), [Message::Commit(_), Message::Complete(complete)] if complete.chain.is_empty()),
-        "partition 0's Commit and partition 1's Complete: {to_node_1:?}"
+        matches!(cluster.steps.last(), Some(step) if matches!(step.delivered, Message::Committed(_))),
+        "the coordinator heard partition 1's Committed"
     );
-    // Node 2, the primary that committed partition 1, dies before either
-    // arrives: node 1 only prepared partition 1 and holds its lock until
-    // it commits it, now as the primary.
+    // Node 2, the primary that committed partition 1, dies: node 1 only
+    // prepared partition 1 and holds its lock until it hears Complete.
     cluster.fail_node(2);
     let answer = cluster.until_answer();
     let Message::Executed(executed) = &answer else {

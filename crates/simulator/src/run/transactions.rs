@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use node::data_node::CoordinatorStep;
-use protocol::{Message, NodeId, TransactionState};
+use protocol::{Message, NodeId};
 use schema::table::ColumnId;
 use schema::{AttrInfoReader, AttrInfoWriter, ColumnType, TableDef, Value};
 use transaction::Routing;
@@ -43,10 +43,6 @@ pub struct TransactionMarks {
     /// A commit was answered only after the complete phase (the
     /// transaction wrote a READ_BACKUP table).
     pub answered_after_complete: u64,
-    /// A commit was answered on the `Completed` of a Commit that went on as
-    /// Complete (`Phase::then_complete`: its coordinator on the last
-    /// replica), commit and complete in one pass.
-    pub answered_after_one_pass: u64,
     /// A coordinator sent Commit for several fragments of one transaction.
     pub multi_fragment_commits: u64,
     /// An operation by unique key (a lookup of the index row, then the
@@ -143,7 +139,6 @@ impl TransactionMarks {
         self.ignored_errors += other.ignored_errors;
         self.rollbacks += other.rollbacks;
         self.answered_after_complete += other.answered_after_complete;
-        self.answered_after_one_pass += other.answered_after_one_pass;
         self.multi_fragment_commits += other.multi_fragment_commits;
         self.unique_lookups += other.unique_lookups;
         self.unique_violations += other.unique_violations;
@@ -211,9 +206,6 @@ pub enum AnsweredOn {
     KeyAnswer,
     Committed,
     Completed,
-    /// The `Completed` of a Commit that went on as Complete: the commit
-    /// phase and the complete phase of that fragment in one.
-    CompletedInOnePass,
     Aborted,
     Other,
 }
@@ -261,22 +253,13 @@ impl Simulation {
         let Some(workload) = self.workload.as_mut() else {
             return;
         };
-        // This coordinator's own transactions it answered committed.
-        let mut committed_answers = Vec::new();
         for step in steps {
-            let mut on = step.input.as_ref().map_or(AnsweredOn::Other, answered_on);
-            if let Some(Message::Completed(done)) = &step.input
-                && workload
-                    .one_pass
-                    .remove(&(node, done.transaction, done.table, done.fragment))
-            {
-                on = AnsweredOn::CompletedInOnePass;
-            }
+            let on = answered_on(&step.input);
             let refused = match &step.input {
-                Some(Message::KeyRefuse(refuse)) => {
+                Message::KeyRefuse(refuse) => {
                     Some((refuse.transaction, refuse.operation, Some(refuse.node)))
                 }
-                Some(Message::KeyConfirm(confirm)) => {
+                Message::KeyConfirm(confirm) => {
                     Some((confirm.transaction, confirm.operation, None))
                 }
                 _ => None,
@@ -315,30 +298,8 @@ impl Simulation {
                         workload
                             .answered_on
                             .insert((*destination, executed.transaction), on);
-                        let ours = workload
-                            .coordinator_transaction
-                            .remove(&(*destination, executed.transaction))
-                            .filter(|id| transaction::coordinator::coordinator_node(*id) == node);
-                        if let (Some(id), TransactionState::Committed) = (ours, executed.state) {
-                            committed_answers.push((*destination, executed.transaction, id));
-                        }
                     }
-                    Message::Commit(phase) => {
-                        commits += 1;
-                        if phase.api != protocol::NO_API {
-                            workload
-                                .coordinator_transaction
-                                .insert((phase.api, phase.client), phase.transaction);
-                        }
-                        // A Commit resent the usual way (after a failure)
-                        // ends the fragment's one pass.
-                        let key = (node, phase.transaction, phase.table, phase.fragment);
-                        if phase.then_complete.is_empty() {
-                            workload.one_pass.remove(&key);
-                        } else {
-                            workload.one_pass.insert(key);
-                        }
-                    }
+                    Message::Commit(_) => commits += 1,
                     _ => {}
                 }
             }
@@ -346,43 +307,6 @@ impl Simulation {
                 self.outcome.transactions.marks.multi_fragment_commits += 1;
             }
         }
-        for (api, client, id) in committed_answers {
-            if let Some(failure) = self.read_backup_left_uncommitted(node, id) {
-                self.fail(format!(
-                    "node {node} answered api {api} transaction {client} (its {id:#x}) committed \
-                     while {failure}: a read there would not see the write"
-                ));
-                return;
-            }
-        }
-    }
-
-    /// A live replica where coordinator `node`'s transaction `id` is
-    /// decided but not committed in the engine, on a table whose committed
-    /// reads go to any replica (READ_BACKUP or fully replicated): the
-    /// answer of such a commit waits until every replica shows it.
-    fn read_backup_left_uncommitted(&self, node: NodeId, id: u64) -> Option<String> {
-        let routing = self.nodes.get(&node)?.composite.as_ref()?.routing();
-        for (replica, sim) in &self.nodes {
-            let Some(composite) = sim.composite.as_ref() else {
-                continue;
-            };
-            // A node the coordinator's state removed is not read.
-            if !routing.is_live(*replica) {
-                continue;
-            }
-            for (table, fragment) in composite.query_handler().uncommitted_fragments_of(id) {
-                if routing
-                    .table(table)
-                    .is_some_and(|route| route.reads_any_replica())
-                {
-                    return Some(format!(
-                        "node {replica} had not committed fragment {fragment} of table {table}"
-                    ));
-                }
-            }
-        }
-        None
     }
 
     /// Whether some query handler still has a lock wait that may end.

@@ -271,12 +271,6 @@ pub struct Workload {
     /// Which message each coordinator answered an API transaction on,
     /// last answer only: (API node, API transaction) → message.
     pub(super) answered_on: BTreeMap<(NodeId, u64), AnsweredOn>,
-    /// (coordinator, its transaction, table, fragment) whose Commit went on
-    /// as Complete and has not answered `Completed` yet.
-    pub(super) one_pass: BTreeSet<(NodeId, u64, u32, u32)>,
-    /// (API node, API transaction) → the coordinator's transaction id, from
-    /// the API named by its Commits, until the answer.
-    pub(super) coordinator_transaction: BTreeMap<(NodeId, u64), u64>,
     /// (coordinator, its transaction, operation) → the replica the
     /// operation went to first.
     pub(super) first_replica: BTreeMap<(NodeId, u64, u32), NodeId>,
@@ -371,8 +365,6 @@ impl Workload {
                 code_reads: Vec::new(),
             },
             answered_on: BTreeMap::new(),
-            one_pass: BTreeSet::new(),
-            coordinator_transaction: BTreeMap::new(),
             first_replica: BTreeMap::new(),
             must_abort: BTreeSet::new(),
             unread_scans: BTreeSet::new(),
@@ -1605,22 +1597,11 @@ impl Simulation {
                 Some(AnsweredOn::Completed) if wrote_read_backup => {
                     self.outcome.transactions.marks.answered_after_complete += 1;
                 }
-                // Every replica of that fragment committed: a READ_BACKUP
-                // write may be read back anywhere, and no other waited.
-                Some(AnsweredOn::CompletedInOnePass) => {
-                    self.outcome.transactions.marks.answered_after_one_pass += 1;
-                }
                 Some(AnsweredOn::Completed) => {
                     return Err(
                         "the commit waited for the complete phase without a READ_BACKUP write"
                             .into(),
                     );
-                }
-                // Every fragment with a READ_BACKUP write committed in one
-                // pass, so the commit phase's end may answer: checked at the
-                // answer against the replicas (`read_backup_left_uncommitted`).
-                Some(AnsweredOn::Committed) if wrote_read_backup => {
-                    self.outcome.transactions.marks.answered_after_one_pass += 1;
                 }
                 on if wrote_read_backup => {
                     return Err(format!(
