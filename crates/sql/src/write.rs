@@ -974,7 +974,8 @@ fn apply_assignments(
 }
 
 /// Defines the write that turns `old` into `new`: an update of the
-/// changed columns, or a delete and insert when the primary key changed.
+/// changed columns, or a delete and insert when the primary key changed
+/// (the delete executed first when the table has a unique index).
 fn write_changed(
     session: &mut Session,
     transaction: &mut Transaction,
