@@ -992,7 +992,7 @@ fn write_changed(
         transaction
             .delete(&table.route, &plan::primary_key_of(table, old))
             .map_err(crate::session::cluster_error)?;
-        if table.def().ordered_indexes.iter().any(|index| index.unique) {
+        if !table.route.unique_indexes.is_empty() {
             // The new row may keep a unique key of the old one: the old
             // row's index row must be gone before the new one's goes in,
             // and operations on different rows of one batch run side by
