@@ -462,7 +462,12 @@ impl Epochs {
                     if now_ms < presiding.next_round_ms || members.is_empty() {
                         return;
                     }
-                    let epoch = if presiding.checkpoint_due {
+                    // A new global checkpoint waits while the last one is
+                    // being saved (NDB's GCP save lag): its save would
+                    // replace that one, so with a disk slower than
+                    // `TimeBetweenGlobalCheckpoints` none would finish.
+                    // Epochs go on inside the current one meanwhile.
+                    let epoch = if presiding.checkpoint_due && presiding.saving.is_none() {
                         presiding.checkpoint_due = false;
                         self::epoch(gci_of(highest_known) + 1, 0)
                     } else {
@@ -543,6 +548,9 @@ impl Epochs {
                     // A new global checkpoint began with this epoch: the
                     // one before is complete, and is saved.
                     if gci_of(epoch) > 0 && epoch == self::epoch(gci_of(epoch), 0) {
+                        // Only a round raised to a failed president's
+                        // epoch begins a global checkpoint while one is
+                        // saved: the new save covers the old one's epochs.
                         presiding.saving = Some((epoch, members.clone()));
                         for member in members {
                             out.push((

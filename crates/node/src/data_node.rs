@@ -293,6 +293,9 @@ pub struct DataNodeComposite {
     /// The save owed (`Epochs::save_owed`) and the redo log's head when it
     /// came: `Saved` goes once the log is durable through it.
     save_target: Option<(u64, disk::Lsn)>,
+    /// A system restart's marker of its restore (`mark_restored`), until
+    /// it is durable: the log's head after it.
+    restore_marker: Option<disk::Lsn>,
     /// The redo log's failure last logged, so each is logged once.
     redo_failure_logged: Option<String>,
     /// Checkpoints, the system file and restores (`set_disk`); `None` for
@@ -419,6 +422,7 @@ impl DataNodeComposite {
             epoch_config,
             coordinator_epoch: None,
             save_target: None,
+            restore_marker: None,
             redo_failure_logged: None,
             disk: None,
             restore_source: None,
@@ -653,8 +657,33 @@ impl DataNodeComposite {
                     }
                 }
             }
+            self.mark_restored(epoch);
         }
         Ok(())
+    }
+
+    /// After a system restart's restore: a `KIND_SAVED` marker says this
+    /// disk holds every commit below `epoch` in the new generation. Until
+    /// a global checkpoint is saved in it, the marker is what lets a later
+    /// restart count this disk for its node group beside disks that did
+    /// save one (without it, a second whole-cluster crash soon after the
+    /// first found the group only in the older generation and refused to
+    /// start: the simulator's seed 20482). This node owes `Completed` for
+    /// no round until the marker is durable, so no global checkpoint of
+    /// the new generation is saved anywhere before it is.
+    fn mark_restored(&mut self, epoch: u64) {
+        let (Some(disk), Some(log)) = (self.disk.as_ref(), self.query_handler.redo_mut()) else {
+            return;
+        };
+        if disk.mark_saved(log, epoch).is_err() {
+            // A full log: a later restart may then refuse to start until
+            // every node of this node group is there (never a loss).
+            self.marks.save_markers_refused += 1;
+            return;
+        }
+        let head = log.head();
+        log.want_durable(head);
+        self.restore_marker = Some(head);
     }
 
     /// Reads about `bytes_max` bytes of the restore under way; returns
@@ -1662,8 +1691,17 @@ impl DataNodeComposite {
             self.coordinator_epoch = epoch;
             self.coordinator.set_commit_epoch(epoch, out);
         }
+        if let Some(marker) = self.restore_marker
+            && self
+                .query_handler
+                .redo()
+                .is_none_or(|log| log.durable() >= marker)
+        {
+            self.restore_marker = None;
+        }
         if let Some(owed) = self.epochs.completion_owed()
             && self.coordinator.commits_settled_below(owed)
+            && self.restore_marker.is_none()
         {
             self.epochs.completed(owed, out);
         }
@@ -2114,6 +2152,7 @@ impl DataNodeComposite {
         self.epochs = Epochs::new(self.epoch_config);
         self.coordinator_epoch = None;
         self.save_target = None;
+        self.restore_marker = None;
         if let Some(disk) = self.disk.as_mut() {
             disk.restarted();
         }

@@ -301,7 +301,10 @@ fn a_transaction_run_with_crashes_replays_exactly() {
 /// that freed locks without running their waiters (50354 with 2 s of
 /// faults), a system restart's member that missed version 1 of the state
 /// and served its fragments empty (20842, a whole-cluster crash without
-/// single crashes).
+/// single crashes), global checkpoints whose saves replaced each other
+/// faster than a failing disk could finish one (21374), and a second
+/// whole-cluster crash soon after a restart that found a node group's
+/// disks only in the older generation (20482).
 #[test]
 fn seeds_that_found_bugs_pass() {
     let long = |seed: u64, data_nodes: u8, replicas: u8| SimulationOptions {
@@ -347,6 +350,13 @@ fn seeds_that_found_bugs_pass() {
         // A genesis member of a system restart whose first state was
         // version 2 took itself for a joiner and never restored.
         SimulationOptions::transactions(20_842, 4, 2),
+        // A new global checkpoint's save replaced the last one's while a
+        // failing disk still synced it: none ever became durable.
+        SimulationOptions::transactions(21_374, 4, 2),
+        // A restart's restored disk counted for its node group only once
+        // it saved a global checkpoint of the new generation; a second
+        // crash came before that, and the cluster refused to start.
+        SimulationOptions::transactions(20_482, 4, 2),
     ];
     let mut node_marks = node::NodeMarks::default();
     for options in runs {

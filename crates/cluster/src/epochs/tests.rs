@@ -64,6 +64,8 @@ struct World {
     /// The highest `Durable` any node heard, and how many times it rose.
     durable_seen: u64,
     durable_rounds: u32,
+    /// A member's save takes from 1 ms up to this.
+    save_ms_max: u64,
 }
 
 impl World {
@@ -90,6 +92,7 @@ impl World {
             commits: Vec::new(),
             durable_seen: 0,
             durable_rounds: 0,
+            save_ms_max: 30,
         };
         for node in 1..=count {
             world.schedule(0, Event::Tick(node));
@@ -207,7 +210,7 @@ impl World {
                                     );
                                 }
                             }
-                            let delay = 1 + self.random.below(30);
+                            let delay = 1 + self.random.below(self.save_ms_max);
                             self.schedule(
                                 self.now_ms + delay,
                                 Event::Saved {
@@ -341,6 +344,29 @@ fn the_epoch_numbers_name_their_global_checkpoint() {
     assert_eq!(gci_before(epoch(7, 0)), 6);
     assert_eq!(gci_before(epoch(7, 3)), 6);
     assert_eq!(gci_before(0), 0);
+}
+
+/// A disk slower than `TimeBetweenGlobalCheckpoints`: each save takes
+/// longer than the time between checkpoints, and checkpoints must still
+/// become durable (a new checkpoint waits for the last one's save rather
+/// than replacing it, which would never let one finish).
+#[test]
+fn checkpoints_become_durable_when_saves_take_longer_than_their_interval() {
+    let config = EpochConfig {
+        epoch_interval_ms: 5,
+        checkpoint_interval_ms: 15,
+    };
+    for seed in 0..100u64 {
+        let mut world = World::with_config(seed, 2 + (seed % 3) as u8, config);
+        world.save_ms_max = 80;
+        world.run(2_000);
+        assert!(
+            world.durable_rounds >= 10,
+            "seed {seed}: only {} checkpoints durable in 2 s with saves of up to 80 ms",
+            world.durable_rounds
+        );
+        assert!(world.commits.len() > 200, "seed {seed}: few commits");
+    }
 }
 
 /// A member stopped by a failed president's `Prepare` for a new global
