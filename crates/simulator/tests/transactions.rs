@@ -304,7 +304,9 @@ fn a_transaction_run_with_crashes_replays_exactly() {
 /// single crashes), global checkpoints whose saves replaced each other
 /// faster than a failing disk could finish one (21374), and a second
 /// whole-cluster crash soon after a restart that found a node group's
-/// disks only in the older generation (20482).
+/// disks only in the older generation (20482), and a node cut off from
+/// the others that answered updates 626 from rows they had since
+/// inserted, then committed in an epoch below theirs (42996).
 #[test]
 fn seeds_that_found_bugs_pass() {
     let long = |seed: u64, data_nodes: u8, replicas: u8| SimulationOptions {
@@ -357,6 +359,9 @@ fn seeds_that_found_bugs_pass() {
         // it saved a global checkpoint of the new generation; a second
         // crash came before that, and the cluster refused to start.
         SimulationOptions::transactions(20_482, 4, 2),
+        // Writes served without a membership lease by a node cut off
+        // from the others.
+        SimulationOptions::transactions_with_crashes(42_996, 2, 2),
     ];
     let mut node_marks = node::NodeMarks::default();
     for options in runs {

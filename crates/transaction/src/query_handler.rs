@@ -1075,6 +1075,24 @@ impl QueryHandler {
             Err(error) => {
                 self.give_back(key, reserved);
                 self.forget_unbegun(key);
+                // A write's failure reads the row (626 when it is missing,
+                // 630 when an insert finds it): without a membership lease
+                // it is refused instead, as a read is. A node cut off from
+                // the others would answer from rows they have since changed
+                // (the simulator's seed 42996: updates answered 626 for rows
+                // the rest of the cluster had inserted). A write that
+                // succeeds answers nothing about the row and goes on to
+                // every other replica, which a cut-off node cannot reach,
+                // so it needs no lease; nor does a replica being copied,
+                // whose failures the first replica's stand for.
+                let error = if request.kind.is_write()
+                    && !replica.copying
+                    && !self.holds_read_lease(now_ms)
+                {
+                    self.no_lease_refusal()
+                } else {
+                    error
+                };
                 self.refuse(request, &error, out);
             }
         }
@@ -2005,6 +2023,19 @@ impl QueryHandler {
                             {
                                 let error =
                                     copying_refusal(self.node, request.table, request.fragment);
+                                self.refuse(request, &error, out);
+                            }
+                            Err(_)
+                                if request.kind.is_write()
+                                    && !self.holds_read_lease(now_ms)
+                                    && !self
+                                        .fragments
+                                        .get(&(request.table, request.fragment))
+                                        .is_some_and(|replica| replica.copying) =>
+                            {
+                                // As in `on_key_request`: the failure reads
+                                // the row.
+                                let error = self.no_lease_refusal();
                                 self.refuse(request, &error, out);
                             }
                             Err(code) => {

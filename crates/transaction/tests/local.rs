@@ -2483,12 +2483,15 @@ impl Cluster {
 
 /// A replica without a membership lease (one cut off from the others, say)
 /// refuses reads with 4035, which aborts the transaction even when the
-/// read ignores errors (it says nothing about the row), and scans; it
-/// still takes writes, which reach every replica. A locked read that waited
-/// for its lock until after the lease ended is refused too, and the abort
-/// frees the lock it got.
+/// read ignores errors (it says nothing about the row), and scans. It
+/// takes writes that succeed, which reach every replica, but refuses the
+/// failures of writes, which read the row (an update of a row it lacks
+/// would answer 626 for a row the others may have inserted: the
+/// simulator's seed 42996). A locked read
+/// that waited for its lock until after the lease ended is refused too,
+/// and the abort frees the lock it got.
 #[test]
-fn a_replica_without_a_membership_lease_refuses_reads_but_takes_writes() {
+fn a_replica_without_a_membership_lease_refuses_reads_and_the_answers_of_writes() {
     let mut cluster = Cluster::new(true, CoordinatorConfig::default());
     // Partition 0's primary is node 1.
     let a = cluster.key_in(0, 0);
@@ -2509,15 +2512,30 @@ fn a_replica_without_a_membership_lease_refuses_reads_but_takes_writes() {
         assert_eq!(executed.state, TransactionState::Aborted, "{executed:?}");
         assert_eq!(executed.error.map(|e| e.ndb_code), Some(not_member));
     }
-    let executed = cluster.execute(2, 4, ExecuteEnd::Commit, vec![update(a, 2)]);
-    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    // An update of a row node 1 lacks would answer 626, ignored or not,
+    // and an insert of the row it has 630: all are refused, and nothing
+    // is left behind.
+    let missing = cluster.key_in(0, 1);
+    let mut ignored = update(missing, 7);
+    ignored.ignore_error = true;
+    let operations = [update(missing, 7), ignored, insert(a, 7)];
+    for (transaction, operation) in (40..).zip(operations) {
+        let executed = cluster.execute(2, transaction, ExecuteEnd::Commit, vec![operation]);
+        assert_eq!(executed.state, TransactionState::Aborted, "{executed:?}");
+        assert_eq!(executed.error.map(|e| e.ndb_code), Some(not_member));
+        cluster.assert_idle();
+    }
     assert_eq!(
         cluster
             .query_handler(1)
             .counters()
             .reads_refused_without_lease,
-        2
+        5
     );
+    // An update that succeeds answers nothing about the row: it commits
+    // on both replicas.
+    let executed = cluster.execute(2, 4, ExecuteEnd::Commit, vec![update(a, 2)]);
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
     // Transaction 5 holds the row's lock (node 1 has its lease again);
     // transaction 6's locked read waits for it, and the lease ends meanwhile.
     cluster.query_handler(1).set_read_lease_until_ms(u64::MAX);
