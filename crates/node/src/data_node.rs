@@ -676,8 +676,9 @@ impl DataNodeComposite {
             return;
         };
         if disk.mark_saved(log, epoch).is_err() {
-            // A full log: a later restart may then refuse to start until
-            // every node of this node group is there (never a loss).
+            // A full log: if no node of this node group has the marker,
+            // a later whole-cluster restart refuses to start (never a
+            // loss) once another group saved in the new generation.
             self.marks.save_markers_refused += 1;
             return;
         }

@@ -225,7 +225,13 @@ impl Survey {
     pub fn visit(&mut self, system: &SystemFile, record: &RedoRecord) {
         self.records += 1;
         self.epoch_max = self.epoch_max.max(record.epoch);
-        if record.kind == KIND_SAVED && live(system, record) && record.epoch > self.restorable_epoch
+        // At an equal epoch the later marker wins: it is of the same or a
+        // newer generation (a system restart's marker of its restore
+        // point, `DataNodeComposite::mark_restored`, follows the marker of
+        // the save it restored to).
+        if record.kind == KIND_SAVED
+            && live(system, record)
+            && record.epoch >= self.restorable_epoch
         {
             self.restorable_epoch = record.epoch;
             self.restorable_generation = record
@@ -1064,6 +1070,24 @@ mod tests {
             survey.visit(&system, &r);
         }
         assert_eq!(survey.restorable_epoch, restored_below);
+        // The restart's own marker of that point, in its new generation,
+        // comes after the old one and names the generation (else a later
+        // restart would find this disk only in the older generation).
+        let generation = |epoch, generation: u64, lsn| RedoRecord {
+            payload: generation.to_le_bytes().to_vec(),
+            ..record(lsn, epoch, KIND_SAVED)
+        };
+        let mut survey = Survey::default();
+        for r in [
+            generation(restored_below, 7, 10),
+            generation(restored_below, 8, 1_000),
+        ] {
+            survey.visit(&system, &r);
+        }
+        assert_eq!(
+            (survey.restorable_epoch, survey.restorable_generation),
+            (restored_below, 8)
+        );
     }
 
     /// After a whole checkpoint, partial ones write every eighth part

@@ -221,8 +221,9 @@ pub struct QueryHandlerCounters {
     /// Reads and scans that reached a replica still being copied and were
     /// refused (1204). A router never sends them, so this stays 0.
     pub reads_refused_while_copying: u64,
-    /// Reads and scan batches refused (4035) because this node held no
-    /// membership lease: it may be cut off from a cluster that removed it.
+    /// Reads, scan batches and failed writes (626, 630, 893) refused
+    /// (4035) because this node held no membership lease: it may be cut
+    /// off from a cluster that removed it.
     pub reads_refused_without_lease: u64,
     /// Work whose commit phase had passed this backup, committed when a
     /// failure made this node its fragment's primary.
@@ -1086,6 +1087,7 @@ impl QueryHandler {
                 // so it needs no lease; nor does a replica being copied,
                 // whose failures the first replica's stand for.
                 let error = if request.kind.is_write()
+                    && reads_the_row(error.code)
                     && !replica.copying
                     && !self.holds_read_lease(now_ms)
                 {
@@ -2025,8 +2027,9 @@ impl QueryHandler {
                                     copying_refusal(self.node, request.table, request.fragment);
                                 self.refuse(request, &error, out);
                             }
-                            Err(_)
+                            Err(code)
                                 if request.kind.is_write()
+                                    && reads_the_row(code)
                                     && !self.holds_read_lease(now_ms)
                                     && !self
                                         .fragments
@@ -2061,9 +2064,17 @@ impl QueryHandler {
     }
 }
 
-/// The refusal of a read of a replica that is still being copied: the
-/// router sends reads to started replicas only, so it planned on an older
-/// state; a retry routes afresh.
+/// Whether a write's failure with `code` says what the row holds (its
+/// absence, its presence, a unique value in use): without a membership
+/// lease it is refused instead. Other failures (lock waits, memory) say
+/// nothing about the rows and keep their codes.
+fn reads_the_row(code: ErrorCode) -> bool {
+    matches!(
+        code,
+        ErrorCode::NoSuchRow | ErrorCode::DuplicateKey | ErrorCode::UniqueViolation
+    )
+}
+
 /// The temporary refusal of a write the redo log has no room for.
 fn redo_refusal(error: &RedoError) -> Error {
     // The code's own text names the overload; the detail says by how much.
@@ -2081,6 +2092,9 @@ fn redo_refusal(error: &RedoError) -> Error {
     Error::new(code, detail)
 }
 
+/// The refusal of a read of a replica that is still being copied: the
+/// router sends reads to started replicas only, so it planned on an older
+/// state; a retry routes afresh.
 fn copying_refusal(node: NodeId, table: u32, fragment: u32) -> Error {
     Error::new(
         ErrorCode::DistributionChanged,
