@@ -1084,13 +1084,8 @@ impl QueryHandler {
                 // the rest of the cluster had inserted). A write that
                 // succeeds answers nothing about the row and goes on to
                 // every other replica, which a cut-off node cannot reach,
-                // so it needs no lease; nor does a replica being copied,
-                // whose failures the first replica's stand for.
-                let error = if request.kind.is_write()
-                    && reads_the_row(error.code)
-                    && !replica.copying
-                    && !self.holds_read_lease(now_ms)
-                {
+                // so it needs no lease (`refuses_write_failure`).
+                let error = if self.refuses_write_failure(now_ms, &request, error.code) {
                     self.no_lease_refusal()
                 } else {
                     error
@@ -1098,6 +1093,25 @@ impl QueryHandler {
                 self.refuse(request, &error, out);
             }
         }
+    }
+
+    /// Whether a write's failure with `code` is refused (4035) instead of
+    /// answered: it says what the row holds (its absence, its presence, a
+    /// unique value in use), and this node holds no membership lease.
+    /// Other failures (lock waits, memory) say nothing about the rows and
+    /// keep their codes; a replica being copied answers nothing the first
+    /// replica does not.
+    fn refuses_write_failure(&self, now_ms: u64, request: &KeyRequest, code: ErrorCode) -> bool {
+        request.kind.is_write()
+            && matches!(
+                code,
+                ErrorCode::NoSuchRow | ErrorCode::DuplicateKey | ErrorCode::UniqueViolation
+            )
+            && !self
+                .fragments
+                .get(&(request.table, request.fragment))
+                .is_some_and(|replica| replica.copying)
+            && !self.holds_read_lease(now_ms)
     }
 
     /// Gives back the redo bytes an operation of `key`'s work reserved
@@ -2027,15 +2041,7 @@ impl QueryHandler {
                                     copying_refusal(self.node, request.table, request.fragment);
                                 self.refuse(request, &error, out);
                             }
-                            Err(code)
-                                if request.kind.is_write()
-                                    && reads_the_row(code)
-                                    && !self.holds_read_lease(now_ms)
-                                    && !self
-                                        .fragments
-                                        .get(&(request.table, request.fragment))
-                                        .is_some_and(|replica| replica.copying) =>
-                            {
+                            Err(code) if self.refuses_write_failure(now_ms, &request, code) => {
                                 // As in `on_key_request`: the failure reads
                                 // the row.
                                 let error = self.no_lease_refusal();
@@ -2062,17 +2068,6 @@ impl QueryHandler {
             }
         }
     }
-}
-
-/// Whether a write's failure with `code` says what the row holds (its
-/// absence, its presence, a unique value in use): without a membership
-/// lease it is refused instead. Other failures (lock waits, memory) say
-/// nothing about the rows and keep their codes.
-fn reads_the_row(code: ErrorCode) -> bool {
-    matches!(
-        code,
-        ErrorCode::NoSuchRow | ErrorCode::DuplicateKey | ErrorCode::UniqueViolation
-    )
 }
 
 /// The temporary refusal of a write the redo log has no room for.

@@ -2487,9 +2487,9 @@ impl Cluster {
 /// takes writes that succeed, which reach every replica, but refuses the
 /// failures of writes, which read the row (an update of a row it lacks
 /// would answer 626 for a row the others may have inserted: the
-/// simulator's seed 42996). A locked read
-/// that waited for its lock until after the lease ended is refused too,
-/// and the abort frees the lock it got.
+/// simulator's seed 42996). A locked read that waited for its lock until
+/// after the lease ended is refused too, and the abort frees the lock it
+/// got.
 #[test]
 fn a_replica_without_a_membership_lease_refuses_reads_and_the_answers_of_writes() {
     let mut cluster = Cluster::new(true, CoordinatorConfig::default());
