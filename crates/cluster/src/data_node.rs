@@ -64,6 +64,22 @@ const REPORT_LIFETIME_INTERVALS: u64 = 3;
 /// A join request not repeated for this many heartbeat intervals is dropped.
 const JOIN_REQUEST_LIFETIME_INTERVALS: u64 = 4;
 
+/// What a data node's disk held when it started, as its status reports
+/// tell the management node for a system restart (`NodeReport`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskAtStart {
+    /// Every commit of the epochs below this is on the disk (0: none a
+    /// system restart can use) ...
+    pub restorable_epoch: u64,
+    /// ... saved in this generation ...
+    pub restorable_generation: u64,
+    /// ... and, when that save is a system restart's mark of its restore
+    /// point, the same commits as this generation's (0: none).
+    pub restored_from_generation: u64,
+    /// The highest epoch of any record on the disk.
+    pub disk_epoch_max: u64,
+}
+
 /// Everything the block needs from the configuration.
 #[derive(Debug, Clone)]
 pub struct DataNodeSettings {
@@ -286,7 +302,7 @@ pub struct DataNode {
     /// Epochs and the redo log, set by the runtime for status reports.
     durability: Durability,
     /// What the node's disk held at start (`set_restorable`).
-    restorable: (u64, u64, u64),
+    restorable: DiskAtStart,
     /// Each member's free DataMemory from its last heartbeat (the
     /// president plans creates against it).
     member_free_pages: BTreeMap<Member, FreePages>,
@@ -358,7 +374,7 @@ impl DataNode {
             memory_pages: (0, 0),
             reserved_pages: (0, 0),
             durability: Durability::default(),
-            restorable: (0, 0, 0),
+            restorable: DiskAtStart::default(),
             memory_schema_version: 0,
             member_free_pages: BTreeMap::new(),
             marks: Marks::default(),
@@ -580,10 +596,9 @@ impl DataNode {
     }
 
     /// What the node's disk held at start, for the management node's
-    /// system restart: every commit of the epochs below `restorable_epoch`,
-    /// saved in `generation`, and records up to `disk_epoch_max`.
-    pub fn set_restorable(&mut self, restorable_epoch: u64, generation: u64, disk_epoch_max: u64) {
-        self.restorable = (restorable_epoch, generation, disk_epoch_max);
+    /// system restart.
+    pub fn set_restorable(&mut self, disk: DiskAtStart) {
+        self.restorable = disk;
     }
 
     /// Sets the epochs and redo log figures the next status report carries.
@@ -636,9 +651,10 @@ impl DataNode {
             pages_used,
             pages_total,
             durability: self.durability,
-            restorable_epoch: self.restorable.0,
-            restorable_generation: self.restorable.1,
-            disk_epoch_max: self.restorable.2,
+            restorable_epoch: self.restorable.restorable_epoch,
+            restorable_generation: self.restorable.restorable_generation,
+            restored_from_generation: self.restorable.restored_from_generation,
+            disk_epoch_max: self.restorable.disk_epoch_max,
         }
     }
 

@@ -914,11 +914,7 @@ impl ManagementNode {
         };
         let members: Vec<protocol::Member> = connected_data
             .iter()
-            .filter(|n| {
-                let report = &self.reports[*n];
-                report.restorable_epoch >= restore.epoch
-                    && report.restorable_generation == restore.generation
-            })
+            .filter(|n| restorable_in(&self.reports[*n], restore.generation) >= restore.epoch)
             .map(|n| protocol::Member {
                 node: *n,
                 incarnation: self.reports[n].incarnation,
@@ -1014,10 +1010,10 @@ impl ManagementNode {
             .map(|n| report(n).disk_epoch_max)
             .max()
             .unwrap_or(0);
-        let restorable = |node: &NodeId| report(node).restorable_epoch > 0;
-        let Some(generation) = connected
+        let restorable = |node: &&NodeId| report(node).restorable_epoch > 0;
+        let Some(newest) = connected
             .iter()
-            .filter(|n| restorable(n))
+            .filter(restorable)
             .map(|n| report(n).restorable_generation)
             .max()
         else {
@@ -1027,35 +1023,62 @@ impl ManagementNode {
                 epoch_floor,
             });
         };
-        let mut epoch = u64::MAX;
-        for (group, nodes) in self.settings.config.node_groups.iter().enumerate() {
-            let best = nodes
-                .iter()
-                .filter(|n| connected.contains(n) && restorable(n))
-                .filter(|n| report(n).restorable_generation == generation)
-                .map(|n| report(n).restorable_epoch)
-                .max()
-                .unwrap_or(0);
-            if best == 0 {
-                if !self.restore_refusal_logged {
-                    self.restore_refusal_logged = true;
-                    effects.events.push(Event::Log(format!(
-                        "The cluster cannot start: node group {group} (nodes {nodes:?}) has no \
-                         connected data node whose disk holds a global checkpoint of the \
-                         newest cluster generation ({generation}) the other nodes' disks \
-                         hold; start its nodes, or start every data node with --initial to \
-                         discard all data"
-                    )));
+        // When no disk saved anything in the newest generation past the
+        // restore point its system restart marked, that generation holds
+        // the same commits as the one the restart restored, up to that
+        // point: a node group whose disks are all of the older one can
+        // stand for itself in it (a second whole-cluster crash came before
+        // every node group's mark was durable: the simulator's seed
+        // 124454).
+        let mut newest_disks = connected
+            .iter()
+            .filter(restorable)
+            .filter(|n| report(n).restorable_generation == newest)
+            .map(|n| report(n).restored_from_generation);
+        let first = newest_disks
+            .next()
+            .expect("the newest generation has a disk");
+        let restored_from = (first != 0 && newest_disks.all(|g| g == first)).then_some(first);
+        let node_groups = &self.settings.config.node_groups;
+        let point_in = |generation: u64| {
+            let mut epoch = u64::MAX;
+            for (group, nodes) in node_groups.iter().enumerate() {
+                let best = nodes
+                    .iter()
+                    .filter(|n| connected.contains(n))
+                    .map(|n| restorable_in(report(n), generation))
+                    .max()
+                    .unwrap_or(0);
+                if best == 0 {
+                    return Err((group, nodes));
                 }
-                return None;
+                epoch = epoch.min(best);
             }
-            epoch = epoch.min(best);
+            Ok(RestorePoint {
+                epoch,
+                generation,
+                epoch_floor,
+            })
+        };
+        let refused = match point_in(newest) {
+            Ok(point) => return Some(point),
+            Err(refused) => refused,
+        };
+        if let Some(Ok(point)) = restored_from.map(point_in) {
+            return Some(point);
         }
-        Some(RestorePoint {
-            epoch,
-            generation,
-            epoch_floor,
-        })
+        if !self.restore_refusal_logged {
+            self.restore_refusal_logged = true;
+            let (group, nodes) = refused;
+            effects.events.push(Event::Log(format!(
+                "The cluster cannot start: node group {group} (nodes {nodes:?}) has no \
+                 connected data node whose disk holds a global checkpoint of the \
+                 newest cluster generation ({newest}) the other nodes' disks \
+                 hold; start its nodes, or start every data node with --initial to \
+                 discard all data"
+            )));
+        }
+        None
     }
 
     /// Every configured node, as `SHOW` lists them.
@@ -1532,7 +1555,19 @@ impl ManagementNode {
     }
 }
 
+/// The epoch below which `report`'s disk holds every commit of
+/// `generation` (0: none): that of its newest save, when the save was in
+/// `generation` or is a system restart's mark of the restore point it
+/// restored `generation` to (the two generations hold the same commits up
+/// to there).
+fn restorable_in(report: &DataNodeReport, generation: u64) -> u64 {
+    let holds = report.restorable_generation == generation
+        || (generation != 0 && report.restored_from_generation == generation);
+    if holds { report.restorable_epoch } else { 0 }
+}
+
 /// What a cluster formation restores (`restore_point`).
+#[derive(Debug, Clone, Copy)]
 struct RestorePoint {
     /// Every commit of the epochs below this; 0: nothing.
     epoch: u64,
@@ -1780,61 +1815,21 @@ mod tests {
     /// forms from the newer disks alone.
     #[test]
     fn a_system_restart_does_not_mix_disks_of_an_older_generation() {
-        let text = config::sandbox_config_text("", 4, 2, 1186, 16 << 20);
-        let config = config::parse(&text, "config.ini").expect("a valid config");
-        let groups = config.node_groups.clone();
-        assert_eq!(groups.len(), 2, "{groups:?}");
-        let settings = ManagementSettings::new("config.ini", &text, config, [7; 32]);
-        let epoch = |gci: u64| gci << 32;
-        // (node, restorable GCI, generation): the first group's disks were
-        // saved in generation 5; the second group's first node in 5 too,
-        // its second in 4, through a higher GCI (it missed generation 5's
-        // system restart, whose epochs began above the disks it had).
+        let (settings, groups) = two_node_groups();
+        // (node, restorable GCI, generation, restored from): the first
+        // group's disks were saved in generation 5; the second group's
+        // first node in 5 too, its second in 4, through a higher GCI (it
+        // missed generation 5's system restart, whose epochs began above
+        // the disks it had).
         let disks = [
-            (groups[0][0], 40, 5),
-            (groups[0][1], 38, 5),
-            (groups[1][0], 39, 5),
-            (groups[1][1], 60, 4),
+            (groups[0][0], 40, 5, 0),
+            (groups[0][1], 38, 5, 0),
+            (groups[1][0], 39, 5, 0),
+            (groups[1][1], 60, 4, 0),
         ];
-        let run = |connected: &[(NodeId, u64, u64)]| {
-            let mut management = ManagementNode::new(settings.clone(), 1, 0, None);
-            let mut logs = Vec::new();
-            for (connection, (node, gci, generation)) in connected.iter().enumerate() {
-                let connection = connection as ConnectionId + 1;
-                management.on_connected(connection, "127.0.0.1");
-                send(
-                    &mut management,
-                    connection,
-                    Message::AllocateNodeId {
-                        role: NodeRole::Data,
-                        requested: Some(*node),
-                        listen_port: 4000,
-                    },
-                );
-                let report = DataNodeReport {
-                    incarnation: 1,
-                    restorable_epoch: epoch(*gci),
-                    restorable_generation: *generation,
-                    disk_epoch_max: epoch(*gci + 2),
-                    ..DataNodeReport::default()
-                };
-                let effects = send(
-                    &mut management,
-                    connection,
-                    Message::StatusReport {
-                        report: Box::new(report),
-                    },
-                );
-                logs.extend(logs_of(&effects));
-            }
-            let mut effects = Effects::default();
-            management.tick(1_000_000, &mut effects);
-            logs.extend(logs_of(&effects));
-            logs
-        };
         // The second group's node of generation 5 is down: no forming.
         let without = [disks[0], disks[1], disks[3]];
-        let logs = run(&without);
+        let logs = system_restart_logs(&settings, &without);
         assert!(
             logs.iter()
                 .any(|l| l.contains("cannot start") && l.contains("generation (5)")),
@@ -1847,7 +1842,7 @@ mod tests {
         // All four: the generation 5 disks that reach the lower of the
         // groups' best (every epoch below GCI 39's) form it, and the rest,
         // the generation 4 disk among them, copy.
-        let logs = run(&disks);
+        let logs = system_restart_logs(&settings, &disks);
         let started = logs
             .iter()
             .find(|l| l.contains("Cluster starts"))
@@ -1855,6 +1850,112 @@ mod tests {
         assert!(started.contains("through GCI 38 "), "{started}");
         let members = format!("data node(s) {},{} ", groups[0][0], groups[1][0]);
         assert!(started.contains(&members), "{started}");
+    }
+
+    /// A second whole-cluster crash right after a system restart, before
+    /// any save in the new generation (5) and before the first group's
+    /// marks of the restore point (GCI 38, restored from generation 4)
+    /// were durable: the first group's disks, of generation 4, hold the
+    /// same commits up to there, and the cluster forms from generation 4
+    /// at that point. Once any disk saved past the mark in generation 5,
+    /// generation 5 may hold commits the older disks lack, and the first
+    /// group cannot stand for itself.
+    #[test]
+    fn a_system_restart_counts_an_older_generation_that_the_newest_saved_nothing_past() {
+        let (settings, groups) = two_node_groups();
+        let disks = [
+            (groups[0][0], 40, 4, 0),
+            (groups[0][1], 38, 4, 0),
+            (groups[1][0], 38, 5, 4),
+            (groups[1][1], 38, 5, 4),
+        ];
+        let logs = system_restart_logs(&settings, &disks);
+        let started = logs
+            .iter()
+            .find(|l| l.contains("Cluster starts"))
+            .unwrap_or_else(|| panic!("{logs:#?}"));
+        assert!(started.contains("through GCI 37 "), "{started}");
+        assert!(started.contains("data node(s) 2,3,4,5 "), "{started}");
+        // A generation 4 disk below the mark cannot reach it, so the
+        // point is the lower one, and that disk is a member too.
+        let lower = [disks[0], (groups[0][1], 30, 4, 0), disks[2], disks[3]];
+        let logs = system_restart_logs(&settings, &lower);
+        let started = logs
+            .iter()
+            .find(|l| l.contains("Cluster starts"))
+            .unwrap_or_else(|| panic!("{logs:#?}"));
+        assert!(started.contains("through GCI 37 "), "{started}");
+        // A save past the mark in generation 5, or a mark restored from
+        // another generation, and the first group is refused.
+        for second in [(groups[1][1], 41, 5, 0), (groups[1][1], 38, 5, 3)] {
+            let refused = [disks[0], disks[1], disks[2], second];
+            let logs = system_restart_logs(&settings, &refused);
+            assert!(
+                logs.iter().any(|l| l.contains("cannot start")),
+                "{second:?}: {logs:#?}"
+            );
+            assert!(
+                !logs.iter().any(|l| l.contains("Cluster starts")),
+                "{logs:#?}"
+            );
+        }
+    }
+
+    /// A sandbox config of four data nodes in two node groups.
+    fn two_node_groups() -> (ManagementSettings, Vec<Vec<NodeId>>) {
+        let text = config::sandbox_config_text("", 4, 2, 1186, 16 << 20);
+        let config = config::parse(&text, "config.ini").expect("a valid config");
+        let groups = config.node_groups.clone();
+        assert_eq!(groups.len(), 2, "{groups:?}");
+        (
+            ManagementSettings::new("config.ini", &text, config, [7; 32]),
+            groups,
+        )
+    }
+
+    /// The logs of a new management node to which the data nodes of
+    /// `disks` (node, restorable GCI, generation, restored from) connect
+    /// and report, unstarted, until long past any start timeout.
+    fn system_restart_logs(
+        settings: &ManagementSettings,
+        disks: &[(NodeId, u64, u64, u64)],
+    ) -> Vec<String> {
+        let epoch = |gci: u64| gci << 32;
+        let mut management = ManagementNode::new(settings.clone(), 1, 0, None);
+        let mut logs = Vec::new();
+        for (connection, (node, gci, generation, restored_from)) in disks.iter().enumerate() {
+            let connection = connection as ConnectionId + 1;
+            management.on_connected(connection, "127.0.0.1");
+            send(
+                &mut management,
+                connection,
+                Message::AllocateNodeId {
+                    role: NodeRole::Data,
+                    requested: Some(*node),
+                    listen_port: 4000,
+                },
+            );
+            let report = DataNodeReport {
+                incarnation: 1,
+                restorable_epoch: epoch(*gci),
+                restorable_generation: *generation,
+                restored_from_generation: *restored_from,
+                disk_epoch_max: epoch(*gci + 2),
+                ..DataNodeReport::default()
+            };
+            let effects = send(
+                &mut management,
+                connection,
+                Message::StatusReport {
+                    report: Box::new(report),
+                },
+            );
+            logs.extend(logs_of(&effects));
+        }
+        let mut effects = Effects::default();
+        management.tick(1_000_000, &mut effects);
+        logs.extend(logs_of(&effects));
+        logs
     }
 
     fn logs_of(effects: &Effects<ConnectionId>) -> Vec<String> {

@@ -596,11 +596,13 @@ impl DataNodeComposite {
             self.query_handler.redo().is_some(),
             "the redo log is set first"
         );
-        self.membership.set_restorable(
-            start.survey.restorable_epoch,
-            start.survey.restorable_generation,
-            start.survey.epoch_max,
-        );
+        self.membership
+            .set_restorable(cluster::data_node::DiskAtStart {
+                restorable_epoch: start.survey.restorable_epoch,
+                restorable_generation: start.survey.restorable_generation,
+                restored_from_generation: start.survey.restored_from_generation,
+                disk_epoch_max: start.survey.epoch_max,
+            });
         self.disk = Some(NodeDisk::new(
             start,
             checkpoint_trigger_bytes,
@@ -675,7 +677,7 @@ impl DataNodeComposite {
         let (Some(disk), Some(log)) = (self.disk.as_ref(), self.query_handler.redo_mut()) else {
             return;
         };
-        if disk.mark_saved(log, epoch).is_err() {
+        if disk.mark_restore_point(log, epoch).is_err() {
             // A full log: if no node of this node group has the marker,
             // a later whole-cluster restart refuses to start (never a
             // loss) once another group saved in the new generation.

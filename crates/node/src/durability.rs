@@ -216,6 +216,11 @@ pub struct Survey {
     /// The generation of the cluster state the node was in when it wrote
     /// that marker (0: not known, a marker from before markers named it).
     pub restorable_generation: u64,
+    /// When that marker is a system restart's mark of its restore point
+    /// (`NodeDisk::mark_restore_point`), the generation the restart
+    /// restored: up to that epoch the two generations hold the same
+    /// commits, so the disk stands for either (0: a save's marker).
+    pub restored_from_generation: u64,
     /// The highest epoch of any record, live or cut.
     pub epoch_max: u64,
     pub records: u64,
@@ -233,11 +238,14 @@ impl Survey {
             && live(system, record)
             && record.epoch >= self.restorable_epoch
         {
+            let generation = |at: usize| {
+                record.payload.get(at..at + 8).map_or(0, |bytes| {
+                    u64::from_le_bytes(bytes.try_into().expect("8 bytes"))
+                })
+            };
             self.restorable_epoch = record.epoch;
-            self.restorable_generation = record
-                .payload
-                .first_chunk::<8>()
-                .map_or(0, |generation| u64::from_le_bytes(*generation));
+            self.restorable_generation = generation(0);
+            self.restored_from_generation = generation(8);
         }
     }
 }
@@ -651,6 +659,35 @@ impl NodeDisk {
     pub fn mark_saved(&self, log: &mut disk::RedoLog, epoch: u64) -> Result<(), disk::RedoError> {
         if self.restorable {
             log.append(epoch, KIND_SAVED, &self.generation.to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Appends, after a system restart's restore of the epochs below
+    /// `epoch`, the `KIND_SAVED` marker of that point in the new
+    /// generation, naming also the generation whose commits below `epoch`
+    /// it holds (the one the restart restored, or the one that one
+    /// restored when it saved nothing past its own restore point). A later
+    /// restart then counts this disk for its node group in either
+    /// generation: in the older one while no node group saved anything in
+    /// the newer one (a second whole-cluster crash came before these
+    /// markers were durable on every node group: the simulator's seed
+    /// 124454).
+    pub fn mark_restore_point(
+        &self,
+        log: &mut disk::RedoLog,
+        epoch: u64,
+    ) -> Result<(), disk::RedoError> {
+        let restored = if self.survey.restored_from_generation != 0 {
+            self.survey.restored_from_generation
+        } else {
+            self.survey.restorable_generation
+        };
+        let mut payload = [0u8; 16];
+        payload[..8].copy_from_slice(&self.generation.to_le_bytes());
+        payload[8..].copy_from_slice(&restored.to_le_bytes());
+        if self.restorable {
+            log.append(epoch, KIND_SAVED, &payload)?;
         }
         Ok(())
     }
@@ -1085,8 +1122,35 @@ mod tests {
             survey.visit(&system, &r);
         }
         assert_eq!(
-            (survey.restorable_epoch, survey.restorable_generation),
-            (restored_below, 8)
+            (
+                survey.restorable_epoch,
+                survey.restorable_generation,
+                survey.restored_from_generation
+            ),
+            (restored_below, 8, 0)
+        );
+        // A restart's mark of its restore point names the generation it
+        // restored; a save after it does not.
+        let restore_point = |epoch, generation: u64, restored: u64, lsn| RedoRecord {
+            payload: [generation.to_le_bytes(), restored.to_le_bytes()].concat(),
+            ..record(lsn, epoch, KIND_SAVED)
+        };
+        survey.visit(&system, &restore_point(restored_below, 9, 8, 2_000));
+        assert_eq!(
+            (
+                survey.restorable_generation,
+                survey.restored_from_generation
+            ),
+            (9, 8)
+        );
+        survey.visit(&system, &generation(restored_below + (1 << 32), 9, 3_000));
+        assert_eq!(
+            (
+                survey.restorable_epoch,
+                survey.restorable_generation,
+                survey.restored_from_generation
+            ),
+            (restored_below + (1 << 32), 9, 0)
         );
     }
 

@@ -640,6 +640,7 @@ impl Message {
                 write_durability(&mut w, &report.durability);
                 w.u64(report.restorable_epoch);
                 w.u64(report.restorable_generation);
+                w.u64(report.restored_from_generation);
                 w.u64(report.disk_epoch_max);
             }
             Message::StatusRequest { request } => {
@@ -1013,6 +1014,7 @@ impl Message {
                     durability: read_durability(&mut r)?,
                     restorable_epoch: r.u64("restorable epoch")?,
                     restorable_generation: r.u64("restorable generation")?,
+                    restored_from_generation: r.u64("restored from generation")?,
                     disk_epoch_max: r.u64("disk epoch max")?,
                 }),
             },

@@ -389,6 +389,10 @@ pub struct DataNodeReport {
     /// and records of epochs up to `disk_epoch_max`.
     pub restorable_epoch: u64,
     pub restorable_generation: u64,
+    /// When that save is a system restart's mark of its restore point, the
+    /// generation whose commits below `restorable_epoch` it holds too (0:
+    /// none).
+    pub restored_from_generation: u64,
     pub disk_epoch_max: u64,
 }
 

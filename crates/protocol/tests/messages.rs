@@ -292,6 +292,7 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                         },
                         restorable_epoch: version ^ 9,
                         restorable_generation: version ^ 10,
+                        restored_from_generation: version ^ 11,
                         disk_epoch_max: tables as u64 * 3,
                     })
                 }
@@ -907,7 +908,7 @@ fn the_heartbeat_layout_is_pinned() {
         &mut bytes,
     );
     assert_eq!(&bytes[0..4], b"SHOL");
-    assert_eq!(&bytes[4..8], &[9, 0, 1, 0]);
+    assert_eq!(&bytes[4..8], &[10, 0, 1, 0]);
     assert_eq!(&bytes[8..12], &[46, 0, 0, 0]);
     assert_eq!(
         &bytes[16..],

@@ -11,6 +11,15 @@ fn seeds_per_shape() -> u64 {
         .unwrap_or(1_000)
 }
 
+/// `SHOAL_SIM_SEED_OFFSET` moves every shape's seeds by that much (default
+/// 0), so a long run can search seeds that CI never runs.
+fn seed_offset() -> u64 {
+    std::env::var("SHOAL_SIM_SEED_OFFSET")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Which rare paths a shape's seeds must reach (coverage marks): without
 /// them the checkers would pass without ever seeing those paths.
 struct Expected {
@@ -33,6 +42,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) {
     let mut renamed = 0;
     let mut refused_for_memory = 0;
     let mut refused_for_table_objects = 0;
+    let first_seed = first_seed + seed_offset();
     for seed in first_seed..first_seed + seeds_per_shape() {
         let options = SimulationOptions::new(seed, data_nodes, replicas);
         match run(&options) {

@@ -14,6 +14,15 @@ fn seeds_per_shape() -> u64 {
         .unwrap_or(1_000)
 }
 
+/// `SHOAL_SIM_SEED_OFFSET` moves every shape's seeds by that much (default
+/// 0), so a long run can search seeds that CI never runs.
+fn seed_offset() -> u64 {
+    std::env::var("SHOAL_SIM_SEED_OFFSET")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) -> TransactionMarks {
     let mut marks = TransactionMarks::default();
     let mut disks = DiskOutcome::default();
@@ -24,6 +33,7 @@ fn run_shape(data_nodes: u8, replicas: u8, first_seed: u64) -> TransactionMarks 
     let (mut kept_by_crashes, mut lost_to_crashes) = (0, 0);
     let (mut committed, mut aborted, mut executes, mut rows, mut scans) = (0, 0, 0, 0, 0);
     let mut index_rows = 0;
+    let first_seed = first_seed + seed_offset();
     for seed in first_seed..first_seed + seeds_per_shape() {
         let options = SimulationOptions::transactions(seed, data_nodes, replicas);
         match run(&options) {
@@ -153,6 +163,7 @@ fn run_shape_with_crashes(
     let mut crashes = CrashMarks::default();
     let mut disks = DiskOutcome::default();
     let (mut committed, mut aborted, mut executes) = (0, 0, 0);
+    let first_seed = first_seed + seed_offset();
     for seed in first_seed..first_seed + seeds_per_shape() {
         let options = SimulationOptions::transactions_with_crashes(seed, data_nodes, replicas);
         match run(&options) {
@@ -304,7 +315,7 @@ fn a_transaction_run_with_crashes_replays_exactly() {
 /// single crashes), global checkpoints whose saves replaced each other
 /// faster than a failing disk could finish one (21374), and a second
 /// whole-cluster crash soon after a restart that found a node group's
-/// disks only in the older generation (20482), and a node cut off from
+/// disks only in the older generation (20482, 124454), and a node cut off from
 /// the others that answered updates 626 from rows they had since
 /// inserted, then committed in an epoch below theirs (42996).
 #[test]
@@ -359,6 +370,10 @@ fn seeds_that_found_bugs_pass() {
         // it saved a global checkpoint of the new generation; a second
         // crash came before that, and the cluster refused to start.
         SimulationOptions::transactions(20_482, 4, 2),
+        // The same, when the second crash came before one node group's
+        // marks of the restore point were durable: that group's disks
+        // were only of the older generation.
+        SimulationOptions::transactions(124_454, 4, 2),
         // Writes served without a membership lease by a node cut off
         // from the others.
         SimulationOptions::transactions_with_crashes(42_996, 2, 2),
