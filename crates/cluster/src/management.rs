@@ -995,7 +995,9 @@ impl ManagementNode {
     /// group (the members are those nodes; the rest start empty and copy).
     /// A disk saved in an older generation is behind a system restart that
     /// left it out, which may have taken back commits it holds: it cannot
-    /// stand for its node group beside disks of the newer one. `None`,
+    /// stand for its node group beside disks of the newer one, unless the
+    /// newer one saved nothing past its restore point and that restart
+    /// restored the older one (then up to that point, see below). `None`,
     /// logged once, when some node group has no such node: the cluster
     /// would lose committed data, or mix a state the cluster left behind
     /// with the newer one, so it does not form.
@@ -1023,25 +1025,10 @@ impl ManagementNode {
                 epoch_floor,
             });
         };
-        // When no disk saved anything in the newest generation past the
-        // restore point its system restart marked, that generation holds
-        // the same commits as the one the restart restored, up to that
-        // point: a node group whose disks are all of the older one can
-        // stand for itself in it (a second whole-cluster crash came before
-        // every node group's mark was durable: the simulator's seed
-        // 124454).
-        let mut newest_disks = connected
-            .iter()
-            .filter(restorable)
-            .filter(|n| report(n).restorable_generation == newest)
-            .map(|n| report(n).restored_from_generation);
-        let first = newest_disks
-            .next()
-            .expect("the newest generation has a disk");
-        let restored_from = (first != 0 && newest_disks.all(|g| g == first)).then_some(first);
         let node_groups = &self.settings.config.node_groups;
-        let point_in = |generation: u64| {
-            let mut epoch = u64::MAX;
+        // The restore point in `generation`, taking no epoch above `cap`.
+        let point_in = |generation: u64, cap: u64| {
+            let mut epoch = cap;
             for (group, nodes) in node_groups.iter().enumerate() {
                 let best = nodes
                     .iter()
@@ -1060,12 +1047,45 @@ impl ManagementNode {
                 epoch_floor,
             })
         };
-        let refused = match point_in(newest) {
+        let refused = match point_in(newest, u64::MAX) {
             Ok(point) => return Some(point),
             Err(refused) => refused,
         };
-        if let Some(Ok(point)) = restored_from.map(point_in) {
-            return Some(point);
+        // When every connected disk of the newest generation is only its
+        // system restart's mark of the restore point (nothing was saved in
+        // it past there), that generation holds the same commits as the
+        // one the restart restored, up to that point and no further: a
+        // node group whose disks are all of the older one can stand for
+        // itself (a second whole-cluster crash came before every node
+        // group's mark was durable: the simulator's seed 124454). Every
+        // previous member is connected (`unaccounted`), and a mark is
+        // written before a save (`RESTORE_MARK_RESERVE_BYTES`), so a save
+        // past the point would be among these disks (a mark is refused for
+        // room only past about a hundred restarts with no local checkpoint
+        // between them). The marks may name
+        // different generations (a member restored from a save, another
+        // from a mark of its own): each is tried.
+        let newest_disks: Vec<&DataNodeReport> = connected
+            .iter()
+            .filter(restorable)
+            .map(report)
+            .filter(|r| r.restorable_generation == newest)
+            .collect();
+        if newest_disks.iter().all(|r| r.restored_from_generation != 0) {
+            let cap = newest_disks
+                .iter()
+                .map(|r| r.restorable_epoch)
+                .min()
+                .expect("the newest generation has a disk");
+            let named: BTreeSet<u64> = newest_disks
+                .iter()
+                .map(|r| r.restored_from_generation)
+                .collect();
+            for generation in named.into_iter().rev() {
+                if let Ok(point) = point_in(generation, cap) {
+                    return Some(point);
+                }
+            }
         }
         if !self.restore_refusal_logged {
             self.restore_refusal_logged = true;
@@ -1876,18 +1896,52 @@ mod tests {
             .unwrap_or_else(|| panic!("{logs:#?}"));
         assert!(started.contains("through GCI 37 "), "{started}");
         assert!(started.contains("data node(s) 2,3,4,5 "), "{started}");
-        // A generation 4 disk below the mark cannot reach it, so the
-        // point is the lower one, and that disk is a member too.
-        let lower = [disks[0], (groups[0][1], 30, 4, 0), disks[2], disks[3]];
+        // The first group's best generation 4 disk below the marks: the
+        // point is the lower one, and the marks' disks are members too.
+        let lower = [(groups[0][0], 30, 4, 0), disks[1], disks[2], disks[3]];
         let logs = system_restart_logs(&settings, &lower);
         let started = logs
             .iter()
             .find(|l| l.contains("Cluster starts"))
             .unwrap_or_else(|| panic!("{logs:#?}"));
         assert!(started.contains("through GCI 37 "), "{started}");
-        // A save past the mark in generation 5, or a mark restored from
-        // another generation, and the first group is refused.
-        for second in [(groups[1][1], 41, 5, 0), (groups[1][1], 38, 5, 3)] {
+        let lowest = [(groups[0][0], 30, 4, 0), (groups[0][1], 20, 4, 0)];
+        let logs = system_restart_logs(&settings, &[lowest[0], lowest[1], disks[2], disks[3]]);
+        let started = logs
+            .iter()
+            .find(|l| l.contains("Cluster starts"))
+            .unwrap_or_else(|| panic!("{logs:#?}"));
+        assert!(started.contains("through GCI 29 "), "{started}");
+        assert!(started.contains("data node(s) 2,4,5 "), "{started}");
+        // Generation 4 disks above the marks in every group (one of the
+        // second group that the restart to generation 5 left out): the
+        // point is still the marks', not above it, where generation 5
+        // went on without those commits.
+        let above = [disks[0], disks[1], disks[2], (groups[1][1], 45, 4, 0)];
+        let logs = system_restart_logs(&settings, &above);
+        let started = logs
+            .iter()
+            .find(|l| l.contains("Cluster starts"))
+            .unwrap_or_else(|| panic!("{logs:#?}"));
+        assert!(started.contains("through GCI 37 "), "{started}");
+        // Marks that name different generations: each is tried (4 finds
+        // no disk of the second group; 5 does).
+        let named = [
+            (groups[0][0], 38, 6, 5),
+            (groups[0][1], 38, 6, 4),
+            (groups[1][0], 40, 5, 0),
+            (groups[1][1], 39, 5, 0),
+        ];
+        let logs = system_restart_logs(&settings, &named);
+        let started = logs
+            .iter()
+            .find(|l| l.contains("Cluster starts"))
+            .unwrap_or_else(|| panic!("{logs:#?}"));
+        assert!(started.contains("through GCI 37 "), "{started}");
+        assert!(started.contains("data node(s) 2,4,5 "), "{started}");
+        // A save in generation 5, past the mark or at it, and the first
+        // group is refused.
+        for second in [(groups[1][1], 41, 5, 0), (groups[1][1], 38, 5, 0)] {
             let refused = [disks[0], disks[1], disks[2], second];
             let logs = system_restart_logs(&settings, &refused);
             assert!(

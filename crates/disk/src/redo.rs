@@ -60,6 +60,14 @@ pub type Lsn = u64;
 pub const RECORD_HEADER_BYTES: usize = 32;
 /// The largest payload of one record: callers split larger changes.
 pub const RECORD_PAYLOAD_BYTES_MAX: usize = 256 << 10;
+/// Bytes of the files that only the marks of system restarts' restore
+/// points take (`append_restore_mark`): a log that was full when the
+/// cluster crashed still takes the restore's mark, which a later restart
+/// needs to tell what this disk holds (a refused mark could let a node
+/// group's older disks stand for it after the newer generation saved
+/// commits they lack). About a hundred marks: that many restarts with no
+/// local checkpoint between them.
+pub const RESTORE_MARK_RESERVE_BYTES: u64 = 4 << 10;
 /// The format version written in every record.
 pub const FORMAT_VERSION: u8 = 1;
 /// Buffered bytes that start a write without a sync asking for one.
@@ -349,6 +357,21 @@ impl RedoLog {
     /// Whether `length` more bytes fit in the files and the buffer, beside
     /// what is reserved.
     fn room_for(&self, length: u64) -> Result<(), RedoError> {
+        let free = self
+            .room_for_restore_mark(length)?
+            .saturating_sub(RESTORE_MARK_RESERVE_BYTES);
+        if length > free {
+            return Err(RedoError::LogFull {
+                needed: length,
+                free,
+            });
+        }
+        Ok(())
+    }
+
+    /// `room_for` with `RESTORE_MARK_RESERVE_BYTES` too; returns the free
+    /// bytes of the files, that reserve included.
+    fn room_for_restore_mark(&self, length: u64) -> Result<u64, RedoError> {
         let free = self.config.capacity_bytes() - self.used_bytes() - self.reserved;
         if length > free {
             return Err(RedoError::LogFull {
@@ -362,7 +385,7 @@ impl RedoLog {
                 needed: length,
             });
         }
-        Ok(())
+        Ok(free)
     }
 
     /// Promises `bytes` to a prepared operation, whose commit then appends
@@ -412,6 +435,19 @@ impl RedoLog {
         );
         self.reserved -= length;
         self.push(epoch, kind, parts)
+    }
+
+    /// `append` of a system restart's mark of its restore point, which may
+    /// take `RESTORE_MARK_RESERVE_BYTES`.
+    pub fn append_restore_mark(
+        &mut self,
+        epoch: u64,
+        kind: u8,
+        payload: &[u8],
+    ) -> Result<Lsn, RedoError> {
+        assert!(payload.len() <= RECORD_PAYLOAD_BYTES_MAX);
+        self.room_for_restore_mark((RECORD_HEADER_BYTES + payload.len()) as u64)?;
+        Ok(self.push(epoch, kind, &[payload]))
     }
 
     /// Appends one record; returns its `Lsn`. Nothing is appended on an

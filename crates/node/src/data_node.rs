@@ -678,9 +678,12 @@ impl DataNodeComposite {
             return;
         };
         if disk.mark_restore_point(log, epoch).is_err() {
-            // A full log: if no node of this node group has the marker,
-            // a later whole-cluster restart refuses to start (never a
-            // loss) once another group saved in the new generation.
+            // The log is full to its restore marks' reserve (about a
+            // hundred restarts with no local checkpoint between them).
+            // Without this mark a later whole-cluster restart may find
+            // this node group only in the older generation: it refuses
+            // to start when another group saved past the restore point,
+            // and forms from the older generation when none did.
             self.marks.save_markers_refused += 1;
             return;
         }

@@ -687,7 +687,7 @@ impl NodeDisk {
         payload[..8].copy_from_slice(&self.generation.to_le_bytes());
         payload[8..].copy_from_slice(&restored.to_le_bytes());
         if self.restorable {
-            log.append(epoch, KIND_SAVED, &payload)?;
+            log.append_restore_mark(epoch, KIND_SAVED, &payload)?;
         }
         Ok(())
     }

@@ -506,3 +506,31 @@ fn reserved_bytes_are_kept_for_the_commit_that_uses_them() {
     let refusal = log.reserve(30_000).expect_err("the files are promised");
     assert!(matches!(refusal, RedoError::LogFull { .. }), "{refusal}");
 }
+
+/// A log full to its last records still takes the marks of system
+/// restarts' restore points, from a reserve no other record takes.
+#[test]
+fn a_full_log_still_takes_a_restore_mark() {
+    let mut disk = DiskModel::new();
+    let mut log = RedoLog::new(SMALL, 0, 1);
+    for bytes in [50_000, 1_000, 16] {
+        let body = payload(1, bytes);
+        while log.append(1, 0, &body).is_ok() {
+            log.want_durable(log.head());
+            drive(&mut log, &mut disk, 0);
+        }
+    }
+    let free = SMALL.capacity_bytes() - log.used_bytes();
+    assert!(free < RESTORE_MARK_RESERVE_BYTES + 48, "{free}");
+    assert!(free >= RESTORE_MARK_RESERVE_BYTES, "{free}");
+    let mark = [7u8; 16];
+    let refusal = log.append(2, 1, &mark).expect_err("the reserve is kept");
+    assert_eq!(refusal.ndb_code(), 410);
+    let mut marks = 0;
+    while log.append_restore_mark(2, 1, &mark).is_ok() {
+        marks += 1;
+        log.want_durable(log.head());
+        drive(&mut log, &mut disk, 0);
+    }
+    assert_eq!(marks, free / 48, "marks of 48 bytes in {free}");
+}
