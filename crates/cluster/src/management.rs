@@ -1863,10 +1863,7 @@ mod tests {
         // groups' best (every epoch below GCI 39's) form it, and the rest,
         // the generation 4 disk among them, copy.
         let logs = system_restart_logs(&settings, &disks);
-        let started = logs
-            .iter()
-            .find(|l| l.contains("Cluster starts"))
-            .unwrap_or_else(|| panic!("{logs:#?}"));
+        let started = started_log(&logs);
         assert!(started.contains("through GCI 38 "), "{started}");
         let members = format!("data node(s) {},{} ", groups[0][0], groups[1][0]);
         assert!(started.contains(&members), "{started}");
@@ -1890,27 +1887,18 @@ mod tests {
             (groups[1][1], 38, 5, 4),
         ];
         let logs = system_restart_logs(&settings, &disks);
-        let started = logs
-            .iter()
-            .find(|l| l.contains("Cluster starts"))
-            .unwrap_or_else(|| panic!("{logs:#?}"));
+        let started = started_log(&logs);
         assert!(started.contains("through GCI 37 "), "{started}");
         assert!(started.contains("data node(s) 2,3,4,5 "), "{started}");
         // The first group's best generation 4 disk below the marks: the
         // point is the lower one, and the marks' disks are members too.
         let lower = [(groups[0][0], 30, 4, 0), disks[1], disks[2], disks[3]];
         let logs = system_restart_logs(&settings, &lower);
-        let started = logs
-            .iter()
-            .find(|l| l.contains("Cluster starts"))
-            .unwrap_or_else(|| panic!("{logs:#?}"));
+        let started = started_log(&logs);
         assert!(started.contains("through GCI 37 "), "{started}");
         let lowest = [(groups[0][0], 30, 4, 0), (groups[0][1], 20, 4, 0)];
         let logs = system_restart_logs(&settings, &[lowest[0], lowest[1], disks[2], disks[3]]);
-        let started = logs
-            .iter()
-            .find(|l| l.contains("Cluster starts"))
-            .unwrap_or_else(|| panic!("{logs:#?}"));
+        let started = started_log(&logs);
         assert!(started.contains("through GCI 29 "), "{started}");
         assert!(started.contains("data node(s) 2,4,5 "), "{started}");
         // Generation 4 disks above the marks in every group (one of the
@@ -1919,10 +1907,7 @@ mod tests {
         // went on without those commits.
         let above = [disks[0], disks[1], disks[2], (groups[1][1], 45, 4, 0)];
         let logs = system_restart_logs(&settings, &above);
-        let started = logs
-            .iter()
-            .find(|l| l.contains("Cluster starts"))
-            .unwrap_or_else(|| panic!("{logs:#?}"));
+        let started = started_log(&logs);
         assert!(started.contains("through GCI 37 "), "{started}");
         // Marks that name different generations: each is tried (4 finds
         // no disk of the second group; 5 does).
@@ -1933,10 +1918,7 @@ mod tests {
             (groups[1][1], 39, 5, 0),
         ];
         let logs = system_restart_logs(&settings, &named);
-        let started = logs
-            .iter()
-            .find(|l| l.contains("Cluster starts"))
-            .unwrap_or_else(|| panic!("{logs:#?}"));
+        let started = started_log(&logs);
         assert!(started.contains("through GCI 37 "), "{started}");
         assert!(started.contains("data node(s) 2,4,5 "), "{started}");
         // A save in generation 5, past the mark or at it, and the first
@@ -1953,6 +1935,13 @@ mod tests {
                 "{logs:#?}"
             );
         }
+    }
+
+    /// The log line of the cluster's formation among `logs`.
+    fn started_log(logs: &[String]) -> &str {
+        logs.iter()
+            .find(|l| l.contains("Cluster starts"))
+            .unwrap_or_else(|| panic!("{logs:#?}"))
     }
 
     /// A sandbox config of four data nodes in two node groups.
