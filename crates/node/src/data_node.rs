@@ -1803,6 +1803,10 @@ impl DataNodeComposite {
         step: impl FnOnce(&mut DataNodeComposite, &mut Vec<(NodeId, Message)>),
     ) {
         let mut out = std::mem::take(&mut self.transaction_out);
+        // Commits are decided only under the membership's lease, as
+        // reads are served (`Coordinator::set_lease`).
+        let leased = now_ms < self.membership.read_lease_until_ms();
+        self.coordinator.set_lease(leased, &mut out);
         step(self, &mut out);
         loop {
             self.sync_epochs(&mut out);

@@ -317,7 +317,8 @@ fn a_transaction_run_with_crashes_replays_exactly() {
 /// whole-cluster crash soon after a restart that found a node group's
 /// disks only in the older generation (20482, 124454), and a node cut off from
 /// the others that answered updates 626 from rows they had since
-/// inserted, then committed in an epoch below theirs (42996).
+/// inserted, then committed in an epoch below theirs (42996), and a cut-off
+/// coordinator that decided a commit in an epoch below theirs (242797).
 #[test]
 fn seeds_that_found_bugs_pass() {
     let long = |seed: u64, data_nodes: u8, replicas: u8| SimulationOptions {
@@ -343,11 +344,11 @@ fn seeds_that_found_bugs_pass() {
         // takeover announcement changed its run; the seeds that replaced
         // it each stopped reaching it as the runs changed (epoch rounds,
         // disks, local checkpoints and their slices, node restarts from
-        // their own disks, partial checkpoints and restores in steps):
-        // these reach it now.
-        long(900_011, 4, 2),
-        long(900_062, 4, 2),
-        long(900_112, 4, 2),
+        // their own disks, partial checkpoints and restores in steps,
+        // commits that wait for the lease): these reach it now.
+        long(900_005, 4, 2),
+        long(900_009, 4, 2),
+        long(900_020, 4, 2),
         // A rollback after a refused scan open was answered with 4350.
         long(900_382, 2, 2),
         // A scan waiting for a cut-off replica was timed out as idle.
@@ -377,6 +378,9 @@ fn seeds_that_found_bugs_pass() {
         // Writes served without a membership lease by a node cut off
         // from the others.
         SimulationOptions::transactions_with_crashes(42_996, 2, 2),
+        // A coordinator cut off from the others decided a commit in an
+        // epoch below theirs, after they had removed it.
+        SimulationOptions::transactions_with_crashes(242_797, 2, 2),
     ];
     let mut node_marks = node::NodeMarks::default();
     for options in runs {

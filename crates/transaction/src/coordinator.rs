@@ -373,6 +373,15 @@ pub struct Coordinator {
     /// False while membership has no agreement past ArbitrationTimeout
     /// (`set_serving`): new transactions are refused with 4035.
     serving: bool,
+    /// Whether this node holds its membership lease (`cluster::lease`),
+    /// as the composite sets it before each step (`set_lease`). Without
+    /// it no commit of this coordinator's own is decided: the others may
+    /// have removed this node, moved to a later epoch and taken its
+    /// transactions over (the simulator found a cut-off node deciding a
+    /// commit in an epoch below one they had decided in, seed 242797).
+    /// Such commits wait, as they wait for an epoch, until the lease is
+    /// back or the transaction is aborted; a takeover's need none.
+    holds_lease: bool,
     /// A whole-cluster stop is draining this node (`drain`): new
     /// transactions are refused with 270.
     draining: bool,
@@ -415,6 +424,7 @@ impl Coordinator {
             counters: CoordinatorCounters::default(),
             now_ms: 0,
             serving: true,
+            holds_lease: true,
             draining: false,
             closed: false,
         }
@@ -1688,7 +1698,8 @@ impl Coordinator {
                 !self.closed || transaction.takeover_of.is_some(),
                 "transaction {id} decided to commit after close"
             );
-            let Some(epoch) = self.commit_epoch else {
+            let leased = self.holds_lease || transaction.takeover_of.is_some();
+            let Some(epoch) = self.commit_epoch.filter(|_| leased) else {
                 self.awaiting_epoch.push(id);
                 return;
             };
@@ -1733,6 +1744,22 @@ impl Coordinator {
         if epoch.is_none() {
             return;
         }
+        self.send_awaiting(out);
+    }
+
+    /// Whether this node holds its membership lease now (see
+    /// `holds_lease`); commits that waited for it go out once it does.
+    pub fn set_lease(&mut self, holds: bool, out: &mut Vec<(NodeId, Message)>) {
+        let regained = holds && !self.holds_lease;
+        self.holds_lease = holds;
+        if regained && self.commit_epoch.is_some() {
+            self.send_awaiting(out);
+        }
+    }
+
+    /// Sends the commits that waited for an epoch or the lease (those not
+    /// sendable yet wait again).
+    fn send_awaiting(&mut self, out: &mut Vec<(NodeId, Message)>) {
         for id in std::mem::take(&mut self.awaiting_epoch) {
             // Aborted meanwhile (a node failure, the API gone): gone or
             // no longer about to commit.

@@ -2481,6 +2481,48 @@ impl Cluster {
     }
 }
 
+/// A coordinator whose node holds no membership lease decides no commit
+/// of its own: the others may have removed it and moved to a later epoch.
+/// The commit waits, nothing goes to the replicas, and it goes out once
+/// the lease is back.
+#[test]
+fn a_coordinator_without_a_membership_lease_decides_no_commit_until_it_has_one() {
+    let mut cluster = Cluster::new(true, CoordinatorConfig::default());
+    let a = cluster.key_in(0, 0);
+    let opened = cluster.execute(1, 1, ExecuteEnd::NoCommit, vec![insert(a, 1)]);
+    assert_eq!(opened.state, TransactionState::Open);
+    let mut out = Vec::new();
+    let coordinator = &mut cluster.nodes.get_mut(&1).expect("node 1").coordinator;
+    coordinator.set_lease(false, &mut out);
+    assert!(out.is_empty(), "{out:?}");
+    cluster.queue_end(1, 1, ExecuteEnd::Commit);
+    cluster.quiesce();
+    assert!(cluster.answers.is_empty(), "{:?}", cluster.answers);
+    let coordinator = &mut cluster.nodes.get_mut(&1).expect("node 1").coordinator;
+    assert!(coordinator.has_undecided_transactions());
+    assert!(coordinator.take_decisions().is_empty());
+    // Nothing committed anywhere meanwhile.
+    for node in [1, 2] {
+        assert!(cluster.committed_rows(node).is_empty(), "node {node}");
+    }
+    let coordinator = &mut cluster.nodes.get_mut(&1).expect("node 1").coordinator;
+    coordinator.set_lease(true, &mut out);
+    assert!(!out.is_empty(), "the commit goes out with the lease");
+    cluster.send(1, out);
+    match cluster.until_answer() {
+        Message::Executed(executed) => {
+            assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+        }
+        other => panic!("expected Executed, got {other:?}"),
+    }
+    cluster.open.remove(&(1, 1));
+    cluster.quiesce();
+    for node in [1, 2] {
+        assert_eq!(cluster.committed_rows(node), vec![(i64::from(a), Some(1))]);
+    }
+    cluster.assert_idle();
+}
+
 /// A replica without a membership lease (one cut off from the others, say)
 /// refuses reads with 4035, which aborts the transaction even when the
 /// read ignores errors (it says nothing about the row), and scans. It

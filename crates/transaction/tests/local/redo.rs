@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use disk::model::DiskModel;
+use disk::redo::RESTORE_MARK_RESERVE_BYTES;
 use disk::{DiskCompletion, RedoConfig, RedoLog, RedoRecord};
 use protocol::{ExecuteEnd, NodeId, TransactionState};
 use transaction::CoordinatorConfig;
@@ -137,12 +138,13 @@ fn each_replica_logs_what_its_commits_change_and_nothing_else() {
     }
 }
 
-/// Fills `log` until fewer than `left` bytes are free in its files, with
-/// everything written out (so its buffer is empty).
+/// Fills `log` until fewer than `left` bytes are free in its files (past
+/// the restore marks' reserve), with everything written out (so its
+/// buffer is empty).
 fn fill(log: &mut RedoLog, left: u64) {
     let mut disk = DiskModel::new();
     loop {
-        let free = TEST_REDO.capacity_bytes() - log.used_bytes();
+        let free = TEST_REDO.capacity_bytes() - log.used_bytes() - RESTORE_MARK_RESERVE_BYTES;
         if free < left {
             break;
         }
