@@ -1,5 +1,6 @@
-//! Membership leases: a data node serves reads only while every other
-//! member has recently promised not to help remove it.
+//! Membership leases: a data node serves reads, and its coordinator
+//! decides commits (`transaction::Coordinator::set_lease`), only while
+//! every other member has recently promised not to help remove it.
 //!
 //! A node cut off from the others keeps its memory and, until it learns
 //! that it was removed, would answer reads from data the others have since

@@ -878,7 +878,7 @@ impl DataNodeComposite {
         self.run_transaction_blocks(now_ms, output, |_, _| {});
     }
 
-    /// Commits the coordinator holds until the next epoch.
+    /// Commits the coordinator holds until the next epoch or the lease.
     pub fn commits_awaiting_epoch(&self) -> usize {
         self.coordinator.awaiting_epoch()
     }

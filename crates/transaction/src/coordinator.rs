@@ -1784,7 +1784,8 @@ impl Coordinator {
                 .any(|t| t.stage == Stage::Committing && t.epoch < epoch)
     }
 
-    /// Commits waiting for an epoch (while the epochs change).
+    /// Commits waiting for an epoch (while the epochs change) or for the
+    /// membership lease (`set_lease`).
     pub fn awaiting_epoch(&self) -> usize {
         self.awaiting_epoch.len()
     }

@@ -2493,6 +2493,7 @@ fn a_coordinator_without_a_membership_lease_decides_no_commit_until_it_has_one()
     assert_eq!(opened.state, TransactionState::Open);
     let mut out = Vec::new();
     let coordinator = &mut cluster.nodes.get_mut(&1).expect("node 1").coordinator;
+    coordinator.record_decisions(true);
     coordinator.set_lease(false, &mut out);
     assert!(out.is_empty(), "{out:?}");
     cluster.queue_end(1, 1, ExecuteEnd::Commit);
@@ -2508,6 +2509,8 @@ fn a_coordinator_without_a_membership_lease_decides_no_commit_until_it_has_one()
     let coordinator = &mut cluster.nodes.get_mut(&1).expect("node 1").coordinator;
     coordinator.set_lease(true, &mut out);
     assert!(!out.is_empty(), "the commit goes out with the lease");
+    let decided: Vec<u64> = coordinator.take_decisions().iter().map(|d| d.1).collect();
+    assert_eq!(decided, vec![TEST_EPOCH]);
     cluster.send(1, out);
     match cluster.until_answer() {
         Message::Executed(executed) => {
