@@ -318,7 +318,9 @@ fn a_transaction_run_with_crashes_replays_exactly() {
 /// disks only in the older generation (20482, 124454), and a node cut off from
 /// the others that answered updates 626 from rows they had since
 /// inserted, then committed in an epoch below theirs (42996), and a cut-off
-/// coordinator that decided a commit in an epoch below theirs (242797).
+/// coordinator that decided a commit in an epoch below theirs (242797),
+/// and takeovers that answered READ_BACKUP commits before their Complete
+/// reached the backups (553040, 567652).
 #[test]
 fn seeds_that_found_bugs_pass() {
     let long = |seed: u64, data_nodes: u8, replicas: u8| SimulationOptions {
@@ -381,6 +383,11 @@ fn seeds_that_found_bugs_pass() {
         // A coordinator cut off from the others decided a commit in an
         // epoch below theirs, after they had removed it.
         SimulationOptions::transactions_with_crashes(242_797, 2, 2),
+        // A takeover answered a READ_BACKUP commit before its Complete
+        // reached the backups, and a read there right after found the
+        // older row.
+        SimulationOptions::transactions_with_crashes(553_040, 4, 2),
+        SimulationOptions::transactions_with_crashes(567_652, 3, 3),
     ];
     let mut node_marks = node::NodeMarks::default();
     for options in runs {
