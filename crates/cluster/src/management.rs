@@ -1890,8 +1890,9 @@ mod tests {
         let started = started_log(&logs);
         assert!(started.contains("through GCI 37 "), "{started}");
         assert!(started.contains("data node(s) 2,3,4,5 "), "{started}");
-        // The first group's best generation 4 disk below the marks: the
-        // point is the lower one, and the marks' disks are members too.
+        // One generation 4 disk of the first group below the marks: its
+        // partner still reaches them, so the point stays. With both below,
+        // the point is the lower one, and the marks' disks are members too.
         let lower = [(groups[0][0], 30, 4, 0), disks[1], disks[2], disks[3]];
         let logs = system_restart_logs(&settings, &lower);
         let started = started_log(&logs);
