@@ -388,6 +388,10 @@ fn seeds_that_found_bugs_pass() {
         // older row.
         SimulationOptions::transactions_with_crashes(553_040, 4, 2),
         SimulationOptions::transactions_with_crashes(567_652, 3, 3),
+        // A scan's next batch reached a restarted node's new incarnation
+        // before the coordinator's node removed the old one, and was
+        // answered "unknown scan" (4000).
+        SimulationOptions::transactions_with_crashes(660_514, 3, 3),
     ];
     let mut node_marks = node::NodeMarks::default();
     for options in runs {
