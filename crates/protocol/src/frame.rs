@@ -22,7 +22,7 @@ use crate::message::Message;
 
 pub const FRAME_MAGIC: [u8; 4] = *b"SHOL";
 /// Bumped whenever any message layout changes; peers must match exactly.
-pub const PROTOCOL_VERSION: u16 = 10;
+pub const PROTOCOL_VERSION: u16 = 11;
 pub const FRAME_HEADER_BYTES: usize = 16;
 /// Largest payload a frame may carry. The dictionary snapshot is the largest
 /// message; the president keeps it under

@@ -520,6 +520,10 @@ pub struct TakeoverReport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CopyRequest {
     pub starter: NodeId,
+    /// The starter's incarnation. Copies answer by node id, and each
+    /// incarnation numbers its copies from 1: a copy asked for by an
+    /// incarnation that is gone must never answer its successor.
+    pub starter_incarnation: u64,
     /// The starter's id for this copy: a newer one replaces an older.
     pub copy: u64,
     pub table: u32,
@@ -1056,6 +1060,7 @@ pub(crate) fn get_takeover_report(r: &mut Reader) -> Result<TakeoverReport, Deco
 
 pub(crate) fn put_copy_request(w: &mut Writer, request: &CopyRequest) {
     w.u8(request.starter);
+    w.u64(request.starter_incarnation);
     w.u64(request.copy);
     w.u32(request.table);
     w.u32(request.fragment);
@@ -1067,6 +1072,7 @@ pub(crate) fn put_copy_request(w: &mut Writer, request: &CopyRequest) {
 pub(crate) fn get_copy_request(r: &mut Reader) -> Result<CopyRequest, DecodeError> {
     Ok(CopyRequest {
         starter: r.u8("starter")?,
+        starter_incarnation: r.u64("starter incarnation")?,
         copy: r.u64("copy")?,
         table: r.u32("table")?,
         fragment: r.u32("fragment")?,

@@ -623,6 +623,7 @@ fn transaction_message() -> impl Strategy<Value = Message> {
         (
             any::<u8>(),
             any::<u64>(),
+            any::<u64>(),
             any::<u32>(),
             any::<u32>(),
             any::<u64>(),
@@ -630,9 +631,19 @@ fn transaction_message() -> impl Strategy<Value = Message> {
             any::<u32>()
         )
             .prop_map(
-                |(starter, copy, table, fragment, generation, version, since_gci)| {
+                |(
+                    starter,
+                    starter_incarnation,
+                    copy,
+                    table,
+                    fragment,
+                    generation,
+                    version,
+                    since_gci,
+                )| {
                     Message::CopyRequest(CopyRequest {
                         starter,
+                        starter_incarnation,
                         copy,
                         table,
                         fragment,
@@ -908,7 +919,7 @@ fn the_heartbeat_layout_is_pinned() {
         &mut bytes,
     );
     assert_eq!(&bytes[0..4], b"SHOL");
-    assert_eq!(&bytes[4..8], &[10, 0, 1, 0]);
+    assert_eq!(&bytes[4..8], &[11, 0, 1, 0]);
     assert_eq!(&bytes[8..12], &[46, 0, 0, 0]);
     assert_eq!(
         &bytes[16..],

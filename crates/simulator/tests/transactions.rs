@@ -392,6 +392,12 @@ fn seeds_that_found_bugs_pass() {
         // before the coordinator's node removed the old one, and was
         // answered "unknown scan" (4000).
         SimulationOptions::transactions_with_crashes(660_514, 3, 3),
+        // A copying node skipped the state that removed a starting node
+        // and went on with the old incarnation's copy: its last batch
+        // reached the node's next incarnation, which took it for the
+        // answer to its own copy 1, and a replica lost the rows sent
+        // before.
+        SimulationOptions::transactions_with_crashes(753_208, 4, 2),
     ];
     let mut node_marks = node::NodeMarks::default();
     for options in runs {

@@ -211,6 +211,11 @@ pub struct QueryHandlerCounters {
     /// Acknowledged copy batches after which the copy paused to keep to
     /// its rate (`set_copy_rows_per_second`).
     pub copy_pauses: u64,
+    /// Copies this node ran for a starting node that ended because an
+    /// installed state lists a newer incarnation of it (the state that
+    /// removed the one that asked was skipped), and copy requests of such
+    /// an incarnation dropped unanswered.
+    pub copies_of_replaced_incarnations_ended: u64,
     /// Writes refused (1204) because they were routed on a state from
     /// before this incarnation joined.
     pub writes_planned_before_joining: u64,
@@ -286,8 +291,13 @@ pub struct QueryHandler {
     queued_queries: Vec<TakeoverQuery>,
     /// Node recovery of this node, while it is starting.
     copy_in: Option<copy::CopyIn>,
-    /// Copies this node runs for starting nodes, by starter.
+    /// Copies this node runs for starting nodes, by starter. Each serves
+    /// the incarnation that asked for it, and ends when the installed
+    /// state lists that incarnation as starting no more.
     copies_out: Map<NodeId, copy::CopyOut>,
+    /// The starting members of the installed state and their
+    /// incarnations.
+    starting_incarnations: Map<NodeId, u64>,
     /// Copy requests for a state not yet installed here.
     queued_copies: Vec<protocol::CopyRequest>,
     /// Fragments here with starting replicas elsewhere: every write must
@@ -369,6 +379,7 @@ impl QueryHandler {
             copies_out: Map::default(),
             queued_copies: Vec::new(),
             starting_replicas: Map::default(),
+            starting_incarnations: Map::default(),
             copy_sources: Map::default(),
             copy_log: Vec::new(),
             restored_aside: None,

@@ -43,6 +43,16 @@
 //! also releases the batch's locks. When every fragment replica is copied,
 //! the runtime tells the president (`NodeCopied`), which makes the node a
 //! started member.
+//!
+//! Copies answer by node id, and each incarnation numbers its copies from
+//! 1, so a copy serves only the incarnation that asked for it
+//! (`CopyRequest::starter_incarnation`): it ends at the first installed
+//! state that lists that incarnation as starting no more, and a request
+//! that reaches a state listing a newer one is dropped unanswered. A state
+//! may be skipped, so "no more starting" may come as a newer incarnation
+//! still starting: the old copy's next batch then went to the new
+//! incarnation, which took it for the answer to its own first copy and
+//! held that fragment without the rows sent before (seed 753208).
 
 use std::collections::VecDeque;
 
@@ -129,6 +139,8 @@ pub struct CopyStatus {
 
 /// The starter's side.
 pub(super) struct CopyIn {
+    /// This node's incarnation, which each `CopyRequest` names.
+    incarnation: u64,
     /// Fragment replicas (table, fragment) still to copy, in order.
     pending: VecDeque<(u32, u32)>,
     current: Option<Current>,
@@ -183,6 +195,9 @@ impl CopyOut {
 /// The copying replica's side, one per starter.
 pub(super) struct CopyOut {
     copy: u64,
+    /// The incarnation of the starter that asked for the copy: the only
+    /// one it serves (`CopyRequest::starter_incarnation`).
+    starter_incarnation: u64,
     table: u32,
     fragment: u32,
     engine_table: u32,
@@ -282,6 +297,13 @@ impl QueryHandler {
     pub(super) fn install_copies(&mut self, routing: &Routing) {
         self.starting_replicas.clear();
         self.copy_sources.clear();
+        self.starting_incarnations.clear();
+        for node in 0..=NodeId::MAX {
+            if routing.is_starting(node) {
+                self.starting_incarnations
+                    .insert(node, routing.incarnation(node));
+            }
+        }
         let starting = routing.is_starting(self.node);
         for route in routing.tables() {
             for (index, fragment) in route.fragments.iter().enumerate() {
@@ -320,14 +342,28 @@ impl QueryHandler {
                 }
             }
         }
+        // A copy ends when the incarnation it serves is starting no more:
+        // it failed, or it finished. This node may have skipped the state
+        // that removed a failed starter and installed one that admits its
+        // next incarnation: that one numbers its copies from 1 again, and
+        // would take the old copy's batches, sent to its node, for the
+        // answers to its own (seed 753208).
+        let starting_incarnations = &self.starting_incarnations;
         let mut ended: Vec<NodeId> = self
             .copies_out
-            .keys()
-            .copied()
-            .filter(|starter| !routing.is_starting(*starter))
+            .iter()
+            .filter(|(starter, copy)| {
+                starting_incarnations.get(*starter) != Some(&copy.starter_incarnation)
+            })
+            .map(|(starter, _)| *starter)
             .collect();
         ended.sort_unstable();
         for starter in ended {
+            if routing.is_live(starter)
+                && routing.incarnation(starter) != self.copies_out[&starter].starter_incarnation
+            {
+                self.counters.copies_of_replaced_incarnations_ended += 1;
+            }
             self.end_copy_out(starter);
         }
         if !starting {
@@ -353,6 +389,7 @@ impl QueryHandler {
                     self.fragments.get_mut(key).expect("listed").copying = true;
                 }
                 self.copy_in = Some(CopyIn {
+                    incarnation: routing.incarnation(self.node),
                     status: CopyStatus {
                         fragments_to_copy: pending.len() as u32,
                         ..CopyStatus::default()
@@ -462,6 +499,7 @@ impl QueryHandler {
                 source,
                 Message::CopyRequest(CopyRequest {
                     starter: self.node,
+                    starter_incarnation: copy_in.incarnation,
                     copy,
                     table: key.0,
                     fragment: key.1,
@@ -881,9 +919,30 @@ impl QueryHandler {
         if self.position < (request.generation, request.version) {
             // The state that made the starter starting is not installed
             // here yet: until it is, writes may still bypass the starter.
+            // A request replaces one of the same or an older incarnation.
+            if self.queued_copies.iter().any(|r| {
+                r.starter == request.starter && r.starter_incarnation > request.starter_incarnation
+            }) {
+                return;
+            }
             self.queued_copies.retain(|r| r.starter != request.starter);
             self.queued_copies.push(request);
             return;
+        }
+        match self.starting_incarnations.get(&request.starter) {
+            Some(incarnation) if *incarnation == request.starter_incarnation => {}
+            listed => {
+                // The installed state, at or after the one the request was
+                // made on, lists that incarnation as starting no more: it
+                // failed (or finished). An answer would reach whichever
+                // incarnation of the node is connected now, and a newer
+                // one could take it for the answer to its own copy of that
+                // number; a copy it runs must not end either.
+                if listed.is_some_and(|incarnation| *incarnation > request.starter_incarnation) {
+                    self.counters.copies_of_replaced_incarnations_ended += 1;
+                }
+                return;
+            }
         }
         let key = (request.table, request.fragment);
         let replica = self.fragments.get(&key).copied();
@@ -912,6 +971,7 @@ impl QueryHandler {
             request.starter,
             CopyOut {
                 copy: request.copy,
+                starter_incarnation: request.starter_incarnation,
                 table: request.table,
                 fragment: request.fragment,
                 engine_table: replica.engine_table,
