@@ -200,6 +200,9 @@ pub struct NodeMarks {
     /// Connections to an older incarnation of a member closed when a
     /// message for the member was to go on them.
     pub stale_links_closed: u64,
+    /// Times the membership lease came back while commits waited for it
+    /// (they went out then).
+    pub commits_released_by_lease: u64,
     /// API nodes' connections closed because they missed their heartbeats.
     pub api_declared_dead: u64,
     /// Stalled transactions or copies logged (`report_stalls`).
@@ -238,6 +241,7 @@ impl NodeMarks {
         self.departed_messages_dropped += other.departed_messages_dropped;
         self.suspected_links_closed += other.suspected_links_closed;
         self.stale_links_closed += other.stale_links_closed;
+        self.commits_released_by_lease += other.commits_released_by_lease;
         self.api_declared_dead += other.api_declared_dead;
         self.stalls_reported += other.stalls_reported;
         self.duplicate_links_refused += other.duplicate_links_refused;
@@ -2023,6 +2027,12 @@ impl DataNodeComposite {
         // changes only when the membership block runs (`cluster::lease`).
         let lease = self.membership.read_lease_until_ms();
         self.query_handler.set_read_lease_until_ms(lease);
+        // Commits that waited for the lease go out as soon as a heartbeat
+        // brings it back, not at the next message or tick.
+        if now_ms < lease && self.coordinator.commits_wait_for_lease() {
+            self.marks.commits_released_by_lease += 1;
+            self.run_transaction_blocks(now_ms, output, |_, _| {});
+        }
     }
 
     /// The connections of the API nodes connected now.

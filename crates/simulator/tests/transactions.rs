@@ -407,4 +407,5 @@ fn seeds_that_found_bugs_pass() {
         }
     }
     assert!(node_marks.stale_links_closed > 0, "{node_marks:?}");
+    assert!(node_marks.commits_released_by_lease > 0, "{node_marks:?}");
 }

@@ -1765,6 +1765,12 @@ impl Coordinator {
         }
     }
 
+    /// Whether commits of this coordinator wait for the lease: it does not
+    /// hold it, and some commit waits (for it or for an epoch).
+    pub fn commits_wait_for_lease(&self) -> bool {
+        !self.holds_lease && !self.awaiting_epoch.is_empty()
+    }
+
     /// Sends the commits that waited for an epoch or the lease (those not
     /// sendable yet wait again).
     fn send_awaiting(&mut self, out: &mut Vec<(NodeId, Message)>) {
