@@ -291,6 +291,22 @@ pub struct ScanRows {
     pub error: Option<ErrorReply>,
 }
 
+impl ScanRows {
+    /// The last answer for `fragment` of a scan that failed with `error`:
+    /// no rows, finished, so the receiver counts the fragment as over.
+    pub fn failed(transaction: u64, scan: u32, fragment: u32, error: ErrorReply) -> ScanRows {
+        ScanRows {
+            transaction,
+            scan,
+            fragment,
+            rows: 0,
+            data: Vec::new(),
+            finished: true,
+            error: Some(error),
+        }
+    }
+}
+
 /// API → TC → LQH: the next batch of each named fragment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScanNext {

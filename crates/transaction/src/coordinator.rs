@@ -1917,15 +1917,12 @@ impl Coordinator {
         for scan in &transaction.scans {
             out.push((
                 transaction.api,
-                Message::ScanRows(ScanRows {
-                    transaction: transaction.client,
-                    scan: scan.scan,
-                    fragment: scan.fragments.first().map_or(0, |f| f.fragment),
-                    rows: 0,
-                    data: Vec::new(),
-                    finished: true,
-                    error: Some(error.clone()),
-                }),
+                Message::ScanRows(ScanRows::failed(
+                    transaction.client,
+                    scan.scan,
+                    scan.fragments.first().map_or(0, |f| f.fragment),
+                    error.clone(),
+                )),
             ));
         }
     }
@@ -1966,18 +1963,15 @@ impl Coordinator {
             if !transaction.answered {
                 out.push((
                     transaction.api,
-                    Message::ScanRows(ScanRows {
-                        transaction: transaction.client,
-                        scan: scan.scan,
+                    Message::ScanRows(ScanRows::failed(
+                        transaction.client,
+                        scan.scan,
                         fragment,
-                        rows: 0,
-                        data: Vec::new(),
-                        finished: true,
-                        error: Some(reply(
+                        reply(
                             ErrorCode::NodeFailure,
                             format!("data node {node} failed while it scanned fragment {fragment}"),
-                        )),
-                    }),
+                        ),
+                    )),
                 ));
             }
         }
@@ -2259,15 +2253,7 @@ impl Coordinator {
         let fail = |error: ErrorReply, out: &mut Vec<(NodeId, Message)>| {
             out.push((
                 api,
-                Message::ScanRows(ScanRows {
-                    transaction: client,
-                    scan: open.scan,
-                    fragment: 0,
-                    rows: 0,
-                    data: Vec::new(),
-                    finished: true,
-                    error: Some(error),
-                }),
+                Message::ScanRows(ScanRows::failed(client, open.scan, 0, error)),
             ));
         };
         let id = match self.transaction_for(api, client, open.start) {
@@ -2477,14 +2463,11 @@ fn scan_already_complete(api: NodeId, next: &ScanNext, out: &mut Vec<(NodeId, Me
     for &fragment in &next.fragments {
         out.push((
             api,
-            Message::ScanRows(ScanRows {
-                transaction: next.transaction,
-                scan: next.scan,
+            Message::ScanRows(ScanRows::failed(
+                next.transaction,
+                next.scan,
                 fragment,
-                rows: 0,
-                data: Vec::new(),
-                finished: true,
-                error: Some(protocol::ErrorReply {
+                protocol::ErrorReply {
                     ndb_code: protocol::SCAN_ALREADY_COMPLETE_NDB_CODE,
                     mysql_code: protocol::NDB_ERROR_MYSQL_CODE,
                     message: format!(
@@ -2492,8 +2475,8 @@ fn scan_already_complete(api: NodeId, next: &ScanNext, out: &mut Vec<(NodeId, Me
                          (it ended, was closed, or its transaction committed or rolled back)",
                         next.scan
                     ),
-                }),
-            }),
+                },
+            )),
         ));
     }
 }

@@ -1416,15 +1416,12 @@ impl QueryHandler {
         let fail = |error: &Error, out: &mut Vec<(NodeId, Message)>| {
             out.push((
                 open.coordinator,
-                Message::ScanRows(ScanRows {
-                    transaction: open.transaction,
-                    scan: open.scan,
-                    fragment: open.fragment,
-                    rows: 0,
-                    data: Vec::new(),
-                    finished: true,
-                    error: Some(reply_for(error)),
-                }),
+                Message::ScanRows(ScanRows::failed(
+                    open.transaction,
+                    open.scan,
+                    open.fragment,
+                    reply_for(error),
+                )),
             ));
         };
         let Some(replica) = self.fragments.get(&(open.table, open.fragment)).copied() else {
@@ -1521,15 +1518,12 @@ impl QueryHandler {
                     let error = self.scan_not_open();
                     out.push((
                         next.coordinator,
-                        Message::ScanRows(ScanRows {
-                            transaction: next.transaction,
-                            scan: next.scan,
+                        Message::ScanRows(ScanRows::failed(
+                            next.transaction,
+                            next.scan,
                             fragment,
-                            rows: 0,
-                            data: Vec::new(),
-                            finished: true,
-                            error: Some(reply_for(&error)),
-                        }),
+                            reply_for(&error),
+                        )),
                     ));
                 }
             }
