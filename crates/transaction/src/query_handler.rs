@@ -632,11 +632,21 @@ impl QueryHandler {
         }
         // A scan's coordinator that left the cluster will never ask for
         // more or close it; a locking scan's locks stay with its work,
-        // which the takeover of that coordinator ends.
+        // which the takeover of that coordinator ends. Nor will one whose
+        // node is live as a later incarnation (this node skipped the state
+        // that removed the one that opened the scan, whose id names it).
         let mut orphaned: Vec<(u64, u32, u32)> = self
             .scans
             .iter()
-            .filter(|(_, scan)| scan.coordinator != self.node && !routing.is_live(scan.coordinator))
+            .filter(|(key, scan)| {
+                scan.coordinator != self.node
+                    && (!routing.is_live(scan.coordinator)
+                        || !crate::coordinator::made_by(
+                            key.0,
+                            scan.coordinator,
+                            routing.incarnation(scan.coordinator),
+                        ))
+            })
             .map(|(key, scan)| (key.0, scan.table, key.2))
             .collect();
         orphaned.sort_unstable();

@@ -2293,6 +2293,61 @@ impl Cluster {
 }
 
 #[test]
+fn a_scan_whose_coordinator_came_back_as_a_new_incarnation_is_closed() {
+    let mut cluster = Cluster::new(false, CoordinatorConfig::default());
+    let keys: Vec<i32> = (0..3).map(|skip| cluster.key_in(1, skip)).collect();
+    let executed = cluster.execute(
+        1,
+        1,
+        ExecuteEnd::Commit,
+        keys.iter().map(|k| insert(*k, 1)).collect(),
+    );
+    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+    cluster.quiesce();
+    cluster.answers.clear();
+    // A committed-read scan of partition 1 (primary node 2) through
+    // coordinator 1, one row a batch: it holds no locks, only the scan.
+    cluster.send(
+        API,
+        vec![(
+            1,
+            Message::ScanOpen(Box::new(ScanOpen {
+                transaction: 2,
+                start: true,
+                scan: 1,
+                table: TABLE,
+                columns: vec![0, 1],
+                mode: OperationKind::ReadCommitted,
+                partition: Some(1),
+                batch_rows: 1,
+                batch_bytes: 1 << 16,
+                ..ScanOpen::default()
+            })),
+        )],
+    );
+    let Message::ScanRows(rows) = cluster.until_answer() else {
+        panic!("expected rows");
+    };
+    assert_eq!((rows.fragment, rows.rows, rows.finished), (1, 1, false));
+    cluster.quiesce();
+    assert_eq!(cluster.query_handler(2).engine().scans_in_use(), 1);
+    // Node 1 dies and is back as incarnation 5, a started member, in the
+    // next state node 2 installs: node 2 never saw one without node 1.
+    cluster.nodes.remove(&1).expect("up");
+    cluster.links.retain(|(from, to), _| *from != 1 && *to != 1);
+    cluster.node_started(1, 5);
+    cluster.quiesce();
+    assert_eq!(
+        cluster.query_handler(2).engine().scans_in_use(),
+        0,
+        "the old incarnation's scan is closed"
+    );
+    cluster.answers.clear();
+    cluster.open.clear();
+    cluster.assert_idle();
+}
+
+#[test]
 fn a_restarted_node_copies_its_fragments_while_writes_go_on_and_ends_identical() {
     let mut cluster = Cluster::new(false, CoordinatorConfig::default());
     let keys: Vec<i32> = (0..8)
