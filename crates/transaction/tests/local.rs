@@ -455,6 +455,45 @@ impl Cluster {
         }
     }
 
+    /// Commits three rows in partition 1 (primary node 2) and opens scan 1
+    /// of transaction 2 on it through coordinator 1, one row a batch, in
+    /// `mode`: the first batch, as the API got it.
+    fn scan_partition_1_a_row_a_batch(&mut self, mode: OperationKind) -> protocol::ScanRows {
+        let keys: Vec<i32> = (0..3).map(|skip| self.key_in(1, skip)).collect();
+        let executed = self.execute(
+            1,
+            1,
+            ExecuteEnd::Commit,
+            keys.iter().map(|k| insert(*k, 1)).collect(),
+        );
+        assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
+        self.quiesce();
+        self.answers.clear();
+        self.send(
+            API,
+            vec![(
+                1,
+                Message::ScanOpen(Box::new(ScanOpen {
+                    transaction: 2,
+                    start: true,
+                    scan: 1,
+                    table: TABLE,
+                    columns: vec![0, 1],
+                    mode,
+                    partition: Some(1),
+                    batch_rows: 1,
+                    batch_bytes: 1 << 16,
+                    ..ScanOpen::default()
+                })),
+            )],
+        );
+        let Message::ScanRows(rows) = self.until_answer() else {
+            panic!("expected rows");
+        };
+        assert_eq!((rows.fragment, rows.rows, rows.finished), (1, 1, false));
+        rows
+    }
+
     fn query_handler(&mut self, node: NodeId) -> &mut QueryHandler {
         &mut self.nodes.get_mut(&node).expect("node").query_handler
     }
@@ -1965,40 +2004,8 @@ fn a_scan_of_a_fragment_on_a_node_that_dies_ends_with_4010() {
 #[test]
 fn a_scan_next_reaching_a_restarted_incarnation_is_refused_as_temporary() {
     let mut cluster = Cluster::new(false, CoordinatorConfig::default());
-    let keys: Vec<i32> = (0..3).map(|skip| cluster.key_in(1, skip)).collect();
-    let executed = cluster.execute(
-        1,
-        1,
-        ExecuteEnd::Commit,
-        keys.iter().map(|k| insert(*k, 1)).collect(),
-    );
-    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
-    cluster.quiesce();
-    cluster.answers.clear();
-    // A locking scan of partition 1 (primary node 2) through coordinator
-    // 1, one row a batch.
-    cluster.send(
-        API,
-        vec![(
-            1,
-            Message::ScanOpen(Box::new(ScanOpen {
-                transaction: 2,
-                start: true,
-                scan: 1,
-                table: TABLE,
-                columns: vec![0, 1],
-                mode: OperationKind::ReadShared,
-                partition: Some(1),
-                batch_rows: 1,
-                batch_bytes: 1 << 16,
-                ..ScanOpen::default()
-            })),
-        )],
-    );
-    let Message::ScanRows(rows) = cluster.until_answer() else {
-        panic!("expected rows");
-    };
-    assert_eq!((rows.fragment, rows.rows, rows.finished), (1, 1, false));
+    // A locking scan.
+    let rows = cluster.scan_partition_1_a_row_a_batch(OperationKind::ReadShared);
     assert!(rows.error.is_none(), "{rows:?}");
     cluster.quiesce();
     assert!(cluster.answers.is_empty(), "{:?}", cluster.answers);
@@ -2295,40 +2302,8 @@ impl Cluster {
 #[test]
 fn a_scan_whose_coordinator_came_back_as_a_new_incarnation_is_closed() {
     let mut cluster = Cluster::new(false, CoordinatorConfig::default());
-    let keys: Vec<i32> = (0..3).map(|skip| cluster.key_in(1, skip)).collect();
-    let executed = cluster.execute(
-        1,
-        1,
-        ExecuteEnd::Commit,
-        keys.iter().map(|k| insert(*k, 1)).collect(),
-    );
-    assert_eq!(executed.state, TransactionState::Committed, "{executed:?}");
-    cluster.quiesce();
-    cluster.answers.clear();
-    // A committed-read scan of partition 1 (primary node 2) through
-    // coordinator 1, one row a batch: it holds no locks, only the scan.
-    cluster.send(
-        API,
-        vec![(
-            1,
-            Message::ScanOpen(Box::new(ScanOpen {
-                transaction: 2,
-                start: true,
-                scan: 1,
-                table: TABLE,
-                columns: vec![0, 1],
-                mode: OperationKind::ReadCommitted,
-                partition: Some(1),
-                batch_rows: 1,
-                batch_bytes: 1 << 16,
-                ..ScanOpen::default()
-            })),
-        )],
-    );
-    let Message::ScanRows(rows) = cluster.until_answer() else {
-        panic!("expected rows");
-    };
-    assert_eq!((rows.fragment, rows.rows, rows.finished), (1, 1, false));
+    // A committed-read scan: it holds no locks, only the scan.
+    cluster.scan_partition_1_a_row_a_batch(OperationKind::ReadCommitted);
     cluster.quiesce();
     assert_eq!(cluster.query_handler(2).engine().scans_in_use(), 1);
     // Node 1 dies and is back as incarnation 5, a started member, in the
