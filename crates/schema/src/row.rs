@@ -97,6 +97,29 @@ impl<'b> AttrInfoWriter<'b> {
             }
         }
     }
+
+    /// Appends one non-NULL column whose bytes `encode` appends to the
+    /// buffer, without a buffer of their own; on an error nothing of the
+    /// column stays.
+    #[inline]
+    pub fn push_with<E>(
+        &mut self,
+        column: ColumnId,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let start = self.buffer.len();
+        self.buffer.extend_from_slice(&column.to_le_bytes());
+        self.buffer.extend_from_slice(&0u16.to_le_bytes());
+        let value_start = self.buffer.len();
+        if let Err(error) = encode(self.buffer) {
+            self.buffer.truncate(start);
+            return Err(error);
+        }
+        let length = self.buffer.len() - value_start;
+        assert!(length < usize::from(NULL_LENGTH), "AttrInfo value too long");
+        self.buffer[value_start - 2..value_start].copy_from_slice(&(length as u16).to_le_bytes());
+        Ok(())
+    }
 }
 
 /// Iterates AttrInfo entries; a truncated stream yields one error and stops.
@@ -385,6 +408,33 @@ mod tests {
         project(&table.layout, row2, &[3, 1], &mut out);
         let entries: Vec<_> = AttrInfoReader::new(&out).map(|e| e.unwrap()).collect();
         assert_eq!(entries, vec![(3, Some(&b"xy"[..])), (1, None)]);
+    }
+
+    #[test]
+    fn push_with_writes_what_push_writes_and_nothing_on_an_error() {
+        let mut pushed = Vec::new();
+        let mut writer = AttrInfoWriter::new(&mut pushed);
+        writer.push(3, Some(b"xyz"));
+        writer.push(1, Some(b""));
+        let mut encoded = Vec::new();
+        let mut writer = AttrInfoWriter::new(&mut encoded);
+        writer
+            .push_with(3, |out| {
+                out.extend_from_slice(b"xyz");
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        writer.push_with(1, |_| Ok::<(), ()>(())).unwrap();
+        let before = writer.buffer.len();
+        assert_eq!(
+            writer.push_with(2, |out| {
+                out.extend_from_slice(b"half");
+                Err("too long")
+            }),
+            Err("too long")
+        );
+        assert_eq!(writer.buffer.len(), before);
+        assert_eq!(encoded, pushed);
     }
 
     #[test]

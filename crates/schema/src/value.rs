@@ -669,7 +669,22 @@ pub fn strip_trailing_spaces(text: &[u8]) -> &[u8] {
 /// Number of characters in UTF-8 text: the bytes that are not continuation bytes.
 #[inline]
 pub fn utf8_character_count(text: &[u8]) -> usize {
-    text.iter().filter(|&&byte| byte & 0xC0 != 0x80).count()
+    // Every byte but a continuation byte (0b10xxxxxx) starts a character;
+    // eight bytes at a time, a continuation byte is one whose top bit is
+    // set and whose next bit is not.
+    const TOP_BITS: u64 = 0x8080_8080_8080_8080;
+    let mut words = text.chunks_exact(8);
+    let mut continuations = 0usize;
+    for word in &mut words {
+        let word = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        continuations += (word & !(word << 1) & TOP_BITS).count_ones() as usize;
+    }
+    continuations += words
+        .remainder()
+        .iter()
+        .filter(|&&byte| byte & 0xC0 == 0x80)
+        .count();
+    text.len() - continuations
 }
 
 fn wrong_value(detail: impl Into<Cow<'static, str>>) -> Error {
@@ -690,7 +705,8 @@ fn check_text(
     if utf8 && std::str::from_utf8(text).is_err() {
         return Err(wrong_value("string is not valid utf8mb4"));
     }
-    let length = if utf8 && count_characters {
+    // No more bytes than the limit is no more characters either.
+    let length = if utf8 && count_characters && text.len() as u64 > length_max {
         utf8_character_count(text)
     } else {
         text.len()
@@ -1084,6 +1100,19 @@ fn decode_decimal(precision: u8, scale: u8, bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn utf8_character_count_counts_the_characters(text in "\\PC{0,40}", skip in 0usize..8) {
+            let bytes = text.as_bytes();
+            let skip = skip.min(bytes.len());
+            // Any bytes, cut anywhere: the count is of bytes that start a
+            // character, as `chars` would count them on whole text.
+            let naive = bytes[skip..].iter().filter(|&&byte| byte & 0xC0 != 0x80).count();
+            proptest::prop_assert_eq!(utf8_character_count(&bytes[skip..]), naive);
+            proptest::prop_assert_eq!(utf8_character_count(bytes), text.chars().count());
+        }
+    }
 
     fn encode(value: &Value, column_type: &ColumnType) -> Result<Vec<u8>, Error> {
         let mut out = Vec::new();

@@ -355,6 +355,28 @@ impl Transaction {
         self.define_typed(table, OperationKind::Insert, row, row, &[])
     }
 
+    /// Inserts a whole row given in column order (value `i` is column
+    /// `i`, NULL where the column is NULL): `insert` without pairing each
+    /// value with its column.
+    pub fn insert_row(
+        &mut self,
+        table: &Arc<TableRoute>,
+        row: &[Value],
+    ) -> Result<OperationId, ClientError> {
+        self.check_open()?;
+        if row.len() != table.def.columns.len() {
+            return Err(ClientError::usage(format!(
+                "a row of table {} has {} columns, not {}",
+                table.name,
+                table.def.columns.len(),
+                row.len()
+            )));
+        }
+        let key = encode_row_key(table, row)?;
+        let values = encode_row(table, row)?;
+        Ok(self.define(table, OperationKind::Insert, key, values, Vec::new()))
+    }
+
     /// Inserts the row, or overwrites the row with its key (NDB's writeTuple).
     pub fn write(
         &mut self,
@@ -551,26 +573,53 @@ impl Transaction {
     }
 }
 
+/// Bytes an AttrInfo entry of `value` takes, about: its header and its
+/// bytes, so a request's buffer is allocated once.
+fn encoded_size(value: &Value) -> usize {
+    4 + match value {
+        Value::Bytes(bytes) => bytes.len() + 2,
+        Value::Decimal(text) => text.len(),
+        _ => 8,
+    }
+}
+
+/// Appends `value` for `column` as AttrInfo, checked against its type.
+fn push_value(
+    writer: &mut AttrInfoWriter<'_>,
+    table: &TableRoute,
+    column: ColumnId,
+    value: &Value,
+) -> Result<(), ClientError> {
+    let definition = table.def.columns.get(usize::from(column)).ok_or_else(|| {
+        ClientError::usage(format!("table {} has no column #{column}", table.name))
+    })?;
+    if matches!(value, Value::Null) {
+        writer.push(column, None);
+        return Ok(());
+    }
+    writer
+        .push_with(column, |out| value.encode(&definition.column_type, out))
+        .map_err(|e| {
+            ClientError::schema(e.code, format!("column {}: {}", definition.name, e.detail))
+        })
+}
+
 /// Encodes `values` as AttrInfo, each checked against its column's type.
 fn encode_values(table: &TableRoute, values: &[(ColumnId, Value)]) -> Result<Vec<u8>, ClientError> {
-    let mut out = Vec::with_capacity(values.len() * 12);
-    let mut bytes = Vec::new();
+    let mut out = Vec::with_capacity(values.iter().map(|(_, v)| encoded_size(v)).sum());
     let mut writer = AttrInfoWriter::new(&mut out);
     for (column, value) in values {
-        let definition = table.def.columns.get(usize::from(*column)).ok_or_else(|| {
-            ClientError::usage(format!("table {} has no column #{column}", table.name))
-        })?;
-        if matches!(value, Value::Null) {
-            writer.push(*column, None);
-            continue;
-        }
-        bytes.clear();
-        value
-            .encode(&definition.column_type, &mut bytes)
-            .map_err(|e| {
-                ClientError::schema(e.code, format!("column {}: {}", definition.name, e.detail))
-            })?;
-        writer.push(*column, Some(&bytes));
+        push_value(&mut writer, table, *column, value)?;
+    }
+    Ok(out)
+}
+
+/// Encodes a whole row given in column order (value `i` is column `i`).
+fn encode_row(table: &TableRoute, row: &[Value]) -> Result<Vec<u8>, ClientError> {
+    let mut out = Vec::with_capacity(row.iter().map(encoded_size).sum());
+    let mut writer = AttrInfoWriter::new(&mut out);
+    for (column, value) in row.iter().enumerate() {
+        push_value(&mut writer, table, column as ColumnId, value)?;
     }
     Ok(out)
 }
@@ -590,23 +639,40 @@ fn encode_columns(
     values: &[(ColumnId, Value)],
     what: impl Fn() -> String,
 ) -> Result<Vec<u8>, ClientError> {
-    let picked: Vec<(ColumnId, Value)> = columns
-        .iter()
-        .map(|column| {
-            values
-                .iter()
-                .find(|(c, _)| c == column)
-                .cloned()
-                .ok_or_else(|| {
-                    ClientError::usage(format!(
-                        "{} needs column {}",
-                        what(),
-                        table.def.columns[usize::from(*column)].name
-                    ))
-                })
-        })
-        .collect::<Result<_, _>>()?;
-    encode_values(table, &picked)
+    let missing = |column: ColumnId| {
+        ClientError::usage(format!(
+            "{} needs column {}",
+            what(),
+            table.def.columns[usize::from(column)].name
+        ))
+    };
+    let mut out = Vec::with_capacity(columns.len() * 12);
+    let mut writer = AttrInfoWriter::new(&mut out);
+    for &column in columns {
+        let (_, value) = values
+            .iter()
+            .find(|(c, _)| *c == column)
+            .ok_or_else(|| missing(column))?;
+        push_value(&mut writer, table, column, value)?;
+    }
+    Ok(out)
+}
+
+/// Encodes the primary key of a whole row given in column order.
+fn encode_row_key(table: &TableRoute, row: &[Value]) -> Result<Vec<u8>, ClientError> {
+    let mut out = Vec::with_capacity(table.def.primary_key.len() * 12);
+    let mut writer = AttrInfoWriter::new(&mut out);
+    for &column in &table.def.primary_key {
+        let value = row.get(usize::from(column)).ok_or_else(|| {
+            ClientError::usage(format!(
+                "the key of table {} needs column {}",
+                table.name,
+                table.def.columns[usize::from(column)].name
+            ))
+        })?;
+        push_value(&mut writer, table, column, value)?;
+    }
+    Ok(out)
 }
 
 /// Decodes one row's AttrInfo; a value that does not fit its column is an error.

@@ -724,8 +724,8 @@ impl Store<'_> {
                 bytes.len() as u64
             }
         };
-        let total = count(&text);
-        if total > length {
+        // No more bytes than the limit is no more characters either.
+        if text.len() as u64 > length && count(&text) > length {
             // Where the first `length` characters end.
             let cut = if utf8 && count_characters {
                 character_boundary(&text, length as usize)

@@ -64,6 +64,9 @@ pub struct Session {
     pub host: String,
     pub database: Option<String>,
     variables: BTreeMap<&'static str, SqlValue>,
+    /// What statements ask of `variables` per value, read from them once
+    /// per change (`set_variable`) instead of searched for each time.
+    hot: HotVariables,
     user_variables: HashMap<String, SqlValue>,
     pub(crate) transaction: Option<Transaction>,
     /// `BEGIN`/`START TRANSACTION` was issued and not ended.
@@ -112,6 +115,52 @@ pub struct Session {
 /// The result of one statement of a query.
 pub type StatementResult = Result<Outcome, SqlError>;
 
+/// The session variables asked for per row or value (`sql_mode`, the
+/// connection's collation, `autocommit`), as read from their values.
+#[derive(Debug, Clone)]
+struct HotVariables {
+    /// The modes of `sql_mode`, as written there.
+    sql_modes: Vec<Vec<u8>>,
+    /// STRICT_TRANS_TABLES or STRICT_ALL_TABLES is among them.
+    strict: bool,
+    collation: schema::Collation,
+    autocommit: bool,
+}
+
+impl HotVariables {
+    fn of(variables: &BTreeMap<&'static str, SqlValue>) -> HotVariables {
+        let sql_modes: Vec<Vec<u8>> = match variables.get("sql_mode") {
+            Some(SqlValue::String(modes)) => modes
+                .split(|byte| *byte == b',')
+                .map(<[u8]>::to_vec)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let strict = sql_modes.iter().any(|mode| {
+            mode.eq_ignore_ascii_case(b"STRICT_TRANS_TABLES")
+                || mode.eq_ignore_ascii_case(b"STRICT_ALL_TABLES")
+        });
+        let collation = match variables.get("collation_connection") {
+            Some(SqlValue::String(name)) => std::str::from_utf8(name)
+                .ok()
+                .and_then(crate::expression::collation_by_name),
+            _ => None,
+        }
+        .unwrap_or(crate::expression::CONNECTION_COLLATION);
+        let autocommit = match variables.get("autocommit") {
+            Some(SqlValue::Int(v)) => *v != 0,
+            Some(SqlValue::UInt(v)) => *v != 0,
+            _ => false,
+        };
+        HotVariables {
+            sql_modes,
+            strict,
+            collation,
+            autocommit,
+        }
+    }
+}
+
 impl Session {
     pub fn new(
         server: Arc<Server>,
@@ -129,6 +178,7 @@ impl Session {
                 (v.name, value)
             })
             .collect();
+        let hot = HotVariables::of(&variables);
         Session {
             server,
             native,
@@ -137,6 +187,7 @@ impl Session {
             host,
             database: None,
             variables,
+            hot,
             user_variables: HashMap::new(),
             transaction: None,
             explicit_transaction: false,
@@ -170,7 +221,17 @@ impl Session {
     }
 
     pub fn autocommit(&self) -> bool {
-        self.session_int("autocommit") != 0
+        debug_assert_eq!(self.hot.autocommit, self.session_int("autocommit") != 0);
+        self.hot.autocommit
+    }
+
+    /// Sets a session variable (every change goes through here, so the
+    /// variables read per row stay in step).
+    fn set_variable(&mut self, name: &'static str, value: SqlValue) {
+        self.variables.insert(name, value);
+        if matches!(name, "sql_mode" | "collation_connection" | "autocommit") {
+            self.hot = HotVariables::of(&self.variables);
+        }
     }
 
     /// Warnings of the last statement, as the OK packet counts them.
@@ -195,30 +256,22 @@ impl Session {
 
     /// The collation string literals take (`collation_connection`).
     pub fn connection_collation(&self) -> schema::Collation {
-        // Asked several times per statement: read in place, no copy.
-        match self.variables.get("collation_connection") {
-            Some(SqlValue::String(name)) => std::str::from_utf8(name)
-                .ok()
-                .and_then(crate::expression::collation_by_name),
-            _ => None,
-        }
-        .unwrap_or(crate::expression::CONNECTION_COLLATION)
+        self.hot.collation
     }
 
     /// Whether the session's `sql_mode` is strict for transactional tables
     /// (every cluster table is).
     pub fn is_strict(&self) -> bool {
-        self.sql_mode_has("STRICT_TRANS_TABLES") || self.sql_mode_has("STRICT_ALL_TABLES")
+        self.hot.strict
     }
 
-    /// Whether `sql_mode` holds `mode` (asked per row: no allocation).
+    /// Whether `sql_mode` holds `mode` (asked per row: no allocation, no
+    /// search of the variables).
     pub fn sql_mode_has(&self, mode: &str) -> bool {
-        match self.variables.get("sql_mode") {
-            Some(SqlValue::String(modes)) => modes
-                .split(|byte| *byte == b',')
-                .any(|one| one.eq_ignore_ascii_case(mode.as_bytes())),
-            _ => false,
-        }
+        self.hot
+            .sql_modes
+            .iter()
+            .any(|one| one.eq_ignore_ascii_case(mode.as_bytes()))
     }
 
     /// Runs every statement of a COM_QUERY; stops after the first error,
@@ -821,7 +874,7 @@ impl Session {
                     "character_set_connection",
                     "character_set_results",
                 ] {
-                    self.variables.insert(
+                    self.set_variable(
                         static_name(name),
                         SqlValue::String(charset.clone().into_bytes()),
                     );
@@ -830,7 +883,7 @@ impl Session {
                     .as_ref()
                     .map(|c| c.trim_matches('\'').to_string())
                     .unwrap_or_else(|| default_collation(&charset).to_string());
-                self.variables.insert(
+                self.set_variable(
                     "collation_connection",
                     SqlValue::String(collation.into_bytes()),
                 );
@@ -894,7 +947,7 @@ impl Session {
                 .values
                 .insert(variable.name, value);
         } else {
-            self.variables.insert(variable.name, value);
+            self.set_variable(variable.name, value);
         }
         Ok(())
     }

@@ -72,13 +72,63 @@ enum Zone {
     Strip,
 }
 
+/// What a word means to the readers of this module.
+#[derive(Clone, Copy, Default)]
+struct WordRole {
+    /// A statement this cache keeps: SELECT, INSERT, REPLACE, UPDATE, DELETE.
+    cached_statement: bool,
+    /// SELECT or UNION past the first word: a subquery or a union.
+    nested_query: bool,
+    /// Starts a clause whose literals may be taken out.
+    strip_zone: bool,
+    /// Starts a clause whose literals stay in the key.
+    keep_zone: bool,
+    /// A literal after it is an operand like any other.
+    operand_follows: bool,
+}
+
+/// The role of an unquoted word, by its spelling in any case: one match
+/// on the word in capitals (the lists were searched word by word, which
+/// was a tenth of a quick read).
+fn word_role(word: &str) -> WordRole {
+    /// Longer than every word with a role.
+    const LONGEST: usize = 8;
+    if word.len() > LONGEST {
+        return WordRole::default();
+    }
+    let mut capitals = [0u8; LONGEST];
+    for (capital, byte) in capitals.iter_mut().zip(word.bytes()) {
+        *capital = byte.to_ascii_uppercase();
+    }
+    let role = |cached_statement, nested_query, strip_zone, keep_zone, operand_follows| WordRole {
+        cached_statement,
+        nested_query,
+        strip_zone,
+        keep_zone,
+        operand_follows,
+    };
+    match &capitals[..word.len()] {
+        b"SELECT" => role(true, true, false, false, false),
+        b"INSERT" | b"REPLACE" | b"DELETE" => role(true, false, false, false, false),
+        b"UPDATE" => role(true, false, true, false, true),
+        b"UNION" => role(false, true, false, false, false),
+        b"WHERE" | b"LIMIT" | b"VALUES" | b"VALUE" | b"SET" => {
+            role(false, false, true, false, true)
+        }
+        b"ORDER" | b"GROUP" | b"HAVING" | b"FOR" | b"LOCK" | b"INTO" => {
+            role(false, false, false, true, false)
+        }
+        b"AND" | b"OR" | b"XOR" | b"NOT" | b"IN" | b"BETWEEN" | b"LIKE" | b"IS" | b"OFFSET"
+        | b"THEN" | b"ELSE" | b"WHEN" | b"CASE" | b"DIV" | b"MOD" => {
+            role(false, false, false, false, true)
+        }
+        _ => WordRole::default(),
+    }
+}
+
 /// Words after which a literal is an operand like any other.
 fn operand_follows(word: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "WHERE", "AND", "OR", "XOR", "NOT", "IN", "BETWEEN", "LIKE", "IS", "SET", "VALUES",
-        "VALUE", "LIMIT", "OFFSET", "THEN", "ELSE", "WHEN", "CASE", "DIV", "MOD", "UPDATE",
-    ];
-    WORDS.iter().any(|w| word.eq_ignore_ascii_case(w))
+    word_role(word).operand_follows
 }
 
 /// The statement's key and literals, or `None` when it is not cached.
@@ -304,31 +354,23 @@ pub fn quick_strip(text: &str) -> Option<QuickStripped> {
                     return None;
                 }
                 let word = &text[position..end];
+                let role = word_role(word);
                 if first_word {
-                    if !["SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE"]
-                        .iter()
-                        .any(|w| word.eq_ignore_ascii_case(w))
-                    {
+                    if !role.cached_statement {
                         return None;
                     }
                     first_word = false;
                 } else {
-                    if word.eq_ignore_ascii_case("SELECT") || word.eq_ignore_ascii_case("UNION") {
+                    if role.nested_query {
                         return None;
                     }
-                    if ["WHERE", "LIMIT", "VALUES", "VALUE", "SET", "UPDATE"]
-                        .iter()
-                        .any(|w| word.eq_ignore_ascii_case(w))
-                    {
+                    if role.strip_zone {
                         zone = Zone::Strip;
-                    } else if ["ORDER", "GROUP", "HAVING", "FOR", "LOCK", "INTO"]
-                        .iter()
-                        .any(|w| word.eq_ignore_ascii_case(w))
-                    {
+                    } else if role.keep_zone {
                         zone = Zone::Keep;
                     }
                 }
-                previous = if operand_follows(word) {
+                previous = if role.operand_follows {
                     Previous::OperandFollows
                 } else {
                     Previous::Other
@@ -480,8 +522,15 @@ pub fn with_literals<R>(literals: Vec<ast::Value>, run: impl FnOnce() -> R) -> R
 /// The literal marker `text` stands for, if it is a marker of the
 /// statement being run.
 pub fn literal(text: &str) -> Option<ast::Value> {
+    with_literal(text, ast::Value::clone)
+}
+
+/// `read` of the literal marker `text` stands for, without a copy of it;
+/// `None` if `text` is no marker of the statement being run. `read` may
+/// read other markers, not run a statement.
+pub fn with_literal<R>(text: &str, read: impl FnOnce(&ast::Value) -> R) -> Option<R> {
     let index: usize = text.strip_prefix(LITERAL_MARKER)?.parse().ok()?;
-    LITERALS.with(|current| current.borrow().get(index).cloned())
+    LITERALS.with(|current| current.borrow().get(index).map(read))
 }
 
 #[cfg(test)]

@@ -38,12 +38,16 @@ fn target_columns(table: &SqlTable, columns: &[ast::ObjectName]) -> Result<Vec<u
     }
     let mut positions = Vec::with_capacity(columns.len());
     for column in columns {
-        let name = column
-            .0
-            .last()
-            .and_then(|p| p.as_ident().map(|i| i.value.clone()))
-            .unwrap_or_else(|| column.to_string());
-        let position = table.column_position(&name).ok_or_else(|| {
+        // A plain name is looked up without a copy.
+        let written;
+        let name = match column.0.last().and_then(|p| p.as_ident()) {
+            Some(ident) => ident.value.as_str(),
+            None => {
+                written = column.to_string();
+                written.as_str()
+            }
+        };
+        let position = table.column_position(name).ok_or_else(|| {
             SqlError::new(1054, format!("Unknown column '{name}' in 'field list'"))
         })?;
         if positions.contains(&position) {
@@ -317,7 +321,12 @@ fn insert_value(
         // Most values: compiled as written, without a copy of the tree.
         expression::compile(expr, scope)?
     };
-    evaluate_for_write(session, &compiled, &[])
+    // A literal, the usual value, is moved out rather than evaluated into
+    // a copy (evaluating one gives no warning).
+    match compiled.into_literal() {
+        Ok(value) => Ok(value),
+        Err(compiled) => evaluate_for_write(session, &compiled, &[]),
+    }
 }
 
 /// Whether `expr` holds a `DEFAULT(column)` that `replace_default_calls`
@@ -620,7 +629,7 @@ fn insert_rows(
     {
         for row in rows {
             transaction
-                .insert(&table.route, &pairs(row))
+                .insert_row(&table.route, row)
                 .map_err(crate::session::cluster_error)?;
         }
         session.keep_transaction(transaction);
@@ -631,7 +640,7 @@ fn insert_rows(
         let mut operations: Vec<(OperationId, usize)> = Vec::with_capacity(range.len());
         for i in range {
             let operation = transaction
-                .insert(&table.route, &pairs(&rows[i]))
+                .insert_row(&table.route, &rows[i])
                 .map_err(crate::session::cluster_error)?;
             if ignore {
                 transaction

@@ -266,9 +266,8 @@ impl<'a> Compiler<'a> {
             {
                 // A literal the statement cache took out: compiled as the
                 // literal itself.
-                let literal = crate::statement_cache::literal(text)
-                    .ok_or_else(|| SqlError::syntax(format!("near '{text}'")))?;
-                self.value(&literal)
+                crate::statement_cache::with_literal(text, |literal| self.value(literal))
+                    .ok_or_else(|| SqlError::syntax(format!("near '{text}'")))?
             }
             Value::Placeholder(text) => self.placeholder(text),
             other => Err(SqlError::syntax(format!("near '{other}'"))),

@@ -175,6 +175,15 @@ pub struct Expression {
 }
 
 impl Expression {
+    /// The value of a lone literal, moved out (what `evaluate` would give
+    /// as a copy); the expression itself when it is anything else.
+    pub fn into_literal(self) -> Result<SqlValue, Expression> {
+        match self.node {
+            Node::Literal(value) => Ok(value),
+            _ => Err(self),
+        }
+    }
+
     /// Result metadata as MySQL 8.0 reports it for this expression.
     pub fn sql_type(&self) -> &SqlType {
         &self.sql_type
