@@ -430,6 +430,91 @@ fn start_sqld(
     port
 }
 
+/// One MySQL packet read from `stream`: (sequence, payload).
+fn read_packet(stream: &mut TcpStream) -> std::io::Result<(u8, Vec<u8>)> {
+    let mut header = [0u8; 4];
+    stream.read_exact(&mut header)?;
+    let length =
+        usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+    let mut payload = vec![0u8; length];
+    stream.read_exact(&mut payload)?;
+    Ok((header[3], payload))
+}
+
+fn write_packet(stream: &mut TcpStream, sequence: u8, payload: &[u8]) {
+    let length = payload.len() as u32;
+    let mut bytes = length.to_le_bytes()[..3].to_vec();
+    bytes.push(sequence);
+    bytes.extend_from_slice(payload);
+    stream
+        .write_all(&bytes)
+        .expect("the SQL node takes the packet");
+}
+
+/// A client of its own (no driver queues a command before the last one's
+/// answer): logs in as root without a password and returns the socket.
+fn raw_login(port: u16) -> TcpStream {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("the SQL node listens");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .expect("timeout");
+    let (_, greeting) = read_packet(&mut stream).expect("a greeting");
+    assert_eq!(greeting[0], 10, "protocol 10: {greeting:?}");
+    // LONG_PASSWORD | PROTOCOL_41 | TRANSACTIONS | SECURE_CONNECTION | PLUGIN_AUTH
+    let capabilities: u32 = 0x1 | 0x200 | 0x2000 | 0x8000 | 0x8_0000;
+    let mut response = capabilities.to_le_bytes().to_vec();
+    response.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    response.push(45);
+    response.extend_from_slice(&[0; 23]);
+    response.extend_from_slice(b"root\0");
+    response.push(0);
+    response.extend_from_slice(b"mysql_native_password\0");
+    write_packet(&mut stream, 1, &response);
+    loop {
+        let (sequence, packet) = read_packet(&mut stream).expect("an answer to the login");
+        match packet.first() {
+            Some(0x00) => return stream,
+            // Switch to another plugin: an empty password is empty there too.
+            Some(0xFE) => write_packet(&mut stream, sequence + 1, &[]),
+            // caching_sha2_password's fast-path result; the OK follows.
+            Some(0x01) => {}
+            _ => panic!("the login failed: {packet:?}"),
+        }
+    }
+}
+
+/// Reads one statement's answer: `Err(code)` for an error packet, else
+/// the text rows of a result set (none for an OK).
+fn raw_answer(stream: &mut TcpStream) -> Result<Vec<Vec<String>>, u16> {
+    let (_, first) = read_packet(stream).expect("an answer");
+    match first[0] {
+        0x00 => return Ok(Vec::new()),
+        0xFF => return Err(u16::from_le_bytes([first[1], first[2]])),
+        _ => {}
+    }
+    let columns = usize::from(first[0]);
+    for _ in 0..columns {
+        read_packet(stream).expect("a column definition");
+    }
+    let (_, eof) = read_packet(stream).expect("the end of the columns");
+    assert_eq!(eof[0], 0xFE, "{eof:?}");
+    let mut rows = Vec::new();
+    loop {
+        let (_, row) = read_packet(stream).expect("a row");
+        if row[0] == 0xFE && row.len() < 9 {
+            return Ok(rows);
+        }
+        let mut values = Vec::new();
+        let mut rest = &row[..];
+        while let Some((&length, tail)) = rest.split_first() {
+            let length = usize::from(length);
+            values.push(String::from_utf8_lossy(&tail[..length]).into_owned());
+            rest = &tail[length..];
+        }
+        rows.push(values);
+    }
+}
+
 fn cli_session(port: u16, sql: &str) -> std::process::Child {
     let mut child = mariadb(port, "root", false)
         .args(["--skip-reconnect", "--unbuffered"])
@@ -510,6 +595,33 @@ fn both_serving_modes_wait_without_holding_up_others() {
             String::from_utf8_lossy(&waited.stderr).contains("1205"),
             "{name}: {waited:?}"
         );
+        // A statement sent while the one before still waits for the lock
+        // is answered right after it: it came while its connection's task
+        // waited for the cluster, and the socket is edge-triggered, so no
+        // later readiness announces it (the connection reads the socket
+        // again after every answer before it waits).
+        let mut pipelined = raw_login(port);
+        write_packet(
+            &mut pipelined,
+            0,
+            b"\x03UPDATE modes.t SET v = v + 100 WHERE id = 1",
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        write_packet(&mut pipelined, 0, b"\x03SELECT 40 + 2");
+        assert_eq!(raw_answer(&mut pipelined), Err(1205), "{name}");
+        let answered = std::time::Instant::now();
+        assert_eq!(
+            raw_answer(&mut pipelined),
+            Ok(vec![vec!["42".to_string()]]),
+            "{name}: the statement sent during the lock wait"
+        );
+        // At once, not at some later wake of the task.
+        assert!(
+            answered.elapsed() < Duration::from_millis(500),
+            "{name}: the pipelined statement was answered {:?} after the one before",
+            answered.elapsed()
+        );
+        drop(pipelined);
         let stdin = holder.stdin.as_mut().expect("stdin");
         stdin.write_all(b"COMMIT;\n").expect("the holder commits");
         drop(holder.stdin.take());

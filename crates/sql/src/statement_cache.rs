@@ -501,9 +501,20 @@ impl StatementCache {
 
 thread_local! {
     /// The literals of the statement this thread runs from the cache.
-    /// A session runs one statement at a time on its connection's thread,
-    /// and the compiler, deep below the statement, has no session to ask.
+    /// A session runs one statement at a time, and the compiler, deep
+    /// below the statement, has no session to ask. A thread that runs
+    /// several sessions as tasks (the SQL node's workers) keeps each
+    /// task's literals with the task while it is suspended
+    /// (`swap_literals`), so a statement that compiles after waiting for
+    /// the cluster reads its own.
     static LITERALS: RefCell<Vec<ast::Value>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Exchanges the literals of the statement this thread runs with
+/// `other`: a task that suspends takes its statement's out, and puts them
+/// back when it resumes.
+pub fn swap_literals(other: &mut Vec<ast::Value>) {
+    LITERALS.with(|current| std::mem::swap(&mut *current.borrow_mut(), other));
 }
 
 /// Runs `run` with `literals` standing for the markers it compiles.
@@ -541,6 +552,33 @@ mod tests {
     fn key(text: &str) -> Option<(String, usize)> {
         let statements = split(text).expect("tokens");
         strip(&statements[0]).map(|s| (s.key.replace(LITERAL_MARKER, "#"), s.literals.len()))
+    }
+
+    #[test]
+    fn a_suspended_statement_keeps_its_literals_while_another_runs() {
+        let mine = vec![ast::Value::Number("7".into(), false)];
+        let marker = format!("{LITERAL_MARKER}0");
+        with_literals(mine, || {
+            // Suspending: the task takes its literals along.
+            let mut kept = Vec::new();
+            swap_literals(&mut kept);
+            assert_eq!(literal(&marker), None);
+            // Another task's statement runs meanwhile, start to end.
+            with_literals(vec![ast::Value::Number("8".into(), false)], || {
+                assert_eq!(
+                    literal(&marker),
+                    Some(ast::Value::Number("8".into(), false))
+                );
+            });
+            // Resuming: its own are back.
+            swap_literals(&mut kept);
+            assert!(kept.is_empty());
+            assert_eq!(
+                literal(&marker),
+                Some(ast::Value::Number("7".into(), false))
+            );
+        });
+        assert_eq!(literal(&marker), None);
     }
 
     #[test]

@@ -187,7 +187,16 @@ impl shoal_client::task::Task for RunningTask<'_> {
     fn suspend(&self, deadline: Option<Instant>) {
         shoal_client::task::leave();
         let wait_for = NEXT_WAIT.with(|next| next.replace(WaitFor::Wake));
+        // The literals of the statement this task runs stay with it: the
+        // tasks run meanwhile set and clear the thread's own.
+        let mut literals = Vec::new();
+        sql::statement_cache::swap_literals(&mut literals);
         self.yielder.suspend((deadline, wait_for));
+        sql::statement_cache::swap_literals(&mut literals);
+        debug_assert!(
+            literals.is_empty(),
+            "a suspended task left its statement's literals on the thread"
+        );
         // SAFETY: `self` lives on this task's stack until the task ends,
         // and the task leaves before it ends (see `spawn_task`).
         unsafe { shoal_client::task::enter(self) };
