@@ -658,19 +658,14 @@ fn encode_columns(
     Ok(out)
 }
 
-/// Encodes the primary key of a whole row given in column order.
+/// Encodes the primary key of a whole row given in column order (the
+/// caller checked that it has every column).
 fn encode_row_key(table: &TableRoute, row: &[Value]) -> Result<Vec<u8>, ClientError> {
+    debug_assert_eq!(row.len(), table.def.columns.len());
     let mut out = Vec::with_capacity(table.def.primary_key.len() * 12);
     let mut writer = AttrInfoWriter::new(&mut out);
     for &column in &table.def.primary_key {
-        let value = row.get(usize::from(column)).ok_or_else(|| {
-            ClientError::usage(format!(
-                "the key of table {} needs column {}",
-                table.name,
-                table.def.columns[usize::from(column)].name
-            ))
-        })?;
-        push_value(&mut writer, table, column, value)?;
+        push_value(&mut writer, table, column, &row[usize::from(column)])?;
     }
     Ok(out)
 }

@@ -530,12 +530,6 @@ pub fn with_literals<R>(literals: Vec<ast::Value>, run: impl FnOnce() -> R) -> R
     run()
 }
 
-/// The literal marker `text` stands for, if it is a marker of the
-/// statement being run.
-pub fn literal(text: &str) -> Option<ast::Value> {
-    with_literal(text, ast::Value::clone)
-}
-
 /// `read` of the literal marker `text` stands for, without a copy of it;
 /// `None` if `text` is no marker of the statement being run. `read` may
 /// read other markers, not run a statement.
@@ -552,6 +546,10 @@ mod tests {
     fn key(text: &str) -> Option<(String, usize)> {
         let statements = split(text).expect("tokens");
         strip(&statements[0]).map(|s| (s.key.replace(LITERAL_MARKER, "#"), s.literals.len()))
+    }
+
+    fn literal(marker: &str) -> Option<ast::Value> {
+        with_literal(marker, ast::Value::clone)
     }
 
     #[test]
