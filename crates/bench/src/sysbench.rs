@@ -139,8 +139,12 @@ fn start_sandbox(executable: &PathBuf) -> Result<(Sandbox, Target), String> {
         .ok_or_else(|| format!("{} is not valid UTF-8", data_dir.display()))?;
     let config_text =
         config::sandbox_config_text(data_dir_text, 2, 2, mgm_port, SANDBOX_DATA_MEMORY_BYTES);
-    std::fs::write(data_dir.join("config.ini"), config_text)
-        .map_err(|e| format!("cannot write {}: {e}", data_dir.join("config.ini").display()))?;
+    std::fs::write(data_dir.join("config.ini"), config_text).map_err(|e| {
+        format!(
+            "cannot write {}: {e}",
+            data_dir.join("config.ini").display()
+        )
+    })?;
     let mut child = Command::new(executable)
         .arg("up")
         .arg("--data-dir")
