@@ -124,27 +124,29 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("no free port: {e}"))
 }
 
-fn start_sandbox(executable: &PathBuf) -> Result<(Sandbox, Target), String> {
-    let directory =
-        std::env::temp_dir().join(format!("shoal-bench-sysbench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&directory);
-    let mgm_port = free_port()?;
-    let sql_port = free_port()?;
-    // `shoal up` keeps a config.ini it finds in its data directory.
-    let data_dir = directory.join("data");
-    std::fs::create_dir_all(&data_dir)
+/// Writes the config.ini of the benchmark's cluster into `data_dir`, which
+/// `shoal up` then keeps: two data nodes, two replicas,
+/// `SANDBOX_DATA_MEMORY_BYTES` each.
+fn write_sandbox_config(data_dir: &std::path::Path, mgm_port: u16) -> Result<(), String> {
+    std::fs::create_dir_all(data_dir)
         .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
     let data_dir_text = data_dir
         .to_str()
         .ok_or_else(|| format!("{} is not valid UTF-8", data_dir.display()))?;
     let config_text =
         config::sandbox_config_text(data_dir_text, 2, 2, mgm_port, SANDBOX_DATA_MEMORY_BYTES);
-    std::fs::write(data_dir.join("config.ini"), config_text).map_err(|e| {
-        format!(
-            "cannot write {}: {e}",
-            data_dir.join("config.ini").display()
-        )
-    })?;
+    let path = data_dir.join("config.ini");
+    std::fs::write(&path, config_text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn start_sandbox(executable: &PathBuf) -> Result<(Sandbox, Target), String> {
+    let directory =
+        std::env::temp_dir().join(format!("shoal-bench-sysbench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&directory);
+    let mgm_port = free_port()?;
+    let sql_port = free_port()?;
+    let data_dir = directory.join("data");
+    write_sandbox_config(&data_dir, mgm_port)?;
     let mut child = Command::new(executable)
         .arg("up")
         .arg("--data-dir")
@@ -445,6 +447,31 @@ pub fn to_json(rows: &[Row], targets: &[Target]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_benchmarks_cluster_has_room_for_the_default_tables_and_insert_cells() {
+        let directory = std::env::temp_dir().join(format!(
+            "shoal-bench-sysbench-config-test-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&directory);
+        write_sandbox_config(&directory, 41186).unwrap();
+        let path = directory.join("config.ini");
+        let bytes = std::fs::read(&path).unwrap();
+        let config = config::parse_bytes(&bytes, "config.ini").unwrap();
+        std::fs::remove_dir_all(&directory).unwrap();
+        assert_eq!(config.data_nodes.len(), 2);
+        assert_eq!(config.no_of_replicas, 2);
+        assert_eq!(config.management_nodes[0].port, 41186);
+        // A sysbench row takes about 220 bytes of DataMemory (256 MiB held
+        // about 1.2 million); the default run needs 400,000 rows plus a
+        // 20 s insert cell at 64 threads, about 1.3 million in all.
+        let rows_held = SANDBOX_DATA_MEMORY_BYTES / 220;
+        assert!(rows_held > 2 * 1_300_000, "{rows_held} rows");
+        for node in &config.data_nodes {
+            assert_eq!(node.data_memory_bytes, SANDBOX_DATA_MEMORY_BYTES);
+        }
+    }
 
     #[test]
     fn a_run_output_gives_its_figures() {
