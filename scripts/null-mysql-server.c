@@ -33,7 +33,7 @@ struct connection {
     int header_length;
     // Payload bytes of that packet still to come (they are not kept).
     long remaining;
-    int first_byte_seen;
+    // Its first payload byte (the command), -1 until it came.
     int command;
 };
 
@@ -102,15 +102,11 @@ static int consume(int fd, struct connection *c, const unsigned char *bytes, lon
             length--;
             if (c->header_length == 4) {
                 c->remaining = c->header[0] | c->header[1] << 8 | c->header[2] << 16;
-                c->first_byte_seen = 0;
                 c->command = -1;
             }
         } else {
             long take = length < c->remaining ? length : c->remaining;
-            if (take > 0 && !c->first_byte_seen) {
-                c->first_byte_seen = 1;
-                c->command = bytes[0];
-            }
+            if (take > 0 && c->command == -1) c->command = bytes[0];
             bytes += take;
             length -= take;
             c->remaining -= take;

@@ -29,6 +29,18 @@ const READY_TIMEOUT: Duration = Duration::from_secs(180);
 /// 45,000 rows/s here, 1.3 million rows in all) need more than that; 1 GiB
 /// holds about 4.8 million. A data node commits all of it at start.
 const SANDBOX_DATA_MEMORY_BYTES: u64 = 1024 * 1024 * 1024;
+/// DataMemory a sysbench row takes (256 MiB held about 1.2 million).
+const SYSBENCH_ROW_BYTES: u64 = 220;
+/// Rows the default run holds at once: 400,000 prepared plus a 20 s insert
+/// cell at 64 threads.
+const DEFAULT_RUN_ROWS_MAX: u64 = 1_300_000;
+const _: () = assert!(
+    SANDBOX_DATA_MEMORY_BYTES / SYSBENCH_ROW_BYTES > 2 * DEFAULT_RUN_ROWS_MAX,
+    "the benchmark's cluster needs room for twice the default run's rows"
+);
+/// The shape of the cluster the benchmark starts.
+const SANDBOX_DATA_NODES: u8 = 2;
+const SANDBOX_REPLICAS: u8 = 2;
 
 /// A MySQL-protocol server to measure.
 #[derive(Debug, Clone)]
@@ -125,16 +137,21 @@ fn free_port() -> Result<u16, String> {
 }
 
 /// Writes the config.ini of the benchmark's cluster into `data_dir`, which
-/// `shoal up` then keeps: two data nodes, two replicas,
-/// `SANDBOX_DATA_MEMORY_BYTES` each.
+/// `shoal up` then keeps: `SANDBOX_DATA_NODES` data nodes of
+/// `SANDBOX_DATA_MEMORY_BYTES` each, `SANDBOX_REPLICAS` replicas.
 fn write_sandbox_config(data_dir: &std::path::Path, mgm_port: u16) -> Result<(), String> {
     std::fs::create_dir_all(data_dir)
         .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
     let data_dir_text = data_dir
         .to_str()
         .ok_or_else(|| format!("{} is not valid UTF-8", data_dir.display()))?;
-    let config_text =
-        config::sandbox_config_text(data_dir_text, 2, 2, mgm_port, SANDBOX_DATA_MEMORY_BYTES);
+    let config_text = config::sandbox_config_text(
+        data_dir_text,
+        SANDBOX_DATA_NODES,
+        SANDBOX_REPLICAS,
+        mgm_port,
+        SANDBOX_DATA_MEMORY_BYTES,
+    );
     let path = data_dir.join("config.ini");
     std::fs::write(&path, config_text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -151,7 +168,12 @@ fn start_sandbox(executable: &PathBuf) -> Result<(Sandbox, Target), String> {
         .arg("up")
         .arg("--data-dir")
         .arg(&data_dir)
-        .args(["--nodes", "2", "--replicas", "2"])
+        .args([
+            "--nodes",
+            &SANDBOX_DATA_NODES.to_string(),
+            "--replicas",
+            &SANDBOX_REPLICAS.to_string(),
+        ])
         .args([
             "--mgm-port",
             &mgm_port.to_string(),
@@ -463,11 +485,8 @@ mod tests {
         assert_eq!(config.data_nodes.len(), 2);
         assert_eq!(config.no_of_replicas, 2);
         assert_eq!(config.management_nodes[0].port, 41186);
-        // A sysbench row takes about 220 bytes of DataMemory (256 MiB held
-        // about 1.2 million); the default run needs 400,000 rows plus a
-        // 20 s insert cell at 64 threads, about 1.3 million in all.
-        let rows_held = SANDBOX_DATA_MEMORY_BYTES / 220;
-        assert!(rows_held > 2 * 1_300_000, "{rows_held} rows");
+        // Room for the default run's rows is asserted at compile time,
+        // next to SANDBOX_DATA_MEMORY_BYTES.
         for node in &config.data_nodes {
             assert_eq!(node.data_memory_bytes, SANDBOX_DATA_MEMORY_BYTES);
         }
