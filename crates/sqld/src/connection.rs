@@ -301,6 +301,8 @@ impl Connection {
         // wait_timeout, and is not set again before every read.
         let mut timeout_set = None;
         let in_task = shoal_client::task::in_task();
+        // The last read of the socket came short: it was empty then.
+        let mut drained = false;
         loop {
             let timeout = if self.protocol.is_authenticated() {
                 // The session's own wait_timeout, as MySQL's (it starts as
@@ -327,13 +329,35 @@ impl Connection {
             // On a thread, "would block" is the read timeout: `wait_io`
             // returns it as the error it is.
             let read = loop {
+                // A plain socket read short last time was empty then; a
+                // read now finds input only if some came since, which the
+                // worker tells (`take_readable`). Under TLS a short read
+                // of plaintext says nothing of the socket.
+                let seen = crate::worker::take_readable();
+                if drained && !seen && matches!(self.stream, Stream::Plain(_)) {
+                    if let Err(e) =
+                        wait_io(ErrorKind::WouldBlock.into(), WaitFor::Readable, deadline)
+                    {
+                        break Err(e);
+                    }
+                    continue;
+                }
                 match self.stream.read(&mut buffer) {
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        drained = true;
                         if let Err(e) = wait_io(e, WaitFor::Readable, deadline) {
                             break Err(e);
                         }
+                        // Woken by readiness, or by the deadline (whose
+                        // read then says so).
+                        drained = false;
                     }
-                    other => break other,
+                    other => {
+                        if let Ok(n) = other {
+                            drained = n < buffer.len();
+                        }
+                        break other;
+                    }
                 }
             };
             let read = match read {

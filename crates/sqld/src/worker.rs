@@ -107,6 +107,28 @@ thread_local! {
     /// What the next suspension of the running task waits for; `Wake`
     /// unless `wait_for_socket` says otherwise.
     static NEXT_WAIT: std::cell::Cell<WaitFor> = const { std::cell::Cell::new(WaitFor::Wake) };
+    /// The running task's `Entry::readable_seen`, lent to it while it runs.
+    static READABLE_SEEN: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Whether the running task's client socket may have input it has not
+/// read: true unless no readiness was reported for the socket since the
+/// last call. Clears the mark, so a caller that then finds the socket
+/// empty (a read that comes short) waits for the next report
+/// (`wait_for_socket`) instead of reading again.
+///
+/// Why: the epoll set is edge-triggered, and every readiness edge of a
+/// task's socket, also one that comes while the task waits for the
+/// cluster, sets the mark. A connection that answered a statement and
+/// read its socket empty before would otherwise read it again for the
+/// next statement and, on a busy server, almost always find nothing:
+/// one system call per statement (about one in six of the SQL node's).
+/// Outside a task (a connection thread) the answer is always true.
+pub(crate) fn take_readable() -> bool {
+    if !shoal_client::task::in_task() {
+        return true;
+    }
+    READABLE_SEEN.with(|seen| seen.replace(false))
 }
 
 /// Suspends the running task until its socket is ready as `wait_for` says
@@ -210,6 +232,9 @@ struct Entry {
     waiting: bool,
     /// What it waits for, while `waiting`.
     wait_for: WaitFor,
+    /// Readiness (or a close) was reported for its socket since the task
+    /// last asked (`take_readable`); true at first, when nothing is known.
+    readable_seen: bool,
     /// The earliest deadline in `Worker::timers` for this task. A later
     /// deadline is not pushed while it is there: when it fires the task
     /// runs, finds nothing, and waits again, pushing its deadline then. So
@@ -373,6 +398,11 @@ impl Worker {
                     continue;
                 }
                 let closed = event.is_error() || event.is_read_closed() || event.is_write_closed();
+                if (event.is_readable() || closed)
+                    && let Some(Some(entry)) = self.tasks.get_mut(slot)
+                {
+                    entry.readable_seen = true;
+                }
                 let wanted = match self.tasks.get(slot) {
                     Some(Some(entry)) => match entry.wait_for {
                         WaitFor::Wake => false,
@@ -568,6 +598,7 @@ impl Worker {
             generation: id.generation,
             waiting: false,
             wait_for: WaitFor::Wake,
+            readable_seen: true,
             timer: None,
         });
         self.ready.push_back(slot);
@@ -577,7 +608,10 @@ impl Worker {
         let Some(Some(entry)) = self.tasks.get_mut(slot) else {
             return;
         };
-        match entry.coroutine.resume(()) {
+        READABLE_SEEN.with(|seen| seen.set(entry.readable_seen));
+        let resumed = entry.coroutine.resume(());
+        entry.readable_seen = READABLE_SEEN.with(|seen| seen.replace(true));
+        match resumed {
             CoroutineResult::Yield((deadline, wait_for)) => {
                 entry.waiting = true;
                 entry.wait_for = wait_for;
