@@ -344,13 +344,12 @@ impl Connection {
                 }
                 match self.stream.read(&mut buffer) {
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        // Read again once an edge came; at the deadline
+                        // `wait_io` says so.
                         drained = true;
                         if let Err(e) = wait_io(e, WaitFor::Readable, deadline) {
                             break Err(e);
                         }
-                        // Woken by readiness, or by the deadline (whose
-                        // read then says so).
-                        drained = false;
                     }
                     other => {
                         if let Ok(n) = other {
