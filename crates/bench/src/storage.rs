@@ -111,6 +111,7 @@ fn table_def(payload_bytes: usize) -> TableDef {
 
 /// Measures one row shape.
 pub fn measure_shape(rows: u64, payload_bytes: usize) -> Result<ShapeFigures, String> {
+    crate::allocation_counter::start_counting();
     let order = shuffled(rows);
     // Room for the rows, their indexes and a copy per row in flight.
     let data_memory_bytes = (rows * (payload_bytes as u64 + 96) * 2).max(64 << 20);

@@ -1,7 +1,7 @@
 //! The engine's primary-key paths make no heap allocation per operation once
 //! warm: counted by the same allocator wrapper `shoal` installs.
 
-use bench::allocation_counter::{CountingAllocator, allocations};
+use bench::allocation_counter::{CountingAllocator, allocations, start_counting};
 use schema::types::ColumnType;
 use schema::{AttrInfoWriter, ColumnDef, IndexDef, TableDef};
 use std::alloc::System;
@@ -93,6 +93,16 @@ fn primary_key_operations_do_not_allocate() {
             &mut values,
         );
     }
+    // The counter counts: one boxed value is one allocation.
+    start_counting();
+    let before = allocations();
+    let boxed = std::hint::black_box(Box::new(ROWS));
+    assert_eq!(
+        allocations() - before,
+        1,
+        "the counter missed an allocation"
+    );
+    drop(boxed);
     for (kind, name) in [
         (OperationKind::Read(ReadMode::Committed), "read"),
         (OperationKind::Update, "update"),

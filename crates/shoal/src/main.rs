@@ -6,6 +6,7 @@
 //! line (`cli`) and hands the chosen role to `roles`, which owns the exit
 //! status.
 
+mod allocator;
 mod cli;
 mod mgm;
 mod roles;
@@ -15,11 +16,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Every heap allocation of the process is counted so that `shoal bench` can
-/// report allocations per operation; mimalloc does the actual work.
+/// mimalloc does the work (`allocator`); `shoal bench` counts allocations
+/// per operation through the wrapper, which counts only once asked to.
 #[global_allocator]
-static GLOBAL: bench::allocation_counter::CountingAllocator<mimalloc::MiMalloc> =
-    bench::allocation_counter::CountingAllocator(mimalloc::MiMalloc);
+static GLOBAL: bench::allocation_counter::CountingAllocator<allocator::MiMalloc> =
+    bench::allocation_counter::CountingAllocator(allocator::MiMalloc);
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
