@@ -1021,6 +1021,8 @@ impl DataNode {
             // messages the runtime consumes itself.
             Message::Hello { .. }
             | Message::HelloProof { .. }
+            | Message::SharedMemoryOffer { .. }
+            | Message::SharedMemoryAnswer { .. }
             | Message::SchemaReply { .. }
             | Message::DictionaryReply { .. }
             | Message::AllocateNodeId { .. }

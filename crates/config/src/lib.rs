@@ -67,6 +67,8 @@
 //! | `TimeBetweenEpochs` | ndbd | ms | 100 | 0..=32000 | NDB |
 //! | `Diskless` | ndbd | boolean: no redo log, no checkpoints, nothing survives a system restart | false | | NDB |
 //! | `SchedulerSpinTimer` | ndbd | µs a data node looks for input before it sleeps, 0 = never | 50 (NDB: 0) | 0..=500 | NDB |
+//! | `UseShm` | ndbd | links to processes on this host (data nodes, SQL nodes) run over shared memory | 1 (NDB: 0) | 0..=1 | NDB |
+//! | `ShmSize` | ndbd | bytes of each direction's ring of such a link (a power of two at most) | 4M | 64K..=64M | NDB |
 //! | `TimeBetweenLocalCheckpoints` | ndbd | log2 of 4-byte words | 20 | 0..=31 | NDB |
 //! | `NoOfFragmentLogFiles` | ndbd | integer | 16 | 3.. | NDB |
 //! | `FragmentLogFileSize` | ndbd | size | 16M | 4M..=1G | NDB |
@@ -244,6 +246,10 @@ pub struct DataNodeConfig {
     /// SchedulerSpinTimer: microseconds the node's thread polls for input
     /// (yielding between polls) before it sleeps; 0 sleeps at once.
     pub scheduler_spin_us: u64,
+    /// UseShm: links to processes on this host run over shared memory.
+    pub use_shared_memory: bool,
+    /// ShmSize: the bytes of each direction's ring of such a link.
+    pub shared_memory_bytes: u64,
     /// Base-2 logarithm of the 4-byte words written between local
     /// checkpoints, as in NDB.
     pub time_between_local_checkpoints: u32,

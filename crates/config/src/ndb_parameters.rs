@@ -95,7 +95,7 @@ use ValueKind::{Boolean, Choice, CpuList, Integer, Milliseconds, Size, Text};
 // One entry per line, like a row of NDB's table; rustfmt would spread each
 // over eight lines.
 #[rustfmt::skip]
-pub static WITHOUT_EFFECT: [Parameter; 196] = [
+pub static WITHOUT_EFFECT: [Parameter; 194] = [
     // [system] and [computer].
     text("Name", SYSTEM),
     ndb("PrimaryMGMNode", SYSTEM, Integer, Number(0), 0, RNIL),
@@ -119,7 +119,6 @@ pub static WITHOUT_EFFECT: [Parameter; 196] = [
     ndb("LockExecuteThreadToCPU", DATA, CpuList, NoDefault, 0, 65535),
     ndb("LockMaintThreadsToCPU", DATA, Integer, NoDefault, 0, 65535),
     boolean("RealtimeScheduler", DATA, false),
-    boolean("UseShm", DATA, false),
     ndb("TimeBetweenWatchDogCheck", DATA, Milliseconds, Number(6000), 70, RNIL),
     ndb("SchedulerExecutionTimer", DATA, Integer, Number(50), 0, 11000),
     ndb("MaxSendDelay", DATA, Integer, Number(0), 0, 11000),
@@ -257,7 +256,6 @@ pub static WITHOUT_EFFECT: [Parameter; 196] = [
     boolean("EnableMultithreadedBackup", DATA, true),
     boolean("ClassicFragmentation", DATA, true),
     ndb("PartitionsPerNode", DATA, Integer, Number(2), 1, 32),
-    ndb("ShmSize", DATA, Size, Number(4 * MIB), 64 * KIB, RNIL),
     ndb("ShmSpinTime", DATA, Integer, Number(0), 0, 2000),
     ndb("InsertRecoveryWork", DATA, Integer, Number(40), 0, 70),
     ndb("ReservedConcurrentIndexOperations", DATA, Integer, Number(0), 0, RNIL),

@@ -273,7 +273,7 @@ use ValueKind::{Boolean, Integer, Milliseconds, Size, Text};
 // Formatting is left to the author so that each entry stays a compact block
 // that reads like a row of a table, instead of ten lines of one argument.
 #[rustfmt::skip]
-pub static PARAMETERS: [Parameter; 44] = [
+pub static PARAMETERS: [Parameter; 46] = [
     // Every node.
     parameter("NodeId", DATA, Integer, NoDefault, 1, 144, Ndb,
         "The data node's id; without it the node gets the lowest free id.")
@@ -361,6 +361,14 @@ pub static PARAMETERS: [Parameter; 44] = [
          between looks) before it sleeps: waking a sleeping thread costs more than the spin \
          when the next message comes within it; 0 sleeps at once (NDB's default; Shoal's is \
          50, which served more sysbench inserts per second on a 2-core machine)."),
+    parameter("UseShm", DATA, Boolean, DefaultBoolean(true), 0, 1, Ndb,
+        "Links to processes on the same host (another data node, or an SQL node whose workers \
+         read the link) run over shared memory, two rings of ShmSize, with the local socket left as doorbell and \
+         liveness: a message costs a copy instead of two system calls. On by default (NDB's \
+         default is off); 0 keeps such links on the local socket."),
+    parameter("ShmSize", DATA, Size, Number(4 * MIB), 64 * KIB, 64 * MIB, Ndb,
+        "Bytes of each direction's ring of a shared-memory link (rounded down to a power of \
+         two)."),
     parameter("TimeBetweenLocalCheckpoints", DATA, Integer, Number(20), 0, 31, Ndb,
         "Base-2 logarithm of the 4-byte words written between local checkpoints."),
     parameter("NoOfFragmentLogFiles", DATA, Integer, Number(16), 3, INTEGER_MAX, Ndb,

@@ -550,6 +550,8 @@ fn build_data_node(
         time_between_global_checkpoints_ms: view.number("TimeBetweenGlobalCheckpoints"),
         time_between_epochs_ms: view.number("TimeBetweenEpochs"),
         scheduler_spin_us: view.number("SchedulerSpinTimer"),
+        use_shared_memory: view.number("UseShm") != 0,
+        shared_memory_bytes: view.number("ShmSize"),
         time_between_local_checkpoints: narrow(view.number("TimeBetweenLocalCheckpoints")),
         fragment_log_files: narrow(view.number("NoOfFragmentLogFiles")),
         fragment_log_file_size_bytes: view.number("FragmentLogFileSize"),

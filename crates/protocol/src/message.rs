@@ -28,6 +28,22 @@ pub enum Message {
     HelloProof {
         proof: Proof,
     },
+    /// Transport only, between two processes on one host (never handed to
+    /// a node's state machine): the side that dialed offers shared memory
+    /// for the link, two rings of `ring_bytes` each, passed with this
+    /// frame's bytes (`SCM_RIGHTS`). It sends nothing more until the
+    /// answer; everything it sends after an acceptance goes through the
+    /// rings (`runtime::shared_memory`).
+    SharedMemoryOffer {
+        ring_bytes: u32,
+    },
+    /// The answer to `SharedMemoryOffer`, the last frame its sender writes
+    /// to the socket when it accepts (everything after goes through the
+    /// rings); `reason` says why not when it refuses.
+    SharedMemoryAnswer {
+        accepted: bool,
+        reason: String,
+    },
     /// Sent by every member to every other member each heartbeat interval.
     Heartbeat {
         generation: u64,
@@ -361,6 +377,8 @@ const KIND_COMMIT_ACK: u8 = 66;
 const KIND_FORGET_MARKERS: u8 = 67;
 const KIND_TAKEOVER_DONE: u8 = 68;
 const KIND_EPOCH: u8 = 69;
+const KIND_SHARED_MEMORY_OFFER: u8 = 70;
+const KIND_SHARED_MEMORY_ANSWER: u8 = 71;
 const KIND_NODE_COPIED: u8 = 33;
 const KIND_DRAIN: u8 = 34;
 const KIND_DRAINED: u8 = 35;
@@ -371,6 +389,8 @@ impl Message {
         match self {
             Message::Hello { .. } => "Hello",
             Message::HelloProof { .. } => "HelloProof",
+            Message::SharedMemoryOffer { .. } => "SharedMemoryOffer",
+            Message::SharedMemoryAnswer { .. } => "SharedMemoryAnswer",
             Message::Heartbeat { .. } => "Heartbeat",
             Message::HeartbeatEcho { .. } => "HeartbeatEcho",
             Message::Join { .. } => "Join",
@@ -452,6 +472,15 @@ impl Message {
             Message::HelloProof { proof } => {
                 w.u8(KIND_HELLO_PROOF);
                 w.bytes(proof);
+            }
+            Message::SharedMemoryOffer { ring_bytes } => {
+                w.u8(KIND_SHARED_MEMORY_OFFER);
+                w.u32(*ring_bytes);
+            }
+            Message::SharedMemoryAnswer { accepted, reason } => {
+                w.u8(KIND_SHARED_MEMORY_ANSWER);
+                w.bool(*accepted);
+                w.string(reason);
             }
             Message::Heartbeat {
                 generation,
@@ -865,6 +894,13 @@ impl Message {
             },
             KIND_HELLO_PROOF => Message::HelloProof {
                 proof: fixed(&mut r, "proof")?,
+            },
+            KIND_SHARED_MEMORY_OFFER => Message::SharedMemoryOffer {
+                ring_bytes: r.u32("ring bytes")?,
+            },
+            KIND_SHARED_MEMORY_ANSWER => Message::SharedMemoryAnswer {
+                accepted: r.bool("accepted")?,
+                reason: r.string("reason")?,
             },
             KIND_HEARTBEAT => Message::Heartbeat {
                 generation: r.u64("generation")?,

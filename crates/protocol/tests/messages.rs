@@ -158,6 +158,9 @@ fn cluster_message() -> impl Strategy<Value = Message> {
                 }
             ),
         any::<u64>().prop_map(|sent_at_ms| Message::HeartbeatEcho { sent_at_ms }),
+        any::<u32>().prop_map(|ring_bytes| Message::SharedMemoryOffer { ring_bytes }),
+        (any::<bool>(), ".{0,20}")
+            .prop_map(|(accepted, reason)| Message::SharedMemoryAnswer { accepted, reason }),
         member().prop_map(|member| Message::Join { member }),
         (any::<u64>(), member()).prop_map(|(version, member)| Message::Suspect { version, member }),
         (any::<u64>(), any::<u64>(), ballot()).prop_map(|(generation, version, ballot)| {

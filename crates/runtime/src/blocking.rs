@@ -302,6 +302,35 @@ impl BlockingConnection {
         )
     }
 
+    /// Whether the connection runs over a data node's local socket.
+    pub fn is_local(&self) -> bool {
+        self.stream.is_local()
+    }
+
+    /// Sends `messages` in one frame with `file` attached to its first byte
+    /// (`SCM_RIGHTS`; a local socket only).
+    pub fn send_with_file(
+        &mut self,
+        messages: &[Message],
+        file: std::os::fd::BorrowedFd<'_>,
+    ) -> Result<(), ConnectionError> {
+        use std::os::fd::AsFd;
+        let BlockingStream::Unix(stream) = &self.stream else {
+            return Err(ConnectionError(format!(
+                "a file cannot go to {} over TCP",
+                self.peer
+            )));
+        };
+        let mut bytes = Vec::new();
+        encode_frame(messages, &mut bytes);
+        let lost = |e: std::io::Error| {
+            ConnectionError(format!("lost the connection to {}: {e}", self.peer))
+        };
+        let sent =
+            crate::shared_memory::send_with_file(stream.as_fd(), &bytes, file).map_err(lost)?;
+        self.stream.write_all(&bytes[sent..]).map_err(lost)
+    }
+
     pub fn send(&mut self, messages: &[Message]) -> Result<(), ConnectionError> {
         let mut bytes = Vec::new();
         encode_frame(messages, &mut bytes);

@@ -114,6 +114,9 @@ struct Runtime {
     /// SchedulerSpinTimer: how long the loop polls for input, yielding
     /// the core between polls, before it sleeps in `epoll_wait`.
     spin: Duration,
+    /// The rings of a link over shared memory with a process on this host
+    /// (`ShmSize`, rounded down to a power of two); `None` with UseShm=0.
+    shared_memory_ring_bytes: Option<usize>,
 }
 
 fn log(node: NodeId, line: &str) {
@@ -359,6 +362,9 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
         disk_requests: Vec::new(),
         disk_completions: Vec::new(),
         spin: Duration::from_micros(own.scheduler_spin_us),
+        shared_memory_ring_bytes: own
+            .use_shared_memory
+            .then(|| ring_bytes_of(own.shared_memory_bytes)),
     };
     for notice in &config.notices {
         log(node, notice);
@@ -378,6 +384,16 @@ fn run_reporting(options: &DatadOptions, reporter: &mut Reporter) -> Result<Stop
     // Handed back so `run` can report an error of the loop.
     *reporter = std::mem::take(&mut runtime.reporter);
     result
+}
+
+/// The ring size `ShmSize` gives: the largest power of two not above it,
+/// within the sizes a ring may have (the configuration checks the range).
+fn ring_bytes_of(shm_size_bytes: u64) -> usize {
+    let bytes = (shm_size_bytes as usize).clamp(
+        crate::shared_memory::RING_BYTES_MIN,
+        crate::shared_memory::RING_BYTES_MAX,
+    );
+    1 << bytes.ilog2()
 }
 
 /// Redo bytes appended that start a local checkpoint: NDB's
@@ -623,13 +639,17 @@ impl Runtime {
     /// in a virtual machine, an interrupt between cores, which was most of
     /// a data node's CPU during sysbench inserts on 2 cores. Spinning
     /// never goes past the timeout, so deadlines hold.
+    ///
+    /// Links over shared memory raise no event for their bytes: they are
+    /// looked at between polls, and before the thread sleeps each tells its
+    /// peer so (the peer then rings the socket for its next bytes).
     fn wait(&mut self, events: &mut Events, timeout: Duration) -> std::io::Result<()> {
         let spin = self.spin.min(timeout);
         if !spin.is_zero() {
             let began = Instant::now();
             loop {
                 self.poll.poll(events, Some(Duration::ZERO))?;
-                if !events.is_empty() {
+                if !events.is_empty() || self.shared_input_waiting() {
                     return Ok(());
                 }
                 if began.elapsed() >= spin {
@@ -638,7 +658,50 @@ impl Runtime {
                 std::thread::yield_now();
             }
         }
-        self.poll.poll(events, Some(timeout - spin))
+        let mut sleeping = true;
+        for connection in self.connections.values().filter(|c| c.shared()) {
+            if !connection.prepare_to_sleep() {
+                sleeping = false;
+                break;
+            }
+        }
+        let result = if sleeping {
+            self.poll.poll(events, Some(timeout - spin))
+        } else {
+            events.clear();
+            Ok(())
+        };
+        for connection in self.connections.values().filter(|c| c.shared()) {
+            connection.woke();
+        }
+        result
+    }
+
+    fn shared_input_waiting(&self) -> bool {
+        self.connections.values().any(|c| c.shared_input_waiting())
+    }
+
+    /// Reads every link over shared memory that has bytes waiting.
+    fn read_shared(&mut self, messages: &mut Vec<Message>) {
+        let tokens: Vec<Token> = self
+            .connections
+            .iter()
+            .filter(|(_, c)| c.shared_input_waiting())
+            .map(|(token, _)| *token)
+            .collect();
+        for token in tokens {
+            let Some(connection) = self.connections.get_mut(&token) else {
+                continue;
+            };
+            messages.clear();
+            let result = connection.read_shared(messages);
+            for message in messages.drain(..) {
+                self.on_connection_message(token, message);
+            }
+            if let Err(error) = result {
+                self.close(token, &error);
+            }
+        }
     }
 
     fn now_ms(&self) -> u64 {
@@ -761,6 +824,7 @@ impl Runtime {
                     }
                 }
             }
+            self.read_shared(&mut messages);
             let now = self.now_ms();
             if now >= self.composite.next_deadline_ms() {
                 self.composite.tick(now, &mut self.output);
@@ -1068,6 +1132,17 @@ impl Runtime {
 
     fn on_connection_message(&mut self, token: Token, message: Message) {
         let now = self.now_ms();
+        match message {
+            Message::SharedMemoryOffer { ring_bytes } => {
+                self.on_shared_memory_offer(token, ring_bytes);
+                return;
+            }
+            Message::SharedMemoryAnswer { accepted, reason } => {
+                self.on_shared_memory_answer(token, accepted, reason);
+                return;
+            }
+            _ => {}
+        }
         if Some(token) == self.management {
             self.composite
                 .on_management_message(now, message, &mut self.output);
@@ -1087,6 +1162,67 @@ impl Runtime {
             });
         }
         self.perform();
+        self.offer_shared_memory(token);
+    }
+
+    /// Offers shared memory on a link this node dialed over its host's
+    /// local socket, once the peer proved who it is.
+    fn offer_shared_memory(&mut self, token: Token) {
+        let Some(ring_bytes) = self.shared_memory_ring_bytes else {
+            return;
+        };
+        let Some(connection) = self.connections.get_mut(&token) else {
+            return;
+        };
+        if connection.peer.is_none()
+            || connection.dialed_node.is_none()
+            || !connection.is_local()
+            || connection.sharing_decided()
+        {
+            return;
+        }
+        if let Err(error) = connection.offer_shared_memory(ring_bytes) {
+            // The link stays on the socket.
+            log(
+                self.node,
+                &format!("no shared memory with {}: {error}", connection.peer_address),
+            );
+        }
+    }
+
+    /// A peer on this host offers shared memory: only a peer that proved
+    /// who it is may.
+    fn on_shared_memory_offer(&mut self, token: Token, ring_bytes: u32) {
+        let ring_bytes_max = self.shared_memory_ring_bytes;
+        let Some(connection) = self.connections.get_mut(&token) else {
+            return;
+        };
+        if connection.peer.is_none() {
+            let why = format!(
+                "{} offered shared memory before proving who it is",
+                connection.peer_address
+            );
+            self.close(token, &why);
+            return;
+        }
+        connection.on_shared_memory_offer(ring_bytes, ring_bytes_max);
+    }
+
+    fn on_shared_memory_answer(&mut self, token: Token, accepted: bool, reason: String) {
+        let Some(connection) = self.connections.get_mut(&token) else {
+            return;
+        };
+        match connection.on_shared_memory_answer(accepted, reason) {
+            Ok(None) => {}
+            Ok(Some(reason)) => log(
+                self.node,
+                &format!(
+                    "{} keeps the local socket (no shared memory): {reason}",
+                    connection.peer_address
+                ),
+            ),
+            Err(error) => self.close(token, &error),
+        }
     }
 
     /// A connection failed or its peer closed it.

@@ -16,6 +16,7 @@ pub mod machine;
 pub mod mgmd;
 pub mod node_disk;
 pub mod redo_files;
+pub mod shared_memory;
 pub mod transport;
 
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -18,6 +18,8 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -27,6 +29,8 @@ use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
 use protocol::frame::{FRAME_HEADER_BYTES, FRAME_MESSAGES_MAX, FRAME_PAYLOAD_BYTES_MAX};
 use protocol::{FrameDecoder, Message, NodeId, NodeRole, encode_frame};
+
+use crate::shared_memory::{self, DOORBELL, LinkMemory, RingReader, RingWriter};
 
 /// Who is at the other end, once its `Hello` arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +118,32 @@ impl Source for Stream {
     }
 }
 
+/// Where a connection's frames travel (see `shared_memory`).
+enum Sharing {
+    /// Over the socket.
+    Off,
+    /// This side offers shared memory: `frame` (the offer) goes out with
+    /// the memory's file once everything queued before it has, and what is
+    /// queued after it waits in `held` for the answer.
+    Offered {
+        memory: Option<LinkMemory>,
+        file: OwnedFd,
+        frame: Vec<u8>,
+        sent: bool,
+        held: Vec<u8>,
+    },
+    /// Over the rings; the socket carries doorbells (after `socket_tail`,
+    /// the frames the side that accepted queued up to its answer).
+    On {
+        writer: RingWriter,
+        reader: RingReader,
+    },
+}
+
+/// The most files a connection keeps of those that came with its bytes,
+/// for an offer of shared memory still to be decoded; others are closed.
+const RECEIVED_FILES_MAX: usize = 1;
+
 pub struct Connection {
     pub stream: Stream,
     pub token: Token,
@@ -141,6 +171,17 @@ pub struct Connection {
     write_position: usize,
     write_buffer_bytes_max: usize,
     writable_interest: bool,
+    sharing: Sharing,
+    /// Frames for the socket after the link went over to the rings: the
+    /// side that accepted an offer writes what it queued up to its answer
+    /// here, and rings no doorbell until they are out.
+    socket_tail: Vec<u8>,
+    /// Files that came with received bytes (a Unix socket this side
+    /// accepted reads them, for an offer of shared memory).
+    received_files: Vec<OwnedFd>,
+    /// An offer was made or answered on this connection: there is no
+    /// second.
+    sharing_decided: bool,
 }
 
 /// Messages are grouped into frames of at most this many payload bytes
@@ -250,6 +291,10 @@ impl Connection {
             write_position: 0,
             write_buffer_bytes_max,
             writable_interest: false,
+            sharing: Sharing::Off,
+            socket_tail: Vec::new(),
+            received_files: Vec::new(),
+            sharing_decided: false,
         }
     }
 
@@ -426,11 +471,24 @@ impl Connection {
     }
 
     fn read_and_decode(&mut self, messages: &mut Vec<Message>) -> Result<bool, String> {
+        if matches!(self.sharing, Sharing::On { .. }) {
+            // The ring after the doorbells, even when the socket closed:
+            // what the peer wrote before it went (its goodbye) is there.
+            let open = self.read_doorbells()?;
+            self.read_ring(messages)?;
+            return Ok(open);
+        }
         loop {
             self.reserve_room()?;
+            let takes_files = self.takes_files();
             let room = self.decoder.spare(READ_BYTES_MIN);
             let room_bytes = room.len();
-            match self.stream.read(room) {
+            let read = if takes_files {
+                read_with_files(&self.stream, room, &mut self.received_files)
+            } else {
+                self.stream.read(room)
+            };
+            match read {
                 Ok(0) => return Ok(false),
                 Ok(n) => {
                     self.decoder.filled(n);
@@ -457,7 +515,12 @@ impl Connection {
             // The limit is on the backlog a peer has not read: one batch may
             // be large (a whole dictionary), a peer that stops reading may not
             // make the buffer grow batch after batch.
-            let backlog = self.write_buffer.len() - self.write_position;
+            let backlog = self.write_buffer.len() - self.write_position
+                + self.socket_tail.len()
+                + match &self.sharing {
+                    Sharing::Offered { held, .. } => held.len(),
+                    _ => 0,
+                };
             if backlog > self.write_buffer_bytes_max {
                 return Err(format!(
                     "{backlog} bytes wait to be sent to {}, more than SendBufferMemory ({} bytes): \
@@ -465,29 +528,58 @@ impl Connection {
                     self.peer_address, self.write_buffer_bytes_max
                 ));
             }
-            if self.write_position > 0 {
-                self.write_buffer.drain(..self.write_position);
-                self.write_position = 0;
-            }
-            let mut start = 0;
-            let mut estimate = 0;
-            // Encoded in place and cleared after, so the queue keeps its
-            // allocation from turn to turn.
-            let queued = &self.queued;
-            for (index, message) in queued.iter().enumerate() {
-                estimate += approximate_bytes(message);
-                let count = index + 1 - start;
-                if estimate >= FRAME_BATCH_BYTES || count == FRAME_MESSAGES_MAX {
-                    encode_frame(&queued[start..=index], &mut self.write_buffer);
-                    start = index + 1;
-                    estimate = 0;
-                }
-            }
-            if start < queued.len() {
-                encode_frame(&queued[start..], &mut self.write_buffer);
-            }
-            self.queued.clear();
+            self.encode_queued();
         }
+        if let Sharing::Offered { .. } = self.sharing {
+            self.write_socket()?;
+            self.send_offer()?;
+            return self.update_interest(registry);
+        }
+        if let Sharing::On { .. } = self.sharing {
+            self.write_socket_tail()?;
+            self.write_ring()?;
+            return self.update_interest(registry);
+        }
+        self.write_socket()?;
+        self.update_interest(registry)
+    }
+
+    /// Encodes the queued messages into frames, after the bytes waiting to
+    /// be written (into `held` while an offer waits for its answer).
+    fn encode_queued(&mut self) {
+        if self.queued.is_empty() {
+            return;
+        }
+        if self.write_position > 0 {
+            self.write_buffer.drain(..self.write_position);
+            self.write_position = 0;
+        }
+        let out = match &mut self.sharing {
+            Sharing::Offered { held, .. } => held,
+            _ => &mut self.write_buffer,
+        };
+        let mut start = 0;
+        let mut estimate = 0;
+        // Encoded in place and cleared after, so the queue keeps its
+        // allocation from turn to turn.
+        let queued = &self.queued;
+        for (index, message) in queued.iter().enumerate() {
+            estimate += approximate_bytes(message);
+            let count = index + 1 - start;
+            if estimate >= FRAME_BATCH_BYTES || count == FRAME_MESSAGES_MAX {
+                encode_frame(&queued[start..=index], out);
+                start = index + 1;
+                estimate = 0;
+            }
+        }
+        if start < queued.len() {
+            encode_frame(&queued[start..], out);
+        }
+        self.queued.clear();
+    }
+
+    /// Writes the write buffer to the socket, as much as it takes.
+    fn write_socket(&mut self) -> Result<(), String> {
         while self.write_position < self.write_buffer.len() {
             match self.stream.write(&self.write_buffer[self.write_position..]) {
                 Ok(0) => return Err(format!("{} stopped accepting bytes", self.peer_address)),
@@ -502,7 +594,17 @@ impl Connection {
             self.write_buffer.clear();
             self.write_position = 0;
         }
-        let want_writable = !self.write_buffer.is_empty();
+        Ok(())
+    }
+
+    /// Asks for writable events while bytes wait for the socket.
+    fn update_interest(&mut self, registry: &Registry) -> Result<(), String> {
+        let socket_waiting = match &self.sharing {
+            Sharing::On { .. } => !self.socket_tail.is_empty(),
+            Sharing::Offered { sent, .. } => !self.write_buffer.is_empty() || !sent,
+            Sharing::Off => !self.write_buffer.is_empty(),
+        };
+        let want_writable = socket_waiting;
         if want_writable != self.writable_interest {
             let interest = if want_writable {
                 Interest::READABLE | Interest::WRITABLE
@@ -516,6 +618,391 @@ impl Connection {
         }
         Ok(())
     }
+}
+
+/// Shared memory (`shared_memory`): the offer, the answer, the rings.
+impl Connection {
+    /// Whether this connection runs over a Unix socket (its peer is on this
+    /// host).
+    pub fn is_local(&self) -> bool {
+        matches!(self.stream, Stream::Unix(_))
+    }
+
+    /// Whether an offer was made or answered here already.
+    pub fn sharing_decided(&self) -> bool {
+        self.sharing_decided
+    }
+
+    /// Whether the link runs over shared memory now.
+    pub fn shared(&self) -> bool {
+        matches!(self.sharing, Sharing::On { .. })
+    }
+
+    /// A Unix socket this side accepted reads the files that come with
+    /// its bytes, until the link's sharing is decided: the peer may pass
+    /// shared memory.
+    fn takes_files(&self) -> bool {
+        self.is_local() && self.dialed_node.is_none() && !self.sharing_decided
+    }
+
+    /// Offers the peer shared memory with rings of `ring_bytes` (this side
+    /// dialed a Unix socket and knows who the peer is): the offer leaves
+    /// after everything queued so far, and what is queued later waits for
+    /// the answer.
+    pub fn offer_shared_memory(&mut self, ring_bytes: usize) -> Result<(), String> {
+        assert!(self.is_local(), "shared memory offered over TCP");
+        assert!(!self.sharing_decided, "a second offer of shared memory");
+        self.sharing_decided = true;
+        let (memory, file) = LinkMemory::create(ring_bytes).map_err(|e| e.0)?;
+        self.encode_queued();
+        let mut frame = Vec::new();
+        let ring_bytes = u32::try_from(ring_bytes).expect("RING_BYTES_MAX fits u32");
+        encode_frame(&[Message::SharedMemoryOffer { ring_bytes }], &mut frame);
+        self.sharing = Sharing::Offered {
+            memory: Some(memory),
+            file,
+            frame,
+            sent: false,
+            held: Vec::new(),
+        };
+        Ok(())
+    }
+
+    /// The peer's offer, with the most rings this side takes (`None`: it
+    /// keeps to the socket). Accepting maps the file that came with the
+    /// offer, answers as the socket's last frame and sends everything after
+    /// through the rings; a refusal answers why and stays on the socket.
+    pub fn on_shared_memory_offer(&mut self, ring_bytes: u32, ring_bytes_max: Option<usize>) {
+        let file = self.received_files.pop();
+        self.received_files.clear();
+        let refusal = if self.sharing_decided || !self.takes_files() {
+            Some("an offer where none is expected".to_string())
+        } else {
+            match ring_bytes_max {
+                None => Some("this node does not use shared memory (UseShm=0)".to_string()),
+                Some(max) if ring_bytes as usize > max => Some(format!(
+                    "rings of {ring_bytes} bytes are more than this node's ShmSize ({max})"
+                )),
+                Some(_) => None,
+            }
+        };
+        self.sharing_decided = true;
+        let opened = match (refusal, file) {
+            (Some(reason), _) => Err(reason),
+            (None, None) => Err("the offer came without its memory".to_string()),
+            (None, Some(file)) => LinkMemory::open(&file, ring_bytes as usize).map_err(|e| e.0),
+        };
+        let memory = match opened {
+            Ok(memory) => memory,
+            Err(reason) => {
+                self.queue(Message::SharedMemoryAnswer {
+                    accepted: false,
+                    reason,
+                });
+                return;
+            }
+        };
+        // What was queued before the answer, and the answer, go on the
+        // socket; the peer reads the rings once it has read the answer.
+        self.queue(Message::SharedMemoryAnswer {
+            accepted: true,
+            reason: String::new(),
+        });
+        self.encode_queued();
+        self.socket_tail
+            .extend_from_slice(&self.write_buffer[self.write_position..]);
+        self.write_buffer.clear();
+        self.write_position = 0;
+        let (writer, reader) = shared_memory::link_ends(memory, false);
+        self.sharing = Sharing::On { writer, reader };
+        self.switch_decoder();
+    }
+
+    /// The peer's answer to this side's offer. Returns the reason of a
+    /// refusal (the link stays on the socket), or an error if no offer
+    /// was sent.
+    pub fn on_shared_memory_answer(
+        &mut self,
+        accepted: bool,
+        reason: String,
+    ) -> Result<Option<String>, String> {
+        let Sharing::Offered {
+            memory,
+            held,
+            sent: true,
+            ..
+        } = &mut self.sharing
+        else {
+            return Err(format!(
+                "{} answered an offer of shared memory that was not made",
+                self.peer_address
+            ));
+        };
+        // The offer left only once the write buffer was empty, and what
+        // came after waited in `held`: bytes still in the buffer are the
+        // offer's own, which the peer cannot have read yet.
+        if self.write_position < self.write_buffer.len() {
+            return Err(format!(
+                "{} answered an offer of shared memory before it arrived",
+                self.peer_address
+            ));
+        }
+        let held = std::mem::take(held);
+        let memory = memory.take().expect("the offer's memory");
+        self.write_buffer = held;
+        self.write_position = 0;
+        if !accepted {
+            self.sharing = Sharing::Off;
+            return Ok(Some(reason));
+        }
+        let (writer, reader) = shared_memory::link_ends(memory, true);
+        self.sharing = Sharing::On { writer, reader };
+        self.switch_decoder();
+        Ok(None)
+    }
+
+    /// From here on the frames come from the ring: the socket decoder is
+    /// done (the peer writes no frame to the socket after its offer or its
+    /// answer).
+    fn switch_decoder(&mut self) {
+        let mut decoder = FrameDecoder::new();
+        decoder.set_payload_bytes_max(FRAME_PAYLOAD_BYTES_MAX);
+        self.decoder = decoder;
+        self.recharge();
+    }
+
+    /// Whether bytes wait in the inbound ring (or its header is broken,
+    /// which the next read reports).
+    pub fn shared_input_waiting(&self) -> bool {
+        match &self.sharing {
+            Sharing::On { reader, .. } => reader.available() != Ok(0),
+            _ => false,
+        }
+    }
+
+    /// Reads what waits in the inbound ring (for a link over shared memory;
+    /// nothing otherwise).
+    pub fn read_shared(&mut self, messages: &mut Vec<Message>) -> Result<(), String> {
+        if !self.shared() {
+            return Ok(());
+        }
+        let result = self.read_ring(messages);
+        self.recharge();
+        result
+    }
+
+    /// Tells the peer that this side sleeps (it then rings for its next
+    /// bytes), unless bytes came meanwhile: returns whether it may sleep.
+    pub fn prepare_to_sleep(&self) -> bool {
+        match &self.sharing {
+            Sharing::On { reader, .. } => reader.prepare_to_sleep().unwrap_or(false),
+            _ => true,
+        }
+    }
+
+    /// Awake again (after `prepare_to_sleep`).
+    pub fn woke(&self) {
+        if let Sharing::On { reader, .. } = &self.sharing {
+            reader.woke();
+        }
+    }
+
+    /// Reads the socket of a link over shared memory: doorbells only.
+    /// Returns `Ok(false)` once the peer closed.
+    fn read_doorbells(&mut self) -> Result<bool, String> {
+        let mut bytes = [0u8; 64];
+        loop {
+            match self.stream.read(&mut bytes) {
+                Ok(0) => return Ok(false),
+                Ok(n) if n < bytes.len() => return Ok(true),
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("read from {}: {e}", self.peer_address)),
+            }
+        }
+    }
+
+    /// Reads the inbound ring into the decoder and decodes, until it is
+    /// empty; rings the peer if it waits for room.
+    fn read_ring(&mut self, messages: &mut Vec<Message>) -> Result<(), String> {
+        let mut took = false;
+        loop {
+            self.reserve_room()?;
+            let room = self.decoder.spare(READ_BYTES_MIN);
+            let room_bytes = room.len();
+            let Sharing::On { reader, .. } = &mut self.sharing else {
+                unreachable!("read_ring without rings");
+            };
+            let n = reader
+                .read(room)
+                .map_err(|e| format!("shared memory with {}: {e}", self.peer_address))?;
+            if n == 0 {
+                break;
+            }
+            took = true;
+            self.decoder.filled(n);
+            self.decode(messages)?;
+            if n < room_bytes {
+                break;
+            }
+        }
+        let Sharing::On { reader, .. } = &self.sharing else {
+            unreachable!("read_ring without rings");
+        };
+        if took && reader.take_writer_waiting() {
+            self.ring_doorbell()?;
+        }
+        Ok(())
+    }
+
+    /// Sends the offer with the memory's file, once everything before it
+    /// is out.
+    fn send_offer(&mut self) -> Result<(), String> {
+        let Sharing::Offered {
+            file, frame, sent, ..
+        } = &mut self.sharing
+        else {
+            return Ok(());
+        };
+        if *sent || self.write_position < self.write_buffer.len() {
+            return Ok(());
+        }
+        let Stream::Unix(stream) = &self.stream else {
+            unreachable!("an offer over TCP");
+        };
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = rustix::net::SendAncillaryBuffer::new(&mut space);
+        let files = [file.as_fd()];
+        assert!(control.push(rustix::net::SendAncillaryMessage::ScmRights(&files)));
+        loop {
+            match rustix::net::sendmsg(
+                stream,
+                &[io::IoSlice::new(frame)],
+                &mut control,
+                rustix::net::SendFlags::NOSIGNAL,
+            ) {
+                Ok(n) => {
+                    // The file went with the first byte; the rest of the
+                    // frame follows as plain bytes.
+                    self.write_buffer.extend_from_slice(&frame[n..]);
+                    *sent = true;
+                    return self.write_socket();
+                }
+                Err(rustix::io::Errno::AGAIN) => return Ok(()),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => {
+                    return Err(format!(
+                        "offer of shared memory to {}: {e}",
+                        self.peer_address
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Writes what the side that accepted queued up to its answer.
+    fn write_socket_tail(&mut self) -> Result<(), String> {
+        while !self.socket_tail.is_empty() {
+            match self.stream.write(&self.socket_tail) {
+                Ok(0) => return Err(format!("{} stopped accepting bytes", self.peer_address)),
+                Ok(n) => {
+                    self.socket_tail.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("write to {}: {e}", self.peer_address)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the write buffer into the outbound ring, as much as it takes,
+    /// and rings the peer if it sleeps. A full ring asks the peer to ring
+    /// back once it took bytes.
+    fn write_ring(&mut self) -> Result<(), String> {
+        let mut rung = false;
+        loop {
+            let Sharing::On { writer, .. } = &mut self.sharing else {
+                unreachable!("write_ring without rings");
+            };
+            let pending = &self.write_buffer[self.write_position..];
+            if pending.is_empty() {
+                break;
+            }
+            let n = writer
+                .write(pending)
+                .map_err(|e| format!("shared memory with {}: {e}", self.peer_address))?;
+            self.write_position += n;
+            if n > 0 && !rung && writer.reader_sleeping() {
+                rung = true;
+                self.ring_doorbell()?;
+                continue;
+            }
+            if self.write_position < self.write_buffer.len() {
+                let Sharing::On { writer, .. } = &mut self.sharing else {
+                    unreachable!("write_ring without rings");
+                };
+                if !writer.wait_for_room() {
+                    break;
+                }
+            }
+        }
+        if self.write_position == self.write_buffer.len() {
+            self.write_buffer.clear();
+            self.write_position = 0;
+        }
+        Ok(())
+    }
+
+    /// One byte on the socket wakes the peer. A full socket means doorbells
+    /// wait unread there already, so the peer wakes anyway.
+    fn ring_doorbell(&mut self) -> Result<(), String> {
+        if !self.socket_tail.is_empty() {
+            // The peer reads the rings only after the tail's answer.
+            return Ok(());
+        }
+        loop {
+            match self.stream.write(&[DOORBELL]) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("doorbell to {}: {e}", self.peer_address)),
+            }
+        }
+    }
+}
+
+/// Reads a Unix socket with the files that come with its bytes, keeping at
+/// most `RECEIVED_FILES_MAX` of them (the newest); others are closed.
+fn read_with_files(
+    stream: &Stream,
+    room: &mut [u8],
+    files: &mut Vec<OwnedFd>,
+) -> io::Result<usize> {
+    let Stream::Unix(stream) = stream else {
+        unreachable!("files over TCP");
+    };
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = rustix::net::RecvAncillaryBuffer::new(&mut space);
+    let received = rustix::net::recvmsg(
+        stream,
+        &mut [io::IoSliceMut::new(room)],
+        &mut control,
+        rustix::net::RecvFlags::CMSG_CLOEXEC,
+    )
+    .map_err(io::Error::from)?;
+    for message in control.drain() {
+        if let rustix::net::RecvAncillaryMessage::ScmRights(received_files) = message {
+            for file in received_files {
+                files.push(file);
+                if files.len() > RECEIVED_FILES_MAX {
+                    files.remove(0);
+                }
+            }
+        }
+    }
+    Ok(received.bytes)
 }
 
 /// How long a new connection may take to say `Hello`. A node or client
@@ -718,6 +1205,171 @@ mod tests {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
             Err(e) => panic!("write: {e}"),
         }
+    }
+
+    /// Two connected data-node ends over a Unix socket pair, both
+    /// identified, the first as the side that dialed.
+    fn local_pair() -> (Connection, Connection, mio::Poll) {
+        let (a, b) = UnixStream::pair().expect("socket pair");
+        let poll = mio::Poll::new().expect("poll");
+        let mut dialer = Connection::new(a, Token(1), "dialed".to_string(), 64 << 20);
+        let mut acceptor = Connection::new(b, Token(2), "accepted".to_string(), 64 << 20);
+        dialer.register(poll.registry()).unwrap();
+        acceptor.register(poll.registry()).unwrap();
+        let peer = |node| Peer {
+            node,
+            incarnation: 1,
+            role: NodeRole::Data,
+        };
+        dialer.dialed_node = Some(3);
+        dialer.peer = Some(peer(3));
+        acceptor.peer = Some(peer(2));
+        (dialer, acceptor, poll)
+    }
+
+    /// Flushes and reads both ends until neither moves a byte, the way the
+    /// event loop does; returns what each side received.
+    fn exchange(
+        a: &mut Connection,
+        b: &mut Connection,
+        poll: &mio::Poll,
+    ) -> (Vec<Message>, Vec<Message>) {
+        let (mut to_a, mut to_b) = (Vec::new(), Vec::new());
+        for _ in 0..10_000 {
+            let before = (to_a.len(), to_b.len());
+            a.flush(poll.registry()).unwrap();
+            b.flush(poll.registry()).unwrap();
+            let mut got = Vec::new();
+            assert!(b.read(&mut got).unwrap());
+            b.read_shared(&mut got).unwrap();
+            to_b.append(&mut got);
+            assert!(a.read(&mut got).unwrap());
+            a.read_shared(&mut got).unwrap();
+            to_a.append(&mut got);
+            let idle = (to_a.len(), to_b.len()) == before
+                && a.queued.is_empty()
+                && b.queued.is_empty()
+                && a.write_position == a.write_buffer.len()
+                && b.write_position == b.write_buffer.len()
+                && b.socket_tail.is_empty();
+            if idle {
+                return (to_a, to_b);
+            }
+        }
+        panic!("the exchange never settled");
+    }
+
+    fn echo(i: u64) -> Message {
+        Message::HeartbeatEcho { sent_at_ms: i }
+    }
+
+    #[test]
+    fn an_accepted_offer_moves_the_link_to_shared_memory_without_losing_a_message() {
+        let (mut dialer, mut acceptor, poll) = local_pair();
+        // Queued before the offer: goes on the socket, ahead of it.
+        dialer.queue(echo(1));
+        dialer
+            .offer_shared_memory(shared_memory::RING_BYTES_MIN)
+            .unwrap();
+        // Queued after the offer: waits for the answer, then takes the ring.
+        dialer.queue(echo(2));
+        acceptor.queue(echo(100));
+        let (to_dialer, to_acceptor) = exchange(&mut dialer, &mut acceptor, &poll);
+        let offer = to_acceptor
+            .iter()
+            .find_map(|m| match m {
+                Message::SharedMemoryOffer { ring_bytes } => Some(*ring_bytes),
+                _ => None,
+            })
+            .expect("the offer arrived");
+        assert_eq!(to_acceptor[0], echo(1));
+        assert!(!to_acceptor.contains(&echo(2)), "held until the answer");
+        assert_eq!(to_dialer, vec![echo(100)]);
+        acceptor.on_shared_memory_offer(offer, Some(shared_memory::RING_BYTES_MAX));
+        acceptor.queue(echo(101));
+        let (to_dialer, to_acceptor) = exchange(&mut dialer, &mut acceptor, &poll);
+        assert!(acceptor.shared());
+        let Message::SharedMemoryAnswer { accepted, reason } = &to_dialer[0] else {
+            panic!("the answer comes first: {to_dialer:?}");
+        };
+        assert!(accepted, "{reason}");
+        assert!(to_acceptor.is_empty());
+        assert_eq!(
+            dialer.on_shared_memory_answer(true, String::new()).unwrap(),
+            None
+        );
+        assert!(dialer.shared());
+        let (to_dialer, to_acceptor) = exchange(&mut dialer, &mut acceptor, &poll);
+        // What was written to the ring before the dialer switched, and what
+        // it held, arrive now, in order.
+        assert_eq!(to_dialer, vec![echo(101)]);
+        assert_eq!(to_acceptor, vec![echo(2)]);
+        // Many times a ring's worth both ways: the full ring waits for
+        // room, and the order holds.
+        let count = 60_000u64;
+        for i in 0..count {
+            dialer.queue(echo(i));
+            acceptor.queue(echo(count + i));
+        }
+        let (to_dialer, to_acceptor) = exchange(&mut dialer, &mut acceptor, &poll);
+        assert_eq!(to_acceptor, (0..count).map(echo).collect::<Vec<_>>());
+        assert_eq!(to_dialer, (count..2 * count).map(echo).collect::<Vec<_>>());
+        assert!(
+            count * 10 > 2 * shared_memory::RING_BYTES_MIN as u64,
+            "more than the ring holds"
+        );
+    }
+
+    #[test]
+    fn a_refused_offer_keeps_the_link_on_the_socket() {
+        let (mut dialer, mut acceptor, poll) = local_pair();
+        dialer
+            .offer_shared_memory(shared_memory::RING_BYTES_MIN)
+            .unwrap();
+        dialer.queue(echo(1));
+        let (_, to_acceptor) = exchange(&mut dialer, &mut acceptor, &poll);
+        let Some(Message::SharedMemoryOffer { ring_bytes }) = to_acceptor.first() else {
+            panic!("no offer: {to_acceptor:?}");
+        };
+        // A node with UseShm=0.
+        acceptor.on_shared_memory_offer(*ring_bytes, None);
+        let (to_dialer, _) = exchange(&mut dialer, &mut acceptor, &poll);
+        let Message::SharedMemoryAnswer { accepted, reason } = &to_dialer[0] else {
+            panic!("no answer: {to_dialer:?}");
+        };
+        assert!(!accepted);
+        assert!(reason.contains("UseShm"), "{reason}");
+        let reason = dialer
+            .on_shared_memory_answer(false, reason.clone())
+            .unwrap();
+        assert!(reason.is_some());
+        assert!(!dialer.shared() && !acceptor.shared());
+        acceptor.queue(echo(7));
+        let (to_dialer, to_acceptor) = exchange(&mut dialer, &mut acceptor, &poll);
+        assert_eq!(
+            to_acceptor,
+            vec![echo(1)],
+            "the held message went on the socket"
+        );
+        assert_eq!(to_dialer, vec![echo(7)]);
+    }
+
+    #[test]
+    fn an_answer_without_an_offer_or_an_offer_without_memory_is_refused() {
+        let (mut dialer, mut acceptor, poll) = local_pair();
+        assert!(
+            acceptor
+                .on_shared_memory_answer(true, String::new())
+                .is_err()
+        );
+        // An offer frame with no file attached.
+        acceptor.on_shared_memory_offer(shared_memory::RING_BYTES_MIN as u32, Some(1 << 26));
+        let (to_dialer, _) = exchange(&mut dialer, &mut acceptor, &poll);
+        assert!(matches!(
+            &to_dialer[0],
+            Message::SharedMemoryAnswer { accepted: false, reason } if reason.contains("without")
+        ));
+        assert!(!acceptor.shared());
     }
 
     #[test]

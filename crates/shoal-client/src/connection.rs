@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use protocol::identity::ClusterSecret;
 use protocol::{ClusterState, FrameDecoder, Message, NodeId, NodeRole, SchemaChange, encode_frame};
 use runtime::blocking::{BlockingConnection, BlockingStream};
+use runtime::shared_memory::{self, RingReader, RingWatch, RingWriter};
 use schema::TableDef;
 use schema::distribution::TableOptions;
 use transaction::{Routing, TableRoute};
@@ -226,6 +227,14 @@ pub(crate) struct Link {
     /// How it is read when the connection is driven (else a receiving
     /// thread owns the reading side).
     driven: Option<DrivenReceiver>,
+    /// The outbound ring when the link runs over shared memory with a data
+    /// node on this host (`runtime::shared_memory`): frames go there, and
+    /// the socket carries doorbells. Written by one sender at a time (the
+    /// one `Outgoing::writing` names), so the lock is never contended.
+    ring: Option<Mutex<RingWriter>>,
+    /// The inbound ring's sleep marks, for the thread that watches the
+    /// link (`LinkReceiver::prepare_to_sleep`).
+    ring_watch: Option<RingWatch>,
 }
 
 /// The reading side of a driven connection's link.
@@ -240,6 +249,9 @@ struct DrivenReceiver {
 /// holds it.
 struct Receiver {
     reader: BlockingStream,
+    /// The inbound ring of a link over shared memory: frames come from it,
+    /// the socket brings doorbells.
+    ring: Option<RingReader>,
     decoder: FrameDecoder,
     acks: PendingAcks,
     /// When the data node was last heard.
@@ -254,6 +266,10 @@ struct Receiver {
 impl Receiver {
     /// Reads everything that has arrived and hands it out (`dispatch`).
     fn read_arrived(&mut self, shared: &Shared, link: &Link) {
+        if self.ring.is_some() {
+            self.read_ring(shared, link);
+            return;
+        }
         while !self.ended {
             match self.reader.read_now(self.decoder.spare(RECEIVE_BYTES_MIN)) {
                 Ok(0) => self.end(shared, link),
@@ -280,6 +296,65 @@ impl Receiver {
         if !self.ended {
             send_acks(link, &mut self.acks, false, &mut self.ack_frame);
         }
+    }
+
+    /// A link over shared memory: the socket's doorbells are read (its
+    /// close ends the link), then the ring.
+    fn read_ring(&mut self, shared: &Shared, link: &Link) {
+        let mut doorbells = [0u8; 64];
+        // A closed socket ends the link after the ring is read: what the
+        // data node wrote before it went is there.
+        let mut closed = false;
+        loop {
+            match self.reader.read_now(&mut doorbells) {
+                Ok(0) => closed = true,
+                Ok(read) if read < doorbells.len() => break,
+                Ok(_) => continue,
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => closed = true,
+            }
+            break;
+        }
+        let mut took = false;
+        while !self.ended {
+            let ring = self.ring.as_mut().expect("a ring");
+            let read = match ring.read(self.decoder.spare(RECEIVE_BYTES_MIN)) {
+                Ok(0) => break,
+                Ok(read) => read,
+                Err(_) => {
+                    // The data node's position is out of range: the link
+                    // cannot be trusted any more.
+                    self.end(shared, link);
+                    break;
+                }
+            };
+            took = true;
+            self.heard = Instant::now();
+            self.decoder.filled(read);
+            shared.counters.values[crate::session::BYTES_RECEIVED]
+                .fetch_add(read as u64, Ordering::Relaxed);
+            let frames = dispatch_frames(
+                &mut self.decoder,
+                &mut self.messages,
+                shared,
+                link,
+                &mut self.acks,
+            );
+            if frames.is_err() {
+                self.end(shared, link);
+            }
+        }
+        if closed && !self.ended {
+            self.end(shared, link);
+        }
+        if self.ended {
+            return;
+        }
+        if took && self.ring.as_ref().expect("a ring").take_writer_waiting() {
+            link.ring_doorbell();
+        }
+        send_acks(link, &mut self.acks, false, &mut self.ack_frame);
     }
 
     /// The link is over: every session hears that its node is down, once.
@@ -356,6 +431,39 @@ impl LinkReceiver {
     pub fn same_link(&self, other: &LinkReceiver) -> bool {
         Arc::ptr_eq(&self.link, &other.link)
     }
+
+    /// Whether the link runs over shared memory: its bytes raise no event
+    /// on `fd` while the thread watching it says it is awake
+    /// (`set_awake`), so that thread looks at `ring_waiting` instead.
+    pub fn shared(&self) -> bool {
+        self.link.ring.is_some()
+    }
+
+    /// Whether bytes wait in the inbound ring (always false for a link
+    /// over its socket).
+    pub fn ring_waiting(&self) -> bool {
+        self.link
+            .ring_watch
+            .as_ref()
+            .is_some_and(RingWatch::waiting)
+    }
+
+    /// The watching thread polls the ring from now on: the data node need
+    /// not ring for its bytes.
+    pub fn set_awake(&self) {
+        if let Some(watch) = &self.link.ring_watch {
+            watch.woke();
+        }
+    }
+
+    /// The watching thread is about to sleep: the data node rings for its
+    /// next bytes. Returns false if bytes came meanwhile (pump first).
+    pub fn prepare_to_sleep(&self) -> bool {
+        self.link
+            .ring_watch
+            .as_ref()
+            .is_none_or(RingWatch::prepare_to_sleep)
+    }
 }
 
 /// A link's send queue. A sender that finds another one writing appends
@@ -375,6 +483,10 @@ struct Outgoing {
     /// Senders waiting on `Link::room`.
     waiting: usize,
 }
+
+/// How long a sender that found the ring full waits before it looks
+/// again.
+const RING_FULL_RETRY: Duration = Duration::from_micros(50);
 
 /// The most bytes a link queues behind the write in flight before a
 /// sender waits for room (a frame larger than this is queued alone): a
@@ -414,7 +526,84 @@ impl Link {
             alive: AtomicBool::new(true),
             refusals,
             driven: None,
+            ring: None,
+            ring_watch: None,
         })
+    }
+
+    /// Wakes the data node's thread that reads this link's ring: one byte
+    /// on the socket. A full socket holds doorbells unread already, and a
+    /// failed one is noticed by its reader.
+    fn ring_doorbell(&self) {
+        let mut stream = &self.stream;
+        let _ = stream.write(&[shared_memory::DOORBELL]);
+    }
+
+    /// Copies `bytes` into the ring by `deadline`, ringing the data node if
+    /// it sleeps. A full ring asks the data node to ring back and is looked
+    /// at again until then (rare: a ring holds ShmSize bytes).
+    fn write_ring(
+        &self,
+        ring: &Mutex<RingWriter>,
+        bytes: &[u8],
+        deadline: Instant,
+        alone: bool,
+    ) -> Result<(), ClientError> {
+        let mut ring = ring.lock().expect("link ring");
+        let mut written = 0;
+        let mut rung = false;
+        while written < bytes.len() {
+            if !self.alive.load(Ordering::Acquire) {
+                return Err(down_error(&self.refusals, self.node));
+            }
+            let count = match ring.write(&bytes[written..]) {
+                Ok(count) => count,
+                Err(error) => {
+                    self.alive.store(false, Ordering::Release);
+                    let _ = self.stream.shutdown(Shutdown::Both);
+                    return Err(ClientError::new(
+                        crate::error::NODE_FAILURE,
+                        format!(
+                            "shared memory with data node {}: {error}; the connection was \
+                             closed",
+                            self.node
+                        ),
+                    ));
+                }
+            };
+            written += count;
+            if count > 0 && !rung && ring.reader_sleeping() {
+                rung = true;
+                self.ring_doorbell();
+            }
+            if written < bytes.len() && !ring.wait_for_room() {
+                if Instant::now() >= deadline {
+                    if written == 0 && alone {
+                        return Err(ClientError::new(
+                            crate::error::REQUEST_TIMEOUT_CODE,
+                            format!(
+                                "data node {} took none of the request by the call's deadline \
+                                 (its shared memory is full); nothing was sent",
+                                self.node
+                            ),
+                        ));
+                    }
+                    self.alive.store(false, Ordering::Release);
+                    let _ = self.stream.shutdown(Shutdown::Both);
+                    return Err(ClientError::new(
+                        crate::error::NODE_FAILURE,
+                        format!(
+                            "the call's deadline passed with {written} of {} bytes sent to data \
+                             node {}; the connection was closed",
+                            bytes.len(),
+                            self.node
+                        ),
+                    ));
+                }
+                std::thread::sleep(RING_FULL_RETRY);
+            }
+        }
+        Ok(())
     }
 
     /// Sends `bytes` (whole frames) by `deadline`: writes them, with what
@@ -500,6 +689,9 @@ impl Link {
     /// Writes `bytes` by `deadline`. `alone`: they are the caller's own
     /// frames only, so if none was written the link may stay open.
     fn write_by(&self, bytes: &[u8], deadline: Instant, alone: bool) -> Result<(), ClientError> {
+        if let Some(ring) = &self.ring {
+            return self.write_ring(ring, bytes, deadline, alone);
+        }
         let mut stream = &self.stream;
         let mut written = 0;
         while written < bytes.len() {
@@ -551,6 +743,50 @@ impl Link {
             ));
         }
         Ok(())
+    }
+}
+
+/// The ring each direction of an API node's link gets: what `ShmSize` is by
+/// default (a data node whose ShmSize is smaller refuses, and the link
+/// stays on its socket).
+const RING_BYTES: usize = 4 << 20;
+
+/// How long a data node may take to answer an offer of shared memory.
+const OFFER_ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Offers the data node at the other end of `opened` (a local socket, its
+/// proof checked) shared memory for the link. Returns this side's ends of
+/// the rings if it accepted, `None` if it refused (the link stays on the
+/// socket); messages that came before its answer are put in `early`. An
+/// error means the connection failed.
+fn offer_shared_memory(
+    opened: &mut BlockingConnection,
+    early: &mut Vec<Message>,
+) -> Result<Option<(RingWriter, RingReader)>, ()> {
+    use std::os::fd::AsFd;
+    let Ok((memory, file)) = shared_memory::LinkMemory::create(RING_BYTES) else {
+        return Ok(None);
+    };
+    let offer = Message::SharedMemoryOffer {
+        ring_bytes: RING_BYTES as u32,
+    };
+    opened
+        .send_with_file(&[offer], file.as_fd())
+        .map_err(|_| ())?;
+    let deadline = Instant::now() + OFFER_ANSWER_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(());
+        }
+        match opened.receive(left) {
+            Ok(Some(Message::SharedMemoryAnswer { accepted, .. })) => {
+                return Ok(accepted.then(|| shared_memory::link_ends(memory, true)));
+            }
+            Ok(Some(message)) => early.push(message),
+            Ok(None) => {}
+            Err(_) => return Err(()),
+        }
     }
 }
 
@@ -1306,7 +1542,24 @@ impl Cluster {
             .lock()
             .expect("refusals")
             .remove(&node);
-        let (stream, decoder, pending) = opened.into_parts();
+        // A driven link to a data node on this host goes over shared memory
+        // when the data node agrees (`runtime::shared_memory`).
+        let mut rings = None;
+        let mut early = Vec::new();
+        if self.inner.driven && opened.is_local() {
+            match offer_shared_memory(&mut opened, &mut early) {
+                Ok(ends) => rings = ends,
+                Err(_) => return None,
+            }
+        }
+        let (stream, mut decoder, pending) = opened.into_parts();
+        early.extend(pending);
+        let pending = early;
+        if rings.is_some() {
+            // Frames come from the ring now; the socket brings doorbells.
+            decoder = FrameDecoder::new();
+            decoder.set_payload_bytes_max(protocol::frame::FRAME_PAYLOAD_BYTES_MAX);
+        }
         // The handshake left its own read timeout on the socket, and a
         // clone shares it: the receiving thread wakes at the heartbeat
         // interval to send its heartbeat and to notice a silent data node.
@@ -1322,10 +1575,21 @@ impl Cluster {
         let shared = Arc::clone(&self.inner.shared);
         let mut acks = PendingAcks::default();
         if self.inner.driven {
+            let mut ring_reader = None;
+            if let Some((writer, reader)) = rings {
+                let watch = reader.watch();
+                // No thread watches the ring yet: the data node rings for
+                // every write until one says it is awake.
+                watch.prepare_to_sleep();
+                link.ring = Some(Mutex::new(writer));
+                link.ring_watch = Some(watch);
+                ring_reader = Some(reader);
+            }
             link.driven = Some(DrivenReceiver {
                 fd: reader.raw_fd(),
                 receiver: Mutex::new(Receiver {
                     reader,
+                    ring: ring_reader,
                     decoder,
                     acks,
                     heard: Instant::now(),

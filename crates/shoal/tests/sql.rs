@@ -87,6 +87,33 @@ fn the_mysql_cli_creates_loads_and_queries_tables() {
          SELECT name FROM items ORDER BY name DESC;",
     );
     assert!(ok, "stdout {out}\nstderr {err}");
+    // On one host every link runs over shared memory (UseShm, on by
+    // default): each data node maps one with its peer and one per cluster
+    // connection of the SQL node, which maps one per data node and
+    // connection.
+    let links = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/maps"))
+            .unwrap_or_default()
+            .matches("memfd:shoal-link")
+            .count()
+    };
+    let data_nodes = sandbox.processes("datad");
+    let sql_nodes = sandbox.processes("sqld");
+    assert_eq!(data_nodes.len(), 2, "{data_nodes:?}");
+    assert_eq!(sql_nodes.len(), 1, "{sql_nodes:?}");
+    let sql_links = links(sql_nodes[0]);
+    assert!(
+        sql_links >= 2,
+        "the SQL node maps {sql_links} link memories"
+    );
+    for pid in data_nodes {
+        let mapped = links(pid);
+        assert_eq!(
+            mapped,
+            1 + sql_links / 2,
+            "data node {pid} maps {mapped} link memories"
+        );
+    }
     assert_eq!(
         out,
         "id\tname\tprice\n1\tapple\t1.50\n2\tpear\t2.25\n3\tplum\tNULL\n\

@@ -368,8 +368,9 @@ impl Worker {
                 Spun::Inbox => continue,
                 Spun::Nothing => {
                     self.own.sleeping.store(true, Ordering::SeqCst);
-                    if self.inbox_has_work() {
+                    if self.inbox_has_work() || !self.links_prepare_to_sleep() {
                         self.own.sleeping.store(false, Ordering::SeqCst);
+                        self.links_awake();
                         continue;
                     }
                     let timeout = self.timers.peek().map(|std::cmp::Reverse((at, _))| {
@@ -377,6 +378,7 @@ impl Worker {
                     });
                     let polled = self.poll.poll(&mut events, timeout);
                     self.own.sleeping.store(false, Ordering::SeqCst);
+                    self.links_awake();
                     polled
                 }
             };
@@ -449,6 +451,10 @@ impl Worker {
             // The link (and with it its socket) is alive until dropped
             // here, so the descriptor is still the one registered.
             let _ = self.poll.registry().deregister(&mut SourceFd(&link.fd()));
+            // Unwatched, its data node rings for every write again.
+            if !link.prepare_to_sleep() {
+                link.pump();
+            }
         }
         let nodes: Vec<_> = cluster.data_nodes().iter().map(|(node, _)| *node).collect();
         for link in cluster.link_receivers() {
@@ -498,6 +504,13 @@ impl Worker {
                 Ok(()) if !events.is_empty() => return Spun::Events,
                 _ => {}
             }
+            // A link over shared memory raises no event for its bytes
+            // while this worker is awake: its ring is looked at here.
+            for link in &self.links {
+                if link.ring_waiting() {
+                    link.pump();
+                }
+            }
             if self.inbox_has_work() {
                 return Spun::Inbox;
             }
@@ -505,6 +518,27 @@ impl Worker {
                 return Spun::Nothing;
             }
             std::thread::yield_now();
+        }
+    }
+
+    /// Tells the data nodes of the links over shared memory this worker
+    /// watches that it sleeps (they ring the socket for their next bytes),
+    /// unless bytes came meanwhile: then they are read, and it must not.
+    fn links_prepare_to_sleep(&self) -> bool {
+        let mut sleep = true;
+        for link in &self.links {
+            if !link.prepare_to_sleep() {
+                link.pump();
+                sleep = false;
+            }
+        }
+        sleep
+    }
+
+    /// Awake again: the watched rings are polled, not rung.
+    fn links_awake(&self) {
+        for link in &self.links {
+            link.set_awake();
         }
     }
 
