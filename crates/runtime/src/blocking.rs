@@ -67,6 +67,24 @@ impl BlockingStream {
         }
     }
 
+    /// Writes what the socket takes now without waiting (`MSG_DONTWAIT`):
+    /// `WouldBlock` when it is full.
+    pub fn send_now(&self, bytes: &[u8]) -> std::io::Result<usize> {
+        use std::os::fd::AsFd;
+        let fd = match self {
+            BlockingStream::Tcp(stream) => stream.as_fd(),
+            BlockingStream::Unix(stream) => stream.as_fd(),
+        };
+        let flags = rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL;
+        loop {
+            match rustix::net::send(fd, bytes, flags) {
+                Ok(sent) => return Ok(sent),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
     /// The socket's descriptor, to watch it for input (`epoll`).
     pub fn raw_fd(&self) -> std::os::fd::RawFd {
         use std::os::fd::AsRawFd;

@@ -130,6 +130,16 @@ impl LinkMemory {
                  from {RING_BYTES_MIN} to {RING_BYTES_MAX}"
             )));
         }
+        // The seal first: once the file cannot shrink, the size read next
+        // stays (a peer that shrank it between the two looks would make a
+        // read past its end a SIGBUS).
+        let seals = rustix::fs::fcntl_get_seals(file)
+            .map_err(|e| RingError(format!("the offer's seals: {e}")))?;
+        if !seals.contains(rustix::fs::SealFlags::SHRINK) {
+            return Err(RingError(
+                "the peer's link memory can still shrink (it is not sealed)".to_string(),
+            ));
+        }
         let bytes = link_memory_bytes(ring_bytes);
         let stat =
             rustix::fs::fstat(file).map_err(|e| RingError(format!("fstat of the offer: {e}")))?;
@@ -138,13 +148,6 @@ impl LinkMemory {
                 "the peer's link memory is {} bytes, not the {bytes} its rings need",
                 stat.st_size
             )));
-        }
-        let seals = rustix::fs::fcntl_get_seals(file)
-            .map_err(|e| RingError(format!("the offer's seals: {e}")))?;
-        if !seals.contains(rustix::fs::SealFlags::SHRINK) {
-            return Err(RingError(
-                "the peer's link memory can still shrink (it is not sealed)".to_string(),
-            ));
         }
         LinkMemory::map(file, ring_bytes)
     }
@@ -323,15 +326,16 @@ pub fn link_ends(memory: LinkMemory, created: bool) -> (RingWriter, RingReader) 
     let outbound = outbound_ring(created);
     let writer = Ring::new(memory.clone(), outbound);
     let reader = Ring::new(memory, 1 - outbound);
-    // A ring starts at position 0 on both sides; the memory is new and
-    // zeroed by the kernel, and the creator's peer maps it before writing.
+    // A ring starts at position 0 on both sides (the memory is new, and
+    // nothing is written before both have mapped it); what the header
+    // says is not read, since the peer could have put anything there.
     (
         RingWriter {
-            tail: writer.word(TAIL_OFFSET).load(Ordering::Acquire),
+            tail: 0,
             ring: writer,
         },
         RingReader {
-            head: reader.word(HEAD_OFFSET).load(Ordering::Acquire),
+            head: 0,
             ring: reader,
         },
     )

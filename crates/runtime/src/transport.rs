@@ -474,9 +474,9 @@ impl Connection {
         if matches!(self.sharing, Sharing::On { .. }) {
             // The ring after the doorbells, even when the socket closed:
             // what the peer wrote before it went (its goodbye) is there.
-            let open = self.read_doorbells()?;
+            let doorbells = self.read_doorbells();
             self.read_ring(messages)?;
-            return Ok(open);
+            return doorbells;
         }
         loop {
             self.reserve_room()?;
@@ -812,9 +812,10 @@ impl Connection {
     fn read_doorbells(&mut self) -> Result<bool, String> {
         let mut bytes = [0u8; 64];
         loop {
+            // On to WouldBlock or the close: a close that came with the
+            // last doorbell raises no edge of its own.
             match self.stream.read(&mut bytes) {
                 Ok(0) => return Ok(false),
-                Ok(n) if n < bytes.len() => return Ok(true),
                 Ok(_) => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -921,7 +922,6 @@ impl Connection {
     /// and rings the peer if it sleeps. A full ring asks the peer to ring
     /// back once it took bytes.
     fn write_ring(&mut self) -> Result<(), String> {
-        let mut rung = false;
         loop {
             let Sharing::On { writer, .. } = &mut self.sharing else {
                 unreachable!("write_ring without rings");
@@ -934,10 +934,10 @@ impl Connection {
                 .write(pending)
                 .map_err(|e| format!("shared memory with {}: {e}", self.peer_address))?;
             self.write_position += n;
-            if n > 0 && !rung && writer.reader_sleeping() {
-                rung = true;
+            // After every write that moved bytes: the reader may have woken
+            // for an earlier doorbell, drained, and slept again meanwhile.
+            if n > 0 && writer.reader_sleeping() {
                 self.ring_doorbell()?;
-                continue;
             }
             if self.write_position < self.write_buffer.len() {
                 let Sharing::On { writer, .. } = &mut self.sharing else {

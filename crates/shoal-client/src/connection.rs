@@ -306,9 +306,10 @@ impl Receiver {
         // data node wrote before it went is there.
         let mut closed = false;
         loop {
+            // On to WouldBlock or the close: a close that came with the
+            // last doorbell raises no edge of its own.
             match self.reader.read_now(&mut doorbells) {
                 Ok(0) => closed = true,
-                Ok(read) if read < doorbells.len() => break,
                 Ok(_) => continue,
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -442,10 +443,14 @@ impl LinkReceiver {
     /// Whether bytes wait in the inbound ring (always false for a link
     /// over its socket).
     pub fn ring_waiting(&self) -> bool {
-        self.link
-            .ring_watch
-            .as_ref()
-            .is_some_and(RingWatch::waiting)
+        // A link that ended reads nothing more: bytes left in its ring must
+        // not keep the worker polling.
+        self.link.alive.load(Ordering::Acquire)
+            && self
+                .link
+                .ring_watch
+                .as_ref()
+                .is_some_and(RingWatch::waiting)
     }
 
     /// The watching thread polls the ring from now on: the data node need
@@ -459,10 +464,12 @@ impl LinkReceiver {
     /// The watching thread is about to sleep: the data node rings for its
     /// next bytes. Returns false if bytes came meanwhile (pump first).
     pub fn prepare_to_sleep(&self) -> bool {
-        self.link
-            .ring_watch
-            .as_ref()
-            .is_none_or(RingWatch::prepare_to_sleep)
+        !self.link.alive.load(Ordering::Acquire)
+            || self
+                .link
+                .ring_watch
+                .as_ref()
+                .is_none_or(RingWatch::prepare_to_sleep)
     }
 }
 
@@ -535,8 +542,7 @@ impl Link {
     /// on the socket. A full socket holds doorbells unread already, and a
     /// failed one is noticed by its reader.
     fn ring_doorbell(&self) {
-        let mut stream = &self.stream;
-        let _ = stream.write(&[shared_memory::DOORBELL]);
+        let _ = self.stream.send_now(&[shared_memory::DOORBELL]);
     }
 
     /// Copies `bytes` into the ring by `deadline`, ringing the data node if
@@ -551,7 +557,6 @@ impl Link {
     ) -> Result<(), ClientError> {
         let mut ring = ring.lock().expect("link ring");
         let mut written = 0;
-        let mut rung = false;
         while written < bytes.len() {
             if !self.alive.load(Ordering::Acquire) {
                 return Err(down_error(&self.refusals, self.node));
@@ -572,8 +577,9 @@ impl Link {
                 }
             };
             written += count;
-            if count > 0 && !rung && ring.reader_sleeping() {
-                rung = true;
+            // After every write that moved bytes: the reader may have woken
+            // for an earlier doorbell, drained, and slept again meanwhile.
+            if count > 0 && ring.reader_sleeping() {
                 self.ring_doorbell();
             }
             if written < bytes.len() && !ring.wait_for_room() {
