@@ -117,6 +117,7 @@ fn write_row(
         .start_transaction(Some(Hint {
             table,
             key: &[(0, Value::UInt(u64::from(id)))],
+            committed_read: false,
         }))
         .map_err(|e| e.to_string())?;
     let operation = transaction

@@ -329,6 +329,7 @@ fn aware_transaction(
         .start_transaction(Some(Hint {
             table,
             key: &[(0, Value::UInt(u64::from(id)))],
+            committed_read: false,
         }))
         .map_err(|e| e.to_string())
 }

@@ -65,6 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut transfer = session.start_transaction(Some(Hint {
         table: &accounts,
         key: &key(7),
+        committed_read: false,
     }))?;
     let from = transfer.read(&accounts, &key(7), &[2], LockMode::Exclusive)?;
     let to = transfer.read(&accounts, &key(42), &[2], LockMode::Exclusive)?;
@@ -134,6 +135,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut transaction = session.start_transaction(Some(Hint {
             table: &accounts,
             key: &key(id),
+            committed_read: true,
         }))?;
         transaction.read(&accounts, &key(id), &[2], LockMode::Committed)?;
         session.prepare_async(transaction, ExecuteEnd::Commit)?;

@@ -146,6 +146,7 @@ impl Session {
         let mut transaction = self.start_transaction(Some(Hint {
             table: sequence,
             key,
+            committed_read: false,
         }))?;
         let read = transaction.read(sequence, key, &[SEQUENCE_NEXT_COLUMN], LockMode::Exclusive)?;
         transaction.ignore_error(read)?;

@@ -451,6 +451,7 @@ fn transactions_through_the_native_api() {
             .start_transaction(Some(Hint {
                 table: &accounts,
                 key: &key(id),
+                committed_read: false,
             }))
             .expect("start");
         transaction
@@ -478,6 +479,63 @@ fn transactions_through_the_native_api() {
         rows += 1;
     }
     assert_eq!(rows, 20);
+
+    // A committed read of a READ_BACKUP table starts on this API node's
+    // neighbour (the replica its node id picks) whatever the key; every
+    // other transaction, and any of a table read from its primaries only,
+    // on the key's primary, which differs between keys.
+    let options = TableOptions {
+        read_backup: false,
+        ..TableOptions::default()
+    };
+    cluster
+        .create_table(&table("primaries"), &options)
+        .expect("create table");
+    let primaries = cluster.table("primaries").expect("table");
+    let neighbour = [2u8, 3][usize::from(cluster.node_id()) % 2];
+    let mut coordinators = std::collections::BTreeSet::new();
+    let mut primary_coordinators = std::collections::BTreeSet::new();
+    for id in 0..40 {
+        let start = |session: &mut shoal_client::Session, table, committed_read| {
+            let key = key(id);
+            session
+                .start_transaction(Some(Hint {
+                    table,
+                    key: &key,
+                    committed_read,
+                }))
+                .expect("start")
+                .coordinator()
+        };
+        assert_eq!(start(&mut session, &accounts, true), neighbour, "id {id}");
+        coordinators.insert(start(&mut session, &accounts, false));
+        primary_coordinators.insert(start(&mut session, &primaries, true));
+    }
+    assert_eq!(
+        coordinators.len(),
+        2,
+        "primaries on both nodes: {coordinators:?}"
+    );
+    assert_eq!(primary_coordinators, coordinators);
+    // And the neighbour reads what was written.
+    let mut read = session
+        .start_transaction(Some(Hint {
+            table: &accounts,
+            key: &key(7),
+            committed_read: true,
+        }))
+        .expect("start");
+    let op = read
+        .read(&accounts, &key(7), &[1], LockMode::Committed)
+        .expect("define");
+    session
+        .execute(&mut read, ExecuteEnd::Commit)
+        .expect("read");
+    assert_eq!(read.coordinator(), neighbour);
+    assert_eq!(
+        read.row(op).expect("row").get(1),
+        Some(&Value::Bytes(b"async".to_vec()))
+    );
 
     unique_indexes_on_a_running_cluster(&cluster);
     auto_increment_on_a_running_cluster(&cluster, &sandbox.connectstring());

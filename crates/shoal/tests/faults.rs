@@ -632,6 +632,7 @@ impl Bank {
             session.start_transaction(Some(Hint {
                 table: &self.accounts,
                 key: &source_key,
+                committed_read: false,
             }))
         }) else {
             return Outcome::Aborted;

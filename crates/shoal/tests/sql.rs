@@ -722,19 +722,34 @@ fn both_serving_modes_wait_without_holding_up_others() {
 /// whose workers read the data nodes' sockets themselves: every client
 /// finishes (no statement waits forever for an answer from the dead
 /// node), every insert the SQL node acknowledged is there afterwards, and
-/// once `shoal up` has started the node again the SQL node uses it.
+/// once `shoal up` has started the node again the SQL node uses it. A
+/// reader of committed rows runs through the kill as well, at the node
+/// its reads start on: every read is answered, with the true row or a
+/// retryable error.
 #[test]
 fn a_data_node_killed_under_sql_load_loses_no_acknowledged_insert() {
     const CLIENTS: usize = 3;
     const INSERTS: usize = 4_000;
+    const READS: usize = 20_000;
+    const FIXED_ROWS: usize = 200;
     let sandbox = Sandbox::start("sql-datad-kill", 2, 2);
     let port = sql_port(&sandbox);
+    let mut fixed = String::from("INSERT INTO load.fixed VALUES ");
+    for id in 0..FIXED_ROWS {
+        if id > 0 {
+            fixed.push_str(", ");
+        }
+        fixed.push_str(&format!("({id}, {})", id * 7));
+    }
     let (ok, out, err) = cli(
         port,
         "root",
         None,
-        "CREATE DATABASE load; CREATE TABLE load.r (id INT PRIMARY KEY, client INT NOT NULL) \
-         ENGINE=NDB;",
+        &format!(
+            "CREATE DATABASE load; CREATE TABLE load.r (id INT PRIMARY KEY, client INT NOT NULL) \
+             ENGINE=NDB; CREATE TABLE load.fixed (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=NDB; \
+             {fixed};"
+        ),
     );
     assert!(ok, "{out} {err}");
     let victims = sandbox.processes("--ndb-nodeid 3");
@@ -770,7 +785,66 @@ fn a_data_node_killed_under_sql_load_loses_no_acknowledged_insert() {
         (ok && count >= 500).then_some(())
     })
     .expect("the clients insert");
+    // A reader of committed rows, whose reads start on the SQL node's
+    // neighbour, node 3 (`neighbour` in shoal-client: 145 picks the second
+    // of [2, 3]), while that node is killed: each answer is the row or an
+    // error of the retryable class.
+    let mut reader_script = String::new();
+    for line in 0..READS {
+        reader_script.push_str(&format!(
+            "SELECT id, v FROM load.fixed WHERE id = {};\n",
+            line % FIXED_ROWS
+        ));
+    }
+    let mut reader = mariadb(port, "root", false)
+        .args(["--force", "--skip-reconnect", "--skip-column-names"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the mariadb client runs");
+    let mut reader_input = reader.stdin.take().expect("stdin");
+    std::thread::spawn(move || {
+        let _ = reader_input.write_all(reader_script.as_bytes());
+    });
+    std::thread::sleep(Duration::from_millis(200));
     assert!(support::signal(victims[0], rustix::process::Signal::KILL));
+
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(reader.wait_with_output());
+    });
+    let output = receiver
+        .recv_timeout(Duration::from_secs(300))
+        .expect("the reader finishes: no read waits forever")
+        .expect("the reader's output");
+    let answers = String::from_utf8_lossy(&output.stdout).to_string();
+    let errors = String::from_utf8_lossy(&output.stderr).to_string();
+    let mut rows_read = 0;
+    for line in answers.lines() {
+        let fields: Vec<i64> = line
+            .split('\t')
+            .map(|f| f.parse().expect("a number"))
+            .collect();
+        assert_eq!(fields.len(), 2, "{line}");
+        assert_eq!(fields[1], fields[0] * 7, "a true row: {line}");
+        rows_read += 1;
+    }
+    let failed_reads = errors
+        .lines()
+        .filter(|line| line.starts_with("ERROR"))
+        .count();
+    for line in errors.lines().filter(|line| line.starts_with("ERROR")) {
+        assert!(
+            ["1297", "4010", "1205", "1296"]
+                .iter()
+                .any(|code| line.contains(code)),
+            "reader: {line}"
+        );
+    }
+    eprintln!("{rows_read} reads answered, {failed_reads} failed");
+    assert_eq!(rows_read + failed_reads, READS, "every read has one answer");
+    assert!(rows_read > READS / 2, "most reads succeed");
 
     let mut acknowledged = Vec::new();
     let mut failures = 0;

@@ -1003,10 +1003,14 @@ pub fn run(session: &mut Session, query: &ast::Query, share_lock: bool) -> State
                 Access::PrimaryKey(keys) if keys.len() == 1 => Some(keys[0].clone()),
                 _ => None,
             };
+            // One committed row read that commits on its own: any
+            // replica's node may serve it.
+            let committed_read = lock == LockMode::Committed && session.statement_commits();
             let transaction =
                 session.take_transaction(hint_key.as_ref().map(|key| shoal_client::Hint {
                     table: &table.route,
                     key,
+                    committed_read,
                 }))?;
             let mut projection = compiled.columns_read(table);
             if let Access::Range { index, .. } = &access
@@ -1639,6 +1643,7 @@ pub fn rows_to_change(
         session.take_transaction(hint_key.as_ref().map(|key| shoal_client::Hint {
             table: &table.route,
             key,
+            committed_read: false,
         }))?;
     let mut stored = Vec::new();
     let transaction = plan::fetch(

@@ -595,6 +595,7 @@ fn hint_transaction(
     session.take_transaction(key.as_ref().map(|key| shoal_client::Hint {
         table: &table.route,
         key,
+        committed_read: false,
     }))
 }
 
@@ -1208,6 +1209,7 @@ fn update_by_key(
     let mut transaction = session.take_transaction(Some(shoal_client::Hint {
         table: &table.route,
         key: &key,
+        committed_read: false,
     }))?;
     let read = transaction
         .read(&table.route, &key, &columns, LockMode::Exclusive)
@@ -1283,6 +1285,7 @@ pub fn delete(session: &mut Session, delete: &ast::Delete) -> StatementResult {
         let mut transaction = session.take_transaction(Some(shoal_client::Hint {
             table: &table.route,
             key: &key,
+            committed_read: false,
         }))?;
         let operation = transaction
             .delete(&table.route, &key)
