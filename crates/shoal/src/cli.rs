@@ -61,9 +61,10 @@ pub enum Command {
     /// Like ndbd it runs as two processes: an angel that starts the data
     /// node again after a crash (unless StopOnError, the default) or after
     /// `N RESTART`, and the data node itself; `--no-angel` runs one.
-    /// Rows live in memory only: no redo log or checkpoint is written yet,
-    /// so a restarted node starts empty and the cluster keeps its data only
-    /// while a replica of every partition runs.
+    /// Rows live in DataMemory; each node writes a redo log and local
+    /// checkpoints in its DataDir (none with Diskless=1), so a restarted
+    /// node restores its own disk and copies from its peer only what
+    /// changed meanwhile.
     Datad(DatadArgs),
 
     /// SQL node (mysqld): the MySQL protocol on --port, SQL run on the data
@@ -81,8 +82,8 @@ pub enum Command {
     /// Connects to the management node and runs these commands of ndb_mgm:
     /// `SHOW`, `ALL STATUS`, `N STATUS`, `ALL REPORT MEMORY`,
     /// `N REPORT MEMORY`, `ALL STOP`, `N STOP`, `N RESTART`
-    /// (with -n it waits for START; -i, initial, is a normal restart while
-    /// nothing is on disk), `N START`, `SHUTDOWN`, `HELP`, `QUIT`.
+    /// (with -n it waits for START; -i, initial, deletes the node's disk
+    /// state first), `N START`, `SHUTDOWN`, `HELP`, `QUIT`.
     /// With -e it runs one command and exits; without it, it reads commands
     /// interactively.
     Mgm(MgmArgs),
@@ -205,8 +206,9 @@ pub struct DatadArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..))]
     pub ndb_nodeid: Option<u8>,
 
-    /// NDB's initial node restart; accepted for scripts and without effect,
-    /// since a data node keeps nothing on disk yet (every start is initial).
+    /// NDB's initial node restart: deletes this node's disk state (redo
+    /// log and local checkpoints) before it starts, so it copies
+    /// everything from its peers.
     #[arg(long)]
     pub initial: bool,
 
