@@ -1862,9 +1862,12 @@ pub(crate) fn neighbour(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::connection::SESSION_SHIFT;
+    use protocol::ErrorReply;
+
     #[test]
     fn the_neighbour_is_picked_by_the_api_node_id_among_usable_replicas() {
-        use super::neighbour;
         let all = |_: NodeId| true;
         // Node-id order, whatever the replicas' order (primary first).
         assert_eq!(neighbour(&[3, 2], 145, all), Some(3));
@@ -1881,10 +1884,6 @@ mod tests {
         assert_eq!(neighbour(&[2, 3], 145, |_| false), None);
         assert_eq!(neighbour(&[], 145, all), None);
     }
-
-    use super::*;
-    use crate::connection::SESSION_SHIFT;
-    use protocol::ErrorReply;
 
     /// A transaction that was never sent: dropping it sends nothing.
     fn open_transaction() -> Transaction {
