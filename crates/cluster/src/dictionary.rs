@@ -139,6 +139,19 @@ pub fn plan(
                     ),
                 });
             }
+            if options.fully_replicated && settings.node_groups.len() > 1 {
+                // The coordinators write a row to the copy of one node
+                // group only (`fragment_near`), while each node reads its
+                // own group's: refused, not served wrong.
+                return Err(reply(Error::new(
+                    ErrorCode::IllegalTableOption,
+                    format!(
+                        "FULLY_REPLICATED=1 for table '{}' on {} node groups: a write reaches                          the copy of one node group only in this version, so the others would                          read without it; use READ_BACKUP=1 (the default), or one node group",
+                        table.name,
+                        settings.node_groups.len()
+                    ),
+                )));
+            }
             let shape = ClusterShape {
                 node_groups: settings.node_groups.clone(),
                 ldm_threads: settings.ldm_threads,

@@ -76,6 +76,19 @@ fn a_four_node_cluster_forms_agrees_and_survives_a_killed_node() {
         assert_eq!(replicas, nodes[group * 2..group * 2 + 2].to_vec());
     }
 
+    // A fully replicated table on two node groups is refused (1478): the
+    // coordinators write one group's copy only, and the other group would
+    // read without the row.
+    let everywhere = TableOptions {
+        fully_replicated: true,
+        ..TableOptions::default()
+    };
+    let refused = cluster
+        .create_table(&table("everywhere"), &everywhere)
+        .expect_err("FULLY_REPLICATED on two node groups is refused");
+    assert_eq!(refused.mysql_code, 1478, "{refused:?}");
+    assert!(cluster.table("everywhere").is_err(), "nothing half-created");
+
     // kill -9 the last data node: the others agree on removing it within
     // the detection time (a closed connection counts at once, and the
     // removal waits only for their lease promises, half of that time).
