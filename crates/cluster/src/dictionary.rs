@@ -146,7 +146,9 @@ pub fn plan(
                 return Err(reply(Error::new(
                     ErrorCode::IllegalTableOption,
                     format!(
-                        "FULLY_REPLICATED=1 for table '{}' on {} node groups: a write reaches                          the copy of one node group only in this version, so the others would                          read without it; use READ_BACKUP=1 (the default), or one node group",
+                        "FULLY_REPLICATED=1 for table '{}' on {} node groups: a write reaches \
+                         the copy of one node group only in this version, so the others would \
+                         read without it; use READ_BACKUP=1 (the default), or one node group",
                         table.name,
                         settings.node_groups.len()
                     ),
