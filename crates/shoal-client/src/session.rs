@@ -18,6 +18,7 @@ use protocol::{
     Bound, Execute, ExecuteEnd, Executed, Message, NodeId, Operation, OperationKind, ScanNext,
     ScanOpen, ScanRows, TransactionState, encode_frame,
 };
+use schema::distribution::REPLICAS_MAX;
 use schema::table::ColumnId;
 use schema::{AttrInfoReader, AttrInfoWriter, ErrorCode, Storage, Value};
 use transaction::TableRoute;
@@ -1840,24 +1841,24 @@ pub(crate) fn neighbour(
     own: NodeId,
     usable: impl Fn(NodeId) -> bool,
 ) -> Option<NodeId> {
-    let count = replicas.iter().filter(|&&node| usable(node)).count();
-    if count == 0 {
-        return None;
+    assert!(
+        replicas.len() <= REPLICAS_MAX,
+        "{} replicas of one fragment",
+        replicas.len()
+    );
+    // Each replica asked once (`usable` takes the link's lock), into a
+    // buffer on the stack: no allocation on a read's path.
+    let mut candidates = [0; REPLICAS_MAX];
+    let mut count = 0;
+    for &node in replicas {
+        if usable(node) {
+            candidates[count] = node;
+            count += 1;
+        }
     }
-    let rank = usize::from(own) % count;
-    // The usable replica with `rank` usable replicas below it (at most
-    // four replicas: no sort, no allocation on a read's path).
-    replicas
-        .iter()
-        .copied()
-        .filter(|&node| usable(node))
-        .find(|&node| {
-            replicas
-                .iter()
-                .filter(|&&other| other < node && usable(other))
-                .count()
-                == rank
-        })
+    let candidates = &mut candidates[..count];
+    candidates.sort_unstable();
+    candidates.get(usize::from(own) % count.max(1)).copied()
 }
 
 #[cfg(test)]

@@ -810,14 +810,7 @@ fn a_data_node_killed_under_sql_load_loses_no_acknowledged_insert() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(support::signal(victims[0], rustix::process::Signal::KILL));
 
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = sender.send(reader.wait_with_output());
-    });
-    let output = receiver
-        .recv_timeout(Duration::from_secs(300))
-        .expect("the reader finishes: no read waits forever")
-        .expect("the reader's output");
+    let output = output_within(reader, Duration::from_secs(300), "the reader");
     let answers = String::from_utf8_lossy(&output.stdout).to_string();
     let errors = String::from_utf8_lossy(&output.stderr).to_string();
     let mut rows_read = 0;
@@ -830,10 +823,7 @@ fn a_data_node_killed_under_sql_load_loses_no_acknowledged_insert() {
         assert_eq!(fields[1], fields[0] * 7, "a true row: {line}");
         rows_read += 1;
     }
-    let failed_reads = errors
-        .lines()
-        .filter(|line| line.starts_with("ERROR"))
-        .count();
+    let mut failed_reads = 0;
     for line in errors.lines().filter(|line| line.starts_with("ERROR")) {
         assert!(
             ["1297", "4010", "1205", "1296"]
@@ -841,6 +831,7 @@ fn a_data_node_killed_under_sql_load_loses_no_acknowledged_insert() {
                 .any(|code| line.contains(code)),
             "reader: {line}"
         );
+        failed_reads += 1;
     }
     eprintln!("{rows_read} reads answered, {failed_reads} failed");
     assert_eq!(rows_read + failed_reads, READS, "every read has one answer");
@@ -849,14 +840,7 @@ fn a_data_node_killed_under_sql_load_loses_no_acknowledged_insert() {
     let mut acknowledged = Vec::new();
     let mut failures = 0;
     for (client, child) in clients.into_iter().enumerate() {
-        let (sender, receiver) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = sender.send(child.wait_with_output());
-        });
-        let output = receiver
-            .recv_timeout(Duration::from_secs(300))
-            .expect("every client finishes: no statement waits forever")
-            .expect("the client's output");
+        let output = output_within(child, Duration::from_secs(300), "every client");
         let errors = String::from_utf8_lossy(&output.stderr).to_string();
         let failed: std::collections::BTreeSet<usize> = errors
             .lines()
@@ -930,6 +914,19 @@ fn a_data_node_killed_under_sql_load_loses_no_acknowledged_insert() {
         ready.is_some(),
         "the SQL node does not reach the restarted node"
     );
+}
+
+/// The output of `child` once it ends, which must be within `limit`: no
+/// statement may wait forever (`what` names it in the failure).
+fn output_within(child: std::process::Child, limit: Duration, what: &str) -> std::process::Output {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    receiver
+        .recv_timeout(limit)
+        .unwrap_or_else(|_| panic!("{what} finishes within {limit:?}: nothing waits forever"))
+        .unwrap_or_else(|error| panic!("{what}'s output: {error}"))
 }
 
 /// A SQL node with a pool of two cluster connections (two workers, a
